@@ -1,0 +1,40 @@
+"""gpc_literate: Gaussian-process classification, derived in a book and built from it.
+
+This file is written by hand; every other module in the package is generated
+from a chapter of the book (see the header of each module for which one).
+
+Importing the package loads nothing but this file: submodules and the public
+names below are imported on first use, so ``import gpc_literate`` has no side
+effects and never imports matplotlib.
+"""
+from importlib import import_module
+
+__version__ = "0.1.0"
+
+# public name -> submodule that defines it
+_PUBLIC = {
+    "ConvergenceWarning": "base",
+    "GPClassifierBase": "base",
+    "RBF": "kernels",
+    "ArcSin": "kernels",
+    "Linear": "kernels",
+    "Cauchy": "kernels",
+    "StepFlip": "likelihoods",
+    "Probit": "likelihoods",
+    "load": "datasets",
+}
+_SUBMODULES = {"base", "likelihoods", "kernels", "datasets"}
+
+__all__ = sorted(_PUBLIC) + sorted(_SUBMODULES)
+
+
+def __getattr__(name):
+    if name in _SUBMODULES:
+        return import_module(f"{__name__}.{name}")
+    if name in _PUBLIC:
+        return getattr(import_module(f"{__name__}.{_PUBLIC[name]}"), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__():
+    return __all__
