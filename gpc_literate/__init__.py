@@ -15,13 +15,18 @@ __version__ = "0.1.0"
 _PUBLIC = {
     "ConvergenceWarning": "base",
     "GPClassifierBase": "base",
+    "NotFittedError": "base",
     "RBF": "kernels",
     "ArcSin": "kernels",
     "Linear": "kernels",
     "Cauchy": "kernels",
     "StepFlip": "likelihoods",
     "Probit": "likelihoods",
+    "Gaussian": "likelihoods",
+    "normal_ratio": "likelihoods",
     "load": "datasets",
+    "available": "datasets",
+    "Dataset": "datasets",
 }
 _SUBMODULES = {"base", "likelihoods", "kernels", "datasets"}
 

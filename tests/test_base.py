@@ -1,0 +1,391 @@
+"""Tests of gpc_literate.base: input validation, label encoding and the estimator interface."""
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from gpc_literate.base import (
+    ConvergenceWarning,
+    GPClassifierBase,
+    NotFittedError,
+    check_array,
+    check_scalar,
+    check_X_y,
+    encode_labels,
+)
+
+
+class ToyClassifier(GPClassifierBase):
+    """Linear toy: activation scale * x . w + offset with w the label-weighted input mean."""
+
+    def __init__(self, scale=1.0, offset=0.0, note=None):
+        self.scale = scale
+        self.offset = offset
+        self.note = note
+
+    def _validate_params(self):
+        check_scalar(self.scale, "scale", low=0.0, low_inclusive=False)
+        check_scalar(self.offset, "offset")
+
+    def _fit(self, X, y_pm):
+        self.w_ = X.T @ y_pm / len(y_pm)
+
+    def _decision_function(self, X):
+        return self.scale * (X @ self.w_) + self.offset
+
+    def _predict_proba_positive(self, X):
+        return 1.0 / (1.0 + np.exp(-self._decision_function(X)))
+
+
+class NoProbaClassifier(GPClassifierBase):
+    """Toy without probabilities: the sign of the first feature."""
+
+    def _fit(self, X, y_pm):
+        self.fitted_ = True
+
+    def _decision_function(self, X):
+        return X[:, 0]
+
+
+class FailingClassifier(ToyClassifier):
+    """Toy whose _fit always fails."""
+
+    def _fit(self, X, y_pm):
+        raise RuntimeError("boom")
+
+
+class Nested:
+    """Minimal object with get_params/set_params, standing in for a kernel."""
+
+    def __init__(self, length_scale=1.0):
+        self.length_scale = length_scale
+
+    def get_params(self, deep=True):
+        return {"length_scale": self.length_scale}
+
+    def set_params(self, **params):
+        for key, value in params.items():
+            setattr(self, key, value)
+        return self
+
+
+X4 = np.array([[-2.0], [-1.0], [1.0], [2.0]])
+
+
+def fitted():
+    return ToyClassifier().fit(X4, [0, 0, 1, 1])
+
+
+# -- check_array ------------------------------------------------------------------------------
+
+def test_check_array_returns_2d_float_copy():
+    X = np.array([[1, 2], [3, 4]])
+    out = check_array(X)
+    assert out.dtype == np.float64 and out.shape == (2, 2)
+    out[0, 0] = 99
+    assert X[0, 0] == 1
+    Xf = np.ones((2, 2))
+    assert check_array(Xf) is not Xf
+
+
+def test_check_array_accepts_lists_and_bools():
+    assert check_array([[True, False]]).tolist() == [[1.0, 0.0]]
+
+
+@pytest.mark.parametrize("value, pattern", [(np.nan, "X contains non-finite values: 1 NaN"),
+                                            (np.inf, "X contains non-finite.*1 infinite"),
+                                            (-np.inf, "X contains non-finite.*1 infinite")])
+def test_check_array_non_finite(value, pattern):
+    X = np.ones((3, 2))
+    X[1, 1] = value
+    with pytest.raises(ValueError, match=pattern):
+        check_array(X)
+
+
+def test_check_array_names_argument():
+    with pytest.raises(ValueError, match="^Z contains non-finite"):
+        check_array([[np.nan]], name="Z")
+
+
+@pytest.mark.parametrize("X, pattern", [
+    ([1.0, 2.0, 3.0], r"X must be a 2-D array.*1-D.*reshape\(-1, 1\)"),
+    (np.ones((2, 2, 2)), "X must be a 2-D array.*3-D"),
+    (3.0, "X must be a 2-D array.*0-D"),
+    ([], "X is empty"),
+    (np.empty((0, 3)), "X is empty"),
+    (np.empty((3, 0)), "X is empty"),
+    ([["a", "b"]], "X must contain real numbers; got strings"),
+    ([[1 + 2j]], "X must contain real numbers; got complex"),
+    ([[1.0, 2.0], [3.0]], "X must be a rectangular array"),
+    ([[None]], "X contains non-finite values: 1 NaN"),   # None is a missing value
+])
+def test_check_array_bad_shapes_and_types(X, pattern):
+    with pytest.raises(ValueError, match=pattern):
+        check_array(X)
+
+
+# -- check_X_y and encode_labels --------------------------------------------------------------
+
+def test_check_X_y_ok():
+    X, y = check_X_y([[1.0], [2.0]], ["a", "b"])
+    assert X.shape == (2, 1) and list(y) == ["a", "b"]
+
+
+def test_check_X_y_mismatched_lengths():
+    with pytest.raises(ValueError, match="X and y have inconsistent numbers of samples: "
+                                         "X has 4 rows, y has 3 labels"):
+        check_X_y(X4, [0, 1, 1])
+
+
+def test_check_X_y_2d_y():
+    with pytest.raises(ValueError, match="y must be a 1-D array"):
+        check_X_y(X4, np.array([[0], [0], [1], [1]]))
+
+
+@pytest.mark.parametrize("y, pattern", [
+    ([1, 1, 1], r"y has only one class \(\[1\]\)"),
+    ([0, 1, 2], r"y has 3 classes \(\[0, 1, 2\]\)"),
+    ([], "y is empty"),
+    ([0.0, np.nan, 1.0], "y contains NaN"),
+    (np.array([[0, 1]]), "y must be a 1-D array"),
+    (np.array([1, "a", None], dtype=object), "y contains labels of types that cannot be compared"),
+])
+def test_encode_labels_errors(y, pattern):
+    with pytest.raises(ValueError, match=pattern):
+        encode_labels(y)
+
+
+@pytest.mark.parametrize("labels", [
+    [0, 1, 1, 0],
+    [-1, 1, 1, -1],
+    [3, 7, 7, 3],
+    ["cat", "dog", "dog", "cat"],
+    [False, True, True, False],
+    [2.5, 10.0, 10.0, 2.5],
+])
+def test_encode_labels_mapping(labels):
+    y_pm, classes = encode_labels(labels)
+    assert list(classes) == sorted(set(labels))
+    assert y_pm.dtype == np.float64
+    assert y_pm.tolist() == [-1.0, 1.0, 1.0, -1.0]
+    assert classes[(y_pm > 0).astype(int)].tolist() == labels
+
+
+# -- check_scalar -----------------------------------------------------------------------------
+
+def test_check_scalar_accepts_and_returns_float():
+    assert check_scalar(3, "max_iter", low=1) == 3.0
+    assert isinstance(check_scalar(np.int64(2), "n"), float)
+    assert check_scalar(np.float32(0.5), "kappa", low=0, high=0.5) == 0.5
+    assert check_scalar(0.0, "kappa", low=0.0) == 0.0
+    assert check_scalar(-1e300, "offset") == -1e300
+
+
+@pytest.mark.parametrize("value, kwargs, pattern", [
+    (0.0, dict(low=0.0, low_inclusive=False), r"noise_var must be a finite number in \(0.0, inf\); got 0.0"),
+    (-1.0, dict(low=0.0), r"noise_var must be a finite number in \[0.0, inf\); got -1.0"),
+    (0.5, dict(low=0.0, high=0.5, high_inclusive=False), r"noise_var .* in \[0.0, 0.5\); got 0.5"),
+    (2.0, dict(high=1.0), r"noise_var .* in \(-inf, 1.0\]; got 2.0"),
+    (np.nan, {}, "noise_var must be a finite number.*got nan"),
+    (np.inf, {}, "noise_var must be a finite number.*got inf"),
+    (-np.inf, dict(high=0.0), "noise_var must be a finite number"),
+])
+def test_check_scalar_domain_errors(value, kwargs, pattern):
+    with pytest.raises(ValueError, match=pattern):
+        check_scalar(value, "noise_var", **kwargs)
+
+
+@pytest.mark.parametrize("value", ["0.1", None, True, np.bool_(False), [1.0], np.array([1.0]), 1 + 0j])
+def test_check_scalar_type_errors(value):
+    with pytest.raises(TypeError, match="noise_var must be a real number"):
+        check_scalar(value, "noise_var", low=0.0)
+
+
+# -- parameters -------------------------------------------------------------------------------
+
+def test_get_params_set_params_round_trip():
+    est = ToyClassifier(scale=2.0, offset=0.5, note="x")
+    params = est.get_params()
+    assert params == {"scale": 2.0, "offset": 0.5, "note": "x"}
+    assert ToyClassifier(**params).get_params() == params
+    assert est.set_params(scale=3.0, note=None) is est
+    assert est.get_params() == {"scale": 3.0, "offset": 0.5, "note": None}
+    assert NoProbaClassifier().get_params() == {}
+
+
+def test_set_params_unknown_name():
+    with pytest.raises(ValueError, match=r"Invalid parameter 'scal' for ToyClassifier; "
+                                         r"valid parameters are \['note', 'offset', 'scale'\]"):
+        ToyClassifier().set_params(scal=1.0)
+
+
+def test_nested_params():
+    est = ToyClassifier(note=Nested(2.0))
+    assert est.get_params()["note__length_scale"] == 2.0
+    assert "note__length_scale" not in est.get_params(deep=False)
+    est.set_params(note__length_scale=5.0)
+    assert est.note.length_scale == 5.0
+    with pytest.raises(ValueError, match="Invalid parameter 'nope'"):
+        est.set_params(nope__x=1)
+    with pytest.raises(ValueError, match="Parameter 'scale' of ToyClassifier has no sub-parameters"):
+        est.set_params(scale__x=1)
+
+
+def test_repr_shows_non_default_params():
+    assert repr(ToyClassifier()) == "ToyClassifier()"
+    assert repr(ToyClassifier(offset=0.5, note="a")) == "ToyClassifier(offset=0.5, note='a')"
+    assert repr(ToyClassifier(note=np.array([1, 2]))) == "ToyClassifier(note=array([1, 2]))"
+    assert repr(NoProbaClassifier()) == "NoProbaClassifier()"
+
+
+def test_var_keyword_init_refused():
+    class Bad(GPClassifierBase):
+        def __init__(self, **kwargs):
+            self.kwargs = kwargs
+
+    with pytest.raises(TypeError, match="no \\*args or \\*\\*kwargs"):
+        Bad().get_params()
+
+
+# -- fit --------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("X, y, pattern", [
+    (np.array([[0.0], [np.nan], [1.0], [2.0]]), [0, 0, 1, 1], "X contains non-finite values: 1 NaN"),
+    (np.array([[0.0], [np.inf], [1.0], [2.0]]), [0, 0, 1, 1], "X contains non-finite.*1 infinite"),
+    (np.array([-2.0, -1.0, 1.0, 2.0]), [0, 0, 1, 1], "X must be a 2-D array"),
+    (X4, [0, 0, 1], "X and y have inconsistent numbers of samples"),
+    (np.empty((0, 1)), [], "X is empty"),
+    (X4, [1, 1, 1, 1], "y has only one class"),
+    (X4, ["a", "b", "c", "a"], "y has 3 classes"),
+])
+def test_fit_bad_input(X, y, pattern):
+    with pytest.raises(ValueError, match=pattern):
+        ToyClassifier().fit(X, y)
+
+
+def test_fit_validates_params():
+    with pytest.raises(ValueError, match="scale must be a finite number in"):
+        ToyClassifier(scale=-1.0).fit(X4, [0, 0, 1, 1])
+    with pytest.raises(TypeError, match="offset must be a real number"):
+        ToyClassifier(offset="0").fit(X4, [0, 0, 1, 1])
+    assert not hasattr(ToyClassifier(scale=-1.0), "classes_")
+
+
+def test_fit_records_attributes_and_returns_self():
+    est = ToyClassifier()
+    assert est.fit(X4, ["b", "b", "a", "a"]) is est
+    assert est.classes_.tolist() == ["a", "b"] and est.n_features_in_ == 1
+    assert est.w_[0] < 0   # "b" is -1 and sits at negative x
+
+
+def test_failed_fit_leaves_estimator_unfitted():
+    est = FailingClassifier()
+    with pytest.raises(RuntimeError, match="boom"):
+        est.fit(X4, [0, 0, 1, 1])
+    assert not hasattr(est, "classes_") and not hasattr(est, "n_features_in_")
+    with pytest.raises(NotFittedError):
+        est.predict(X4)
+
+
+@pytest.mark.parametrize("labels", [
+    [0, 0, 1, 1],
+    [-1, -1, 1, 1],
+    [3, 3, 7, 7],
+    ["cat", "cat", "dog", "dog"],
+    [False, False, True, True],
+    np.array(["no", "no", "yes", "yes"], dtype=object),
+])
+def test_label_round_trip(labels):
+    est = ToyClassifier().fit(X4, labels)
+    pred = est.predict(X4)
+    assert pred.tolist() == list(labels)
+    assert pred.dtype == np.asarray(labels).dtype
+    assert est.score(X4, labels) == 1.0
+    proba = est.predict_proba(X4)
+    assert proba.shape == (4, 2) and np.allclose(proba.sum(axis=1), 1.0)
+    assert np.array_equal(est.classes_[proba.argmax(axis=1)], pred)   # columns follow classes_
+    assert np.all(est.decision_function(X4)[2:] > 0)                  # positive means classes_[1]
+
+
+def test_label_round_trip_reversed_order():
+    est = ToyClassifier().fit(X4, [1, 1, 0, 0])
+    assert est.predict(X4).tolist() == [1, 1, 0, 0]
+    assert est.predict_proba(X4)[0, 1] > 0.5   # column 1 is class 1, predicted at x = -2
+
+
+def test_predict_tie_goes_to_first_class():
+    est = NoProbaClassifier().fit(X4, ["neg", "neg", "pos", "pos"])
+    assert est.predict([[0.0]]).tolist() == ["neg"]
+
+
+def test_score_counts_mistakes():
+    est = ToyClassifier().fit(X4, [0, 0, 1, 1])
+    assert est.score(X4, [0, 1, 1, 1]) == 0.75
+
+
+# -- prediction-time checks ------------------------------------------------------------------
+
+@pytest.mark.parametrize("method", ["decision_function", "predict_proba", "predict"])
+def test_predict_before_fit(method):
+    with pytest.raises(NotFittedError, match="This ToyClassifier is not fitted yet; call fit"):
+        getattr(ToyClassifier(), method)(X4)
+
+
+def test_score_before_fit():
+    with pytest.raises(NotFittedError, match="not fitted yet"):
+        ToyClassifier().score(X4, [0, 0, 1, 1])
+
+
+def test_not_fitted_error_is_value_and_attribute_error():
+    assert issubclass(NotFittedError, ValueError) and issubclass(NotFittedError, AttributeError)
+
+
+@pytest.mark.parametrize("method", ["decision_function", "predict_proba", "predict"])
+def test_wrong_number_of_features(method):
+    with pytest.raises(ValueError, match=r"X has 3 features, but ToyClassifier was fitted on "
+                                         r"data with 1 feature"):
+        getattr(fitted(), method)(np.ones((2, 3)))
+
+
+@pytest.mark.parametrize("method", ["decision_function", "predict_proba", "predict"])
+def test_bad_input_at_predict(method):
+    with pytest.raises(ValueError, match="X contains non-finite values: 1 NaN"):
+        getattr(fitted(), method)([[np.nan]])
+    with pytest.raises(ValueError, match="X must be a 2-D array"):
+        getattr(fitted(), method)([1.0, 2.0])
+
+
+def test_score_mismatched_lengths():
+    with pytest.raises(ValueError, match="X and y have inconsistent numbers of samples"):
+        fitted().score(X4, [0, 1])
+
+
+def test_predict_proba_not_implemented():
+    est = NoProbaClassifier().fit(X4, [0, 0, 1, 1])
+    assert est.predict(X4).tolist() == [0, 0, 1, 1]
+    with pytest.raises(NotImplementedError, match="NoProbaClassifier does not model class probabilities"):
+        est.predict_proba(X4)
+
+
+def test_missing_hooks_raise_not_implemented():
+    class Empty(GPClassifierBase):
+        pass
+
+    with pytest.raises(NotImplementedError, match="Empty must implement _fit"):
+        Empty().fit(X4, [0, 0, 1, 1])
+
+
+# -- module -----------------------------------------------------------------------------------
+
+def test_convergence_warning_is_user_warning():
+    assert issubclass(ConvergenceWarning, UserWarning)
+    with pytest.warns(ConvergenceWarning, match="did not converge"):
+        import warnings
+        warnings.warn("did not converge", ConvergenceWarning)
+
+
+def test_import_has_no_heavy_dependencies():
+    code = ("import sys, gpc_literate.base; "
+            "assert 'sklearn' not in sys.modules and 'matplotlib' not in sys.modules")
+    subprocess.run([sys.executable, "-c", code], check=True)

@@ -1,0 +1,133 @@
+"""The literate pipeline: chapters -> modules, the sync check, the import contract."""
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "tools"))
+import tangle  # noqa: E402
+import notebooks  # noqa: E402
+
+
+def run(args, cwd):
+    return subprocess.run([sys.executable, *args], cwd=cwd, capture_output=True, text=True)
+
+
+def test_modules_in_sync_with_chapters():
+    result = run(["tools/tangle.py", "--check"], ROOT)
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+@pytest.fixture
+def scratch_repo(tmp_path):
+    """A copy of what the tangle tool reads, to break without touching the real tree."""
+    for name in ["book", "gpc_literate", "tools"]:
+        shutil.copytree(ROOT / name, tmp_path / name,
+                        ignore=shutil.ignore_patterns("__pycache__", "data"))
+    shutil.copy(ROOT / "pyproject.toml", tmp_path / "pyproject.toml")
+    return tmp_path
+
+
+def first_exported_chapter():
+    chapter_rel = next(iter(tangle.registry()))
+    return chapter_rel, tangle.registry()[chapter_rel]
+
+
+def test_editing_an_exported_cell_without_export_fails_the_check(scratch_repo):
+    chapter_rel, module_rel = first_exported_chapter()
+    chapter = scratch_repo / chapter_rel
+    text = chapter.read_text()
+    marker = ":tags: [export]\n"
+    assert marker in text
+    # append a line to the body of the first exported cell
+    start = text.index(marker) + len(marker)
+    end = text.index("\n```", start)
+    chapter.write_text(text[:end] + "\nEDITED_WITHOUT_EXPORT = 1" + text[end:])
+    result = run(["tools/tangle.py", "--check"], scratch_repo)
+    assert result.returncode == 1
+    assert "+EDITED_WITHOUT_EXPORT = 1" in result.stdout      # a readable diff
+    assert module_rel in result.stderr                        # names the stale module
+    # and `make export` (tangle without --check) brings them back in sync
+    assert run(["tools/tangle.py"], scratch_repo).returncode == 0
+    assert run(["tools/tangle.py", "--check"], scratch_repo).returncode == 0
+
+
+def test_editing_a_generated_module_fails_the_check(scratch_repo):
+    _, module_rel = first_exported_chapter()
+    module = scratch_repo / module_rel
+    module.write_text(module.read_text() + "\n# hand edit\n")
+    result = run(["tools/tangle.py", "--check"], scratch_repo)
+    assert result.returncode == 1
+    assert "-# hand edit" in result.stdout
+
+
+def test_unregistered_exporting_chapter_is_an_error(scratch_repo):
+    extra = scratch_repo / "book" / "99_orphan.md"
+    extra.write_text("---\nkernelspec:\n  name: python3\n  display_name: Python 3\n"
+                     "jupytext:\n  text_representation:\n    format_name: myst\n---\n\n"
+                     "# Orphan\n\n```{code-cell} ipython3\n:tags: [export]\nX = 1\n```\n")
+    result = run(["tools/tangle.py", "--check"], scratch_repo)
+    assert result.returncode == 1
+    assert "99_orphan.md" in result.stderr
+
+
+def test_generated_modules_name_their_chapter():
+    for chapter_rel, module_rel in tangle.registry().items():
+        head = (ROOT / module_rel).read_text().splitlines()[:2]
+        assert tangle.MARKER in head[0] and chapter_rel in head[0]
+        assert "make export" in head[1]
+
+
+def test_every_registered_chapter_is_in_the_toc():
+    in_toc = {p.relative_to(ROOT).as_posix() for p in notebooks.toc_files()}
+    for chapter_rel in tangle.registry():
+        assert chapter_rel in in_toc, f"{chapter_rel} exports a module but is not in _toc.yml"
+
+
+def modules_used(chapter: Path) -> set[str]:
+    """Submodules of gpc_literate that a chapter's code cells import or reach."""
+    import gpc_literate
+    import jupytext
+    nb = jupytext.read(chapter, fmt="md:myst")
+    code = "\n".join(c.source for c in nb.cells if c.cell_type == "code")
+    used = set(re.findall(r"gpc_literate\.(\w+)", code))
+    for group in re.findall(r"from\s+gpc_literate\s+import\s+\(?([\w,\s]+)\)?", code):
+        used |= {name.strip() for name in group.split(",") if name.strip()}
+    return {gpc_literate._PUBLIC.get(name, name) for name in used}
+
+
+def test_chapters_import_only_earlier_modules():
+    """A chapter's cells are its module: it must not import itself or a later chapter."""
+    order = [p.relative_to(ROOT).as_posix() for p in notebooks.toc_files()]
+    module_of = {ch: Path(mod).stem for ch, mod in tangle.registry().items()}
+    for chapter_rel in module_of:
+        later = {module_of[c] for c in order[order.index(chapter_rel):] if c in module_of}
+        bad = modules_used(ROOT / chapter_rel) & later
+        assert not bad, f"{chapter_rel} imports {sorted(bad)} (its own or a later chapter's module)"
+
+
+def test_import_has_no_side_effects_and_no_matplotlib():
+    code = ("import sys, gpc_literate\n"
+            "assert 'matplotlib' not in sys.modules, 'matplotlib imported'\n"
+            "loaded = sorted(m for m in sys.modules if m.startswith('gpc_literate.'))\n"
+            "assert loaded == [], loaded\n"
+            "for name in gpc_literate.__all__:\n"
+            "    getattr(gpc_literate, name)\n"
+            "assert 'matplotlib' not in sys.modules, 'matplotlib imported by a submodule'\n")
+    result = subprocess.run([sys.executable, "-c", code], cwd="/", capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+
+
+def test_equation_labels_cited_in_the_package_exist_in_the_book():
+    labels = set()
+    for chapter in (ROOT / "book").glob("*.md"):
+        labels |= set(re.findall(r"\$\$\s*\((eq-[\w-]+)\)", chapter.read_text()))
+    cited = set()
+    for module in (ROOT / "gpc_literate").glob("*.py"):
+        cited |= set(re.findall(r"\b(eq-[a-z]+-[\w-]+)", module.read_text()))
+    missing = sorted(cited - labels)
+    assert not missing, f"labels cited in gpc_literate/ but not defined in book/: {missing}"
