@@ -11,8 +11,14 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 NBDIR  := _build/nbval
-# pytest-xdist would help on more cores; CI has two, the chapters run one per process
+# Two pytest workers (CI has two cores), each file on one worker so a chapter keeps its
+# kernel; one BLAS thread per process, since threaded BLAS on an oversubscribed machine is
+# many times slower than single-threaded.
+JOBS   ?= 2
 PYTEST_ARGS ?=
+export OPENBLAS_NUM_THREADS := 1
+export OMP_NUM_THREADS := 1
+export MKL_NUM_THREADS := 1
 
 .PHONY: install export check-sync notebooks test book benchmark clean
 
@@ -36,7 +42,7 @@ notebooks: $(STAMP)
 
 test: check-sync notebooks
 	MPLBACKEND=Agg $(BIN)/python -m pytest tests $(NBDIR) --nbval-lax --nbval-current-env \
-	    --nbval-cell-timeout=3600 -p no:cacheprovider $(PYTEST_ARGS)
+	    --nbval-cell-timeout=3600 -p no:cacheprovider -n $(JOBS) --dist loadfile $(PYTEST_ARGS)
 
 book: $(STAMP)
 	rm -rf _build/html _build/.doctrees _build/jupyter_execute

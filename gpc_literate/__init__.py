@@ -25,10 +25,14 @@ _PUBLIC = {
     "Gaussian": "likelihoods",
     "normal_ratio": "likelihoods",
     "load": "datasets",
+    "KernelAdatron": "svm",
+    "exact_loo_error": "loo",
+    "NaiveMeanField": "meanfield",
+    "TAP": "tap",
     "available": "datasets",
     "Dataset": "datasets",
 }
-_SUBMODULES = {"base", "likelihoods", "kernels", "datasets"}
+_SUBMODULES = {"base", "likelihoods", "kernels", "datasets", "svm", "loo", "reference", "meanfield", "tap"}
 
 __all__ = sorted(_PUBLIC) + sorted(_SUBMODULES)
 

@@ -1,0 +1,120 @@
+"""gpc_literate.meanfield: naive mean field, chapter 8 (book/08_naive_mean_field.md)."""
+import math
+import warnings
+
+import numpy as np
+import pytest
+
+from gpc_literate import datasets
+from gpc_literate.base import ConvergenceWarning
+from gpc_literate.kernels import RBF, Linear
+from gpc_literate.likelihoods import Probit, StepFlip
+from gpc_literate.loo import exact_loo_error
+from gpc_literate.meanfield import (NaiveMeanField, SitePosterior, embedding_strength,
+                                    naive_loo, naive_mean_field, naive_residual)
+
+
+@pytest.fixture(scope="module")
+def crabs():
+    d = datasets.load("crabs")
+    return d.X_train, d.y_train.astype(float), d.X_test, d.y_test
+
+
+def test_embedding_strength_is_eq_17_40():
+    z = np.linspace(-6, 6, 241)
+    for kappa in [0.0, 0.1, 0.3]:
+        Phi = 0.5 * np.vectorize(math.erfc)(-z / np.sqrt(2))
+        direct = (1 - 2 * kappa) * np.exp(-z**2 / 2) / np.sqrt(2 * np.pi) / (
+            kappa + (1 - 2 * kappa) * Phi)
+        assert np.allclose(embedding_strength(z, kappa), direct, rtol=1e-10)
+    assert np.all(np.diff(embedding_strength(z, 0.0)) < 0)
+
+
+def test_fixed_point_satisfies_the_equations(crabs):
+    X, y, _, _ = crabs
+    K = RBF(length_scale=1.5)(X) + 0.2 * np.eye(len(y))
+    res = naive_mean_field(K, y, StepFlip(0.0), tol=1e-9)
+    assert res.converged and res.residual < 1e-9
+    assert naive_residual(K, y, StepFlip(0.0), res.alpha) < 1e-9
+    assert np.allclose(res.mean, K @ (y * res.alpha))
+    assert np.all(y * res.mean > 0)          # kappa = 0: all training examples correct
+    # the same solution from the probit likelihood on the noise-free kernel
+    res_p = naive_mean_field(RBF(length_scale=1.5)(X), y, Probit(noise_var=0.2), tol=1e-9)
+    assert np.allclose(res.alpha, res_p.alpha, atol=1e-7)
+
+
+def test_stable_loo_equals_eqs_17_41_17_42(crabs):
+    X, y, _, _ = crabs
+    K = RBF(length_scale=1.5)(X) + 0.2 * np.eye(len(y))
+    res = naive_mean_field(K, y, StepFlip(0.0), tol=1e-12)
+    f_loo, var_loo, _ = naive_loo(K, y, res.alpha, StepFlip(0.0))
+    omega = np.diag(K) * (1.0 / (y * res.alpha * res.mean) - 1.0)
+    bracket = 1.0 / np.diag(np.linalg.solve(K + np.diag(omega), np.eye(len(y)))) - omega
+    assert np.allclose(var_loo, bracket, rtol=1e-8)
+    assert np.allclose(y * f_loo, y * res.mean - bracket * res.alpha, atol=1e-9)
+
+
+def test_site_posterior_matches_dense_inverse():
+    rng = np.random.default_rng(0)
+    kernel = RBF(length_scale=1.0)
+    X, Xn = rng.normal(size=(15, 2)), rng.normal(size=(4, 2))
+    K = kernel(X) + 0.1 * np.eye(15)
+    Kinv = np.linalg.inv(K)
+    for tau in [rng.uniform(0, 2, 15), rng.normal(size=15) * 0.3]:
+        dense = np.linalg.inv(Kinv + np.diag(tau))
+        sp = SitePosterior(K, tau)
+        b = rng.normal(size=15)
+        assert sp.indefinite == bool(np.any(tau < 0))
+        assert np.allclose(sp.var, np.diag(dense), rtol=1e-8)
+        assert np.allclose(K @ sp.coef(b), dense @ b, rtol=1e-8, atol=1e-10)
+        # Var f(x) = k(x,x) - k' K^-1 k + k' K^-1 Sigma K^-1 k for the Gaussian N(0, K) * sites
+        Kx = kernel(Xn, X)
+        A = Kx @ Kinv
+        expected = kernel.diag(Xn) - np.sum(A * Kx, axis=1) + np.sum((A @ dense) * A, axis=1)
+        assert np.allclose(sp.predictive_var(Kx, kernel.diag(Xn)), expected, rtol=1e-7)
+
+
+def test_estimator_api_and_warm_start(crabs):
+    X, y, Xt, yt = crabs
+    clf = NaiveMeanField(kernel=RBF(length_scale=1.5), v=0.2).fit(X, y)
+    assert clf.converged_ and clf.residual_ < clf.tol and clf.n_iter_ > 0
+    assert clf.alpha_.shape == (80,) and np.all(clf.alpha_ > 0)
+    assert 0.0 <= clf.loo_error_ <= 1.0 and clf.loo_decision_.shape == (80,)
+    assert np.allclose(clf.decision_function(X), clf.kernel_(X) @ clf.coef_)
+    proba = clf.predict_proba(Xt)
+    assert proba.shape == (len(yt), 2) and np.allclose(proba.sum(axis=1), 1)
+    assert np.array_equal(proba[:, 1] > 0.5, clf.decision_function(Xt) > 0)
+    warm = NaiveMeanField(kernel=RBF(length_scale=1.5), v=0.2).fit(X, y, alpha_init=clf.alpha_)
+    assert warm.n_iter_ == 0 or warm.n_iter_ < clf.n_iter_
+    assert np.allclose(warm.alpha_, clf.alpha_, atol=1e-5)
+    assert repr(NaiveMeanField(kappa=0.1)) == "NaiveMeanField(kappa=0.1)"
+    assert NaiveMeanField().set_params(v=0.5).v == 0.5
+
+
+def test_loo_estimate_within_one_error_of_retraining(crabs):
+    X, y, _, _ = crabs
+    model = NaiveMeanField(kernel=RBF(length_scale=2.0), kappa=0.05, v=0.1)
+    fitted = NaiveMeanField(**model.get_params(deep=False)).fit(X, y)
+    exact = exact_loo_error(model, X, y)
+    assert abs(round(fitted.loo_error_ * len(y)) - exact.n_errors) <= 1
+    assert np.all(exact.converged)
+
+
+def test_non_convergence_warns(crabs):
+    X, y, _, _ = crabs
+    with pytest.warns(ConvergenceWarning):
+        clf = NaiveMeanField(kernel=Linear(), kappa=0.0, v=0.0, max_iter=50).fit(X, y)
+    assert not clf.converged_ and clf.n_iter_ == 50
+    with pytest.warns(ConvergenceWarning):
+        clf = NaiveMeanField(kernel=RBF(length_scale=2.0), max_iter=3).fit(X, y)
+    assert not clf.converged_
+
+
+@pytest.mark.parametrize("bad", [dict(kappa=0.5), dict(kappa=-0.1), dict(v=-1.0), dict(tol=0.0),
+                                 dict(tol=-1e-3), dict(max_iter=0), dict(learning_rate=0.0)])
+def test_bad_hyperparameters_name_the_parameter(crabs, bad):
+    X, y, _, _ = crabs
+    name = next(iter(bad))
+    with pytest.raises(ValueError, match=name):
+        NaiveMeanField(**bad).fit(X, y)
+    assert not hasattr(NaiveMeanField(**bad), "classes_")
