@@ -29,10 +29,17 @@ _PUBLIC = {
     "exact_loo_error": "loo",
     "NaiveMeanField": "meanfield",
     "TAP": "tap",
+    "Laplace": "laplace",
+    "Logistic": "laplace",
+    "EP": "ep",
+    "select_hyperparameters": "selection",
+    "LSCV": "selection",
+    "BiasedEP": "selection",
     "available": "datasets",
     "Dataset": "datasets",
 }
-_SUBMODULES = {"base", "likelihoods", "kernels", "datasets", "svm", "loo", "reference", "meanfield", "tap"}
+_SUBMODULES = {"base", "likelihoods", "kernels", "datasets", "svm", "loo", "reference", "meanfield", "tap",
+               "laplace", "ep", "selection"}
 
 __all__ = sorted(_PUBLIC) + sorted(_SUBMODULES)
 
