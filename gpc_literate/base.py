@@ -21,6 +21,7 @@ __all__ = [
     "check_X_y",
     "encode_labels",
     "check_scalar",
+    "check_integer",
     "GPClassifierBase",
 ]
 
@@ -128,6 +129,19 @@ def check_scalar(value, name, *, low=None, high=None, low_inclusive=True, high_i
         right = "inf)" if high is None else f"{high}" + ("]" if high_inclusive else ")")
         raise ValueError(f"{name} must be a finite number in {left}, {right}; got {value!r}")
     return x
+
+
+def check_integer(value, name, *, low=1):
+    """Validate an integer setting such as max_iter: return int(value) if it is at least ``low``.
+
+    Raises TypeError if ``value`` is not an integer (booleans are refused) and ValueError,
+    naming ``name``, if it is smaller than ``low``.
+    """
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Integral):
+        raise TypeError(f"{name} must be an integer; got {type(value).__name__} {value!r}")
+    if value < low:
+        raise ValueError(f"{name} must be at least {low}; got {value!r}")
+    return int(value)
 
 
 # %% book/01_gp_classification.md, cell 31

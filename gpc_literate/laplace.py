@@ -21,7 +21,8 @@ from scipy.linalg.lapack import dpotri
 from scipy.optimize import minimize
 from scipy.special import expit, log_expit, logsumexp
 
-from gpc_literate.base import ConvergenceWarning, GPClassifierBase, NotFittedError, check_scalar
+from gpc_literate.base import (ConvergenceWarning, GPClassifierBase, NotFittedError, check_integer,
+                               check_scalar)
 from gpc_literate.kernels import RBF, Kernel
 from gpc_literate.likelihoods import (Likelihood, Probit, _check_finite, _check_labels,
                                       _check_var)
@@ -143,15 +144,6 @@ def _check_likelihood(likelihood, name="likelihood"):
                          "definite; use kappa=0 with the Laplace method")
 
 
-def _check_max_iter(max_iter, name="max_iter"):
-    """Return max_iter as an int >= 1; TypeError for a non-integer, ValueError below 1."""
-    if isinstance(max_iter, (bool, np.bool_)) or not isinstance(max_iter, (int, np.integer)):
-        raise TypeError(f"{name} must be an integer, got {max_iter!r}")
-    if max_iter < 1:
-        raise ValueError(f"{name} must be at least 1, got {max_iter}")
-    return int(max_iter)
-
-
 def _curvature(likelihood, y, f):
     """Eq. (eq-lap-grad-hess): g = grad log p(y|f), W = -d2 log p (checked >= 0), and d3."""
     g, d2, d3 = likelihood.log_prob_derivatives(y, f)
@@ -180,7 +172,7 @@ def laplace_mode(K, y, likelihood, *, alpha_init=None, max_iter=100, tol=1e-8):
     the labels (+-1, or real targets for a Gaussian likelihood).  Returns a LaplaceMode.
     """
     _check_likelihood(likelihood)
-    max_iter = _check_max_iter(max_iter)
+    max_iter = check_integer(max_iter, "max_iter")
     tol = check_scalar(tol, "tol", low=0.0, low_inclusive=False)
     K = np.asarray(K, dtype=float)
     y = np.asarray(y, dtype=float)
@@ -308,7 +300,7 @@ class Laplace(GPClassifierBase):
                             f"None; got {self.kernel!r}")
         if self.likelihood is not None:
             _check_likelihood(self.likelihood)
-        _check_max_iter(self.max_iter)
+        check_integer(self.max_iter, "max_iter")
         check_scalar(self.tol, "tol", low=0.0, low_inclusive=False)
 
     def _fit(self, X, y_pm, alpha_init=None):
@@ -371,7 +363,7 @@ class Laplace(GPClassifierBase):
         Returns self.
         """
         self._require_fitted()
-        max_iter = _check_max_iter(max_iter)
+        max_iter = check_integer(max_iter, "max_iter")
         try:
             low, high = (check_scalar(b, "bounds", low=-300.0, high=300.0) for b in bounds)
         except (TypeError, ValueError) as err:

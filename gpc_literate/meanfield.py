@@ -17,7 +17,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.linalg import cholesky, lu_factor, lu_solve, solve_triangular
 
-from gpc_literate.base import ConvergenceWarning, GPClassifierBase, check_scalar
+from gpc_literate.base import ConvergenceWarning, GPClassifierBase, check_integer, check_scalar
 from gpc_literate.kernels import RBF
 from gpc_literate.likelihoods import StepFlip
 
@@ -187,13 +187,6 @@ def naive_loo(K, y, alpha, likelihood):
 
 
 # %% book/08_naive_mean_field.md, cell 25
-def _check_max_iter(max_iter):
-    if isinstance(max_iter, bool) or not isinstance(max_iter, (int, np.integer)):
-        raise TypeError(f"max_iter must be an integer, got {max_iter!r}")
-    if max_iter < 1:
-        raise ValueError(f"max_iter must be at least 1, got {max_iter}")
-
-
 class NaiveMeanField(GPClassifierBase):
     """GP classifier by naive mean-field theory, O&W section 17.6 (Algorithm 17.1, eq-mf-alpha).
 
@@ -227,7 +220,7 @@ class NaiveMeanField(GPClassifierBase):
         check_scalar(self.v, "v", low=0.0)
         check_scalar(self.tol, "tol", low=0.0, low_inclusive=False)
         check_scalar(self.learning_rate, "learning_rate", low=0.0, low_inclusive=False)
-        _check_max_iter(self.max_iter)
+        check_integer(self.max_iter, "max_iter")
         if self.kernel is not None and not callable(self.kernel):
             raise TypeError(f"kernel must be a Kernel or None, got {self.kernel!r}")
 

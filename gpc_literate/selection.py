@@ -23,7 +23,7 @@ from scipy.optimize import minimize
 from scipy.special import ndtr
 from tqdm import tqdm
 
-from gpc_literate.base import (ConvergenceWarning, GPClassifierBase, check_scalar, check_X_y,
+from gpc_literate.base import (ConvergenceWarning, GPClassifierBase, check_integer, check_scalar, check_X_y,
                                encode_labels)
 from gpc_literate.ep import EP, EPPosterior, ImproperPosteriorError
 from gpc_literate.kernels import RBF, Kernel
@@ -361,15 +361,6 @@ class SelectionHistory:
     message: str
 
 
-def _check_int(value, name, low=1):
-    """An integer >= low; TypeError if not an integer, ValueError (naming it) if too small."""
-    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
-        raise TypeError(f"{name} must be an integer; got {value!r}")
-    if value < low:
-        raise ValueError(f"{name} must be at least {low}; got {value}")
-    return int(value)
-
-
 def _check_bounds(bounds, name="bounds"):
     """A pair (low, high) of finite numbers with low < high."""
     try:
@@ -491,8 +482,8 @@ def select_hyperparameters(estimator, X, y, criterion="nlp", *, max_iter=50, tol
     ones, and a SelectionHistory. Warns with ConvergenceWarning when max_iter is reached.
     """
     criterion, params = _check_criterion(criterion, criterion_params)
-    max_iter = _check_int(max_iter, "max_iter")
-    m_step_iter = _check_int(m_step_iter, "m_step_iter")
+    max_iter = check_integer(max_iter, "max_iter")
+    m_step_iter = check_integer(m_step_iter, "m_step_iter")
     tol = check_scalar(tol, "tol", low=0.0, low_inclusive=False)
     bounds = _check_bounds(bounds)
     if isinstance(estimator, EP):
@@ -764,7 +755,7 @@ class LSCV(GPClassifierBase):
                                  f"got {self.noise_var_bounds!r} with noise_var={lam}")
         if not isinstance(self.optimize, (bool, np.bool_)):
             raise TypeError(f"optimize must be True or False; got {self.optimize!r}")
-        _check_int(self.max_iter, "max_iter")
+        check_integer(self.max_iter, "max_iter")
         check_scalar(self.tol, "tol", low=0.0, low_inclusive=False)
 
     def _fit(self, X, y_pm):

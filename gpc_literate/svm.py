@@ -16,7 +16,7 @@ import numpy as np
 from scipy.linalg import LinAlgError, cholesky, eigh, solve_triangular
 from scipy.sparse.linalg import ArpackNoConvergence, eigsh
 
-from gpc_literate.base import ConvergenceWarning, GPClassifierBase, check_scalar
+from gpc_literate.base import ConvergenceWarning, GPClassifierBase, check_integer, check_scalar
 from gpc_literate.kernels import RBF
 
 __all__ = ["AdatronResult", "KKTCheck", "KernelAdatron", "kernel_adatron", "kkt_violation",
@@ -305,10 +305,7 @@ class KernelAdatron(GPClassifierBase):
         check_scalar(self.tol, "tol", low=0.0, low_inclusive=False)
         check_scalar(self.learning_rate, "learning_rate", low=0.0, high=2.0,
                      low_inclusive=False, high_inclusive=False)
-        if isinstance(self.max_iter, bool) or not isinstance(self.max_iter, (int, np.integer)):
-            raise TypeError(f"max_iter must be an integer, got {self.max_iter!r}")
-        if self.max_iter < 1:
-            raise ValueError(f"max_iter must be at least 1, got {self.max_iter}")
+        check_integer(self.max_iter, "max_iter")
         if self.kernel is not None and not callable(self.kernel):
             raise TypeError(f"kernel must be a Kernel or None, got {self.kernel!r}")
 

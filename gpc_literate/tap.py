@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from gpc_literate.base import ConvergenceWarning, GPClassifierBase, check_scalar
+from gpc_literate.base import ConvergenceWarning, GPClassifierBase, check_integer, check_scalar
 from gpc_literate.kernels import RBF
 from gpc_literate.likelihoods import StepFlip
 from gpc_literate.meanfield import SitePosterior
@@ -152,13 +152,6 @@ def tap_fixed_point(K, y, likelihood, *, max_iter=500, tol=1e-8, damping=0.5, co
 
 
 # %% book/09_tap.md, cell 22
-def _check_max_iter(max_iter):
-    if isinstance(max_iter, bool) or not isinstance(max_iter, (int, np.integer)):
-        raise TypeError(f"max_iter must be an integer, got {max_iter!r}")
-    if max_iter < 1:
-        raise ValueError(f"max_iter must be at least 1, got {max_iter}")
-
-
 class TAP(GPClassifierBase):
     """GP classifier by the TAP mean-field theory of Opper & Winther (NIPS 1999, NC 2000).
 
@@ -193,7 +186,7 @@ class TAP(GPClassifierBase):
         check_scalar(self.v, "v", low=0.0)
         check_scalar(self.tol, "tol", low=0.0, low_inclusive=False)
         check_scalar(self.damping, "damping", low=0.0, high=1.0, low_inclusive=False)
-        _check_max_iter(self.max_iter)
+        check_integer(self.max_iter, "max_iter")
         if self.kernel is not None and not callable(self.kernel):
             raise TypeError(f"kernel must be a Kernel or None, got {self.kernel!r}")
 

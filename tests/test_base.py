@@ -389,3 +389,14 @@ def test_import_has_no_heavy_dependencies():
     code = ("import sys, gpc_literate.base; "
             "assert 'sklearn' not in sys.modules and 'matplotlib' not in sys.modules")
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_check_integer_accepts_integers_and_names_the_argument():
+    from gpc_literate.base import check_integer
+    assert check_integer(np.int64(5), "max_iter") == 5
+    assert check_integer(0, "n", low=0) == 0
+    with pytest.raises(ValueError, match="max_iter must be at least 1"):
+        check_integer(0, "max_iter")
+    for bad in [1.5, "3", True, None]:
+        with pytest.raises(TypeError, match="max_iter must be an integer"):
+            check_integer(bad, "max_iter")
