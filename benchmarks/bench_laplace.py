@@ -13,12 +13,11 @@ oversubscribed machine they scatter, most for the short timings at small n, so t
 CPU time (time.process_time; meaningful with one BLAS thread, as `make benchmark` sets) are
 printed beside them.
 """
-import time
 
 import numpy as np
 from scipy.linalg import cho_factor
 
-from common import best_time, cholesky_time
+from common import best_cpu_time, best_time, cholesky_time
 from gpc_literate.kernels import RBF
 from gpc_literate.laplace import Laplace
 from gpc_literate.likelihoods import Probit
@@ -32,18 +31,6 @@ def synth_like(n, rng):
     component = rng.integers(0, 2, size=n)
     means = np.where((y == 1)[:, None], CENTRES[1][component], CENTRES[-1][component])
     return means + np.sqrt(0.03) * rng.standard_normal((n, 2)), y
-
-
-
-
-def best_cpu_time(fn, repeat=5):
-    """Smallest CPU time (time.process_time) of fn() over ``repeat`` calls, in seconds."""
-    best = np.inf
-    for _ in range(repeat):
-        start = time.process_time()
-        fn()
-        best = min(best, time.process_time() - start)
-    return best
 
 
 rng = np.random.default_rng(0)
