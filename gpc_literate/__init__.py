@@ -39,7 +39,7 @@ _PUBLIC = {
     "Dataset": "datasets",
 }
 _SUBMODULES = {"base", "likelihoods", "kernels", "datasets", "svm", "loo", "reference", "meanfield", "tap",
-               "laplace", "ep", "selection"}
+               "laplace", "ep", "selection", "experiments"}
 
 __all__ = sorted(_PUBLIC) + sorted(_SUBMODULES)
 

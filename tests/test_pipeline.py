@@ -89,14 +89,31 @@ def test_every_registered_chapter_is_in_the_toc():
 
 
 def modules_used(chapter: Path) -> set[str]:
-    """Submodules of gpc_literate that a chapter's code cells import or reach."""
+    """Submodules of gpc_literate that a chapter's code cells import or reach (read by ast,
+    so a module named in a string or docstring does not count)."""
+    import ast
+
     import gpc_literate
     import jupytext
     nb = jupytext.read(chapter, fmt="md:myst")
-    code = "\n".join(c.source for c in nb.cells if c.cell_type == "code")
-    used = set(re.findall(r"gpc_literate\.(\w+)", code))
-    for group in re.findall(r"from\s+gpc_literate\s+import\s+\(?([\w,\s]+)\)?", code):
-        used |= {name.strip() for name in group.split(",") if name.strip()}
+    used = set()
+    for cell in nb.cells:
+        if cell.cell_type != "code":
+            continue
+        source = "\n".join(line for line in cell.source.splitlines()
+                           if not line.lstrip().startswith(("%", "!")))
+        for node in ast.walk(ast.parse(source)):
+            if isinstance(node, ast.Import):
+                used |= {a.name.split(".")[1] for a in node.names
+                         if a.name.startswith("gpc_literate.")}
+            elif isinstance(node, ast.ImportFrom) and node.module:
+                if node.module == "gpc_literate":
+                    used |= {a.name for a in node.names}
+                elif node.module.startswith("gpc_literate."):
+                    used.add(node.module.split(".")[1])
+            elif (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name)
+                  and node.value.id == "gpc_literate"):
+                used.add(node.attr)
     return {gpc_literate._PUBLIC.get(name, name) for name in used}
 
 
