@@ -148,3 +148,20 @@ def test_equation_labels_cited_in_the_package_exist_in_the_book():
         cited |= set(re.findall(r"\b(eq-[a-z]+-[\w-]+)", module.read_text()))
     missing = sorted(cited - labels)
     assert not missing, f"labels cited in gpc_literate/ but not defined in book/: {missing}"
+
+
+def test_every_cross_reference_in_the_book_has_a_target():
+    """{ref}/{eq}/{numref} targets exist, so `make book` cannot fail on an undefined label."""
+    texts = {p: p.read_text() for p in (ROOT / "book").glob("*.md")}
+    defined = set()
+    for text in texts.values():
+        defined |= set(re.findall(r"^\(([\w-]+)\)=\s*$", text, re.M))        # (label)=
+        defined |= set(re.findall(r"\$\$\s*\(([\w-]+)\)", text))              # $$ ... $$ (label)
+        defined |= set(re.findall(r"^:label:\s*([\w-]+)", text, re.M))        # directive labels
+    missing = []
+    for path, text in texts.items():
+        for role, target in re.findall(r"\{(ref|eq|numref)\}`([^`]+)`", text):
+            label = re.sub(r".*<([^>]+)>$", r"\1", target.strip())           # text <label>
+            if label not in defined:
+                missing.append(f"{path.name}: {{{role}}}`{target}`")
+    assert not missing, "undefined cross-references:\n" + "\n".join(missing)
