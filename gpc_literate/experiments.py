@@ -39,7 +39,7 @@ DEFAULT_DATASETS = {
             "ringnorm", "splice", "thyroid", "titanic", "twonorm", "waveform"),
     "imbalanced": ("yeast7", "yeast5", "car3", "ecoli5", "yeast4"),
 }
-DEFAULT_CONFIG = {"ep_method": "parallel", "damping": 0.7, "max_sweeps": 100, "ep_tol": 1e-6,
+DEFAULT_CONFIG = {"ep_method": "anderson", "damping": 1.0, "max_sweeps": 100, "ep_tol": 1e-6,
                   "max_iter": 50, "tol": 1e-4, "m_step_iter": 5, "zeta": 0.5}
 
 

@@ -12,7 +12,7 @@ import copy
 
 import numpy as np
 
-__all__ = ["Kernel", "RBF", "ArcSin", "Linear", "Cauchy"]
+__all__ = ["Kernel", "RBF", "ArcSin", "Linear", "Cauchy", "check_kernel"]
 
 # |theta_j| must stay below this, so that exp(2 theta_j) (a squared length scale,
 # a squared variance) is a finite float.
@@ -181,6 +181,15 @@ class Kernel:
 
 
 # %% book/03_covariance_functions.md, cell 7
+def check_kernel(kernel, name="kernel"):
+    """Return ``kernel`` if it is a Kernel or None; raise TypeError naming ``name`` otherwise."""
+    if kernel is not None and not isinstance(kernel, Kernel):
+        raise TypeError(f"{name} must be a gpc_literate.kernels.Kernel such as RBF(), or None; "
+                        f"got {kernel!r}")
+    return kernel
+
+
+# %% book/03_covariance_functions.md, cell 10
 def _sqdist(X, Z=None):
     """Squared Euclidean distances between the rows of X and Z, shape (n, m), clipped at 0."""
     xx = np.einsum("ij,ij->i", X, X)
@@ -194,7 +203,7 @@ def _sqdist(X, Z=None):
     return np.maximum(D, 0.0, out=D)
 
 
-# %% book/03_covariance_functions.md, cell 10
+# %% book/03_covariance_functions.md, cell 13
 class RBF(Kernel):
     """Squared-exponential kernel with ARD, eq-kern-rbf (Opper & Winther 1999 eq 2, Seeger eq 8).
 
@@ -272,7 +281,7 @@ def _check_n_features(n_features):
     return int(n_features)
 
 
-# %% book/03_covariance_functions.md, cell 14
+# %% book/03_covariance_functions.md, cell 17
 class ArcSin(Kernel):
     """Infinite-network (arcsin) kernel, eq-kern-arcsin (Opper & Winther 1999 eq 1; Williams 1998).
 
@@ -368,7 +377,7 @@ class ArcSin(Kernel):
         return G
 
 
-# %% book/03_covariance_functions.md, cell 23
+# %% book/03_covariance_functions.md, cell 26
 class Linear(Kernel):
     """Linear (perceptron) kernel, eq-kern-linear (Opper & Winther 1999, after eq 2).
 

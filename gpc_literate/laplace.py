@@ -23,7 +23,7 @@ from scipy.special import expit, log_expit, logsumexp
 
 from gpc_literate.base import (ConvergenceWarning, GPClassifierBase, NotFittedError, check_integer,
                                check_scalar)
-from gpc_literate.kernels import RBF, Kernel
+from gpc_literate.kernels import RBF, check_kernel
 from gpc_literate.likelihoods import (Likelihood, Probit, _check_finite, _check_labels,
                                       _check_var)
 
@@ -295,9 +295,7 @@ class Laplace(GPClassifierBase):
         self.tol = tol
 
     def _validate_params(self):
-        if self.kernel is not None and not isinstance(self.kernel, Kernel):
-            raise TypeError(f"kernel must be a gpc_literate.kernels.Kernel such as RBF(), or "
-                            f"None; got {self.kernel!r}")
+        check_kernel(self.kernel)
         if self.likelihood is not None:
             _check_likelihood(self.likelihood)
         check_integer(self.max_iter, "max_iter")

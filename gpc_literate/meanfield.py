@@ -18,7 +18,7 @@ import numpy as np
 from scipy.linalg import cholesky, lu_factor, lu_solve, solve_triangular
 
 from gpc_literate.base import ConvergenceWarning, GPClassifierBase, check_integer, check_scalar
-from gpc_literate.kernels import RBF
+from gpc_literate.kernels import RBF, check_kernel
 from gpc_literate.likelihoods import StepFlip
 
 __all__ = ["embedding_strength", "NaiveMFResult", "naive_mean_field", "naive_residual",
@@ -221,8 +221,7 @@ class NaiveMeanField(GPClassifierBase):
         check_scalar(self.tol, "tol", low=0.0, low_inclusive=False)
         check_scalar(self.learning_rate, "learning_rate", low=0.0, low_inclusive=False)
         check_integer(self.max_iter, "max_iter")
-        if self.kernel is not None and not callable(self.kernel):
-            raise TypeError(f"kernel must be a Kernel or None, got {self.kernel!r}")
+        check_kernel(self.kernel)
 
     def fit(self, X, y, alpha_init=None):
         """Fit to inputs X (n, d) and two-class labels y; ``alpha_init`` (n,) warm-starts alpha."""

@@ -26,7 +26,7 @@ from tqdm import tqdm
 from gpc_literate.base import (ConvergenceWarning, GPClassifierBase, check_integer, check_scalar, check_X_y,
                                encode_labels)
 from gpc_literate.ep import EP, EPPosterior, ImproperPosteriorError
-from gpc_literate.kernels import RBF, Kernel
+from gpc_literate.kernels import RBF, check_kernel
 from gpc_literate.laplace import Laplace
 from gpc_literate.likelihoods import Likelihood, Probit
 
@@ -744,9 +744,7 @@ class LSCV(GPClassifierBase):
         self.tol = tol
 
     def _validate_params(self):
-        if self.kernel is not None and not isinstance(self.kernel, Kernel):
-            raise TypeError(f"kernel must be a gpc_literate.kernels.Kernel or None; "
-                            f"got {self.kernel!r}")
+        check_kernel(self.kernel)
         lam = check_scalar(self.noise_var, "noise_var", low=0.0, low_inclusive=False)
         if self.noise_var_bounds is not None:
             low, high = _check_bounds(self.noise_var_bounds, "noise_var_bounds")

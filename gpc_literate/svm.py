@@ -17,7 +17,7 @@ from scipy.linalg import LinAlgError, cholesky, eigh, solve_triangular
 from scipy.sparse.linalg import ArpackNoConvergence, eigsh
 
 from gpc_literate.base import ConvergenceWarning, GPClassifierBase, check_integer, check_scalar
-from gpc_literate.kernels import RBF
+from gpc_literate.kernels import RBF, check_kernel
 
 __all__ = ["AdatronResult", "KKTCheck", "KernelAdatron", "kernel_adatron", "kkt_violation",
            "lr_loo_activations", "project_box_hyperplane", "svm_groups"]
@@ -306,8 +306,7 @@ class KernelAdatron(GPClassifierBase):
         check_scalar(self.learning_rate, "learning_rate", low=0.0, high=2.0,
                      low_inclusive=False, high_inclusive=False)
         check_integer(self.max_iter, "max_iter")
-        if self.kernel is not None and not callable(self.kernel):
-            raise TypeError(f"kernel must be a Kernel or None, got {self.kernel!r}")
+        check_kernel(self.kernel)
 
     def fit(self, X, y, alpha_init=None):
         """Fit to inputs X (n, d) and two-class labels y; ``alpha_init`` (n,) warm-starts alpha."""

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from gpc_literate.base import ConvergenceWarning, GPClassifierBase, check_integer, check_scalar
-from gpc_literate.kernels import RBF
+from gpc_literate.kernels import RBF, check_kernel
 from gpc_literate.likelihoods import StepFlip
 from gpc_literate.meanfield import SitePosterior
 
@@ -187,8 +187,7 @@ class TAP(GPClassifierBase):
         check_scalar(self.tol, "tol", low=0.0, low_inclusive=False)
         check_scalar(self.damping, "damping", low=0.0, high=1.0, low_inclusive=False)
         check_integer(self.max_iter, "max_iter")
-        if self.kernel is not None and not callable(self.kernel):
-            raise TypeError(f"kernel must be a Kernel or None, got {self.kernel!r}")
+        check_kernel(self.kernel)
 
     def fit(self, X, y, alpha_init=None):
         """Fit to inputs X (n, d) and two-class labels y; ``alpha_init`` (n,) warm-starts alpha."""

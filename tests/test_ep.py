@@ -373,3 +373,38 @@ def test_get_set_params_and_defaults():
 def test_run_ep_rejects_unknown_method():
     with pytest.raises(ValueError, match="method"):
         run_ep(np.eye(2), np.array([1.0, -1.0]), Probit(1.0), method="newton")
+
+
+@pytest.mark.parametrize("scale", ["zero", "moderate", "tiny", "mixed"])
+def test_diagonal_from_the_triangular_inverse_matches_the_full_solve(scale):
+    # eq-ep-diag-selected against diag(K - V^T V), including sites whose tau * Sigma_ii is
+    # far below the fallback threshold (where (1 - (B^-1)_ii) / tau would lose digits)
+    rng = np.random.default_rng(3)
+    n = 120
+    X, _ = toy(n)
+    K = RBF(0.8, 3.0)(X) + 1e-8 * np.eye(n)
+    tau = {"zero": np.zeros(n), "moderate": rng.uniform(0.1, 5.0, n),
+           "tiny": 10.0 ** rng.uniform(-14, -5, n),
+           "mixed": np.where(rng.random(n) < 0.3, 0.0, 10.0 ** rng.uniform(-12, 2, n))}[scale]
+    nu = rng.standard_normal(n)
+    fast, full = EPPosterior(K, nu, tau), EPPosterior(K, nu, tau, full=True)
+    assert full.Sigma is not None and fast.Sigma is None
+    np.testing.assert_allclose(fast.var, np.diag(full.Sigma), rtol=1e-9)
+    np.testing.assert_allclose(fast.var, full.var, rtol=1e-9)
+    np.testing.assert_allclose(fast.mean, full.mean, rtol=1e-9, atol=1e-12)
+
+
+@pytest.mark.parametrize("lik", [Probit(1.0), Probit(0.3, kappa=0.1)])
+def test_anderson_reaches_the_sequential_fixed_point_in_fewer_iterations(lik):
+    X, y = toy(150)
+    K = RBF(1.0, 5.0)(X)
+    ref, _, converged, _, _ = run_ep(K, y, lik, method="sequential", tol=1e-12)
+    assert converged
+    post, n_acc, converged, refused, _ = run_ep(K, y, lik, method="anderson", max_sweeps=500)
+    _, n_plain, _, _, _ = run_ep(K, y, lik, method="parallel", max_sweeps=500)
+    assert converged and refused == 0
+    assert n_acc < n_plain
+    np.testing.assert_allclose(post.mean, ref.mean, atol=1e-6)
+    np.testing.assert_allclose(post.cavities()[1], ref.cavities()[1], rtol=1e-6)
+    model = EP(RBF(1.0, 5.0), lik, method="anderson").fit(X, y)
+    assert model.converged_ and np.allclose(model.posterior_mean_, ref.mean, atol=1e-6)

@@ -380,3 +380,21 @@ def test_no_runtime_warnings_extreme_theta(X):
         for shift in (-30.0, 30.0):
             K = k.with_theta(k.theta + shift)(X)
             assert np.all(np.isfinite(K))
+
+
+@pytest.mark.parametrize("bad", ["rbf", 2.0, lambda X, Z=None: X @ X.T])
+def test_every_estimator_rejects_a_kernel_that_is_not_a_Kernel(bad):
+    from gpc_literate.ep import EP
+    from gpc_literate.laplace import Laplace
+    from gpc_literate.meanfield import NaiveMeanField
+    from gpc_literate.selection import LSCV, BiasedEP
+    from gpc_literate.svm import KernelAdatron
+    from gpc_literate.tap import TAP
+    from gpc_literate.kernels import check_kernel
+    X = np.array([[0.0], [1.0], [2.0], [3.0]])
+    y = np.array([-1, -1, 1, 1])
+    with pytest.raises(TypeError, match="kernel must be a gpc_literate.kernels.Kernel"):
+        check_kernel(bad)
+    for cls in (KernelAdatron, NaiveMeanField, TAP, Laplace, EP, BiasedEP, LSCV):
+        with pytest.raises(TypeError, match="kernel must be"):
+            cls(kernel=bad).fit(X, y)
