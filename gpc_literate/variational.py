@@ -548,7 +548,7 @@ class VariationalGP(GPClassifierBase):
 
         result = None
         if self.optimize and theta0.size:
-            from tqdm.auto import tqdm
+            from tqdm import tqdm
             with tqdm(total=self.max_iter, disable=not self.progress, desc="outer") as bar:
                 def callback(intermediate_result):
                     history.append(float(intermediate_result.fun))
