@@ -37,9 +37,12 @@ _PUBLIC = {
     "BiasedEP": "selection",
     "available": "datasets",
     "Dataset": "datasets",
+    "VariationalGP": "variational",
+    "VariationalSVM": "variational",
+    "check_kernel": "kernels",
 }
 _SUBMODULES = {"base", "likelihoods", "kernels", "datasets", "svm", "loo", "reference", "meanfield", "tap",
-               "laplace", "ep", "selection", "experiments"}
+               "laplace", "ep", "selection", "experiments", "variational", "comparison"}
 
 __all__ = sorted(_PUBLIC) + sorted(_SUBMODULES)
 

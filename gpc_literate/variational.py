@@ -27,7 +27,7 @@ from scipy.special import expit, log_expit, ndtr, roots_hermitenorm, roots_lague
 
 from gpc_literate.base import (ConvergenceWarning, GPClassifierBase, NotFittedError,
                                check_integer, check_scalar)
-from gpc_literate.kernels import RBF, Kernel
+from gpc_literate.kernels import RBF, check_kernel
 from gpc_literate.laplace import Logistic, laplace_mode
 from gpc_literate.svm import kernel_adatron
 
@@ -496,9 +496,7 @@ class VariationalGP(GPClassifierBase):
         self.progress = progress
 
     def _validate_params(self):
-        if self.kernel is not None and not isinstance(self.kernel, Kernel):
-            raise TypeError(f"kernel must be a gpc_literate.kernels.Kernel such as RBF(), or "
-                            f"None; got {self.kernel!r}")
+        check_kernel(self.kernel)
         if not isinstance(self.loss, str) or self.loss not in LOSSES:
             raise ValueError(f"loss must be one of {LOSSES}; got {self.loss!r}")
         check_integer(self.n_factors, "n_factors", low=0)
@@ -598,7 +596,7 @@ class VariationalGP(GPClassifierBase):
         """Eq. (eq-var-mode): the posterior mode at theta_ of the original architecture."""
         K, y = self._prior.K, self.y_train_
         if self.loss == "logistic":
-            with warnings.catch_warnings(record=True) as caught:
+            with warnings.catch_warnings(record=True):     # judged by mode.converged below
                 warnings.simplefilter("always", ConvergenceWarning)
                 mode = laplace_mode(K, y, Logistic(), max_iter=200, tol=1e-8)
             self.mode_coef_ = mode.alpha

@@ -391,10 +391,12 @@ def test_every_estimator_rejects_a_kernel_that_is_not_a_Kernel(bad):
     from gpc_literate.svm import KernelAdatron
     from gpc_literate.tap import TAP
     from gpc_literate.kernels import check_kernel
+    from gpc_literate.variational import VariationalGP, VariationalSVM
     X = np.array([[0.0], [1.0], [2.0], [3.0]])
     y = np.array([-1, -1, 1, 1])
     with pytest.raises(TypeError, match="kernel must be a gpc_literate.kernels.Kernel"):
         check_kernel(bad)
-    for cls in (KernelAdatron, NaiveMeanField, TAP, Laplace, EP, BiasedEP, LSCV):
+    for cls in (KernelAdatron, NaiveMeanField, TAP, Laplace, EP, BiasedEP, LSCV, VariationalGP,
+                VariationalSVM):
         with pytest.raises(TypeError, match="kernel must be"):
             cls(kernel=bad).fit(X, y)

@@ -165,3 +165,13 @@ def test_every_cross_reference_in_the_book_has_a_target():
             if label not in defined:
                 missing.append(f"{path.name}: {{{role}}}`{target}`")
     assert not missing, "undefined cross-references:\n" + "\n".join(missing)
+
+
+def test_every_public_name_resolves_and_every_module_is_exposed():
+    import gpc_literate
+    registered = {Path(mod).stem for mod in tangle.registry().values()}
+    assert gpc_literate._SUBMODULES == registered
+    for name, module in gpc_literate._PUBLIC.items():
+        assert module in registered, name
+        assert getattr(gpc_literate, name) is getattr(
+            __import__(f"gpc_literate.{module}", fromlist=[name]), name)
