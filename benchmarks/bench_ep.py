@@ -14,7 +14,8 @@ hyperparameters (RBF kernel, probit likelihood, tol = 1e-8 unless stated):
 Printed: sweeps or iterations, the fit time in Cholesky-equivalents (the issue's target is at
 most 10), the same per sweep/iteration, and the Cholesky time in seconds.
 
-Usage: python benchmarks/bench_ep.py [n ...]   (default 500 1000 2000 4000)
+Usage: python benchmarks/bench_ep.py [n ...] [method ...]
+       (default 500 1000 2000 4000 and all of sequential, parallel, anderson)
 """
 import sys
 import warnings
@@ -38,7 +39,7 @@ def synth_like(n, seed=0):
     return centres + np.sqrt(0.03) * rng.standard_normal((n, 2)), y
 
 
-def main(sizes):
+def main(sizes, methods=("sequential", "parallel", "anderson")):
     kernel, likelihood = RBF(length_scale=0.5, variance=4.0), Probit(1.0)
     moved = kernel.with_theta(kernel.theta + 0.05)
     variants = [("sequential", 1.0, "cold", 1e-8), ("parallel", 1.0, "cold", 1e-8),
@@ -52,6 +53,8 @@ def main(sizes):
         K = kernel(X)
         repeat = 3 if n <= 1000 else 1
         for method, eta, start, tol in variants:
+            if method not in methods:
+                continue
             t_chol = cholesky_time(K)
             model = EP(kernel if start == "cold" else moved, likelihood, method=method,
                        damping=eta, max_sweeps=500, tol=tol)
@@ -70,4 +73,5 @@ def main(sizes):
 
 
 if __name__ == "__main__":
-    main([int(a) for a in sys.argv[1:] if a.isdigit()] or [500, 1000, 2000, 4000])
+    main([int(a) for a in sys.argv[1:] if a.isdigit()] or [500, 1000, 2000, 4000],
+         [a for a in sys.argv[1:] if not a.isdigit()] or ("sequential", "parallel", "anderson"))
