@@ -3,6 +3,7 @@ import re
 import tomllib
 from pathlib import Path
 
+import pytest
 import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -42,3 +43,14 @@ def test_readme_quick_start_commands_are_make_targets():
         assert f"make {target}" in readme
         assert re.search(rf"^{target}:", makefile, re.M)
     assert "make test" in (ROOT / ".ci" / "run").read_text()
+
+
+def test_bibliography_parses_and_has_every_cited_key():
+    import re
+    pybtex = pytest.importorskip("pybtex.database")
+    bib = pybtex.parse_file(str(ROOT / "references.bib"), bib_format="bibtex")
+    cited = set()
+    for chapter in (ROOT / "book").glob("*.md"):
+        for keys in re.findall(r"\{cite(?::[a-z]+)?\}`([^`]+)`", chapter.read_text()):
+            cited.update(k.strip() for k in keys.split(","))
+    assert cited and cited <= set(bib.entries), sorted(cited - set(bib.entries))
