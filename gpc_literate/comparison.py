@@ -28,8 +28,8 @@ from scipy.sparse.linalg import ArpackNoConvergence, eigsh
 from tqdm import tqdm
 
 from gpc_literate import datasets
-from gpc_literate.base import (GPClassifierBase, check_array, check_integer, check_scalar,
-                               check_X_y, encode_labels)
+from gpc_literate.base import (GPClassifierBase, check_integer, check_scalar, check_X_y,
+                               encode_labels)
 from gpc_literate.kernels import RBF
 from gpc_literate.laplace import Laplace, Logistic
 from gpc_literate.selection import select_hyperparameters
