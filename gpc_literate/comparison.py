@@ -2,4 +2,592 @@
 # Edit the chapter book/16_variational_experiments.md, then run `make export`.
 
 # %% book/16_variational_experiments.md, cell 1
-"""Stub module of chapter: Variational model selection on benchmark data."""
+"""Seeger (NIPS 2000), section 3: Table 1 over many random splits (chapter 16 of the book).
+
+Built from book/16_variational_experiments.md. ``PAPER_TABLE1`` is Seeger's Table 1 as
+reconstructed in the chapter (``AMBIGUOUS`` lists the cells whose reading is uncertain).
+``LeastSquaresDiscriminant`` is the paper's linear baseline, ``select_svm_cv`` its SVM with
+10-fold cross-validation (solved by ``svm_dual_accelerated``), ``run_one`` fits one group
+of methods on one random training split and counts test errors, ``run_comparison`` runs
+many (resumable, joblib, atomic JSON), ``summarise_counts`` / ``compare_with_paper`` /
+``relevance_summary`` summarise, and ``python -m gpc_literate.comparison`` is the command
+line.
+"""
+import argparse
+import json
+import os
+import sys
+import tempfile
+import time
+import warnings
+from dataclasses import dataclass
+
+import numpy as np
+from scipy import linalg, stats
+from scipy.sparse.linalg import ArpackNoConvergence, eigsh
+from tqdm import tqdm
+
+from gpc_literate import datasets
+from gpc_literate.base import (GPClassifierBase, check_integer, check_scalar, check_X_y,
+                               encode_labels)
+from gpc_literate.kernels import RBF
+from gpc_literate.laplace import Laplace, Logistic
+from gpc_literate.selection import select_hyperparameters
+from gpc_literate.svm import AdatronResult, KernelAdatron, project_box_hyperplane
+from gpc_literate.variational import VariationalGP, VariationalSVM
+
+__all__ = ["DATASETS", "N_TRAIN", "PAPER_TEST_SIZE", "METHODS", "FITTERS", "PAPER_TABLE1",
+           "AMBIGUOUS", "DEFAULT_CONFIG", "LeastSquaresDiscriminant", "svm_dual_accelerated",
+           "SVMCVResult", "select_svm_cv", "start_kernel", "load_split", "run_one",
+           "run_comparison", "load_results", "summarise_counts", "prediction_interval",
+           "compare_with_paper", "relevance_summary", "main"]
+
+
+# %% book/16_variational_experiments.md, cell 3
+DATASETS = ("crabs", "pima", "wdbc", "twonorm", "ringnorm", "waveform")
+N_TRAIN = {"crabs": 80, "pima": 200, "wdbc": 300, "twonorm": 300, "ringnorm": 400,
+           "waveform": 800}
+PAPER_TEST_SIZE = {"crabs": 120, "pima": 332, "wdbc": 269, "twonorm": 7100, "ringnorm": 7000,
+                   "waveform": 2504}
+METHODS = ("VarGP-mode", "VarGP-mean", "Laplace", "VarSVM-mode", "VarSVM-mean", "SVM-10CV",
+           "Linear")
+# a "fitter" is one fit per split; the variational ones give two methods (mode and mean)
+FITTERS = {"VarGP": ("VarGP-mode", "VarGP-mean"), "Laplace": ("Laplace",),
+           "VarSVM": ("VarSVM-mode", "VarSVM-mean"), "SVM-10CV": ("SVM-10CV",),
+           "Linear": ("Linear",)}
+
+# Seeger (NIPS 2000), Table 1: test errors, columns in the order of METHODS
+# (Var.GP y-hat, Var.GP mu, Lapl. GP, Var.SVM y-hat, Var.SVM mu, SVM 10-CV, Lin. discr.)
+_PAPER_ROWS = {
+    "crabs": (3, 4, 4, 4, 4, 4, 3),
+    "pima": (66, 68, 66, 64, 66, 67, 67),
+    "wdbc": (11, 11, 8, 10, 10, 9, 19),
+    "twonorm": (233, 224, 297, 260, 223, 163, 207),
+    "ringnorm": (119, 124, 184, 129, 126, 160, 1763),
+    "waveform": (206, 204, 221, 211, 206, 197, 220),
+}
+PAPER_TABLE1 = {name: dict(zip(METHODS, row)) for name, row in _PAPER_ROWS.items()}
+# cells whose assignment in the extracted text is uncertain: (set, method) -> the number the
+# other reading puts there
+AMBIGUOUS = {("pima", "VarGP-mean"): 66, ("pima", "Laplace"): 68,
+             ("wdbc", "VarGP-mean"): 8, ("wdbc", "Laplace"): 11,
+             ("twonorm", "Laplace"): 260, ("twonorm", "VarSVM-mode"): 297,
+             ("ringnorm", "Laplace"): 129, ("ringnorm", "VarSVM-mode"): 184,
+             ("waveform", "Laplace"): 211, ("waveform", "VarSVM-mode"): 221}
+
+
+# %% book/16_variational_experiments.md, cell 7
+class LeastSquaresDiscriminant(GPClassifierBase):
+    """Eq. (eq-var16-lsq): least squares on +-1 targets with an intercept (Seeger's Lin. discr.).
+
+    Fitted attributes: ``coef_`` (d,), ``intercept_``, ``rank_`` (of [X, 1]). The decision
+    function is X @ coef_ + intercept_; there are no predictive probabilities.
+    """
+
+    def __init__(self):
+        pass
+
+    def _fit(self, X, y_pm):
+        design = np.hstack([X, np.ones((X.shape[0], 1))])
+        beta, _, rank, _ = linalg.lstsq(design, y_pm)
+        self.coef_, self.intercept_, self.rank_ = beta[:-1], float(beta[-1]), int(rank)
+        return self
+
+    def _decision_function(self, X):
+        return X @ self.coef_ + self.intercept_
+
+    def _predict_proba_positive(self, X):
+        raise NotImplementedError("the least-squares discriminant has no predictive "
+                                  "probabilities; use decision_function or predict")
+
+
+# %% book/16_variational_experiments.md, cell 11
+def _largest_eigenvalue(K):
+    """lambda_max of the symmetric matrix K (Lanczos for n > 64, else dense)."""
+    n = K.shape[0]
+    if n > 64:
+        try:
+            return float(eigsh(K, k=1, which="LA", v0=np.ones(n), tol=1e-8,
+                               return_eigenvectors=False)[0])
+        except ArpackNoConvergence:
+            pass
+    return float(linalg.eigh(K, eigvals_only=True, subset_by_index=[n - 1, n - 1])[0])
+
+
+def svm_dual_accelerated(K, y, *, C, tol=1e-3, max_iter=20000, alpha_init=None):
+    """Eq. (eq-var16-fista): FISTA with adaptive restart on the SVM dual (eq-var16-dual), with bias.
+
+    K: kernel matrix (n, n); y: labels in {-1, +1} (both present); C: box constant. The step
+    is 1 / lambda_max(K) and the stopping rule the kernel Adatron's (eq-svm-adatron): one
+    Adatron step from alpha moves no component by more than eta * tol (checked every ten
+    iterations). Returns an ``AdatronResult`` (alpha, bias, n_iter, converged, step, eta).
+    """
+    K = np.asarray(K, dtype=float)
+    y = np.asarray(y, dtype=float)
+    n = y.size
+    if K.shape != (n, n):
+        raise ValueError(f"K must have shape ({n}, {n}), got {K.shape}")
+    C = check_scalar(C, "C", low=0.0, low_inclusive=False)
+    tol = check_scalar(tol, "tol", low=0.0, low_inclusive=False)
+    max_iter = check_integer(max_iter, "max_iter")
+    eta = 1.0 / _largest_eigenvalue(K)
+    start = np.zeros(n) if alpha_init is None else np.asarray(alpha_init, dtype=float)
+    alpha, lam = project_box_hyperplane(start, y, C)
+
+    def ascent(a):                                     # gradient of the dual objective
+        return 1.0 - y * (K @ (y * a))
+
+    beta, t, step, converged, n_iter = alpha.copy(), 1.0, np.inf, False, 0
+    for n_iter in range(1, max_iter + 1):
+        new, lam = project_box_hyperplane(beta + eta * ascent(beta), y, C, lam)
+        if (new - beta) @ (new - alpha) < 0.0:          # adaptive restart
+            t, beta = 1.0, new
+        else:
+            t_next = 0.5 * (1.0 + np.sqrt(1.0 + 4.0 * t * t))
+            beta, t = new + (t - 1.0) / t_next * (new - alpha), t_next
+        alpha = new
+        if n_iter % 10 == 0 or n_iter == max_iter:      # the Adatron's stopping rule
+            adatron, lam_a = project_box_hyperplane(alpha + eta * ascent(alpha), y, C, lam)
+            step = float(np.max(np.abs(adatron - alpha))) / eta
+            if step <= tol:
+                converged = True
+                break
+    bias = lam_a / eta                                  # eq-svm-bias at the final alpha
+    return AdatronResult(alpha, float(bias), n_iter, converged, step, eta)
+
+
+# %% book/16_variational_experiments.md, cell 15
+SVM_SCALES = (1 / 16, 1 / 4, 1.0, 4.0, 16.0)      # squared length scale / d
+SVM_CS = (0.1, 1.0, 10.0, 100.0)
+
+
+@dataclass(frozen=True)
+class SVMCVResult:
+    """The grid of ``select_svm_cv``: ``cv_errors[i, j]`` for scales[i], Cs[j], and the choice.
+
+    ``scale`` is the chosen s (length_scale = sqrt(s d)); ``n_not_converged`` counts fold
+    problems that reached max_iter.
+    """
+
+    scales: tuple
+    Cs: tuple
+    cv_errors: np.ndarray
+    scale: float
+    length_scale: float
+    C: float
+    n_not_converged: int
+
+
+def _check_grid(values, name):
+    values = tuple(check_scalar(v, name, low=0.0, low_inclusive=False) for v in values)
+    if not values:
+        raise ValueError(f"{name} must hold at least one value")
+    return values
+
+
+def select_svm_cv(X, y, *, scales=SVM_SCALES, Cs=SVM_CS, n_folds=10, seed=0, tol=1e-2,
+                  max_iter=20000):
+    """Seeger's SVM 10-CV: isotropic RBF width and box C by stratified k-fold CV, SVM with bias.
+
+    The grid is squared length scale l^2 = s * d for s in ``scales`` (d inputs; kernel variance
+    1, no constant v) and C in ``Cs``. Fold problems are solved by ``svm_dual_accelerated``
+    (C increasing, warm-started); ties go to the wider kernel, then the smaller C. Returns
+    (model, result): a ``KernelAdatron(fit_bias=True)`` fitted on all of (X, y) and an
+    ``SVMCVResult``.
+    """
+    X, y = check_X_y(X, y)
+    y_pm, _ = encode_labels(y)
+    scales, Cs = _check_grid(scales, "scales"), tuple(sorted(_check_grid(Cs, "Cs")))
+    n_folds = check_integer(n_folds, "n_folds", low=2)
+    folds = datasets.stratified_folds(y_pm, n_folds, seed=seed)
+    d = X.shape[1]
+    cv_errors = np.zeros((len(scales), len(Cs)), dtype=np.int64)
+    n_not_converged = 0
+    for i, s in enumerate(scales):
+        K = RBF(length_scale=float(np.sqrt(s * d)))(X)
+        for f in range(n_folds):
+            train, test = folds != f, folds == f
+            K_train, alpha = K[np.ix_(train, train)], None
+            for j, C in enumerate(Cs):
+                res = svm_dual_accelerated(K_train, y_pm[train], C=C, tol=tol,
+                                           max_iter=max_iter, alpha_init=alpha)
+                alpha, n_not_converged = res.alpha, n_not_converged + (not res.converged)
+                h = K[np.ix_(test, train)] @ (y_pm[train] * alpha) + res.bias
+                cv_errors[i, j] += np.count_nonzero(y_pm[test] * h <= 0.0)
+    # first minimum with scales from wide to narrow and C from small to large
+    order = [(i, j) for i in np.argsort(scales)[::-1] for j in range(len(Cs))]
+    i, j = min(order, key=lambda ij: cv_errors[ij])
+    scale, C = scales[i], Cs[j]
+    length_scale = float(np.sqrt(scale * d))
+    kernel = RBF(length_scale=length_scale)
+    warm = svm_dual_accelerated(kernel(X), y_pm, C=C, tol=tol, max_iter=max_iter)
+    model = KernelAdatron(kernel=kernel, C=C, fit_bias=True, tol=tol, max_iter=max_iter,
+                          compute_loo=False).fit(X, y, alpha_init=warm.alpha)
+    return model, SVMCVResult(scales, Cs, cv_errors, scale, length_scale, C, n_not_converged)
+
+
+# %% book/16_variational_experiments.md, cell 19
+DEFAULT_CONFIG = {
+    "n_factors": 2, "var_max_iter": 100, "var_tol": 1e-6, "inner_max_iter": 500,
+    "inner_tol": 1e-8, "bounds": [-8.0, 8.0], "laplace_max_iter": 200,
+    "start_variance": 1.0, "start_bias": 0.1,
+    "svm_scales": list(SVM_SCALES), "svm_Cs": list(SVM_CS), "svm_folds": 10,
+    "svm_tol": 1e-2, "svm_max_iter": 20000, "cv_seed": 0,
+}
+
+
+def start_kernel(n_features, config=None):
+    """Seeger's eq. 8 at the starting point: ARD RBF, w_i = 1/d, C = 1, C v = 0.1."""
+    config = dict(DEFAULT_CONFIG, **(config or {}))
+    n_features = check_integer(n_features, "n_features")
+    return RBF(length_scale=np.full(n_features, np.sqrt(n_features)),
+               variance=config["start_variance"], bias=config["start_bias"])
+
+
+def _check_dataset(name):
+    if name not in DATASETS:
+        raise ValueError(f"unknown data set {name!r}; Seeger's Table 1 has {list(DATASETS)}")
+    return name
+
+
+def _check_fitter(fitter):
+    if fitter not in FITTERS:
+        raise ValueError(f"unknown fitter {fitter!r}; the fitters are {list(FITTERS)}")
+    return fitter
+
+
+def load_split(name, split):
+    """Realisation ``split`` of data set ``name``: whole-set standardisation, Seeger's n_train."""
+    _check_dataset(name)
+    return datasets.load(name, standardize="all", n_train=N_TRAIN[name]).split(split)
+
+
+def _weights(kernel):
+    """ARD weights w_i = 1 / length_scale_i**2 of an RBF kernel."""
+    return [float(w) for w in 1.0 / np.asarray(kernel.length_scale, dtype=float) ** 2]
+
+
+def _fit(fitter, X, y, X_test, config):
+    """Fit one fitter on (X, y); return ({method: predictions on X_test}, details)."""
+    d = X.shape[1]
+    if fitter in ("VarGP", "VarSVM"):
+        cls = VariationalGP if fitter == "VarGP" else VariationalSVM
+        model = cls(kernel=start_kernel(d, config), n_factors=config["n_factors"],
+                    max_iter=config["var_max_iter"], tol=config["var_tol"],
+                    inner_max_iter=config["inner_max_iter"], inner_tol=config["inner_tol"],
+                    bounds=tuple(config["bounds"])).fit(X, y)
+        mode, mean = FITTERS[fitter]
+        return ({mode: model.predict(X_test, use="mode"),
+                 mean: model.predict(X_test, use="mean")},
+                {"theta": [float(t) for t in model.theta_],
+                 "relevances": [float(w) for w in model.relevances_],
+                 "free_energy": float(model.free_energy_), "n_iter": int(model.n_iter_),
+                 "converged": bool(model.converged_)})
+    if fitter == "Laplace":
+        model, history = select_hyperparameters(
+            Laplace(kernel=start_kernel(d, config), likelihood=Logistic()), X, y,
+            "evidence", max_iter=config["laplace_max_iter"], bounds=tuple(config["bounds"]))
+        return ({"Laplace": model.predict(X_test)},
+                {"theta": [float(t) for t in model.kernel_.theta],
+                 "relevances": _weights(model.kernel_),
+                 "log_evidence": float(model.log_marginal_likelihood_),
+                 "n_iter": int(history.n_iter), "converged": bool(history.converged)})
+    if fitter == "SVM-10CV":
+        model, cv = select_svm_cv(X, y, scales=config["svm_scales"], Cs=config["svm_Cs"],
+                                  n_folds=config["svm_folds"], seed=config["cv_seed"],
+                                  tol=config["svm_tol"], max_iter=config["svm_max_iter"])
+        return ({"SVM-10CV": model.predict(X_test)},
+                {"scale": cv.scale, "length_scale": cv.length_scale, "C": cv.C,
+                 "cv_errors": cv.cv_errors.tolist(), "n_iter": int(model.n_iter_),
+                 "converged": bool(model.converged_ and cv.n_not_converged == 0),
+                 "n_support": int(model.support_.size)})
+    model = LeastSquaresDiscriminant().fit(X, y)
+    return ({"Linear": model.predict(X_test)},
+            {"coef": [float(c) for c in model.coef_], "intercept": model.intercept_,
+             "converged": True})
+
+
+def run_one(dataset, split, fitter, config=None):
+    """One job: fit ``fitter`` on the training part of split ``split`` of ``dataset``, count test errors.
+
+    Returns a JSON-serialisable dict: dataset, split, fitter, status ("ok" or "failed",
+    with a message), errors ({method: number of test errors}), n_train, n_test, time (s),
+    n_warnings, converged, and the fitter's details (theta and relevances w_i for the ARD
+    methods; length_scale, C and the CV error grid for SVM-10CV).
+    """
+    _check_dataset(dataset)
+    _check_fitter(fitter)
+    config = dict(DEFAULT_CONFIG, **(config or {}))
+    data = load_split(dataset, split)
+    record = {"dataset": dataset, "split": int(split), "fitter": fitter}
+    start = time.perf_counter()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            predictions, details = _fit(fitter, data.X_train, data.y_train, data.X_test,
+                                        config)
+        except (np.linalg.LinAlgError, ValueError, FloatingPointError) as err:
+            record.update(status="failed", message=f"{type(err).__name__}: {err}",
+                          time=time.perf_counter() - start, n_warnings=len(caught))
+            return record
+    record.update(status="ok",
+                  errors={m: int(np.count_nonzero(p != data.y_test))
+                          for m, p in predictions.items()},
+                  n_train=int(data.n_train), n_test=int(data.n_test),
+                  time=time.perf_counter() - start, n_warnings=len(caught),
+                  warnings=sorted({f"{w.category.__name__}: {w.message}"[:200]
+                                   for w in caught}),
+                  **details)
+    return record
+
+
+# %% book/16_variational_experiments.md, cell 21
+def _key(record):
+    return (record["dataset"], int(record["split"]), record["fitter"])
+
+
+def load_results(path):
+    """The records of a results file of run_comparison ([] if it does not exist)."""
+    if path is None or not os.path.exists(path):
+        return []
+    with open(path) as fh:
+        return list(json.load(fh)["records"])
+
+
+def _write_atomic(path, config, records):
+    """Write the results to a temporary file in the same folder, then rename it over path."""
+    folder = os.path.dirname(os.path.abspath(path))
+    os.makedirs(folder, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=".tmp_", suffix=".json", dir=folder)
+    try:
+        with os.fdopen(fd, "w") as fh:
+            json.dump({"kind": "seeger_table1", "config": config, "records": records}, fh,
+                      indent=1)
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.remove(tmp)
+        raise
+
+
+def _results(tasks, jobs, config):
+    """Yield the records of the tasks (dataset, split, fitter) as they finish."""
+    if jobs != 1:
+        import joblib
+        calls = (joblib.delayed(run_one)(*task, config) for task in tasks)
+        try:
+            parallel = joblib.Parallel(n_jobs=jobs, return_as="generator_unordered")
+        except (TypeError, ValueError):                      # joblib < 1.4
+            parallel = joblib.Parallel(n_jobs=jobs, return_as="generator")
+        yield from parallel(calls)
+        return
+    for task in tasks:
+        yield run_one(*task, config)
+
+
+def _check_splits(splits, names):
+    """A list of split indices from an int n (the first n) or an iterable of indices."""
+    if isinstance(splits, (int, np.integer)) and not isinstance(splits, bool):
+        indices = list(range(check_integer(splits, "splits")))
+    else:
+        try:
+            indices = [check_integer(i, "split index", low=0) for i in splits]
+        except TypeError:
+            raise TypeError(f"splits must be a positive int or a list of split indices; got "
+                            f"{splits!r}") from None
+        if not indices:
+            raise ValueError("splits must name at least one split")
+    for name in names:
+        available = load_split(name, 0).n_splits
+        if max(indices) >= available:
+            raise ValueError(f"{name!r} has {available} random splits (indices 0.."
+                             f"{available - 1}); asked for split {max(indices)}")
+    return indices
+
+
+def run_comparison(dataset_names=None, splits=10, fitters=None, *, jobs=1, out=None,
+                   config=None, progress=True):
+    """Run the (data set, split, fitter) jobs of Table 1 that are not yet in ``out``.
+
+    dataset_names: default DATASETS; splits: an int n (splits 0..n-1) or a list of indices;
+    fitters: default all of FITTERS; jobs: worker processes (joblib; -1 all cores); out: a
+    JSON file read first (its jobs are skipped) and rewritten atomically after every job,
+    or None; config: overrides of DEFAULT_CONFIG. Returns all the records (old and new).
+    """
+    names = list(DATASETS if dataset_names is None else dataset_names)
+    if not names:
+        raise ValueError("dataset_names must name at least one data set")
+    for name in names:
+        _check_dataset(name)
+    fitters = list(FITTERS if fitters is None else fitters)
+    if not fitters:
+        raise ValueError("fitters must name at least one fitter")
+    for fitter in fitters:
+        _check_fitter(fitter)
+    jobs = check_integer(jobs, "jobs", low=-1)
+    if jobs == 0:
+        raise ValueError("jobs must be a positive number of workers or -1 (all cores)")
+    unknown = set(config or {}) - set(DEFAULT_CONFIG)
+    if unknown:
+        raise ValueError(f"unknown config keys {sorted(unknown)}; known: {sorted(DEFAULT_CONFIG)}")
+    config = dict(DEFAULT_CONFIG, **(config or {}))
+    indices = _check_splits(splits, names)
+    tasks = [(n, i, f) for n in names for i in indices for f in fitters]
+    records = load_results(out)
+    done = {_key(r) for r in records}
+    todo = [t for t in tasks if t not in done]
+    if len(todo) < len(tasks):
+        print(f"{len(tasks) - len(todo)} of {len(tasks)} jobs are already in {out}",
+              file=sys.stderr)
+    bar = tqdm(total=len(todo), desc="Seeger Table 1", disable=not progress or not todo)
+    for record in _results(todo, jobs, config):
+        records.append(record)
+        if out is not None:
+            _write_atomic(out, config, records)
+        bar.update(1)
+        bar.set_postfix_str(f"{record['dataset']} {record['split']} {record['fitter']}",
+                            refresh=False)
+    bar.close()
+    return records
+
+
+# %% book/16_variational_experiments.md, cell 23
+def prediction_interval(values, level=0.95):
+    """Eq. (eq-var16-rule): the normal prediction interval for one more value, widened by 1/2.
+
+    values: at least two numbers. Returns (low, high) = mean -+ t_{(1+level)/2, n-1} s
+    sqrt(1 + 1/n) -+ 1/2.
+    """
+    values = np.asarray(values, dtype=float)
+    if values.ndim != 1 or values.size < 2 or not np.all(np.isfinite(values)):
+        raise ValueError(f"a prediction interval needs at least two finite values; got "
+                         f"{values.size}")
+    level = check_scalar(level, "level", low=0.0, high=1.0, low_inclusive=False,
+                         high_inclusive=False)
+    n = values.size
+    half = stats.t.ppf(0.5 + level / 2, n - 1) * values.std(ddof=1) * np.sqrt(1 + 1 / n)
+    return float(values.mean() - half - 0.5), float(values.mean() + half + 0.5)
+
+
+def summarise_counts(records):
+    """Per data set and method: counts over splits, mean, std, min, max, scaled counts.
+
+    Returns {dataset: {method: {"splits", "counts", "n", "mean", "std", "min", "max",
+    "scaled" (counts * paper test size / our test size), "n_failed", "time"}}}, in the
+    order of DATASETS and METHODS; failed jobs are counted in n_failed, not averaged.
+    """
+    summary = {}
+    for r in records:
+        entry_methods = FITTERS[r["fitter"]]
+        for method in entry_methods:
+            entry = summary.setdefault(r["dataset"], {}).setdefault(
+                method, {"splits": [], "counts": [], "scaled": [], "times": [], "n_failed": 0})
+            if r.get("status", "ok") != "ok":
+                entry["n_failed"] += 1
+                continue
+            e = r["errors"][method]
+            entry["splits"].append(int(r["split"]))
+            entry["counts"].append(int(e))
+            entry["scaled"].append(e * PAPER_TEST_SIZE[r["dataset"]] / r["n_test"])
+            entry["times"].append(float(r["time"]))
+    ordered = {}
+    for name in [n for n in DATASETS if n in summary]:
+        ordered[name] = {}
+        for method in [m for m in METHODS if m in summary[name]]:
+            entry = summary[name][method]
+            c = np.array(entry["counts"], dtype=float)
+            n = c.size
+            entry.update(n=n, mean=float(c.mean()) if n else float("nan"),
+                         std=float(c.std(ddof=1)) if n > 1 else float("nan"),
+                         min=int(c.min()) if n else None, max=int(c.max()) if n else None,
+                         time=float(np.mean(entry.pop("times"))) if n else float("nan"))
+            ordered[name][method] = entry
+    return ordered
+
+
+def compare_with_paper(summary, level=0.95):
+    """For every cell with at least two splits: the paper's count, our interval, the verdict.
+
+    Returns a list of dicts: dataset, method, paper, n, mean, std, min, max (of our counts),
+    scaled_mean, low, high (eq-var16-rule on the scaled counts), consistent (low <= paper
+    <= high), alternative (the other reading of an AMBIGUOUS cell, or None) and
+    alternative_consistent.
+    """
+    rows = []
+    for name, by_method in summary.items():
+        for method, e in by_method.items():
+            if e["n"] < 2:
+                continue
+            low, high = prediction_interval(e["scaled"], level)
+            paper = PAPER_TABLE1[name][method]
+            alt = AMBIGUOUS.get((name, method))
+            rows.append({"dataset": name, "method": method, "paper": paper, "n": e["n"],
+                         "mean": e["mean"], "std": e["std"], "min": e["min"],
+                         "max": e["max"], "scaled_mean": float(np.mean(e["scaled"])),
+                         "low": low, "high": high, "consistent": bool(low <= paper <= high),
+                         "alternative": alt,
+                         "alternative_consistent": None if alt is None
+                         else bool(low <= alt <= high)})
+    return rows
+
+
+def relevance_summary(records, dataset, fitter, threshold=0.01):
+    """ARD weights of one fitter on one data set over its splits, normalised by the largest.
+
+    Returns (relative, n_off): relative (n_splits, d) = w_i / max_j w_j per split (splits in
+    increasing order), n_off (n_splits,) = number of inputs with relative weight < threshold.
+    """
+    _check_dataset(dataset)
+    if fitter not in ("VarGP", "VarSVM", "Laplace"):
+        raise ValueError(f"relevances exist for the ARD fitters VarGP, VarSVM and Laplace; got "
+                         f"{fitter!r}")
+    threshold = check_scalar(threshold, "threshold", low=0.0, high=1.0)
+    rs = sorted((r for r in records if r["dataset"] == dataset and r["fitter"] == fitter
+                 and r.get("status", "ok") == "ok"), key=lambda r: r["split"])
+    if not rs:
+        raise ValueError(f"no successful {fitter} records for {dataset!r}")
+    w = np.array([r["relevances"] for r in rs], dtype=float)
+    relative = w / w.max(axis=1, keepdims=True)
+    return relative, np.sum(relative < threshold, axis=1)
+
+
+# %% book/16_variational_experiments.md, cell 25
+def _format_table(summary):
+    lines = [f"{'data set':9s} {'method':12s} {'paper':>6s} {'mean':>8s} {'sd':>7s} "
+             f"{'min-max':>11s} {'n':>3s}"]
+    for name, by_method in summary.items():
+        for method, e in by_method.items():
+            sd = f"{e['std']:7.1f}" if e["n"] > 1 else "      -"
+            lines.append(f"{name:9s} {method:12s} {PAPER_TABLE1[name][method]:6d} "
+                         f"{e['mean']:8.1f} {sd} {e['min']:5d}-{e['max']:<5d} {e['n']:3d}")
+    return "\n".join(lines)
+
+
+def main(argv=None):
+    """``python -m gpc_literate.comparison [options]``: run Table 1's jobs, save, summarise."""
+    parser = argparse.ArgumentParser(
+        prog="python -m gpc_literate.comparison",
+        description="Seeger (NIPS 2000) Table 1 over random splits: Var.GP, Laplace GP, "
+                    "Var.SVM, SVM 10-CV and the linear discriminant.")
+    parser.add_argument("--datasets", nargs="+", default=None, choices=DATASETS,
+                        help="data sets (default: all six)")
+    parser.add_argument("--splits", type=int, default=10,
+                        help="run splits 0..N-1 of each set (default 10)")
+    parser.add_argument("--fitters", nargs="+", default=None, choices=list(FITTERS))
+    parser.add_argument("--jobs", type=int, default=1, help="worker processes (joblib)")
+    parser.add_argument("--out", default=os.path.join("results", "seeger_table1.json"),
+                        help="results file (default results/seeger_table1.json); reruns "
+                             "resume it")
+    parser.add_argument("--no-progress", action="store_true")
+    args = parser.parse_args(argv)
+    try:
+        records = run_comparison(args.datasets, args.splits, args.fitters, jobs=args.jobs,
+                                 out=args.out, progress=not args.no_progress)
+    except (TypeError, ValueError) as err:
+        parser.error(str(err))
+    print(_format_table(summarise_counts(records)))
+    return 0
+
+
+if __name__ == "__main__" and "ipykernel" not in sys.modules:   # not inside the chapter
+    sys.exit(main())
