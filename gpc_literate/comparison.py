@@ -14,26 +14,26 @@ many (resumable, joblib, atomic JSON), ``summarise_counts`` / ``compare_with_pap
 line.
 """
 import argparse
-import json
 import os
 import sys
-import tempfile
 import time
 import warnings
 from dataclasses import dataclass
 
 import numpy as np
 from scipy import linalg, stats
-from scipy.sparse.linalg import ArpackNoConvergence, eigsh
 from tqdm import tqdm
 
 from gpc_literate import datasets
 from gpc_literate.base import (GPClassifierBase, check_integer, check_scalar, check_X_y,
                                encode_labels)
 from gpc_literate.kernels import RBF
+from gpc_literate.experiments import _write_atomic as _write_results_atomic
+from gpc_literate.experiments import load_results
 from gpc_literate.laplace import Laplace, Logistic
 from gpc_literate.selection import select_hyperparameters
-from gpc_literate.svm import AdatronResult, KernelAdatron, project_box_hyperplane
+from gpc_literate.svm import (AdatronResult, KernelAdatron, _largest_eigenvalue,
+                              project_box_hyperplane)
 from gpc_literate.variational import VariationalGP, VariationalSVM
 
 __all__ = ["DATASETS", "N_TRAIN", "PAPER_TEST_SIZE", "METHODS", "FITTERS", "PAPER_TABLE1",
@@ -102,18 +102,6 @@ class LeastSquaresDiscriminant(GPClassifierBase):
 
 
 # %% book/16_variational_experiments.md, cell 11
-def _largest_eigenvalue(K):
-    """lambda_max of the symmetric matrix K (Lanczos for n > 64, else dense)."""
-    n = K.shape[0]
-    if n > 64:
-        try:
-            return float(eigsh(K, k=1, which="LA", v0=np.ones(n), tol=1e-8,
-                               return_eigenvectors=False)[0])
-        except ArpackNoConvergence:
-            pass
-    return float(linalg.eigh(K, eigvals_only=True, subset_by_index=[n - 1, n - 1])[0])
-
-
 def svm_dual_accelerated(K, y, *, C, tol=1e-3, max_iter=20000, alpha_init=None):
     """Eq. (eq-var16-fista): FISTA with adaptive restart on the SVM dual (eq-var16-dual), with bias.
 
@@ -346,28 +334,9 @@ def _key(record):
     return (record["dataset"], int(record["split"]), record["fitter"])
 
 
-def load_results(path):
-    """The records of a results file of run_comparison ([] if it does not exist)."""
-    if path is None or not os.path.exists(path):
-        return []
-    with open(path) as fh:
-        return list(json.load(fh)["records"])
-
-
 def _write_atomic(path, config, records):
-    """Write the results to a temporary file in the same folder, then rename it over path."""
-    folder = os.path.dirname(os.path.abspath(path))
-    os.makedirs(folder, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=".tmp_", suffix=".json", dir=folder)
-    try:
-        with os.fdopen(fd, "w") as fh:
-            json.dump({"kind": "seeger_table1", "config": config, "records": records}, fh,
-                      indent=1)
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.remove(tmp)
-        raise
+    """Write the results atomically (chapter 14's writer): a temporary file, then a rename."""
+    _write_results_atomic(path, "seeger_table1", config, records)
 
 
 def _results(tasks, jobs, config):
