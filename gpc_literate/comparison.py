@@ -29,7 +29,7 @@ from gpc_literate.base import (GPClassifierBase, check_integer, check_scalar, ch
                                encode_labels)
 from gpc_literate.kernels import RBF
 from gpc_literate.experiments import _write_atomic as _write_results_atomic
-from gpc_literate.experiments import load_results
+from gpc_literate.experiments import _parallel_results, load_results
 from gpc_literate.laplace import Laplace, Logistic
 from gpc_literate.selection import select_hyperparameters
 from gpc_literate.svm import (AdatronResult, KernelAdatron, _largest_eigenvalue,
@@ -340,18 +340,8 @@ def _write_atomic(path, config, records):
 
 
 def _results(tasks, jobs, config):
-    """Yield the records of the tasks (dataset, split, fitter) as they finish."""
-    if jobs != 1:
-        import joblib
-        calls = (joblib.delayed(run_one)(*task, config) for task in tasks)
-        try:
-            parallel = joblib.Parallel(n_jobs=jobs, return_as="generator_unordered")
-        except (TypeError, ValueError):                      # joblib < 1.4
-            parallel = joblib.Parallel(n_jobs=jobs, return_as="generator")
-        yield from parallel(calls)
-        return
-    for task in tasks:
-        yield run_one(*task, config)
+    """Yield the records of the tasks (dataset, split, fitter) as they finish (chapter 14's pool)."""
+    return _parallel_results(tasks, jobs, config, job=run_one)
 
 
 def _check_splits(splits, names):

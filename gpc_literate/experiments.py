@@ -156,15 +156,16 @@ def _write_atomic(path, kind, config, records):
         raise
 
 
-def _parallel_results(tasks, jobs, config):
-    """Yield the records of tasks (dataset, realisation, method) as they finish."""
+def _parallel_results(tasks, jobs, config, job=None):
+    """Yield job(*task, config) for the tasks as they finish (job default: run_one)."""
+    job = run_one if job is None else job
     if jobs != 1:
         try:
             import joblib
         except ImportError:
             print("joblib is not installed: running the jobs serially", file=sys.stderr)
         else:
-            calls = (joblib.delayed(run_one)(*task, config) for task in tasks)
+            calls = (joblib.delayed(job)(*task, config) for task in tasks)
             try:
                 parallel = joblib.Parallel(n_jobs=jobs, return_as="generator_unordered")
             except (TypeError, ValueError):                  # joblib < 1.4
@@ -172,7 +173,7 @@ def _parallel_results(tasks, jobs, config):
             yield from parallel(calls)
             return
     for task in tasks:
-        yield run_one(*task, config)
+        yield job(*task, config)
 
 
 def run_experiment(kind, dataset_names=None, realisations=None, *, jobs=1, out=None,
