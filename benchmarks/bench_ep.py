@@ -4,25 +4,30 @@ For each n, one Cholesky factorisation of the kernel matrix K + 1e-8 I is timed 
 run (the unit; best of several, before and after the fits), then converged EP fits with fixed
 hyperparameters (RBF kernel, probit likelihood, tol = 1e-8 unless stated):
 
-* cold: from zero sites, as ``EP.fit`` does -- sequential (damping 1), parallel (damping 1)
-  and parallel with Anderson acceleration (also to tol = 1e-4, the looser tolerance of
-  GPML's EP);
+* cold: from zero sites, as ``EP.fit`` does -- sequential (damping 1), parallel (damping 1),
+  parallel with Anderson acceleration (also to tol = 1e-4, the looser tolerance of GPML's EP)
+  and Newton-type EP (also to tol = 1e-6, the tolerance of the chapter 14 experiments);
 * warm: at hyperparameters moved by 0.05 in every log-hyperparameter, started from the sites
   converged at the original ones (what ``log_marginal_likelihood(theta)`` does inside an
   optimiser).
 
 Printed: sweeps or iterations, the fit time in Cholesky-equivalents (the issue's target is at
-most 10), the same per sweep/iteration, and the Cholesky time in seconds.
+most 10), the same per sweep/iteration, and the Cholesky time in seconds. Times are CPU times
+(time.process_time) of a single-threaded BLAS (run with OPENBLAS_NUM_THREADS=1, as ``make
+benchmark`` does), best of several calls: on a busy machine they are much steadier than wall
+times, which count the time the process waits for a core.
 
 Usage: python benchmarks/bench_ep.py [n ...] [method ...]
-       (default 500 1000 2000 4000 and all of sequential, parallel, anderson)
+       (default 500 1000 2000 4000 and all of sequential, parallel, anderson, newton)
 """
 import sys
 import warnings
 
 import numpy as np
 
-from common import best_time, cholesky_time
+import time
+
+from common import best_cpu_time, cholesky_time
 from gpc_literate.base import ConvergenceWarning
 from gpc_literate.ep import EP
 from gpc_literate.kernels import RBF
@@ -39,23 +44,27 @@ def synth_like(n, seed=0):
     return centres + np.sqrt(0.03) * rng.standard_normal((n, 2)), y
 
 
-def main(sizes, methods=("sequential", "parallel", "anderson")):
+ALL = ("sequential", "parallel", "anderson", "newton")
+
+
+def main(sizes, methods=ALL):
     kernel, likelihood = RBF(length_scale=0.5, variance=4.0), Probit(1.0)
     moved = kernel.with_theta(kernel.theta + 0.05)
     variants = [("sequential", 1.0, "cold", 1e-8), ("parallel", 1.0, "cold", 1e-8),
                 ("anderson", 1.0, "cold", 1e-8), ("anderson", 1.0, "cold", 1e-4),
+                ("newton", 1.0, "cold", 1e-8), ("newton", 1.0, "cold", 1e-6),
                 ("sequential", 1.0, "warm", 1e-8), ("parallel", 1.0, "warm", 1e-8),
-                ("anderson", 1.0, "warm", 1e-8)]
+                ("anderson", 1.0, "warm", 1e-8), ("newton", 1.0, "warm", 1e-8)]
     print(f"{'n':>6} {'method':>10} {'eta':>4} {'start':>5} {'tol':>6} {'sweeps':>6} "
           f"{'fit/chol':>9} {'per sweep':>10} {'chol [s]':>9}", flush=True)
     for n in sizes:
         X, y = synth_like(n)
         K = kernel(X)
-        repeat = 3 if n <= 1000 else 1
+        repeat = 3 if n <= 2000 else 2
         for method, eta, start, tol in variants:
             if method not in methods:
                 continue
-            t_chol = cholesky_time(K)
+            t_chol = cholesky_time(K, clock=time.process_time)
             model = EP(kernel if start == "cold" else moved, likelihood, method=method,
                        damping=eta, max_sweeps=500, tol=tol)
             fit_kw = {}
@@ -64,8 +73,8 @@ def main(sizes, methods=("sequential", "parallel", "anderson")):
                 fit_kw = dict(site_nu_init=first.site_nu_, site_tau_init=first.site_tau_)
             with warnings.catch_warnings():
                 warnings.simplefilter("error", ConvergenceWarning)
-                t_fit = best_time(lambda: model.fit(X, y, **fit_kw), repeat=repeat)
-            t_chol = min(t_chol, cholesky_time(K))
+                t_fit = best_cpu_time(lambda: model.fit(X, y, **fit_kw), repeat=repeat)
+            t_chol = min(t_chol, cholesky_time(K, clock=time.process_time))
             ratio = t_fit / t_chol
             print(f"{n:>6} {method:>10} {eta:>4.1f} {start:>5} {tol:>6.0e} {model.n_iter_:>6d} "
                   f"{ratio:>9.1f} "
@@ -74,4 +83,4 @@ def main(sizes, methods=("sequential", "parallel", "anderson")):
 
 if __name__ == "__main__":
     main([int(a) for a in sys.argv[1:] if a.isdigit()] or [500, 1000, 2000, 4000],
-         [a for a in sys.argv[1:] if not a.isdigit()] or ("sequential", "parallel", "anderson"))
+         [a for a in sys.argv[1:] if not a.isdigit()] or ALL)

@@ -15,8 +15,8 @@ import warnings
 
 import numpy as np
 from scipy.linalg import LinAlgError, cholesky, solve_triangular
-from scipy.linalg.blas import dgemm, dsyrk
-from scipy.linalg.lapack import dpotri, dtrtri
+from scipy.linalg.blas import dgemm, dsymm, dsymv, dsyrk
+from scipy.linalg.lapack import dlauum, dpotri, dtrtri
 
 from gpc_literate.base import ConvergenceWarning, GPClassifierBase, NotFittedError, check_scalar
 from gpc_literate.kernels import RBF, check_kernel
@@ -55,17 +55,18 @@ class ImproperPosteriorError(LinAlgError):
     """The sites make K^-1 + diag(site_tau) indefinite: q(f) is not a normalisable Gaussian."""
 
 
-def _mean_and_diag(K, L, s, pos, Knu, SK, rel=1e-3):
+def _mean_and_diag(K, L, s, pos, Knu, SK, rel=1e-5):
     """Eq. (eq-ep-diag-selected): mean and diag Sigma from L^-1 alone, for sites tau >= 0.
 
     diag Sigma_ii = (1 - (B^-1)_ii) / tau_i where tau_i Sigma_ii >= rel; the other columns
     (and the zero sites) exactly as K_ii - ||L^-1 S k_i||^2. SK = S K[pos] (p, n).
+    Returns (mean, var, L^-1), with L^-1 None when every site is zero.
     """
     w = solve_triangular(L, s * Knu[pos], lower=True, check_finite=False)
     w = solve_triangular(L, w, lower=True, trans="T", check_finite=False)
     mean = Knu - SK.T @ w                                  # K S B^-1 S K nu
     if not pos.size:                                       # all sites zero: q = prior
-        return mean, np.diag(K).copy()
+        return mean, np.diag(K).copy(), None
     Linv, info = dtrtri(L, lower=1)
     if info != 0:
         raise LinAlgError(f"dtrtri failed (info={info})")
@@ -78,7 +79,7 @@ def _mean_and_diag(K, L, s, pos, Knu, SK, rel=1e-3):
     if rest.any():                                         # exact columns, O(n^2) each
         Vr = Linv @ SK[:, rest]
         var[rest] -= np.einsum("ij,ij->j", Vr, Vr)
-    return mean, var
+    return mean, var, Linv
 
 
 class EPPosterior:
@@ -91,10 +92,12 @@ class EPPosterior:
     ImproperPosteriorError, exactly when q is not normalisable.
 
     Attributes: ``mean``, ``var`` (diag Sigma), ``g`` (= nu - T mean, so mean = K g),
-    ``logdet`` (= log det(I + K T)), ``nu``, ``tau``, and ``Sigma`` when ``full=True``.
+    ``logdet`` (= log det(I + K T)), ``nu``, ``tau``, ``Sigma`` when ``full=True``, and
+    ``Linv`` (= L^-1, lower triangular) when ``keep_inverse=True`` and it was computed
+    (no negative sites, not ``full``), else None.
     """
 
-    def __init__(self, K, site_nu, site_tau, *, full=False):
+    def __init__(self, K, site_nu, site_tau, *, full=False, keep_inverse=False):
         K = np.asarray(K, dtype=float)
         nu = np.array(site_nu, dtype=float)
         tau = np.array(site_tau, dtype=float)
@@ -109,12 +112,13 @@ class EPPosterior:
         L = cholesky(B, lower=True, overwrite_a=True, check_finite=False)  # I + PSD
         logdet = 2.0 * np.sum(np.log(np.diag(L)))
         Knu = K @ nu
+        Linv = None
         if full or np.any(tau < 0.0):         # the whole of V = L^-1 S K is needed below
             V = solve_triangular(L, SK, lower=True, overwrite_b=True, check_finite=False)
             mean = Knu - V.T @ solve_triangular(L, s * Knu[pos], lower=True, check_finite=False)
             var = np.diag(K) - np.einsum("ij,ij->j", V, V)
         else:                                  # eq-ep-diag-selected: diag only, no V
-            mean, var = _mean_and_diag(K, L, s, pos, Knu, SK)
+            mean, var, Linv = _mean_and_diag(K, L, s, pos, Knu, SK)
         Sigma = None
         if full:                                               # Sigma_+ = K - V^T V
             Sigma = dsyrk(-1.0, V.T, beta=1.0, c=np.array(K, order="F"), lower=1,
@@ -150,6 +154,7 @@ class EPPosterior:
         if not (np.all(var > 0.0) and np.all(np.isfinite(mean)) and np.isfinite(logdet)):
             raise ImproperPosteriorError("the EP posterior has a non-positive variance")
         self.nu, self.tau, self.pos, self.s, self.L = nu, tau, pos, s, L
+        self.Linv = Linv if keep_inverse else None
         self.mean, self.var, self.logdet, self.Sigma = mean, var, logdet, Sigma
         self.g = nu - tau * mean
 
@@ -244,8 +249,10 @@ def run_ep(K, y, likelihood, site_nu=None, site_tau=None, *, method="sequential"
            max_sweeps=100, tol=1e-8):
     """Eqs (eq-ep-rank-one), (eq-ep-parallel), (eq-ep-converged): EP on covariance K and labels y.
 
-    ``method`` "sequential", "parallel" or "anderson" (parallel, accelerated), started from the sites (site_nu, site_tau)
-    (default: all zero, i.e. q = prior); ``damping``, ``max_sweeps`` and ``tol`` as in ``EP``.
+    ``method`` "sequential", "parallel", "anderson" (parallel, accelerated) or "newton"
+    (parallel with a linear-response inner loop, eq. eq-ep-newton), started from the sites
+    (site_nu, site_tau) (default: all zero, i.e. q = prior); ``damping``, ``max_sweeps`` and
+    ``tol`` as in ``EP``.
 
     Convergence: the largest *undamped* site change max(|d tau| var_cav, |d nu| sqrt(var_cav))
     falls below ``tol`` with no refused update. Returns (EPPosterior, n_iter, converged,
@@ -261,11 +268,13 @@ def run_ep(K, y, likelihood, site_nu=None, site_tau=None, *, method="sequential"
     K, y = np.asarray(K, dtype=float), np.asarray(y, dtype=float)
     if method == "sequential":
         return _run_sequential(K, y, likelihood, nu, tau, damping, max_sweeps, tol)
+    if method == "newton":
+        return _run_newton(K, y, likelihood, nu, tau, damping, max_sweeps, tol)
     memory = ANDERSON_MEMORY if method == "anderson" else 0
     return _run_parallel(K, y, likelihood, nu, tau, damping, max_sweeps, tol, memory)
 
 
-_METHODS = ("sequential", "parallel", "anderson")
+_METHODS = ("sequential", "parallel", "anderson", "newton")
 ANDERSON_MEMORY = 5
 
 
@@ -360,6 +369,129 @@ def _anderson_step(past_x, past_r, nu, tau, d_nu, d_tau, v, damping, memory, ref
 
 
 # %% book/12_ep.md, cell 31
+NEWTON_INNER = 100                 # inner (model) iterations per outer iteration, at most
+
+
+def _sigma_lower(K, post, rel=1e-5):
+    """Eq. (eq-ep-sigma-inverse): Sigma of ``post`` (lower triangle valid), for the Newton model.
+
+    From L^-1 (``post.Linv``, consumed) as S^-1 (I - L^-T L^-1) S^-1 when every site is
+    positive, with the columns where tau_i Sigma_ii < rel computed as k_i - K S B^-1 S k_i;
+    otherwise (zero or negative sites, or no L^-1) the full Sigma of eq-ep-posterior-chol.
+    """
+    n = len(post.tau)
+    if post.Linv is None or post.pos.size != n:
+        return EPPosterior(K, post.nu, post.tau, full=True).Sigma
+    s, Linv = post.s, post.Linv
+    post.Linv = None                                      # overwritten by dlauum below
+    Binv, info = dlauum(Linv, lower=1, overwrite_c=1)     # lower triangle of L^-T L^-1
+    if info != 0:
+        raise LinAlgError(f"dlauum failed (info={info})")
+    rest = np.flatnonzero(1.0 - np.diag(Binv) < rel)      # tau_i Sigma_ii = 1 - (B^-1)_ii
+    if rest.size:                                         # B^-1 S K[:, rest], before Binv changes
+        Z = dsymm(1.0, Binv, s[:, None] * K[:, rest], lower=1)
+    Sigma = Binv
+    Sigma /= s[:, None]
+    Sigma /= s[None, :]
+    np.negative(Sigma, out=Sigma)
+    Sigma[np.diag_indices(n)] += 1.0 / post.tau
+    if rest.size:
+        cols = K[:, rest] - K @ (s[:, None] * Z)
+        Sigma[:, rest] = cols
+        Sigma[rest, :] = cols.T
+    return Sigma
+
+
+def _newton_model(Sigma, P, post, nu, tau):
+    """Eq. (eq-ep-newton): the model's marginals (mean, var) at the sites (nu, tau).
+
+    Linear response around ``post``'s sites; Sigma its covariance and P = Sigma * Sigma
+    (lower triangles read).
+    """
+    d_tau = tau - post.tau
+    var = (post.var / (1.0 + d_tau * post.var)
+           - (dsymv(1.0, P, d_tau, lower=1) - post.var ** 2 * d_tau))
+    mean = post.mean + dsymv(1.0, Sigma, (nu - post.nu) - d_tau * post.mean, lower=1)
+    return mean, var
+
+
+def _newton_inner(K, post, likelihood, y, nu, tau, tol):
+    """Anderson-accelerated parallel EP on the model eq-ep-newton, from the sites (nu, tau).
+
+    Returns the sites where the model's change falls below tol / 100, or the last iterate
+    whose model marginals and cavities were proper.
+    """
+    Sigma = _sigma_lower(K, post)
+    P = Sigma * Sigma
+    past_x, past_r = [], []
+    last = (nu, tau)
+    for _ in range(NEWTON_INNER):
+        mean, var = _newton_model(Sigma, P, post, nu, tau)
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+            tau_cav = 1.0 / var - tau
+        if not (np.all(np.isfinite(var) & (var > 0.0) & (tau_cav > 0.0))
+                and np.all(np.isfinite(mean))):
+            return last
+        var_cav = 1.0 / tau_cav
+        mu_cav = var_cav * (mean / var - nu)
+        nu_new, tau_new, _, ok = site_update(likelihood, y, mu_cav, var_cav)
+        if not ok.all():
+            return last
+        last = (nu, tau)
+        d_nu, d_tau = nu_new - nu, tau_new - tau
+        if np.max(np.maximum(np.abs(d_tau) * var_cav, np.abs(d_nu) * np.sqrt(var_cav))) < 1e-2 * tol:
+            return nu_new, tau_new
+        s_nu, s_tau = _anderson_step(past_x, past_r, nu, tau, d_nu, d_tau, var_cav, 1.0,
+                                     ANDERSON_MEMORY, 0, (d_nu, d_tau))
+        nu, tau = nu + s_nu, tau + s_tau
+    return nu, tau
+
+
+def _run_newton(K, y, likelihood, nu, tau, damping, max_sweeps, tol):
+    """Newton-type EP, eq. (eq-ep-newton): exact marginals once per outer iteration.
+
+    In between, the fixed point of EP on their linear-response model. The plain parallel
+    step is taken from the prior and after a refused update; the step is halved while the
+    posterior it proposes is improper, as in parallel EP.
+    """
+    post = EPPosterior(K, nu, tau, keep_inverse=True)
+    history, refused = [], 0
+    for it in range(max_sweeps + 1):
+        mu_cav, var_cav, proper = post.cavities()
+        v = np.where(proper, var_cav, 1.0)
+        nu_new, tau_new, _, ok = site_update(likelihood, y, np.where(proper, mu_cav, 0.0), v)
+        ok &= proper
+        refused = int(np.sum(~ok))
+        d_nu = np.where(ok, nu_new - nu, 0.0)
+        d_tau = np.where(ok, tau_new - tau, 0.0)
+        change = float(np.max(np.maximum(np.abs(d_tau) * v, np.abs(d_nu) * np.sqrt(v))))
+        history.append(change)
+        if change < tol and refused == 0:
+            post.Linv = None
+            return post, it, True, refused, np.array(history)
+        if it == max_sweeps:
+            break
+        target_nu, target_tau = nu + d_nu, tau + d_tau            # the plain proposal
+        if refused == 0 and post.pos.size:
+            target_nu, target_tau = _newton_inner(K, post, likelihood, y, target_nu,
+                                                  target_tau, tol)
+        s_nu, s_tau = damping * (target_nu - nu), damping * (target_tau - tau)
+        step = 1.0
+        for _ in range(40):            # halve the step while the new posterior is improper
+            try:
+                post = EPPosterior(K, nu + step * s_nu, tau + step * s_tau, keep_inverse=True)
+                break
+            except ImproperPosteriorError:
+                step *= 0.5
+        else:
+            break
+        nu = nu + step * s_nu
+        tau = tau + step * s_tau
+    post.Linv = None
+    return post, it, False, refused, np.array(history)
+
+
+# %% book/12_ep.md, cell 35
 def ep_log_marginal(post, likelihood, y, mu_cav, var_cav):
     """Eq. (eq-ep-logz-stable), S&K eq. 5: log Z_EP from the posterior, the sites and the cavities.
 
@@ -374,7 +506,7 @@ def ep_log_marginal(post, likelihood, y, mu_cav, var_cav):
     return float(np.sum(log_z) - 0.5 * post.logdet + 0.5 * nu @ post.mean + 0.5 * np.sum(c))
 
 
-# %% book/12_ep.md, cell 35
+# %% book/12_ep.md, cell 39
 def ep_log_marginal_gradient(post, dK):
     """Eq. (eq-ep-gradient): d log Z_EP/d theta_j = g^T dK_j g/2 - tr(A dK_j)/2 at a fixed point of EP.
 
@@ -385,7 +517,7 @@ def ep_log_marginal_gradient(post, dK):
             - 0.5 * np.einsum("ijk,ij->k", dK, post.dense_A()))
 
 
-# %% book/12_ep.md, cell 39
+# %% book/12_ep.md, cell 43
 class EP(GPClassifierBase):
     """Gaussian-process classifier by expectation propagation, S&K eqs 3-5 and 13 (chapter 12).
 
@@ -395,11 +527,12 @@ class EP(GPClassifierBase):
         Prior covariance function; ``fit`` keeps its hyperparameters fixed.
     likelihood : Likelihood, default Probit(noise_var=1.0)
         A likelihood of chapter 2: StepFlip(kappa), Probit(noise_var, kappa) or Gaussian.
-    method : {"sequential", "parallel", "anderson"}
+    method : {"sequential", "parallel", "anderson", "newton"}
         Sequential EP (one site at a time, rank-one updates, a fresh factorisation after each
         sweep), parallel EP (every site from the same posterior, one factorisation per
-        iteration; usually with damping < 1), or parallel EP with Anderson acceleration
-        (the fastest for large n; see the section on cost).
+        iteration; usually with damping < 1), parallel EP with Anderson acceleration, or
+        Newton-type EP (exact marginals once per outer iteration, EP on their linear-response
+        model in between; the fastest for large n, see the section on cost).
     damping : float in (0, 1]
         Fraction of each site update, in natural parameters, that is applied (1 = undamped).
     max_sweeps : int >= 1

@@ -338,7 +338,7 @@ def test_nonconvergence_warns_and_never_gives_nan():
 
 # --------------------------------------------------------------------------- errors
 
-@pytest.mark.parametrize("kwargs", [dict(method="newton"), dict(method=None), dict(damping=0.0),
+@pytest.mark.parametrize("kwargs", [dict(method="secant"), dict(method=None), dict(damping=0.0),
                                     dict(damping=1.01), dict(damping=-0.5), dict(max_sweeps=0),
                                     dict(max_sweeps=1.5), dict(max_sweeps=True), dict(tol=0.0),
                                     dict(tol=-1.0)])
@@ -372,7 +372,7 @@ def test_get_set_params_and_defaults():
 
 def test_run_ep_rejects_unknown_method():
     with pytest.raises(ValueError, match="method"):
-        run_ep(np.eye(2), np.array([1.0, -1.0]), Probit(1.0), method="newton")
+        run_ep(np.eye(2), np.array([1.0, -1.0]), Probit(1.0), method="secant")
 
 
 @pytest.mark.parametrize("scale", ["zero", "moderate", "tiny", "mixed"])
@@ -408,3 +408,50 @@ def test_anderson_reaches_the_sequential_fixed_point_in_fewer_iterations(lik):
     np.testing.assert_allclose(post.cavities()[1], ref.cavities()[1], rtol=1e-6)
     model = EP(RBF(1.0, 5.0), lik, method="anderson").fit(X, y)
     assert model.converged_ and np.allclose(model.posterior_mean_, ref.mean, atol=1e-6)
+
+
+@pytest.mark.parametrize("lik", [Probit(1.0), Probit(0.3, kappa=0.1)])
+def test_newton_reaches_the_sequential_fixed_point_in_fewer_iterations(lik):
+    X, y = toy(150)
+    K = RBF(1.0, 5.0)(X)
+    ref, _, converged, _, _ = run_ep(K, y, lik, method="sequential", tol=1e-12)
+    assert converged
+    post, n_newton, converged, refused, hist = run_ep(K, y, lik, method="newton", max_sweeps=100)
+    _, n_acc, _, _, _ = run_ep(K, y, lik, method="anderson", max_sweeps=500)
+    assert converged and refused == 0 and hist[-1] < 1e-8
+    assert n_newton < n_acc
+    assert post.Linv is None                       # no n x n inverse is kept after the run
+    np.testing.assert_allclose(post.mean, ref.mean, atol=1e-6)
+    np.testing.assert_allclose(post.cavities()[1], ref.cavities()[1], rtol=1e-6)
+    model = EP(RBF(1.0, 5.0), lik, method="newton").fit(X, y)
+    assert model.converged_ and np.allclose(model.posterior_mean_, ref.mean, atol=1e-6)
+
+
+def test_newton_damped_and_warm_started_runs_reach_the_same_fixed_point():
+    X, y = toy(120)
+    K = RBF(1.0, 5.0)(X)
+    ref = run_ep(K, y, Probit(1.0), method="sequential", tol=1e-12)[0]
+    damped = run_ep(K, y, Probit(1.0), method="newton", damping=0.5, max_sweeps=200)
+    assert damped[2]
+    np.testing.assert_allclose(damped[0].mean, ref.mean, atol=1e-6)
+    warm = run_ep(K, y, Probit(1.0), ref.nu, ref.tau, method="newton")
+    assert warm[2] and warm[1] <= 1
+
+
+def test_sigma_from_the_triangular_inverse_matches_the_full_covariance():
+    from gpc_literate.ep import _sigma_lower
+    X, y = toy(80)
+    K = RBF(1.0, 5.0)(X)
+    ref = run_ep(K, y, Probit(1.0), method="sequential", tol=1e-12)[0]
+    tau = ref.tau.copy()
+    tau[:5] = 1e-9                      # tau_i Sigma_ii < 1e-5: the exact-column branch
+    full = EPPosterior(K, ref.nu, tau, full=True).Sigma
+    fast = _sigma_lower(K, EPPosterior(K, ref.nu, tau, keep_inverse=True))
+    fast = np.tril(fast) + np.tril(fast, -1).T
+    np.testing.assert_allclose(fast, full, rtol=1e-8, atol=1e-10 * np.abs(full).max())
+
+
+def test_newton_without_convergence_warns():
+    X, y = toy(100)
+    with pytest.warns(ConvergenceWarning, match="newton"):
+        EP(RBF(1.0, 5.0), Probit(1.0), method="newton", max_sweeps=1).fit(X, y)
