@@ -268,10 +268,9 @@ def run_ep(K, y, likelihood, site_nu=None, site_tau=None, *, method="sequential"
     K, y = np.asarray(K, dtype=float), np.asarray(y, dtype=float)
     if method == "sequential":
         return _run_sequential(K, y, likelihood, nu, tau, damping, max_sweeps, tol)
-    if method == "newton":
-        return _run_newton(K, y, likelihood, nu, tau, damping, max_sweeps, tol)
     memory = ANDERSON_MEMORY if method == "anderson" else 0
-    return _run_parallel(K, y, likelihood, nu, tau, damping, max_sweeps, tol, memory)
+    return _run_parallel(K, y, likelihood, nu, tau, damping, max_sweeps, tol, memory,
+                         newton=method == "newton")
 
 
 _METHODS = ("sequential", "parallel", "anderson", "newton")
@@ -292,12 +291,15 @@ def _run_sequential(K, y, likelihood, nu, tau, damping, max_sweeps, tol):
     return post, sweep, False, refused, np.array(history)
 
 
-def _run_parallel(K, y, likelihood, nu, tau, damping, max_sweeps, tol, memory=0):
+def _run_parallel(K, y, likelihood, nu, tau, damping, max_sweeps, tol, memory=0, newton=False):
     """Parallel EP, eq. (eq-ep-parallel): all sites from one posterior, one factorisation each.
 
     ``memory`` > 0: Anderson acceleration, eq. (eq-ep-anderson), over that many past steps.
+    ``newton``: Newton-type EP (section sec-ep-newton), the step to the fixed point of EP on
+    the linear-response model eq-ep-newton (the plain step from the prior and after a
+    refused update).
     """
-    post = EPPosterior(K, nu, tau)
+    post = EPPosterior(K, nu, tau, keep_inverse=newton)
     history, refused = [], 0
     past_x, past_r = [], []                   # Anderson: past iterates and residuals
     for it in range(max_sweeps + 1):
@@ -311,17 +313,21 @@ def _run_parallel(K, y, likelihood, nu, tau, damping, max_sweeps, tol, memory=0)
         change = float(np.max(np.maximum(np.abs(d_tau) * v, np.abs(d_nu) * np.sqrt(v))))
         history.append(change)
         if change < tol and refused == 0:
+            post.Linv = None
             return post, it, True, refused, np.array(history)
         if it == max_sweeps:
             break
         s_nu, s_tau = damping * d_nu, damping * d_tau            # the plain damped step
-        if memory:
+        if newton and refused == 0 and post.pos.size:
+            t_nu, t_tau = _newton_inner(K, post, likelihood, y, nu + d_nu, tau + d_tau, tol)
+            s_nu, s_tau = damping * (t_nu - nu), damping * (t_tau - tau)
+        elif memory:
             s_nu, s_tau = _anderson_step(past_x, past_r, nu, tau, d_nu, d_tau, v, damping,
                                          memory, refused, (s_nu, s_tau))
         step = 1.0
         for _ in range(40):            # halve the step while the new posterior is improper
             try:
-                post = EPPosterior(K, nu + step * s_nu, tau + step * s_tau)
+                post = EPPosterior(K, nu + step * s_nu, tau + step * s_tau, keep_inverse=newton)
                 break
             except ImproperPosteriorError:
                 step *= 0.5
@@ -331,6 +337,7 @@ def _run_parallel(K, y, likelihood, nu, tau, damping, max_sweeps, tol, memory=0)
             break
         nu += step * s_nu
         tau += step * s_tau
+    post.Linv = None
     return post, it, False, refused, np.array(history)
 
 
@@ -445,50 +452,6 @@ def _newton_inner(K, post, likelihood, y, nu, tau, tol):
                                      ANDERSON_MEMORY, 0, (d_nu, d_tau))
         nu, tau = nu + s_nu, tau + s_tau
     return nu, tau
-
-
-def _run_newton(K, y, likelihood, nu, tau, damping, max_sweeps, tol):
-    """Newton-type EP, eq. (eq-ep-newton): exact marginals once per outer iteration.
-
-    In between, the fixed point of EP on their linear-response model. The plain parallel
-    step is taken from the prior and after a refused update; the step is halved while the
-    posterior it proposes is improper, as in parallel EP.
-    """
-    post = EPPosterior(K, nu, tau, keep_inverse=True)
-    history, refused = [], 0
-    for it in range(max_sweeps + 1):
-        mu_cav, var_cav, proper = post.cavities()
-        v = np.where(proper, var_cav, 1.0)
-        nu_new, tau_new, _, ok = site_update(likelihood, y, np.where(proper, mu_cav, 0.0), v)
-        ok &= proper
-        refused = int(np.sum(~ok))
-        d_nu = np.where(ok, nu_new - nu, 0.0)
-        d_tau = np.where(ok, tau_new - tau, 0.0)
-        change = float(np.max(np.maximum(np.abs(d_tau) * v, np.abs(d_nu) * np.sqrt(v))))
-        history.append(change)
-        if change < tol and refused == 0:
-            post.Linv = None
-            return post, it, True, refused, np.array(history)
-        if it == max_sweeps:
-            break
-        target_nu, target_tau = nu + d_nu, tau + d_tau            # the plain proposal
-        if refused == 0 and post.pos.size:
-            target_nu, target_tau = _newton_inner(K, post, likelihood, y, target_nu,
-                                                  target_tau, tol)
-        s_nu, s_tau = damping * (target_nu - nu), damping * (target_tau - tau)
-        step = 1.0
-        for _ in range(40):            # halve the step while the new posterior is improper
-            try:
-                post = EPPosterior(K, nu + step * s_nu, tau + step * s_tau, keep_inverse=True)
-                break
-            except ImproperPosteriorError:
-                step *= 0.5
-        else:
-            break
-        nu = nu + step * s_nu
-        tau = tau + step * s_tau
-    post.Linv = None
-    return post, it, False, refused, np.array(history)
 
 
 # %% book/12_ep.md, cell 35
