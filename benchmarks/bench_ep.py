@@ -21,11 +21,10 @@ Usage: python benchmarks/bench_ep.py [n ...] [method ...]
        (default 500 1000 2000 4000 and all of sequential, parallel, anderson, newton)
 """
 import sys
+import time
 import warnings
 
 import numpy as np
-
-import time
 
 from common import best_cpu_time, cholesky_time
 from gpc_literate.base import ConvergenceWarning

@@ -55,7 +55,10 @@ class ImproperPosteriorError(LinAlgError):
     """The sites make K^-1 + diag(site_tau) indefinite: q(f) is not a normalisable Gaussian."""
 
 
-def _mean_and_diag(K, L, s, pos, Knu, SK, rel=1e-5):
+SELECTED_INVERSE_MIN = 1e-5       # eq-ep-diag-selected is used where tau_i Sigma_ii >= this
+
+
+def _mean_and_diag(K, L, s, pos, Knu, SK, rel=SELECTED_INVERSE_MIN):
     """Eq. (eq-ep-diag-selected): mean and diag Sigma from L^-1 alone, for sites tau >= 0.
 
     diag Sigma_ii = (1 - (B^-1)_ii) / tau_i where tau_i Sigma_ii >= rel; the other columns
@@ -80,6 +83,17 @@ def _mean_and_diag(K, L, s, pos, Knu, SK, rel=1e-5):
         Vr = Linv @ SK[:, rest]
         var[rest] -= np.einsum("ij,ij->j", Vr, Vr)
     return mean, var, Linv
+
+
+def _cavities(mean, var, nu, tau):
+    """Eq. (eq-ep-cavity) from marginals (mean, var) and sites: (mu_cav, var_cav, proper)."""
+    tau_cav = 1.0 / var - tau
+    proper = tau_cav > 0.0
+    var_cav = np.full_like(tau_cav, np.inf)
+    var_cav[proper] = 1.0 / tau_cav[proper]
+    mu_cav = mean.copy()
+    mu_cav[proper] = var_cav[proper] * (mean[proper] / var[proper] - nu[proper])
+    return mu_cav, var_cav, proper
 
 
 class EPPosterior:
@@ -164,14 +178,7 @@ class EPPosterior:
         Where the cavity precision 1/var - tau is not positive the cavity is improper: its
         variance is reported as inf and its mean as the posterior mean.
         """
-        tau_cav = 1.0 / self.var - self.tau
-        proper = tau_cav > 0.0
-        var_cav = np.full_like(tau_cav, np.inf)
-        var_cav[proper] = 1.0 / tau_cav[proper]
-        mu_cav = self.mean.copy()
-        mu_cav[proper] = var_cav[proper] * (self.mean[proper] / self.var[proper]
-                                            - self.nu[proper])
-        return mu_cav, var_cav, proper
+        return _cavities(self.mean, self.var, self.nu, self.tau)
 
     def quad_A(self, Kx):
         """diag(Kx^T A Kx) for A = (K + T^-1)^-1 and Kx of shape (n, m) (eq. eq-ep-predict)."""
@@ -277,6 +284,11 @@ _METHODS = ("sequential", "parallel", "anderson", "newton")
 ANDERSON_MEMORY = 5
 
 
+def _site_change(d_nu, d_tau, var_cav):
+    """Eq. (eq-ep-converged): the largest site change, max(|d tau| var_cav, |d nu| sqrt(var_cav))."""
+    return float(np.max(np.maximum(np.abs(d_tau) * var_cav, np.abs(d_nu) * np.sqrt(var_cav))))
+
+
 def _run_sequential(K, y, likelihood, nu, tau, damping, max_sweeps, tol):
     """Sequential EP, eq. (eq-ep-rank-one), with a fresh factorisation after every sweep."""
     post = EPPosterior(K, nu, tau, full=True)
@@ -310,7 +322,7 @@ def _run_parallel(K, y, likelihood, nu, tau, damping, max_sweeps, tol, memory=0,
         refused = int(np.sum(~ok))
         d_nu = np.where(ok, nu_new - nu, 0.0)
         d_tau = np.where(ok, tau_new - tau, 0.0)
-        change = float(np.max(np.maximum(np.abs(d_tau) * v, np.abs(d_nu) * np.sqrt(v))))
+        change = _site_change(d_nu, d_tau, v)
         history.append(change)
         if change < tol and refused == 0:
             post.Linv = None
@@ -379,7 +391,7 @@ def _anderson_step(past_x, past_r, nu, tau, d_nu, d_tau, v, damping, memory, ref
 NEWTON_INNER = 100                 # inner (model) iterations per outer iteration, at most
 
 
-def _sigma_lower(K, post, rel=1e-5):
+def _sigma_lower(K, post, rel=SELECTED_INVERSE_MIN):
     """Eq. (eq-ep-sigma-inverse): Sigma of ``post`` (lower triangle valid), for the Newton model.
 
     From L^-1 (``post.Linv``, consumed) as S^-1 (I - L^-T L^-1) S^-1 when every site is
@@ -434,19 +446,17 @@ def _newton_inner(K, post, likelihood, y, nu, tau, tol):
     last = (nu, tau)
     for _ in range(NEWTON_INNER):
         mean, var = _newton_model(Sigma, P, post, nu, tau)
-        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-            tau_cav = 1.0 / var - tau
-        if not (np.all(np.isfinite(var) & (var > 0.0) & (tau_cav > 0.0))
-                and np.all(np.isfinite(mean))):
+        if not (np.all(np.isfinite(var) & (var > 0.0)) and np.all(np.isfinite(mean))):
             return last
-        var_cav = 1.0 / tau_cav
-        mu_cav = var_cav * (mean / var - nu)
+        mu_cav, var_cav, proper = _cavities(mean, var, nu, tau)
+        if not proper.all():
+            return last
         nu_new, tau_new, _, ok = site_update(likelihood, y, mu_cav, var_cav)
         if not ok.all():
             return last
         last = (nu, tau)
         d_nu, d_tau = nu_new - nu, tau_new - tau
-        if np.max(np.maximum(np.abs(d_tau) * var_cav, np.abs(d_nu) * np.sqrt(var_cav))) < 1e-2 * tol:
+        if _site_change(d_nu, d_tau, var_cav) < 1e-2 * tol:
             return nu_new, tau_new
         s_nu, s_tau = _anderson_step(past_x, past_r, nu, tau, d_nu, d_tau, var_cav, 1.0,
                                      ANDERSON_MEMORY, 0, (d_nu, d_tau))
