@@ -6,13 +6,16 @@ hyperparameters (RBF kernel, probit likelihood, tol = 1e-8 unless stated):
 
 * cold: from zero sites, as ``EP.fit`` does -- sequential (damping 1), parallel (damping 1),
   parallel with Anderson acceleration (also to tol = 1e-4, the looser tolerance of GPML's EP)
-  and Newton-type EP (also to tol = 1e-6, the tolerance of the chapter 14 experiments);
+  and Newton-type EP, which starts from EP on a pivoted-Cholesky approximation of K when K is
+  close to low rank, as here (also to tol = 1e-6, the tolerance of the chapter 14 experiments);
 * warm: at hyperparameters moved by 0.05 in every log-hyperparameter, started from the sites
   converged at the original ones (what ``log_marginal_likelihood(theta)`` does inside an
   optimiser).
 
-Printed: sweeps or iterations, the fit time in Cholesky-equivalents (the issue's target is at
-most 10), the same per sweep/iteration, and the Cholesky time in seconds. Times are CPU times
+Printed: sweeps or iterations (for Newton-type EP the outer iterations after the start; 0 means
+the first exact marginals already passed the convergence test), the fit time in
+Cholesky-equivalents (the issue's target is at most 10), the same per sweep/iteration, and the
+Cholesky time in seconds. Times are CPU times
 (time.process_time) of a single-threaded BLAS (run with OPENBLAS_NUM_THREADS=1, as ``make
 benchmark`` does), best of several calls: on a busy machine they are much steadier than wall
 times, which count the time the process waits for a core.

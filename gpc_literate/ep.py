@@ -253,13 +253,15 @@ def _sequential_sweep(Sigma, mean, nu, tau, y, likelihood, damping, block=128):
 
 # %% book/12_ep.md, cell 19
 def run_ep(K, y, likelihood, site_nu=None, site_tau=None, *, method="sequential", damping=1.0,
-           max_sweeps=100, tol=1e-8):
+           max_sweeps=100, tol=1e-8, lowrank_start=True):
     """Eqs (eq-ep-rank-one), (eq-ep-parallel), (eq-ep-converged): EP on covariance K and labels y.
 
     ``method`` "sequential", "parallel", "anderson" (parallel, accelerated) or "newton"
     (parallel with a linear-response inner loop, eq. eq-ep-newton), started from the sites
     (site_nu, site_tau) (default: all zero, i.e. q = prior); ``damping``, ``max_sweeps`` and
-    ``tol`` as in ``EP``.
+    ``tol`` as in ``EP``. With ``lowrank_start``, "newton" first runs EP, from the given
+    sites, on a low-rank approximation of K when K has one (eq. eq-ep-lowrank), and starts
+    from the sites found there.
 
     Convergence: the largest *undamped* site change max(|d tau| var_cav, |d nu| sqrt(var_cav))
     falls below ``tol`` with no refused update. Returns (EPPosterior, n_iter, converged,
@@ -275,6 +277,10 @@ def run_ep(K, y, likelihood, site_nu=None, site_tau=None, *, method="sequential"
     K, y = np.asarray(K, dtype=float), np.asarray(y, dtype=float)
     if method == "sequential":
         return _run_sequential(K, y, likelihood, nu, tau, damping, max_sweeps, tol)
+    if method == "newton" and lowrank_start:
+        start = _lowrank_start(K, y, likelihood, nu, tau, tol)
+        if start is not None:
+            nu, tau = start
     memory = ANDERSON_MEMORY if method == "anderson" else 0
     return _run_parallel(K, y, likelihood, nu, tau, damping, max_sweeps, tol, memory,
                          newton=method == "newton")
@@ -464,7 +470,84 @@ def _newton_inner(K, post, likelihood, y, nu, tau, tol):
     return nu, tau
 
 
-# %% book/12_ep.md, cell 35
+# %% book/12_ep.md, cell 33
+LOWRANK_TOL = 1e-6                # use the start only if K is this close (relative) to low rank
+LOWRANK_MAX_FRACTION = 8          # ... at rank n / this at most
+LOWRANK_MAX_ITER = 100            # parallel EP iterations on the low-rank prior, at most
+
+
+def _pivoted_cholesky(K, rel_tol=LOWRANK_TOL, max_rank=None):
+    """Eq. (eq-ep-pivoted-cholesky): K ~ Q Q^T by diagonal pivoting; returns Q^T (r, n), residual diagonal.
+
+    Stops when the largest residual variance is at most rel_tol * max(diag K), or after
+    ``max_rank`` columns (default n), whichever comes first.
+    """
+    n = len(K)
+    max_rank = n if max_rank is None else max_rank
+    d = np.diag(K).astype(float)
+    stop = rel_tol * d.max()
+    Qt = np.empty((max_rank, n))
+    for k in range(max_rank):
+        j = int(np.argmax(d))
+        if d[j] <= stop:
+            return Qt[:k], d
+        row = K[j] - Qt[:k, j] @ Qt[:k]
+        row /= np.sqrt(d[j])
+        Qt[k] = row
+        d -= row * row
+        d[j] = 0.0
+    return Qt, d
+
+
+def _lowrank_marginals(Qt, nu, tau):
+    """Eq. (eq-ep-lowrank): mean and diag Sigma for the prior N(0, Q Q^T) and sites (nu, tau).
+
+    Raises LinAlgError when I + Q^T T Q is not positive definite.
+    """
+    A = (Qt * tau) @ Qt.T
+    A[np.diag_indices(len(A))] += 1.0
+    C = cholesky(A, lower=True, check_finite=False)
+    W = solve_triangular(C, Qt, lower=True, check_finite=False)
+    return (W @ nu) @ W, np.einsum("ij,ij->j", W, W)
+
+
+def _lowrank_start(K, y, likelihood, nu, tau, tol=1e-8):
+    """Sites of parallel EP (Anderson) on the pivoted-Cholesky approximation of K, or None.
+
+    The approximation aims at a residual of tol / 100 relative to max K_ii (between 1e-12
+    and LOWRANK_TOL) within rank n / LOWRANK_MAX_FRACTION, and EP on it, started from the
+    sites (nu, tau), runs to the relative residual reached. None when that residual exceeds
+    LOWRANK_TOL, or when EP on the approximation fails (improper cavity, negative site
+    precision, no convergence).
+    """
+    n = len(y)
+    target = min(max(1e-2 * tol, 1e-12), LOWRANK_TOL)
+    Qt, d = _pivoted_cholesky(K, target, max(1, n // LOWRANK_MAX_FRACTION))
+    reached = max(d.max() / np.diag(K).max(), target)
+    if reached > LOWRANK_TOL:
+        return None
+    past_x, past_r = [], []
+    for _ in range(LOWRANK_MAX_ITER):
+        try:
+            mean, var = _lowrank_marginals(Qt, nu, tau)
+        except LinAlgError:
+            return None
+        mu_cav, var_cav, proper = _cavities(mean, var, nu, tau)
+        if not (proper.all() and np.all(var > 0.0)):
+            return None
+        nu_new, tau_new, _, ok = site_update(likelihood, y, mu_cav, var_cav)
+        if not ok.all():
+            return None
+        d_nu, d_tau = nu_new - nu, tau_new - tau
+        if _site_change(d_nu, d_tau, var_cav) < reached:
+            return (nu_new, tau_new) if np.all(tau_new >= 0.0) else None
+        s_nu, s_tau = _anderson_step(past_x, past_r, nu, tau, d_nu, d_tau, var_cav, 1.0,
+                                     ANDERSON_MEMORY, 0, (d_nu, d_tau))
+        nu, tau = nu + s_nu, tau + s_tau
+    return None
+
+
+# %% book/12_ep.md, cell 39
 def ep_log_marginal(post, likelihood, y, mu_cav, var_cav):
     """Eq. (eq-ep-logz-stable), S&K eq. 5: log Z_EP from the posterior, the sites and the cavities.
 
@@ -479,7 +562,7 @@ def ep_log_marginal(post, likelihood, y, mu_cav, var_cav):
     return float(np.sum(log_z) - 0.5 * post.logdet + 0.5 * nu @ post.mean + 0.5 * np.sum(c))
 
 
-# %% book/12_ep.md, cell 39
+# %% book/12_ep.md, cell 43
 def ep_log_marginal_gradient(post, dK):
     """Eq. (eq-ep-gradient): d log Z_EP/d theta_j = g^T dK_j g/2 - tr(A dK_j)/2 at a fixed point of EP.
 
@@ -490,7 +573,7 @@ def ep_log_marginal_gradient(post, dK):
             - 0.5 * np.einsum("ijk,ij->k", dK, post.dense_A()))
 
 
-# %% book/12_ep.md, cell 43
+# %% book/12_ep.md, cell 47
 class EP(GPClassifierBase):
     """Gaussian-process classifier by expectation propagation, S&K eqs 3-5 and 13 (chapter 12).
 
@@ -505,7 +588,8 @@ class EP(GPClassifierBase):
         sweep), parallel EP (every site from the same posterior, one factorisation per
         iteration; usually with damping < 1), parallel EP with Anderson acceleration, or
         Newton-type EP (exact marginals once per outer iteration, EP on their linear-response
-        model in between; the fastest for large n, see the section on cost).
+        model in between, started by EP on a low-rank approximation of K when K is close to
+        low rank; the fastest for large n, see the section on cost).
     damping : float in (0, 1]
         Fraction of each site update, in natural parameters, that is applied (1 = undamped).
     max_sweeps : int >= 1

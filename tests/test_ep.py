@@ -441,3 +441,68 @@ def test_newton_without_convergence_warns():
     X, y = toy(100)
     with pytest.warns(ConvergenceWarning, match="newton"):
         EP(RBF(1.0, 5.0), Probit(1.0), method="newton", max_sweeps=1).fit(X, y)
+
+
+# --------------------------------------------------------------------------- low-rank start
+
+def test_pivoted_cholesky_residual_bound_exact_rank_and_give_up():
+    from gpc_literate.ep import _pivoted_cholesky
+    X, _ = toy(120)
+    K = RBF(1.5, 3.0)(X)
+    Qt, d = _pivoted_cholesky(K, rel_tol=1e-6)
+    R = K - Qt.T @ Qt
+    np.testing.assert_allclose(np.diag(R), d, atol=1e-12)        # the returned diagonal
+    assert np.abs(R).max() <= 1e-6 * 3.0 * (1 + 1e-9)              # every entry within the bound
+    assert len(Qt) < len(K)
+    Qt_short, d_short = _pivoted_cholesky(K, rel_tol=1e-6, max_rank=len(Qt) - 1)
+    assert len(Qt_short) == len(Qt) - 1 and d_short.max() > 1e-6 * 3.0   # stopped at the cap
+    F = np.random.default_rng(3).standard_normal((50, 4))
+    Qt4, _ = _pivoted_cholesky(F @ F.T, rel_tol=1e-12)
+    assert len(Qt4) == 4
+    np.testing.assert_allclose(Qt4.T @ Qt4, F @ F.T, atol=1e-10)
+
+
+def test_lowrank_marginals_are_those_of_the_low_rank_prior():
+    from gpc_literate.ep import _lowrank_marginals, _pivoted_cholesky
+    X, _ = toy(90)
+    Qt, _ = _pivoted_cholesky(RBF(1.5, 3.0)(X))
+    rng = np.random.default_rng(4)
+    nu, tau = rng.standard_normal(90), rng.uniform(0.0, 3.0, 90)
+    mean, var = _lowrank_marginals(Qt, nu, tau)
+    post = EPPosterior(Qt.T @ Qt, nu, tau)
+    np.testing.assert_allclose(mean, post.mean, atol=1e-9)
+    np.testing.assert_allclose(var, post.var, rtol=1e-8)
+
+
+def test_newton_with_the_low_rank_start_reaches_the_same_fixed_point_in_fewer_steps():
+    from gpc_literate.ep import _lowrank_start
+    X, y = toy(400, noise=0.3)
+    K = RBF(3.0, 3.0)(X)                      # smooth kernel, 2-D inputs: rank 28 at 1e-6
+    zeros = np.zeros(len(y))
+    assert _lowrank_start(K, y, Probit(1.0), zeros, zeros) is not None
+    ref = run_ep(K, y, Probit(1.0), method="sequential", tol=1e-12)[0]
+    post, n_start, converged, _, hist = run_ep(K, y, Probit(1.0), method="newton")
+    _, n_prior, _, _, _ = run_ep(K, y, Probit(1.0), method="newton", lowrank_start=False)
+    assert converged and n_start <= 2 < n_prior and hist[0] < 1e-4
+    np.testing.assert_allclose(post.mean, ref.mean, atol=1e-6)
+    np.testing.assert_allclose(post.cavities()[1], ref.cavities()[1], rtol=1e-6)
+    warm = run_ep(K, y, Probit(1.0), ref.nu * 1.1, ref.tau * 0.9, method="newton")
+    assert warm[2] and warm[1] <= 1           # warm sites are refined on the low-rank prior too
+
+
+@pytest.mark.parametrize("case", ["not low rank", "negative sites"])
+def test_no_low_rank_start_leaves_the_run_unchanged(case):
+    from gpc_literate.ep import _lowrank_start, _pivoted_cholesky
+    X, y = toy(400, noise=0.3)
+    if case == "not low rank":
+        K, lik = RBF(0.05, 3.0)(X), Probit(1.0)
+    else:                                     # flip noise: EP's sites turn negative
+        K, lik = RBF(3.0, 3.0)(X), Probit(0.3, kappa=0.1)
+    low_rank = _pivoted_cholesky(K, max_rank=len(y) // 8)[1].max() <= 1e-6 * 3.0
+    assert low_rank == (case == "negative sites")
+    zeros = np.zeros(len(y))
+    assert _lowrank_start(K, y, lik, zeros, zeros) is None
+    a = run_ep(K, y, lik, method="newton", max_sweeps=200)
+    b = run_ep(K, y, lik, method="newton", max_sweeps=200, lowrank_start=False)
+    assert a[2] and a[1] == b[1] and np.array_equal(a[0].mean, b[0].mean)
+    assert np.any(a[0].tau < 0.0) == (case == "negative sites")
