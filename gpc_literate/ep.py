@@ -521,9 +521,12 @@ def _lowrank_start(K, y, likelihood, nu, tau, tol=1e-8):
     precision, no convergence).
     """
     n = len(y)
+    scale = np.diag(K).max()
+    if not scale > 0.0:
+        return None
     target = min(max(1e-2 * tol, 1e-12), LOWRANK_TOL)
     Qt, d = _pivoted_cholesky(K, target, max(1, n // LOWRANK_MAX_FRACTION))
-    reached = max(d.max() / np.diag(K).max(), target)
+    reached = max(d.max() / scale, target)
     if reached > LOWRANK_TOL:
         return None
     past_x, past_r = [], []
