@@ -474,6 +474,7 @@ def _newton_inner(K, post, likelihood, y, nu, tau, tol):
 LOWRANK_TOL = 1e-6                # use the start only if K is this close (relative) to low rank
 LOWRANK_MAX_FRACTION = 8          # ... at rank n / this at most
 LOWRANK_MAX_ITER = 100            # parallel EP iterations on the low-rank prior, at most
+LOWRANK_COARSE = 1e-4             # EP first runs on the columns down to this residual
 
 
 def _pivoted_cholesky(K, rel_tol=LOWRANK_TOL, max_rank=None):
@@ -512,13 +513,13 @@ def _lowrank_marginals(Qt, nu, tau):
 
 
 def _lowrank_start(K, y, likelihood, nu, tau, tol=1e-8):
-    """Sites of parallel EP (Anderson) on the pivoted-Cholesky approximation of K, or None.
+    """Sites of parallel EP on the pivoted-Cholesky approximation of K, or None.
 
     The approximation aims at a residual of tol / 100 relative to max K_ii (between 1e-12
-    and LOWRANK_TOL) within rank n / LOWRANK_MAX_FRACTION, and EP on it, started from the
-    sites (nu, tau), runs to the relative residual reached. None when that residual exceeds
-    LOWRANK_TOL, or when EP on the approximation fails (improper cavity, negative site
-    precision, no convergence).
+    and LOWRANK_TOL) within rank n / LOWRANK_MAX_FRACTION. EP on it, started from the sites
+    (nu, tau), runs to the relative residual reached, first on the leading columns whose
+    residual is LOWRANK_COARSE. None when the residual reached exceeds LOWRANK_TOL, or when EP
+    on the approximation fails (improper cavity, negative site precision, no convergence).
     """
     n = len(y)
     scale = np.diag(K).max()
@@ -529,6 +530,20 @@ def _lowrank_start(K, y, likelihood, nu, tau, tol=1e-8):
     reached = max(d.max() / scale, target)
     if reached > LOWRANK_TOL:
         return None
+    pivots = np.abs(Qt).max(axis=1) ** 2 / scale       # residual before each column, relative
+    coarse = np.count_nonzero(pivots > LOWRANK_COARSE)
+    for rank, eps in [(coarse, LOWRANK_COARSE), (len(Qt), reached)]:
+        if rank < len(Qt) and eps <= reached:
+            continue                                    # no coarse level
+        sites = _lowrank_ep(Qt[:rank], y, likelihood, nu, tau, eps)
+        if sites is None:
+            return None
+        nu, tau = sites
+    return (nu, tau) if np.all(tau >= 0.0) else None
+
+
+def _lowrank_ep(Qt, y, likelihood, nu, tau, eps):
+    """Parallel EP with Anderson acceleration on the prior N(0, Q Q^T) to a change below eps, or None."""
     past_x, past_r = [], []
     for _ in range(LOWRANK_MAX_ITER):
         try:
@@ -542,8 +557,8 @@ def _lowrank_start(K, y, likelihood, nu, tau, tol=1e-8):
         if not ok.all():
             return None
         d_nu, d_tau = nu_new - nu, tau_new - tau
-        if _site_change(d_nu, d_tau, var_cav) < reached:
-            return (nu_new, tau_new) if np.all(tau_new >= 0.0) else None
+        if _site_change(d_nu, d_tau, var_cav) < eps:
+            return nu_new, tau_new
         s_nu, s_tau = _anderson_step(past_x, past_r, nu, tau, d_nu, d_tau, var_cav, 1.0,
                                      ANDERSON_MEMORY, 0, (d_nu, d_tau))
         nu, tau = nu + s_nu, tau + s_tau

@@ -454,6 +454,8 @@ def test_pivoted_cholesky_residual_bound_exact_rank_and_give_up():
     np.testing.assert_allclose(np.diag(R), d, atol=1e-12)        # the returned diagonal
     assert np.abs(R).max() <= 1e-6 * 3.0 * (1 + 1e-9)              # every entry within the bound
     assert len(Qt) < len(K)
+    for k in (1, 10, len(Qt) - 1):        # row k's largest squared entry = the pivot of step k
+        assert np.isclose(np.abs(Qt[k]).max() ** 2, _pivoted_cholesky(K, 0.0, k)[1].max())
     Qt_short, d_short = _pivoted_cholesky(K, rel_tol=1e-6, max_rank=len(Qt) - 1)
     assert len(Qt_short) == len(Qt) - 1 and d_short.max() > 1e-6 * 3.0   # stopped at the cap
     F = np.random.default_rng(3).standard_normal((50, 4))
