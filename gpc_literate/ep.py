@@ -12,6 +12,7 @@ leave-one-out predictive probabilities the cavities give for free (their eq. 13)
 """
 import copy
 import warnings
+from functools import partial
 
 import numpy as np
 from scipy.linalg import LinAlgError, cholesky, solve_triangular
@@ -441,33 +442,47 @@ def _newton_model(Sigma, P, post, nu, tau):
 
 
 def _newton_inner(K, post, likelihood, y, nu, tau, tol):
-    """Anderson-accelerated parallel EP on the model eq-ep-newton, from the sites (nu, tau).
+    """EP on the model eq-ep-newton around ``post``, from the sites (nu, tau), to a change of tol / 100.
 
-    Returns the sites where the model's change falls below tol / 100, or the last iterate
-    whose model marginals and cavities were proper.
+    Returns those sites, or the last iterate whose model marginals and cavities were proper.
     """
     Sigma = _sigma_lower(K, post)
-    P = Sigma * Sigma
+    sites, _ = _ep_on_model(partial(_newton_model, Sigma, Sigma * Sigma, post), likelihood, y,
+                            nu, tau, 1e-2 * tol, NEWTON_INNER)
+    return sites
+
+
+def _ep_on_model(marginals, likelihood, y, nu, tau, eps, max_iter):
+    """Anderson-accelerated parallel EP on a model of the marginals, from the sites (nu, tau).
+
+    ``marginals(nu, tau)`` returns (mean, var) and may raise LinAlgError. Returns (sites,
+    converged): the sites at which the change falls below ``eps``; else the last iterate
+    whose marginals, cavities and site updates were sound (the start if none was), or the
+    iterate reached after ``max_iter`` iterations.
+    """
     past_x, past_r = [], []
     last = (nu, tau)
-    for _ in range(NEWTON_INNER):
-        mean, var = _newton_model(Sigma, P, post, nu, tau)
+    for _ in range(max_iter):
+        try:
+            mean, var = marginals(nu, tau)
+        except LinAlgError:
+            return last, False
         if not (np.all(np.isfinite(var) & (var > 0.0)) and np.all(np.isfinite(mean))):
-            return last
+            return last, False
         mu_cav, var_cav, proper = _cavities(mean, var, nu, tau)
         if not proper.all():
-            return last
+            return last, False
         nu_new, tau_new, _, ok = site_update(likelihood, y, mu_cav, var_cav)
         if not ok.all():
-            return last
+            return last, False
         last = (nu, tau)
         d_nu, d_tau = nu_new - nu, tau_new - tau
-        if _site_change(d_nu, d_tau, var_cav) < 1e-2 * tol:
-            return nu_new, tau_new
+        if _site_change(d_nu, d_tau, var_cav) < eps:
+            return (nu_new, tau_new), True
         s_nu, s_tau = _anderson_step(past_x, past_r, nu, tau, d_nu, d_tau, var_cav, 1.0,
                                      ANDERSON_MEMORY, 0, (d_nu, d_tau))
         nu, tau = nu + s_nu, tau + s_tau
-    return nu, tau
+    return (nu, tau), False
 
 
 # %% book/12_ep.md, cell 33
@@ -533,36 +548,11 @@ def _lowrank_start(K, y, likelihood, nu, tau, tol=1e-8):
     pivots = np.abs(Qt).max(axis=1) ** 2 / scale       # residual before each column, relative
     coarse = np.count_nonzero(pivots > LOWRANK_COARSE)
     for rank, eps in [(coarse, LOWRANK_COARSE), (len(Qt), reached)]:
-        if rank < len(Qt) and eps <= reached:
-            continue                                    # no coarse level
-        sites = _lowrank_ep(Qt[:rank], y, likelihood, nu, tau, eps)
-        if sites is None:
+        (nu, tau), converged = _ep_on_model(partial(_lowrank_marginals, Qt[:rank]), likelihood,
+                                            y, nu, tau, eps, LOWRANK_MAX_ITER)
+        if not converged:
             return None
-        nu, tau = sites
     return (nu, tau) if np.all(tau >= 0.0) else None
-
-
-def _lowrank_ep(Qt, y, likelihood, nu, tau, eps):
-    """Parallel EP with Anderson acceleration on the prior N(0, Q Q^T) to a change below eps, or None."""
-    past_x, past_r = [], []
-    for _ in range(LOWRANK_MAX_ITER):
-        try:
-            mean, var = _lowrank_marginals(Qt, nu, tau)
-        except LinAlgError:
-            return None
-        mu_cav, var_cav, proper = _cavities(mean, var, nu, tau)
-        if not (proper.all() and np.all(var > 0.0)):
-            return None
-        nu_new, tau_new, _, ok = site_update(likelihood, y, mu_cav, var_cav)
-        if not ok.all():
-            return None
-        d_nu, d_tau = nu_new - nu, tau_new - tau
-        if _site_change(d_nu, d_tau, var_cav) < eps:
-            return nu_new, tau_new
-        s_nu, s_tau = _anderson_step(past_x, past_r, nu, tau, d_nu, d_tau, var_cav, 1.0,
-                                     ANDERSON_MEMORY, 0, (d_nu, d_tau))
-        nu, tau = nu + s_nu, tau + s_tau
-    return None
 
 
 # %% book/12_ep.md, cell 39
