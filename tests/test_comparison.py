@@ -54,7 +54,12 @@ def test_accelerated_dual_reaches_the_adatron_solution():
     fast = cmp.svm_dual_accelerated(K, yf, C=5.0, tol=1e-6)
     slow = kernel_adatron(K, yf, C=5.0, fit_bias=True, tol=1e-6, max_iter=500_000)
     assert fast.converged and slow.converged
-    np.testing.assert_allclose(fast.alpha, slow.alpha, atol=1e-4)
+    # both stop at KKT tolerance 1e-6 on a kernel with condition number ~4e7: the decision
+    # values are fixed to a few tol x ||K||, alpha only to tol x cond of the free block
+    h_fast = K @ (yf * fast.alpha) + fast.bias
+    h_slow = K @ (yf * slow.alpha) + slow.bias
+    np.testing.assert_allclose(h_fast, h_slow, rtol=0, atol=1e-4)
+    np.testing.assert_allclose(fast.alpha, slow.alpha, rtol=0, atol=1e-3)
     assert fast.bias == pytest.approx(slow.bias, abs=1e-4)
     assert abs(yf @ fast.alpha) < 1e-8 and fast.alpha.min() >= 0 and fast.alpha.max() <= 5.0
     with pytest.raises(ValueError, match="C must be"):
