@@ -1,10 +1,14 @@
 # gpc_literate: the book and the package it builds.
-#   make book        create .venv if missing, install, render the book to _build/html
-#   make test        check chapters and package are in sync, run unit tests and every chapter (nbval)
-#   make export      write gpc_literate/*.py from the chapters' cells tagged `export`
-#   make check-sync  fail with a diff if a module differs from its chapter
-#   make benchmark   run the speed benchmarks (not part of the tests)
-#   make clean       remove _build
+#   make book           create .venv if missing, install, render the book to _build/html
+#                       (chapters whose code or imported modules changed are re-executed;
+#                       the others come from the execution cache), then check the HTML
+#   make test           check chapters and package are in sync, run unit tests and every chapter (nbval)
+#   make lab            JupyterLab on the chapters, which open as notebooks
+#   make check-browser  open every page of the built book in headless Chromium, offline
+#   make export         write gpc_literate/*.py from the chapters' cells tagged `export`
+#   make check-sync     fail with a diff if a module differs from its chapter
+#   make benchmark      run the speed benchmarks (not part of the tests)
+#   make clean          remove _build (the next `make book` executes every chapter)
 
 PYTHON ?= python3
 VENV   ?= .venv
@@ -20,7 +24,8 @@ export OPENBLAS_NUM_THREADS := 1
 export OMP_NUM_THREADS := 1
 export MKL_NUM_THREADS := 1
 
-.PHONY: install export check-sync notebooks test book benchmark clean
+.PHONY: install export check-sync check-workflows notebooks test book check-html \
+        check-browser lab benchmark clean
 
 $(STAMP): pyproject.toml
 	@$(PYTHON) -c 'import sys; assert sys.version_info >= (3, 11), "Python >= 3.11 is required"'
@@ -37,16 +42,36 @@ export: $(STAMP)
 check-sync: $(STAMP)
 	$(BIN)/python tools/tangle.py --check
 
+# the GitHub Actions workflows against the published workflow schema (vendored in
+# check-jsonschema, so this runs offline)
+check-workflows: $(STAMP)
+	$(BIN)/check-jsonschema --builtin-schema vendor.github-workflows .github/workflows/*.yml
+
 notebooks: $(STAMP)
 	$(BIN)/python tools/notebooks.py --out $(NBDIR)
 
-test: check-sync notebooks
+test: check-sync check-workflows notebooks
 	MPLBACKEND=Agg $(BIN)/python -m pytest tests $(NBDIR) --nbval-lax --nbval-current-env \
 	    --nbval-cell-timeout=3600 -p no:cacheprovider -n $(JOBS) --dist loadfile $(PYTEST_ARGS)
 
-book: $(STAMP)
-	rm -rf _build/html _build/.doctrees _build/jupyter_execute
-	$(BIN)/jupyter-book build . --all --warningiserror --keep-going
+book: export
+	$(BIN)/python tools/bookcache.py
+	$(BIN)/jupyter-book build . --warningiserror --keep-going
+	$(BIN)/python tools/check_html.py _build/html
+
+check-html: $(STAMP)
+	$(BIN)/python tools/check_html.py _build/html
+
+check-browser: $(STAMP)
+	@test -x /usr/bin/chromium || { echo "make check-browser needs Chromium: apt-get install -y chromium"; exit 2; }
+	$(BIN)/python -m pip install --quiet -e ".[browser]"
+	$(BIN)/python tools/check_browser.py _build/html
+
+# JupyterLab with the project's settings (.jupyter/lab/settings/overrides.json: chapters,
+# which are MyST-Markdown notebooks, open as notebooks through jupytext on a double click)
+lab: $(STAMP)
+	$(BIN)/jupyter lab --LabApp.app_settings_dir=$(CURDIR)/.jupyter/lab/settings \
+	    $(if $(filter 0,$(shell id -u)),--allow-root) $(LAB_ARGS)
 
 benchmark: $(STAMP)
 	$(BIN)/python benchmarks/run.py
