@@ -76,7 +76,7 @@ AMBIGUOUS = {("pima", "VarGP-mean"): 66, ("pima", "Laplace"): 68,
              ("waveform", "Laplace"): 211, ("waveform", "VarSVM-mode"): 221}
 
 
-# %% book/16_variational_experiments.md, cell 7
+# %% book/16_variational_experiments.md, cell 8
 class LeastSquaresDiscriminant(GPClassifierBase):
     """Eq. (eq-var16-lsq): least squares on +-1 targets with an intercept (Seeger's Lin. discr.).
 
@@ -101,7 +101,7 @@ class LeastSquaresDiscriminant(GPClassifierBase):
                                   "probabilities; use decision_function or predict")
 
 
-# %% book/16_variational_experiments.md, cell 11
+# %% book/16_variational_experiments.md, cell 12
 def svm_dual_accelerated(K, y, *, C, tol=1e-3, max_iter=20000, alpha_init=None):
     """Eq. (eq-var16-fista): FISTA with adaptive restart on the SVM dual (eq-var16-dual), with bias.
 
@@ -144,7 +144,7 @@ def svm_dual_accelerated(K, y, *, C, tol=1e-3, max_iter=20000, alpha_init=None):
     return AdatronResult(alpha, float(bias), n_iter, converged, step, eta)
 
 
-# %% book/16_variational_experiments.md, cell 15
+# %% book/16_variational_experiments.md, cell 16
 SVM_SCALES = (1 / 16, 1 / 4, 1.0, 4.0, 16.0)      # squared length scale / d
 SVM_CS = (0.1, 1.0, 10.0, 100.0)
 
@@ -214,7 +214,7 @@ def select_svm_cv(X, y, *, scales=SVM_SCALES, Cs=SVM_CS, n_folds=10, seed=0, tol
     return model, SVMCVResult(scales, Cs, cv_errors, scale, length_scale, C, n_not_converged)
 
 
-# %% book/16_variational_experiments.md, cell 19
+# %% book/16_variational_experiments.md, cell 20
 DEFAULT_CONFIG = {
     "n_factors": 2, "var_max_iter": 100, "var_tol": 1e-6, "inner_max_iter": 500,
     "inner_tol": 1e-8, "bounds": [-8.0, 8.0], "laplace_max_iter": 200,
@@ -329,7 +329,7 @@ def run_one(dataset, split, fitter, config=None):
     return record
 
 
-# %% book/16_variational_experiments.md, cell 21
+# %% book/16_variational_experiments.md, cell 22
 def _key(record):
     return (record["dataset"], int(record["split"]), record["fitter"])
 
@@ -410,7 +410,7 @@ def run_comparison(dataset_names=None, splits=10, fitters=None, *, jobs=1, out=N
     return records
 
 
-# %% book/16_variational_experiments.md, cell 23
+# %% book/16_variational_experiments.md, cell 24
 def prediction_interval(values, level=0.95):
     """Eq. (eq-var16-rule): the normal prediction interval for one more value, widened by 1/2.
 
@@ -510,7 +510,7 @@ def relevance_summary(records, dataset, fitter, threshold=0.01):
     return relative, np.sum(relative < threshold, axis=1)
 
 
-# %% book/16_variational_experiments.md, cell 25
+# %% book/16_variational_experiments.md, cell 26
 def _format_table(summary):
     lines = [f"{'data set':9s} {'method':12s} {'paper':>6s} {'mean':>8s} {'sd':>7s} "
              f"{'min-max':>11s} {'n':>3s}"]
