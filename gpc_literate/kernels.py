@@ -421,7 +421,7 @@ class Linear(Kernel):
 
 
 class Cauchy(Kernel):
-    """Cauchy kernel, eq-kern-cauchy (Opper & Winther 2000, appendix on covariance functions).
+    """Cauchy kernel, eq-kern-cauchy (Opper & Winther 2000b, appendix on covariance functions).
 
     k(x, x') = variance / (1 + sum_i (x_i - x'_i)**2 / length_scale_i**2)
 

@@ -2,7 +2,7 @@
 # Edit the chapter book/09_tap.md, then run `make export`.
 
 # %% book/09_tap.md, cell 1
-"""TAP mean-field theory for Gaussian-process classification (Opper & Winther 1999, 2000).
+"""TAP mean-field theory for Gaussian-process classification (Opper & Winther 1999, 2000b).
 
 Built by chapter 9 of the book (book/09_tap.md), which derives every formula: the TAP
 equations from the Gaussian cavity assumption (eq-tap-alpha, eq-tap-var-cav), their form as
