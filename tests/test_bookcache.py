@@ -107,3 +107,22 @@ def test_main_records_fingerprints_and_drops_nothing_on_a_fresh_cache(tmp_path, 
     assert capsys.readouterr().out == ""                 # a first build says nothing
     assert bookcache.main(["--cache", str(cache), "--dry-run"]) == 0
     assert capsys.readouterr().out == ""                 # and nothing is stale after it
+
+
+def test_a_stale_chapter_loses_its_cached_run_and_is_touched(tmp_path):
+    """The real jupyter-cache path: the record of a stale chapter is removed, others kept."""
+    import nbformat
+    from jupyter_cache import get_cache
+
+    cache_dir = tmp_path / "cache"
+    cache = get_cache(str(cache_dir))
+    chapters = [ROOT / rel for rel in CHAPTERS[:2]]
+    for i, chapter in enumerate(chapters):
+        nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(f"x = {i}")])
+        nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3"}
+        path = tmp_path / f"nb{i}.ipynb"
+        nbformat.write(nb, path)
+        cache.cache_notebook_file(str(path), uri=str(chapter), check_validity=False)
+    assert bookcache._drop_cached(cache_dir, chapters[0]) == 1
+    assert [r.uri for r in cache.list_cache_records()] == [str(chapters[1])]
+    assert bookcache._drop_cached(cache_dir, chapters[0]) == 0

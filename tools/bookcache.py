@@ -146,7 +146,7 @@ def _drop_cached(cache_dir: Path, chapter: Path) -> int:
     dropped = 0
     for record in cache.list_cache_records():
         if record.uri and Path(record.uri).resolve() == chapter.resolve():
-            cache.remove_cache_record(record.pk)
+            cache.remove_cache(record.pk)
             dropped += 1
     return dropped
 
