@@ -106,7 +106,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--chromium", default="/usr/bin/chromium")
     parser.add_argument("--timeout", type=float, default=60.0, help="seconds per page")
     args = parser.parse_args(argv)
-    site = Path(args.site)
+    site = Path(args.site).resolve()
     if not (site / "index.html").exists():
         print(f"{site} holds no built book (no index.html); run `make book` first")
         return 2
