@@ -4,15 +4,23 @@
 # %% book/01_gp_classification.md, cell 20
 """Estimator interface shared by the classifiers of gpc_literate (chapter 1 of the book).
 
-Input validation (``check_array``, ``check_X_y``, ``check_scalar``), the encoding of two
-class labels as y = -1/+1 (``encode_labels``), and ``GPClassifierBase``, the base class
-with scikit-learn conventions from which every classifier of the book derives.  Only
-numpy is needed; scikit-learn is never imported.
+``GPClassifierBase`` builds the book's binary classifiers on scikit-learn's
+``ClassifierMixin`` and ``BaseEstimator`` (parameters, clone, repr, score) and on its input
+validation (``validate_data``, ``check_is_fitted``). The module adds the encoding of two class
+labels as y = -1/+1 (``encode_labels``), checks of hyperparameters (``check_scalar``,
+``check_integer``, ``check_bool``), and ``check_array``/``check_X_y``, thin wrappers of
+scikit-learn's that always return float64 copies.
 """
-import inspect
 import numbers
 
 import numpy as np
+from sklearn.base import BaseEstimator, ClassifierMixin
+from sklearn.exceptions import NotFittedError
+from sklearn.utils import check_array as _sklearn_check_array
+from sklearn.utils import check_X_y as _sklearn_check_X_y
+from sklearn.utils.metaestimators import available_if
+from sklearn.utils.multiclass import check_classification_targets
+from sklearn.utils.validation import check_is_fitted, validate_data
 
 __all__ = [
     "ConvergenceWarning",
@@ -22,6 +30,7 @@ __all__ = [
     "encode_labels",
     "check_scalar",
     "check_integer",
+    "check_bool",
     "GPClassifierBase",
 ]
 
@@ -30,52 +39,19 @@ class ConvergenceWarning(UserWarning):
     """Warning of an iterative solver that stopped at max_iter before reaching its tolerance."""
 
 
-class NotFittedError(ValueError, AttributeError):
-    """Error raised when a classifier is used before ``fit`` (a ValueError and AttributeError)."""
-
-
 # %% book/01_gp_classification.md, cell 22
 def check_array(X, name="X"):
-    """Validate a design matrix: return a new 2-D float64 array of shape (n_samples, n_features).
+    """Validate a design matrix: a new 2-D float64 array (scikit-learn's check_array rules).
 
-    Raises ValueError, naming ``name``, if the entries are not real numbers, if the array is
-    empty or not 2-D, or if it contains NaN or infinite values.
+    Raises ValueError, naming ``name``, if the array is sparse, empty or not 2-D, or if it
+    contains NaN or infinite values; entries that are not numbers fail to convert.
     """
-    try:
-        arr = np.asarray(X)
-    except ValueError as err:  # e.g. rows of different lengths
-        raise ValueError(f"{name} must be a rectangular array of numbers ({err})") from None
-    if arr.dtype.kind in "USc":
-        kind = "complex numbers" if arr.dtype.kind == "c" else "strings"
-        raise ValueError(f"{name} must contain real numbers; got {kind} (dtype {arr.dtype})")
-    try:
-        arr = arr.astype(np.float64)  # always a copy
-    except (TypeError, ValueError):
-        raise ValueError(f"{name} must contain real numbers; got dtype {arr.dtype}") from None
-    if arr.size == 0:
-        raise ValueError(f"{name} is empty (shape {arr.shape}); at least one sample "
-                         "with at least one feature is needed")
-    if arr.ndim != 2:
-        hint = f"; use {name}.reshape(-1, 1) for a single feature" if arr.ndim == 1 else ""
-        raise ValueError(f"{name} must be a 2-D array of shape (n_samples, n_features); "
-                         f"got a {arr.ndim}-D array of shape {arr.shape}{hint}")
-    if not np.all(np.isfinite(arr)):
-        n_nan, n_inf = int(np.isnan(arr).sum()), int(np.isinf(arr).sum())
-        raise ValueError(f"{name} contains non-finite values: {n_nan} NaN and "
-                         f"{n_inf} infinite entries")
-    return arr
+    return _sklearn_check_array(X, dtype=np.float64, copy=True, input_name=name)
 
 
 def check_X_y(X, y):
     """Validate a training set (X, y): X as in check_array, y a 1-D label array of equal length."""
-    X = check_array(X, "X")
-    y = np.array(y)
-    if y.ndim != 1:
-        raise ValueError(f"y must be a 1-D array of labels; got shape {y.shape}")
-    if len(y) != len(X):
-        raise ValueError(f"X and y have inconsistent numbers of samples: X has {len(X)} "
-                         f"rows, y has {len(y)} labels")
-    return X, y
+    return _sklearn_check_X_y(X, y, dtype=np.float64, copy=True)
 
 
 # %% book/01_gp_classification.md, cell 25
@@ -107,8 +83,8 @@ def encode_labels(y):
         raise ValueError(f"y has only one class ({_preview(classes)}); a binary classifier "
                          "needs labels of two classes")
     if len(classes) > 2:
-        raise ValueError(f"y has {len(classes)} classes ({_preview(classes)}); binary "
-                         "classification needs exactly two")
+        raise ValueError(f"Only binary classification is supported; y has {len(classes)} "
+                         f"classes ({_preview(classes)})")
     return np.where(y == classes[1], 1.0, -1.0), classes
 
 
@@ -144,86 +120,45 @@ def check_integer(value, name, *, low=1):
     return int(value)
 
 
+def check_bool(value, name):
+    """Validate a switch such as compute_loo: return bool(value) if it is True or False.
+
+    Raises TypeError, naming ``name``, for anything else (strings such as "no", numbers, None).
+    """
+    if not isinstance(value, (bool, np.bool_)):
+        raise TypeError(f"{name} must be True or False; got {type(value).__name__} {value!r}")
+    return bool(value)
+
+
 # %% book/01_gp_classification.md, cell 31
-def _same_value(a, b):
-    """True if two parameter values are equal (arrays elementwise); used by __repr__."""
-    if a is b:
-        return True
-    if isinstance(a, np.ndarray) or isinstance(b, np.ndarray):
-        return np.array_equal(a, b)
-    try:
-        return bool(a == b)
-    except (TypeError, ValueError):
-        return False
+def _models_probabilities(estimator):
+    """True if the estimator's class implements _predict_proba_positive (available_if test)."""
+    return type(estimator)._predict_proba_positive is not GPClassifierBase._predict_proba_positive
 
 
-class GPClassifierBase:
-    """Base class of the book's binary classifiers, with scikit-learn estimator conventions.
+class GPClassifierBase(ClassifierMixin, BaseEstimator):
+    """Base class of the book's binary classifiers: a scikit-learn classifier.
 
     A subclass stores each ``__init__`` argument unchanged under its own name, checks the
-    values in ``_validate_params``, and implements ``_fit(X, y_pm)`` (labels -1/+1) and
+    values in ``_validate_params`` (called by ``fit``; it replaces BaseEstimator's check
+    against ``_parameter_constraints``), and implements ``_fit(X, y_pm)`` (labels -1/+1) and
     ``_decision_function(X)`` (the latent activation, positive for ``classes_[1]``); one that
-    models probabilities also implements ``_predict_proba_positive(X)`` = P(y=+1 | x, D).
-    Fitted attributes: ``classes_`` (the two labels, sorted) and ``n_features_in_``.
+    models probabilities also implements ``_predict_proba_positive(X)`` = P(y=+1 | x, D),
+    and only then has ``predict_proba``. Fitted attributes: ``classes_`` (the two labels,
+    sorted), ``n_features_in_`` (and ``feature_names_in_`` for a DataFrame).
     """
 
-    # -- hyperparameters -------------------------------------------------------------------
-    @classmethod
-    def _get_param_names(cls):
-        """Names of the __init__ parameters of the concrete class, in signature order."""
-        if cls.__init__ is object.__init__:
-            return []
-        names = []
-        for p in list(inspect.signature(cls.__init__).parameters.values())[1:]:
-            if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD):
-                raise TypeError(f"{cls.__name__}.__init__ must name its parameters "
-                                "explicitly (no *args or **kwargs)")
-            names.append(p.name)
-        return names
+    def __sklearn_tags__(self):
+        """Binary classification only, dense finite input (see the text of chapter 1)."""
+        tags = super().__sklearn_tags__()
+        tags.classifier_tags.multi_class = False
+        tags.input_tags.sparse = False
+        tags.input_tags.allow_nan = False
+        return tags
 
-    def get_params(self, deep=True):
-        """Hyperparameters as a dict {name: value}; with deep=True also 'name__sub' entries."""
-        params = {}
-        for name in self._get_param_names():
-            try:
-                value = getattr(self, name)
-            except AttributeError:
-                raise AttributeError(f"{type(self).__name__} has no attribute {name!r}: "
-                                     "__init__ must store each argument under its own name") from None
-            params[name] = value
-            if deep and hasattr(value, "get_params") and not isinstance(value, type):
-                for sub, sub_value in value.get_params().items():
-                    params[f"{name}__{sub}"] = sub_value
-        return params
-
-    def set_params(self, **params):
-        """Set hyperparameters by name ('name__sub' for a nested object) and return self."""
-        valid = self.get_params(deep=False)
-        nested = {}
-        for key, value in params.items():
-            name, delim, sub = key.partition("__")
-            if name not in valid:
-                raise ValueError(f"Invalid parameter {name!r} for {type(self).__name__}; "
-                                 f"valid parameters are {sorted(valid)}")
-            if delim:
-                nested.setdefault(name, {})[sub] = value
-            else:
-                setattr(self, name, value)
-                valid[name] = value
-        for name, sub_params in nested.items():
-            if not hasattr(valid[name], "set_params"):
-                raise ValueError(f"Parameter {name!r} of {type(self).__name__} has no "
-                                 f"sub-parameters to set: {sorted(sub_params)}")
-            valid[name].set_params(**sub_params)
-        return self
-
-    def __repr__(self):
-        """Class name with the hyperparameters that differ from their defaults."""
-        signature = inspect.signature(type(self).__init__).parameters
-        shown = [f"{name}={value!r}" for name, value in self.get_params(deep=False).items()
-                 if signature[name].default is inspect.Parameter.empty
-                 or not _same_value(value, signature[name].default)]
-        return f"{type(self).__name__}({', '.join(shown)})"
+    def __sklearn_is_fitted__(self):
+        """Fitted means that fit has completed: classes_ is set (used by check_is_fitted)."""
+        return hasattr(self, "classes_")
 
     # -- fitting ---------------------------------------------------------------------------
     def fit(self, X, y, **fit_params):
@@ -232,20 +167,20 @@ class GPClassifierBase:
         Keyword arguments (e.g. a warm start ``alpha_init``) are passed on to ``_fit``;
         a subclass that takes none rejects them there.
         """
-        X, y = check_X_y(X, y)
-        y_pm, classes = encode_labels(y)
         self._validate_params()
-        self.classes_ = classes
-        self.n_features_in_ = X.shape[1]
         try:
+            X, y = validate_data(self, X, y, dtype=np.float64, copy=True, reset=True)
+            check_classification_targets(y)
+            y_pm, self.classes_ = encode_labels(y)
             self._fit(X, y_pm, **fit_params)
         except BaseException:
-            del self.classes_, self.n_features_in_  # leave the estimator unfitted
+            for name in ("classes_", "n_features_in_", "feature_names_in_"):
+                self.__dict__.pop(name, None)           # leave the estimator unfitted
             raise
         return self
 
     def _validate_params(self):
-        """Check the hyperparameters (with check_scalar); called by fit before _fit."""
+        """Check the hyperparameters (with check_scalar etc.); called by fit before _fit."""
 
     def _fit(self, X, y_pm, **fit_params):
         """Fit to validated X of shape (n, d) and labels y_pm in {-1, +1}; set attributes_."""
@@ -253,15 +188,9 @@ class GPClassifierBase:
 
     # -- prediction ------------------------------------------------------------------------
     def _check_predict_input(self, X):
-        """Check that the estimator is fitted and that X has the fitted number of features."""
-        if not hasattr(self, "classes_"):
-            raise NotFittedError(f"This {type(self).__name__} is not fitted yet; "
-                                 "call fit(X, y) before using it to predict")
-        X = check_array(X, "X")
-        if X.shape[1] != self.n_features_in_:
-            raise ValueError(f"X has {X.shape[1]} features, but {type(self).__name__} was "
-                             f"fitted on data with {self.n_features_in_} feature(s)")
-        return X
+        """Check that the estimator is fitted and X valid with the fitted number of features."""
+        check_is_fitted(self)
+        return validate_data(self, X, dtype=np.float64, reset=False)
 
     def decision_function(self, X):
         """Latent activation at each row of X, e.g. the posterior mean <f(x)>; > 0 means classes_[1]."""
@@ -272,6 +201,7 @@ class GPClassifierBase:
         """Latent activation at each row of validated X (to be implemented by a subclass)."""
         raise NotImplementedError(f"{type(self).__name__} must implement _decision_function(X)")
 
+    @available_if(_models_probabilities)
     def predict_proba(self, X):
         """Predictive class probabilities p(y | x, D), shape (n, 2), columns ordered as classes_."""
         X = self._check_predict_input(X)
@@ -279,16 +209,10 @@ class GPClassifierBase:
         return np.column_stack([1.0 - p, p])
 
     def _predict_proba_positive(self, X):
-        """P(y = +1 | x, D) at each row of validated X, for models with probabilities."""
-        raise NotImplementedError(f"{type(self).__name__} does not model class probabilities; "
-                                  "use decision_function or predict")
+        """P(y = +1 | x, D) at each row of validated X; implemented by models with probabilities."""
+        raise NotImplementedError(f"{type(self).__name__} does not model class probabilities")
 
     def predict(self, X):
         """Predicted labels: classes_[1] where the decision function is positive, else classes_[0]."""
         positive = self.decision_function(X) > 0  # checks fitted-ness before classes_ is read
         return self.classes_[positive.astype(np.intp)]
-
-    def score(self, X, y):
-        """Accuracy: the fraction of rows of X whose predicted label equals y."""
-        X, y = check_X_y(X, y)
-        return float(np.mean(self.predict(X) == y))

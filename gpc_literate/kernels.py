@@ -159,10 +159,34 @@ class Kernel:
         new.theta = theta
         return new
 
-    def get_params(self):
-        """Constructor arguments as a dict (arrays copied): type(k)(**k.get_params()) == k."""
+    # -- scikit-learn's parameter protocol (chapter 1) --------------------------------------
+    def get_params(self, deep=True):
+        """Constructor arguments as a dict (arrays copied): type(k)(**k.get_params()) == k.
+
+        ``deep`` is part of scikit-learn's protocol; a kernel has no nested objects, so it
+        changes nothing.
+        """
         return {p: (v.copy() if isinstance(v, np.ndarray) else v)
                 for p, v in ((p, getattr(self, p)) for p in self._hyperparameters)}
+
+    def set_params(self, **params):
+        """Set constructor arguments by name, e.g. set_params(length_scale=2.0); return self.
+
+        Raises ValueError for a name that is not a constructor argument; the values are
+        validated as in the constructor, and nothing is changed if any of them is refused.
+        """
+        unknown = sorted(set(params) - set(self._hyperparameters))
+        if unknown:
+            raise ValueError(f"Invalid parameter(s) {unknown} for kernel {type(self).__name__}; "
+                             f"valid parameters are {list(self._hyperparameters)}")
+        checked = type(self)(**{**self.get_params(), **params})     # validates all, or raises
+        for name in params:
+            setattr(self, name, getattr(checked, name))
+        return self
+
+    def __sklearn_clone__(self):
+        """A new kernel with the same hyperparameters and no shared state (sklearn.base.clone)."""
+        return type(self)(**self.get_params())
 
     def __repr__(self):
         args = ", ".join(f"{p}={v.tolist() if isinstance(v, np.ndarray) else v!r}"

@@ -11,13 +11,15 @@ leave-one-out estimator (eq-mf-loo, O&W eqs. 17.41-17.42) in a stable form
 (eq-mf-loo-stable), the Gaussian with diagonal sites that it shares with the TAP theory
 (eq-mf-sites), and the classifier ``NaiveMeanField``.
 """
+import copy
 import warnings
 from dataclasses import dataclass
 
 import numpy as np
 from scipy.linalg import cholesky, lu_factor, lu_solve, solve_triangular
 
-from gpc_literate.base import ConvergenceWarning, GPClassifierBase, check_integer, check_scalar
+from gpc_literate.base import (ConvergenceWarning, GPClassifierBase, check_bool, check_integer,
+                               check_scalar)
 from gpc_literate.kernels import RBF, check_kernel
 from gpc_literate.likelihoods import StepFlip
 
@@ -222,13 +224,14 @@ class NaiveMeanField(GPClassifierBase):
         check_scalar(self.learning_rate, "learning_rate", low=0.0, low_inclusive=False)
         check_integer(self.max_iter, "max_iter")
         check_kernel(self.kernel)
+        check_bool(self.compute_loo, "compute_loo")
 
     def fit(self, X, y, alpha_init=None):
         """Fit to inputs X (n, d) and two-class labels y; ``alpha_init`` (n,) warm-starts alpha."""
         return super().fit(X, y, alpha_init=alpha_init)
 
     def _fit(self, X, y, alpha_init=None):
-        kernel = RBF() if self.kernel is None else self.kernel
+        kernel = RBF() if self.kernel is None else copy.deepcopy(self.kernel)  # never the caller's
         K = kernel(X) + float(self.v) * np.eye(len(y))
         likelihood = StepFlip(float(self.kappa))
         result = naive_mean_field(K, y, likelihood, alpha_init=alpha_init,

@@ -9,6 +9,7 @@ Built from chapter 5 of the book (book/05_svm.md): the dual of the MAP problem
 and without bias (eq-svm-adatron, eq-svm-projection), the linear-response leave-one-out
 activations derived in chapter 6 (eq-svm-loo) and the estimator ``KernelAdatron``.
 """
+import copy
 import warnings
 from dataclasses import dataclass
 
@@ -16,7 +17,8 @@ import numpy as np
 from scipy.linalg import LinAlgError, cholesky, eigh, solve_triangular
 from scipy.sparse.linalg import ArpackNoConvergence, eigsh
 
-from gpc_literate.base import ConvergenceWarning, GPClassifierBase, check_integer, check_scalar
+from gpc_literate.base import (ConvergenceWarning, GPClassifierBase, check_bool, check_integer,
+                               check_scalar)
 from gpc_literate.kernels import RBF, check_kernel
 
 __all__ = ["AdatronResult", "KKTCheck", "KernelAdatron", "kernel_adatron", "kkt_violation",
@@ -307,13 +309,15 @@ class KernelAdatron(GPClassifierBase):
                      low_inclusive=False, high_inclusive=False)
         check_integer(self.max_iter, "max_iter")
         check_kernel(self.kernel)
+        check_bool(self.fit_bias, "fit_bias")
+        check_bool(self.compute_loo, "compute_loo")
 
     def fit(self, X, y, alpha_init=None):
         """Fit to inputs X (n, d) and two-class labels y; ``alpha_init`` (n,) warm-starts alpha."""
         return super().fit(X, y, alpha_init=alpha_init)
 
     def _fit(self, X, y, alpha_init=None):
-        kernel = RBF() if self.kernel is None else self.kernel
+        kernel = RBF() if self.kernel is None else copy.deepcopy(self.kernel)  # never the caller's
         K = kernel(X)
         C, v = float(self.C), float(self.v)
         result = kernel_adatron(K, y, C=C, v=v, fit_bias=bool(self.fit_bias),
@@ -350,7 +354,5 @@ class KernelAdatron(GPClassifierBase):
             return np.full(X.shape[0], self.bias_)
         return self.kernel_(X, self.support_vectors_) @ self.dual_coef_ + self.bias_
 
-    def _predict_proba_positive(self, X):
-        raise NotImplementedError(
-            "the SVM is the MAP of an unnormalised likelihood (eq-svm-unnormalised) and has no "
-            "predictive probabilities; use decision_function, or a GP classifier")
+    # no _predict_proba_positive: the SVM is the MAP of an unnormalised likelihood
+    # (eq-svm-unnormalised) and has no predictive probabilities, so there is no predict_proba

@@ -367,7 +367,7 @@ def test_get_set_params_and_defaults():
     model.fit(X, y)
     assert isinstance(model.kernel_, RBF) and isinstance(model.likelihood_, Probit)
     assert model.likelihood_.noise_var == 1.0
-    assert repr(EP(method="parallel", damping=0.5)) == "EP(method='parallel', damping=0.5)"
+    assert repr(EP(method="parallel", damping=0.5)) == "EP(damping=0.5, method='parallel')"
 
 
 def test_run_ep_rejects_unknown_method():
