@@ -12,6 +12,7 @@ kernel hyperparameters, explicit term plus the implicit term through the mode
 (``laplace_log_evidence``); and the estimator ``Laplace`` with predictions and evidence
 maximisation.
 """
+import copy
 import warnings
 from typing import NamedTuple
 
@@ -19,7 +20,7 @@ import numpy as np
 from scipy.linalg import cho_solve, cholesky, solve_triangular
 from scipy.linalg.lapack import dpotri
 from scipy.optimize import minimize
-from scipy.special import expit, log_expit, logsumexp
+from scipy.special import expit, log_expit, log_ndtr, logsumexp, ndtr
 
 from gpc_literate.base import (ConvergenceWarning, GPClassifierBase, NotFittedError, check_integer,
                                check_scalar)
@@ -44,12 +45,47 @@ def _trapezoid_grid(s_max):
     return t, np.log(h) - 0.5 * t * t - 0.5 * _LOG_2PI
 
 
+_WIDE_S = 10.0       # above this s, log_Z splits off a probit (eq-lap-logistic-wide)
+_WIDE_NODES = np.arange(-60.0, 60.25, 0.5)   # the remainder r is below e^-60 outside
+_LAMBDA = float(np.sqrt(np.pi / 8.0))
+
+
+def _log_z_wide(y, mu, s):
+    """Eq. (eq-lap-logistic-wide): log Z and its first two mu-derivatives for s > _WIDE_S.
+
+    With u = y f ~ N(a, s^2), a = y mu: sigma(u) = Phi(lambda u) + r(u).  The probit part
+    has the closed-form average Phi(c a), c = lambda / sqrt(1 + lambda^2 s^2); r is smooth,
+    analytic in |Im u| < pi and below e^-|u|, so the trapezoidal rule with step 1/2 on
+    [-60, 60] (241 nodes, for every s) integrates it.  For a < -s^2/2 the reflection
+    Z(a) = e^(a + s^2/2) Z(-a - s^2) moves the mass of the tilted density back to where the
+    nodes are.  Terms are scaled by a common e^m, so a tiny Z keeps its relative accuracy.
+    """
+    a = y * mu
+    flip = a < -0.5 * s * s
+    b = np.where(flip, -a - s * s, a)
+    d = (_WIDE_NODES[None, :] - b[:, None]) / s[:, None]     # standardised node positions
+    log_n = np.log(0.5) - 0.5 * d * d - np.log(s)[:, None] - 0.5 * _LOG_2PI
+    r = expit(_WIDE_NODES) - ndtr(_LAMBDA * _WIDE_NODES)
+    c = _LAMBDA / np.sqrt(1.0 + _LAMBDA ** 2 * s * s)
+    z = c * b
+    log_phi, log_dens = log_ndtr(z), -0.5 * z * z - 0.5 * _LOG_2PI
+    m = np.maximum(np.maximum(log_phi, log_dens), log_n.max(axis=1))
+    w = r[None, :] * np.exp(log_n - m[:, None])
+    e_phi, e_dens = np.exp(log_phi - m), np.exp(log_dens - m)
+    z0 = e_phi + w.sum(axis=1)
+    z1 = (c * e_dens + np.sum(w * d, axis=1) / s) / z0        # d log Z / d b
+    z2 = (-c * c * z * e_dens + np.sum(w * (d * d - 1.0), axis=1) / (s * s)) / z0 - z1 * z1
+    log_z = m + np.log(z0) + np.where(flip, a + 0.5 * s * s, 0.0)
+    return log_z, y * np.where(flip, 1.0 - z1, z1), z2
+
+
 class Logistic(Likelihood):
     """Eq. (eq-lap-logistic): p(y|f) = sigma(y f) = 1 / (1 + exp(-y f)), the logistic likelihood.
 
     Log-concave (W = sigma(u) sigma(-u) in (0, 1/4]) and smooth, with no parameters.  Its
     Gaussian average has no closed form: ``log_Z`` and ``predictive`` use the trapezoidal rule
-    of eq. (eq-lap-trapezoid), accurate to about 1e-13 in log Z for every variance.
+    of eq. (eq-lap-trapezoid) for s <= 10 and eq. (eq-lap-logistic-wide) above, accurate to
+    about 1e-13 in log Z for every variance, with at most about 600 nodes per average.
     """
 
     _param_names = ()
@@ -81,20 +117,23 @@ class Logistic(Likelihood):
         var = _check_var(var, positive=False)
         y, mu, var = np.broadcast_arrays(y, mu, var)
         s = np.sqrt(var)
-        t, log_w = _trapezoid_grid(float(s.max(initial=0.0)))
-        u = (y * mu)[..., None] + s[..., None] * t           # y f at the nodes
+        wide = s > _WIDE_S                                    # eq-lap-logistic-wide instead
+        t, log_w = _trapezoid_grid(float(np.where(wide, 0.0, s).max(initial=0.0)))
+        u = (y * mu)[..., None] + np.where(wide, 0.0, s)[..., None] * t   # y f at the nodes
         log_terms = log_w + log_expit(u)
-        log_z = logsumexp(log_terms, axis=-1)
+        log_z = np.array(logsumexp(log_terms, axis=-1))
         tilted = np.exp(log_terms - log_z[..., None])         # weights of the tilted density
         q = expit(-u)
         mean_q = np.sum(tilted * q, axis=-1)                  # <sigma(-u)>
         var_q = np.sum(tilted * (q - mean_q[..., None]) ** 2, axis=-1)
         mean_pq = np.sum(tilted * q * (1.0 - q), axis=-1)     # <sigma(u) sigma(-u)>
-        d1, d2 = y * mean_q, var_q - mean_pq
+        d1, d2 = np.array(y * mean_q), np.array(var_q - mean_pq)
         point = s == 0.0                                      # no average: the likelihood itself
         if np.any(point):
             log_z[point] = log_expit((y * mu)[point])
             d1[point], d2[point] = self.log_prob_derivatives(y[point], mu[point])[:2]
+        if np.any(wide):
+            log_z[wide], d1[wide], d2[wide] = _log_z_wide(y[wide], mu[wide], s[wide])
         return log_z[()], d1[()], d2[()]
 
     def predictive(self, mu, var):
@@ -103,7 +142,7 @@ class Logistic(Likelihood):
         return np.exp(self.log_Z(np.ones(np.shape(mu)), mu, var)[0])[()]
 
 
-# %% book/11_laplace.md, cell 13
+# %% book/11_laplace.md, cell 15
 class LaplaceMode(NamedTuple):
     """The posterior mode and what the evidence, its gradient and the predictions reuse.
 
@@ -161,7 +200,7 @@ def _factor_b(K, sqrt_w):
     return cholesky(B, lower=True, overwrite_a=True, check_finite=False)
 
 
-# %% book/11_laplace.md, cell 14
+# %% book/11_laplace.md, cell 16
 def laplace_mode(K, y, likelihood, *, alpha_init=None, max_iter=100, tol=1e-8):
     """Eqs (eq-lap-newton-stable), (eq-lap-armijo): the posterior mode by safeguarded Newton.
 
@@ -234,7 +273,7 @@ def laplace_mode(K, y, likelihood, *, alpha_init=None, max_iter=100, tol=1e-8):
                        np.array(objective), np.array(step_sizes))
 
 
-# %% book/11_laplace.md, cell 26
+# %% book/11_laplace.md, cell 28
 def laplace_log_evidence(mode, K=None, dK=None):
     """Eqs (eq-lap-evidence), (eq-lap-grad): the Laplace log evidence and, with dK, its gradient.
 
@@ -273,7 +312,7 @@ def laplace_log_evidence(mode, K=None, dK=None):
     return value, grad
 
 
-# %% book/11_laplace.md, cell 30
+# %% book/11_laplace.md, cell 32
 class Laplace(GPClassifierBase):
     """GP classification with the Laplace approximation, eqs (eq-lap-psi)-(eq-lap-predprob).
 
@@ -304,7 +343,8 @@ class Laplace(GPClassifierBase):
     def _fit(self, X, y_pm, alpha_init=None):
         kernel = RBF() if self.kernel is None else self.kernel
         self.kernel_ = kernel.with_theta(kernel.theta)            # a copy
-        self.likelihood_ = Probit(noise_var=1.0) if self.likelihood is None else self.likelihood
+        self.likelihood_ = (Probit(noise_var=1.0) if self.likelihood is None
+                            else copy.deepcopy(self.likelihood))   # never the caller's object
         self.X_train_ = X
         self.y_train_ = y_pm
         self._store(self._find_mode(self.kernel_(X), alpha_init))

@@ -12,17 +12,19 @@ at the solution as an estimate of the log evidence (eq-tap-log-evidence), the le
 estimators from the cavity means (eq-tap-loo, eq-tap-error-probability) and the classifier
 ``TAP``.
 """
+import copy
 import warnings
 from dataclasses import dataclass
 
 import numpy as np
 
-from gpc_literate.base import ConvergenceWarning, GPClassifierBase, check_integer, check_scalar
+from gpc_literate.base import (ConvergenceWarning, GPClassifierBase, check_bool, check_integer,
+                               check_scalar)
 from gpc_literate.kernels import RBF, check_kernel
 from gpc_literate.likelihoods import StepFlip
 from gpc_literate.meanfield import SitePosterior
 
-__all__ = ["TAPResult", "tap_equations", "tap_fixed_point", "TAP"]
+__all__ = ["TAPResult", "TAPBreakdownError", "tap_equations", "tap_fixed_point", "TAP"]
 
 
 # %% book/09_tap.md, cell 4
@@ -46,7 +48,7 @@ def tap_equations(K, y, likelihood, coef, var_cav):
     log_z, dlogz, d2logz = likelihood.log_Z(y, mu_cav, var_cav)
     nu = -d2logz
     tau = nu / (1.0 - var_cav * nu)
-    posterior = SitePosterior(K, tau)
+    posterior = _site_posterior(K, tau)
     var_cav_new = posterior.var / (1.0 - tau * posterior.var)
     residual = (float(np.max(np.abs(dlogz - coef))),
                 float(np.max(np.abs(var_cav_new / var_cav - 1.0))))
@@ -85,6 +87,26 @@ class TAPResult:
     n_factorizations: int
 
 
+class TAPBreakdownError(ValueError):
+    """The TAP iteration left the sites for which the Gaussian of eq-tap-sites exists."""
+
+
+_BREAKDOWN = ("the TAP iteration broke down ({}): the site precisions grew until the Gaussian "
+              "of the sites could no longer be factorised, which happens when the labels are "
+              "(nearly) impossible under the prior, e.g. near-identical inputs with different "
+              "labels and a noise-free likelihood")
+
+
+def _site_posterior(K, tau):
+    """SitePosterior(K, tau), with a factorisation failure reported as TAPBreakdownError."""
+    if not np.all(np.isfinite(tau)):
+        raise TAPBreakdownError(_BREAKDOWN.format("non-finite site precisions"))
+    try:
+        return SitePosterior(K, tau)
+    except np.linalg.LinAlgError:
+        raise TAPBreakdownError(_BREAKDOWN.format("singular matrix")) from None
+
+
 def tap_fixed_point(K, y, likelihood, *, max_iter=500, tol=1e-8, damping=0.5, coef_init=None):
     """Solve the TAP equations eq-tap-alpha, eq-tap-var-cav by damped parallel site updates.
 
@@ -113,7 +135,7 @@ def tap_fixed_point(K, y, likelihood, *, max_iter=500, tol=1e-8, damping=0.5, co
         b = coef0 + tau * mean0                        # sites whose posterior mean is K coef0
     var_old, n_fact, converged = None, 0, False
     for n_iter in range(1, max_iter + 1):
-        posterior = SitePosterior(K, tau)
+        posterior = _site_posterior(K, tau)
         n_fact += 1
         coef = posterior.coef(b)
         var_cav = posterior.var / (1.0 - tau * posterior.var)
@@ -141,8 +163,7 @@ def tap_fixed_point(K, y, likelihood, *, max_iter=500, tol=1e-8, damping=0.5, co
         b = b + damping * (b_new - b)
     if not converged:
         if not ok.all():
-            raise FloatingPointError("the TAP iteration produced invalid cavity variances; "
-                                     "try a smaller damping")
+            raise TAPBreakdownError(_BREAKDOWN.format("invalid cavity variances"))
         state = tap_equations(K, y, likelihood, coef, var_cav)
         n_fact += 1
     alpha = y * coef
@@ -152,6 +173,21 @@ def tap_fixed_point(K, y, likelihood, *, max_iter=500, tol=1e-8, damping=0.5, co
 
 
 # %% book/09_tap.md, cell 22
+def _conflicting_pair(K, y, rel=1e-12):
+    """Indices (i, j) of two examples with y_i != y_j whose latent values the prior ties.
+
+    Var(f_i - f_j) = K_ii + K_jj - 2 K_ij <= rel (K_ii + K_jj): identical inputs, or inputs
+    the kernel cannot tell apart in floating point.  None when there is no such pair.
+    """
+    d = np.diag(K)
+    gap = d[:, None] + d[None, :] - 2.0 * K
+    tied = (gap <= rel * (d[:, None] + d[None, :])) & (y[:, None] != y[None, :])
+    if not tied.any():
+        return None
+    i, j = np.argwhere(tied)[0]
+    return int(min(i, j)), int(max(i, j))
+
+
 class TAP(GPClassifierBase):
     """GP classifier by the TAP mean-field theory of Opper & Winther (NIPS 1999, NC 2000).
 
@@ -188,19 +224,33 @@ class TAP(GPClassifierBase):
         check_scalar(self.damping, "damping", low=0.0, high=1.0, low_inclusive=False)
         check_integer(self.max_iter, "max_iter")
         check_kernel(self.kernel)
+        check_bool(self.compute_loo, "compute_loo")
 
     def fit(self, X, y, alpha_init=None):
         """Fit to inputs X (n, d) and two-class labels y; ``alpha_init`` (n,) warm-starts alpha."""
         return super().fit(X, y, alpha_init=alpha_init)
 
     def _fit(self, X, y, alpha_init=None):
-        kernel = RBF() if self.kernel is None else self.kernel
+        kernel = RBF() if self.kernel is None else copy.deepcopy(self.kernel)  # never the caller's
         K = kernel(X) + float(self.v) * np.eye(len(y))
         self._likelihood = StepFlip(float(self.kappa))
         coef_init = None if alpha_init is None else y * np.asarray(alpha_init, dtype=float)
-        result = tap_fixed_point(K, y, self._likelihood, max_iter=int(self.max_iter),
-                                 tol=float(self.tol), damping=float(self.damping),
-                                 coef_init=coef_init)
+        noise_free = float(self.kappa) == 0.0 and float(self.v) == 0.0
+        pair = _conflicting_pair(K, y) if noise_free else None
+        if pair is not None:
+            raise ValueError(
+                f"training examples {pair[0]} and {pair[1]} have (numerically) the same latent "
+                "value under the kernel but different labels, which the noise-free likelihood "
+                "(kappa=0, v=0) gives probability zero: set v > 0 (input noise, e.g. v=0.1) or "
+                "kappa > 0 (label flips), or use a kernel that separates the inputs")
+        try:
+            result = tap_fixed_point(K, y, self._likelihood, max_iter=int(self.max_iter),
+                                     tol=float(self.tol), damping=float(self.damping),
+                                     coef_init=coef_init)
+        except TAPBreakdownError as err:
+            raise TAPBreakdownError(
+                f"{err}; set v > 0 (input noise) or kappa > 0 (label flips), or use a smaller "
+                f"damping than {float(self.damping):g}") from None
         self.kernel_, self.X_train_, self._posterior = kernel, X, result.posterior
         self.alpha_, self.coef_ = result.alpha, result.coef
         self.mu_cav_, self.var_cav_, self.var_ = result.mu_cav, result.var_cav, result.var

@@ -1,0 +1,82 @@
+"""Property-based tests: every estimator on random small problems.
+
+``fit`` returns, or raises a ValueError/TypeError that explains itself (never a bare
+LinAlgError or a FloatingPointError); ``predict_proba`` is finite, in [0, 1], rows sum to 1;
+``predict`` returns labels from the training labels.
+"""
+import warnings
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from gpc_literate.base import ConvergenceWarning
+from gpc_literate.ep import EP
+from gpc_literate.kernels import RBF
+from gpc_literate.laplace import Laplace
+from gpc_literate.meanfield import NaiveMeanField
+from gpc_literate.selection import LSCV
+from gpc_literate.svm import KernelAdatron
+from gpc_literate.tap import TAP
+from gpc_literate.variational import VariationalGP, VariationalSVM
+
+ESTIMATORS = {
+    "EP": lambda k: EP(kernel=k, max_sweeps=30),
+    "Laplace": lambda k: Laplace(kernel=k, max_iter=50),
+    "TAP": lambda k: TAP(kernel=k, max_iter=100),
+    "NaiveMeanField": lambda k: NaiveMeanField(kernel=k, max_iter=500),
+    "KernelAdatron": lambda k: KernelAdatron(kernel=k, max_iter=500),
+    "VariationalGP": lambda k: VariationalGP(kernel=k, optimize=False, inner_max_iter=100),
+    "VariationalSVM": lambda k: VariationalSVM(kernel=k, optimize=False, inner_max_iter=100),
+    "LSCV": lambda k: LSCV(kernel=k, optimize=False),
+}
+
+
+@st.composite
+def problems(draw):
+    n = draw(st.integers(2, 25))
+    d = draw(st.integers(1, 4))
+    X = np.array(draw(st.lists(st.lists(st.floats(-3, 3), min_size=d, max_size=d),
+                               min_size=n, max_size=n)))
+    if draw(st.booleans()):                       # constant features
+        X[:, draw(st.integers(0, d - 1))] = draw(st.floats(-3, 3))
+    if n > 2 and draw(st.booleans()):             # duplicated inputs (labels drawn freely)
+        X[-1] = X[0]
+    labels = draw(st.sampled_from([(0, 1), ("a", "b"), (-1, 1)]))
+    pick = draw(st.lists(st.integers(0, 1), min_size=n, max_size=n))
+    pick[0], pick[1] = 0, 1                       # both classes present
+    y = np.array([labels[i] for i in pick])
+    scale = 10.0 ** draw(st.integers(-2, 3))
+    kernel = RBF(length_scale=draw(st.sampled_from([0.3, 1.0, 3.0])), variance=scale)
+    return X, y, kernel
+
+
+def _check_error(err):
+    assert isinstance(err, (ValueError, TypeError)), repr(err)
+    assert not isinstance(err, FloatingPointError), repr(err)
+    assert type(err) is not np.linalg.LinAlgError, f"raw LinAlgError: {err}"
+    assert len(str(err)) > 20, f"unhelpful message: {err!r}"
+
+
+@pytest.mark.parametrize("name", sorted(ESTIMATORS))
+@settings(max_examples=25, deadline=None, suppress_health_check=list(HealthCheck))
+@given(problem=problems())
+def test_fit_predict_properties(name, problem):
+    X, y, kernel = problem
+    model = ESTIMATORS[name](kernel)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        try:
+            model.fit(X, y)
+        except Exception as err:                   # noqa: BLE001 - the property under test
+            _check_error(err)
+            return
+    assert list(model.classes_) == sorted(set(y.tolist()))
+    pred = model.predict(X)
+    assert set(np.asarray(pred).tolist()) <= set(y.tolist())
+    if hasattr(model, "predict_proba"):
+        proba = model.predict_proba(X)
+        assert proba.shape == (len(y), 2)
+        assert np.all(np.isfinite(proba)) and np.all((proba >= 0) & (proba <= 1))
+        assert np.allclose(proba.sum(axis=1), 1.0)

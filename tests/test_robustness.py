@@ -1,0 +1,126 @@
+"""Robustness of the numerical internals on degenerate and extreme inputs."""
+import time
+import tracemalloc
+import warnings
+
+import numpy as np
+import pytest
+
+from gpc_literate import datasets
+from gpc_literate.ep import EP
+from gpc_literate.kernels import RBF
+from gpc_literate.laplace import Laplace, Logistic
+from gpc_literate.likelihoods import Probit, StepFlip
+from gpc_literate.tap import TAP, TAPBreakdownError
+
+
+def _clear(err):
+    assert type(err) is not np.linalg.LinAlgError and not isinstance(err, FloatingPointError)
+    assert isinstance(err, ValueError)
+
+
+def _data(n=30, seed=0):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, 2))
+    return X, np.where(X[:, 0] + 0.3 * rng.normal(size=n) > 0, 1, 0)
+
+
+# 1. TAP on degenerate data: a clear error that names the fix, never a raw LinAlgError
+@pytest.mark.parametrize("name", ["titanic", "breast_cancer"])
+def test_tap_on_package_datasets_gives_clear_error(name):
+    d = datasets.load(name)
+    with pytest.raises(ValueError, match="v > 0") as info:
+        TAP().fit(d.X_train, d.y_train)
+    _clear(info.value)
+    model = TAP(v=1.0).fit(d.X_train, d.y_train)       # with input noise it converges
+    assert model.converged_
+
+
+@pytest.mark.parametrize("case", ["bool", "duplicates", "tiny", "long_scale", "constant"])
+def test_tap_degenerate_inputs(case):
+    X, y = _data()
+    kernel = None
+    if case == "bool":
+        X = X > 0
+    elif case == "duplicates":
+        X, y = np.vstack([X, X[:3]]), np.concatenate([y, 1 - y[:3]])
+    elif case == "tiny":
+        X = X * 1e-8
+    elif case == "long_scale":
+        kernel = RBF(length_scale=1e8)
+    else:
+        X = np.ones_like(X)
+    with pytest.raises(ValueError, match="kappa > 0") as info:
+        TAP(kernel=kernel).fit(X, y)
+    _clear(info.value)
+
+
+def test_tap_breakdown_is_a_value_error():
+    assert issubclass(TAPBreakdownError, ValueError)
+    X, y = _data(60, seed=3)
+    try:
+        TAP(kernel=RBF(length_scale=0.05, variance=1e6), max_iter=50).fit(X, y)
+    except ValueError as err:
+        _clear(err)
+
+
+# 2. The logistic predictive integral: bounded time and memory for any variance
+def test_logistic_predictive_bounded_at_huge_variance():
+    X, y = _data(20)
+    model = Laplace(kernel=RBF(variance=1e8), likelihood=Logistic()).fit(X, y)
+    tracemalloc.start()
+    start = time.perf_counter()
+    p = model.predict_proba(X[:1] + 0.5)
+    elapsed = time.perf_counter() - start
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    assert elapsed < 1.0 and peak < 50e6
+    assert np.all(np.isfinite(p)) and np.allclose(p.sum(axis=1), 1.0)
+
+
+def test_logistic_log_z_wide_matches_quadrature():
+    from scipy.integrate import quad
+    from scipy.special import expit
+    lik = Logistic()
+    for var in (150.0, 1e4, 1e6):
+        s = np.sqrt(var)
+        for mu in (-2e3, -30.0, 0.0, 7.0, 300.0):
+            lz = lik.log_Z(1.0, mu, var)[0]
+            def integrand(t, mu=mu, s=s):
+                return expit(mu + s * t) * np.exp(-t * t / 2) / np.sqrt(2 * np.pi)
+            t0 = -mu / s
+            ref = (quad(integrand, -np.inf, t0, epsabs=0, epsrel=1e-12, limit=500)[0]
+                   + quad(integrand, t0, np.inf, epsabs=0, epsrel=1e-12, limit=500)[0])
+            if ref > 1e-200:
+                assert abs(lz - np.log(ref)) < 1e-7, (var, mu)
+        # derivatives by central differences
+        mu0, h = 3.0, 1e-4 * s
+        zp, zm, z0 = (lik.log_Z(1.0, mu0 + dh, var) for dh in (h, -h, 0.0))
+        assert np.isclose((zp[0] - zm[0]) / (2 * h), z0[1], rtol=1e-5, atol=1e-12)
+        assert np.isclose((zp[1] - zm[1]) / (2 * h), z0[2], rtol=1e-4, atol=1e-12)
+    p = lik.predictive(np.array([-1e9, 0.0, 1e9]), 1e16)
+    assert np.all((p >= 0) & (p <= 1)) and np.isclose(p[1], 0.5)
+
+
+# 3. EP with a noise-free likelihood and conflicting duplicates
+def test_ep_noise_free_conflicting_duplicates():
+    with pytest.raises(ValueError, match="noise") as info:
+        EP(likelihood=StepFlip(0.0)).fit([[0.0], [0.0]], [0, 1])
+    _clear(info.value)
+    model = EP(likelihood=Probit(1.0)).fit([[0.0], [0.0]], [0, 1])
+    assert np.allclose(model.predict_proba([[0.0]]), 0.5)
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_ep_noise_free_random_draws(seed):
+    rng = np.random.default_rng(seed)
+    X = rng.integers(0, 2, size=(8, 1)).astype(float)
+    y = rng.integers(0, 2, size=8)
+    y[:2] = [0, 1]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            EP(likelihood=StepFlip(0.0)).fit(X, y)
+        except ValueError as err:
+            _clear(err)
+            assert len(str(err)) > 40
