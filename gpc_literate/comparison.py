@@ -9,9 +9,9 @@ reconstructed in the chapter (``AMBIGUOUS`` lists the cells whose reading is unc
 ``LeastSquaresDiscriminant`` is the paper's linear baseline, ``select_svm_cv`` its SVM with
 10-fold cross-validation (solved by ``svm_dual_accelerated``), ``run_one`` fits one group
 of methods on one random training split and counts test errors, ``run_comparison`` runs
-many (resumable, joblib, atomic JSON), ``summarise_counts`` / ``compare_with_paper`` /
-``relevance_summary`` summarise, and ``python -m gpc_literate.comparison`` is the command
-line.
+many (resumable, joblib, chapter 14's locked results file), ``summarise_counts`` /
+``compare_with_paper`` / ``relevance_summary`` summarise, and ``python -m
+gpc_literate.comparison`` is the command line.
 """
 import argparse
 import os
@@ -22,14 +22,13 @@ from dataclasses import dataclass
 
 import numpy as np
 from scipy import linalg, stats
-from tqdm import tqdm
 
 from gpc_literate import datasets
 from gpc_literate.base import (GPClassifierBase, check_integer, check_scalar, check_X_y,
                                encode_labels)
 from gpc_literate.kernels import RBF
-from gpc_literate.experiments import _write_atomic as _write_results_atomic
-from gpc_literate.experiments import _parallel_results, load_results
+from gpc_literate.experiments import (ResultsFileError, _check_jobs, _int_at_least,
+                                      _jobs_argument, _run_jobs, load_results)
 from gpc_literate.laplace import Laplace, Logistic
 from gpc_literate.selection import select_hyperparameters
 from gpc_literate.svm import (AdatronResult, KernelAdatron, _largest_eigenvalue,
@@ -39,7 +38,8 @@ from gpc_literate.variational import VariationalGP, VariationalSVM
 __all__ = ["DATASETS", "N_TRAIN", "PAPER_TEST_SIZE", "METHODS", "FITTERS", "PAPER_TABLE1",
            "AMBIGUOUS", "DEFAULT_CONFIG", "LeastSquaresDiscriminant", "svm_dual_accelerated",
            "SVMCVResult", "select_svm_cv", "start_kernel", "load_split", "run_one",
-           "run_comparison", "load_results", "summarise_counts", "prediction_interval",
+           "run_comparison", "load_results", "ResultsFileError", "summarise_counts",
+           "prediction_interval",
            "compare_with_paper", "relevance_summary", "main"]
 
 
@@ -96,9 +96,7 @@ class LeastSquaresDiscriminant(GPClassifierBase):
     def _decision_function(self, X):
         return X @ self.coef_ + self.intercept_
 
-    def _predict_proba_positive(self, X):
-        raise NotImplementedError("the least-squares discriminant has no predictive "
-                                  "probabilities; use decision_function or predict")
+    # no _predict_proba_positive, hence no predict_proba: there are no probabilities
 
 
 # %% book/16_variational_experiments.md, cell 12
@@ -334,16 +332,6 @@ def _key(record):
     return (record["dataset"], int(record["split"]), record["fitter"])
 
 
-def _write_atomic(path, config, records):
-    """Write the results atomically (chapter 14's writer): a temporary file, then a rename."""
-    _write_results_atomic(path, "seeger_table1", config, records)
-
-
-def _results(tasks, jobs, config):
-    """Yield the records of the tasks (dataset, split, fitter) as they finish (chapter 14's pool)."""
-    return _parallel_results(tasks, jobs, config, job=run_one)
-
-
 def _check_splits(splits, names):
     """A list of split indices from an int n (the first n) or an iterable of indices."""
     if isinstance(splits, (int, np.integer)) and not isinstance(splits, bool):
@@ -364,50 +352,43 @@ def _check_splits(splits, names):
     return indices
 
 
-def run_comparison(dataset_names=None, splits=10, fitters=None, *, jobs=1, out=None,
-                   config=None, progress=True):
-    """Run the (data set, split, fitter) jobs of Table 1 that are not yet in ``out``.
-
-    dataset_names: default DATASETS; splits: an int n (splits 0..n-1) or a list of indices;
-    fitters: default all of FITTERS; jobs: worker processes (joblib; -1 all cores); out: a
-    JSON file read first (its jobs are skipped) and rewritten atomically after every job,
-    or None; config: overrides of DEFAULT_CONFIG. Returns all the records (old and new).
-    """
-    names = list(DATASETS if dataset_names is None else dataset_names)
+def _comparison_tasks(dataset_names, splits, fitters, jobs, config):
+    """The (dataset, split, fitter) jobs of run_comparison, its arguments validated."""
+    names = list(dict.fromkeys(DATASETS if dataset_names is None else dataset_names))
     if not names:
         raise ValueError("dataset_names must name at least one data set")
     for name in names:
         _check_dataset(name)
-    fitters = list(FITTERS if fitters is None else fitters)
+    fitters = list(dict.fromkeys(FITTERS if fitters is None else fitters))
     if not fitters:
         raise ValueError("fitters must name at least one fitter")
     for fitter in fitters:
         _check_fitter(fitter)
-    jobs = check_integer(jobs, "jobs", low=-1)
-    if jobs == 0:
-        raise ValueError("jobs must be a positive number of workers or -1 (all cores)")
+    _check_jobs(jobs)
     unknown = set(config or {}) - set(DEFAULT_CONFIG)
     if unknown:
         raise ValueError(f"unknown config keys {sorted(unknown)}; known: {sorted(DEFAULT_CONFIG)}")
-    config = dict(DEFAULT_CONFIG, **(config or {}))
     indices = _check_splits(splits, names)
-    tasks = [(n, i, f) for n in names for i in indices for f in fitters]
-    records = load_results(out)
-    done = {_key(r) for r in records}
-    todo = [t for t in tasks if t not in done]
-    if len(todo) < len(tasks):
-        print(f"{len(tasks) - len(todo)} of {len(tasks)} jobs are already in {out}",
-              file=sys.stderr)
-    bar = tqdm(total=len(todo), desc="Seeger Table 1", disable=not progress or not todo)
-    for record in _results(todo, jobs, config):
-        records.append(record)
-        if out is not None:
-            _write_atomic(out, config, records)
-        bar.update(1)
-        bar.set_postfix_str(f"{record['dataset']} {record['split']} {record['fitter']}",
-                            refresh=False)
-    bar.close()
-    return records
+    return [(n, i, f) for n in names for i in indices for f in fitters]
+
+
+def run_comparison(dataset_names=None, splits=10, fitters=None, *, jobs=1, out=None,
+                   config=None, progress=True, retry_failed=False):
+    """Run the (data set, split, fitter) jobs of Table 1 that are not yet in ``out``.
+
+    dataset_names: default DATASETS; splits: an int n (splits 0..n-1) or a list of indices;
+    fitters: default all of FITTERS; jobs: worker processes (joblib; -1 all cores); out: a
+    JSON file read first (its jobs are skipped) and merged into under a lock after every
+    job, or None; config: overrides of DEFAULT_CONFIG; retry_failed: run again the jobs whose
+    record has status "failed". Returns all the records of ``out`` (of every run writing
+    it), or the new ones. Raises ValueError (ResultsFileError) for a malformed ``out`` or
+    one written with another configuration, naming the differing keys.
+    """
+    tasks = _comparison_tasks(dataset_names, splits, fitters, jobs, config)
+    config = dict(DEFAULT_CONFIG, **(config or {}))
+    return _run_jobs(tasks, kind="seeger_table1", key=_key, config=config, out=out, jobs=jobs,
+                     job=run_one, retry_failed=retry_failed, progress=progress,
+                     label="Seeger Table 1")
 
 
 # %% book/16_variational_experiments.md, cell 24
@@ -523,27 +504,43 @@ def _format_table(summary):
 
 
 def main(argv=None):
-    """``python -m gpc_literate.comparison [options]``: run Table 1's jobs, save, summarise."""
+    """``python -m gpc_literate.comparison [options]``: run Table 1's jobs, save, summarise.
+
+    Returns 0; a bad argument exits with status 2 (argparse), and an output file that is
+    malformed, of another kind or written with another configuration gives a message on
+    stderr and status 2.
+    """
     parser = argparse.ArgumentParser(
         prog="python -m gpc_literate.comparison",
         description="Seeger (NIPS 2000) Table 1 over random splits: Var.GP, Laplace GP, "
                     "Var.SVM, SVM 10-CV and the linear discriminant.")
     parser.add_argument("--datasets", nargs="+", default=None, choices=DATASETS,
                         help="data sets (default: all six)")
-    parser.add_argument("--splits", type=int, default=10,
+    parser.add_argument("--splits", type=_int_at_least(1, "splits"), default=10,
                         help="run splits 0..N-1 of each set (default 10)")
     parser.add_argument("--fitters", nargs="+", default=None, choices=list(FITTERS))
-    parser.add_argument("--jobs", type=int, default=1, help="worker processes (joblib)")
+    parser.add_argument("--jobs", type=_jobs_argument, default=1,
+                        help="worker processes (joblib; -1: all cores)")
     parser.add_argument("--out", default=os.path.join("results", "seeger_table1.json"),
                         help="results file (default results/seeger_table1.json); reruns "
                              "resume it")
+    parser.add_argument("--retry-failed", action="store_true",
+                        help="run again the jobs whose record in the file has failed")
     parser.add_argument("--no-progress", action="store_true")
     args = parser.parse_args(argv)
+    if os.path.isdir(args.out):
+        parser.error(f"--out {args.out} is a directory; give a file name")
     try:
-        records = run_comparison(args.datasets, args.splits, args.fitters, jobs=args.jobs,
-                                 out=args.out, progress=not args.no_progress)
+        _comparison_tasks(args.datasets, args.splits, args.fitters, args.jobs, None)
     except (TypeError, ValueError) as err:
         parser.error(str(err))
+    try:
+        records = run_comparison(args.datasets, args.splits, args.fitters, jobs=args.jobs,
+                                 out=args.out, progress=not args.no_progress,
+                                 retry_failed=args.retry_failed)
+    except (ResultsFileError, OSError) as err:
+        print(f"{parser.prog}: error: {err}", file=sys.stderr)
+        return 2
     print(_format_table(summarise_counts(records)))
     return 0
 

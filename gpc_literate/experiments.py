@@ -8,13 +8,16 @@ Built from book/14_ep_experiments.md. ``run_experiment`` runs, for every (data s
 realisation, method), a hyperparameter selection of gpc_literate.selection on the training
 part and records the test NLP, error, F-measure, the selected hyperparameters, the time and
 the convergence; in parallel with joblib when it is installed, resumably (an output JSON file
-written atomically after each job). ``summarise`` gives mean and standard error per set and
+merged into under a lock and written atomically after each job; records carry configuration,
+version and commit). ``summarise`` gives mean and standard error per set and
 method; ``friedman_nemenyi`` the Friedman test and the Nemenyi critical difference of
 Demsar (2006). ``python -m gpc_literate.experiments {ida,imbalanced}`` is the command line.
 """
 import argparse
+import contextlib
 import json
 import os
+import subprocess
 import sys
 import tempfile
 import time
@@ -24,13 +27,15 @@ import numpy as np
 from scipy import stats
 from tqdm import tqdm
 
-from gpc_literate import datasets
+from gpc_literate import __version__, datasets
+from gpc_literate.base import check_integer
 from gpc_literate.ep import EP
 from gpc_literate.kernels import RBF
 from gpc_literate.selection import LSCV, f_measure, nlp_fm_bias, select_hyperparameters
 
-__all__ = ["METHODS", "DEFAULT_DATASETS", "DEFAULT_CONFIG", "run_one", "run_experiment",
-           "load_results", "summarise", "mean_table", "friedman_nemenyi", "main"]
+__all__ = ["METHODS", "DEFAULT_DATASETS", "DEFAULT_CONFIG", "ResultsFileError", "run_one",
+           "run_experiment", "load_results", "summarise", "mean_table", "friedman_nemenyi",
+           "main"]
 
 METHODS = {"ida": ("EP(ML)", "EP-CV(NLP)", "LS-CV(NLP)"),
            "imbalanced": ("EP-CV(NLP)", "EP-CV(FM)", "NLP-FM(BIAS)")}
@@ -41,6 +46,7 @@ DEFAULT_DATASETS = {
 }
 DEFAULT_CONFIG = {"ep_method": "anderson", "damping": 1.0, "max_sweeps": 100, "ep_tol": 1e-6,
                   "max_iter": 50, "tol": 1e-4, "m_step_iter": 5, "zeta": 0.5}
+ALL_METHODS = tuple(dict.fromkeys(METHODS["ida"] + METHODS["imbalanced"]))
 
 
 # %% book/14_ep_experiments.md, cell 3
@@ -75,8 +81,7 @@ def _select(method, X, y, config):
     if method == "LS-CV(NLP)":
         model = LSCV(kernel=_start_kernel(X.shape[1]), max_iter=10 * config["max_iter"])
         return model.fit(X, y), []
-    raise ValueError(f"unknown method {method!r}; the methods are "
-                     f"{sorted(set(METHODS['ida']) | set(METHODS['imbalanced']))}")
+    raise ValueError(f"unknown method {method!r}; the methods are {list(ALL_METHODS)}")
 
 
 def run_one(dataset, realisation, method, config=None):
@@ -129,16 +134,100 @@ def run_one(dataset, realisation, method, config=None):
 
 
 # %% book/14_ep_experiments.md, cell 5
+try:                                   # POSIX file locks; elsewhere runs must not share a file
+    import fcntl
+except ImportError:                    # pragma: no cover
+    fcntl = None
+
+
+class ResultsFileError(ValueError):
+    """A results file that cannot be used: not valid JSON, not a results file of this kind,
+    or written with another configuration."""
+
+
 def _key(record):
     return (record["dataset"], int(record["realisation"]), record["method"])
 
 
-def load_results(path):
-    """The records of an output file of run_experiment ([] if it does not exist)."""
+def _plain(config):
+    """The configuration as JSON stores it (tuples become lists), so that it compares equal."""
+    return json.loads(json.dumps(config))
+
+
+def _read_results(path, kind=None, key=None):
+    """(config, records) of a results file; (None, []) if there is none.
+
+    Raises ResultsFileError, naming the file, if it is not valid JSON (e.g. truncated), is
+    not a results file (a JSON object with kind, config and records, each record with the
+    fields of ``key``), or, when ``kind`` is given, holds the results of another experiment.
+    """
     if path is None or not os.path.exists(path):
-        return []
-    with open(path) as fh:
-        return list(json.load(fh)["records"])
+        return None, []
+    try:
+        with open(path, encoding="utf-8") as fh:
+            data = json.load(fh)
+    except ValueError as err:              # JSONDecodeError, UnicodeDecodeError
+        raise ResultsFileError(f"{path} is not a results file: not valid JSON, perhaps "
+                               f"truncated ({err})") from None
+    foreign = ResultsFileError(f"{path} is not a results file of gpc_literate (a JSON object "
+                               f"with 'kind', 'config' and a list of job 'records')")
+    records = data.get("records") if isinstance(data, dict) else None
+    if not (isinstance(records, list) and isinstance(data.get("config"), dict)
+            and isinstance(data.get("kind"), str)):
+        raise foreign
+    if kind is not None and data["kind"] != kind:
+        raise ResultsFileError(f"{path} holds results of the {data['kind']!r} experiment, "
+                               f"not {kind!r}; choose another output file")
+    try:
+        for r in records:
+            if not isinstance(r, dict) or "status" not in r:
+                raise TypeError
+            if key is not None:
+                key(r)
+    except (KeyError, TypeError, ValueError):
+        raise foreign from None
+    return data["config"], records
+
+
+def load_results(path, kind=None):
+    """The records of a results file ([] if it does not exist); ResultsFileError if malformed.
+
+    kind: if given, the file must hold that experiment's results. Records written before
+    they carried config, version and commit are returned as they are.
+    """
+    return list(_read_results(path, kind)[1])
+
+
+def _check_config(path, stored, records, config):
+    """ResultsFileError naming the keys in which the file's configuration differs from ours."""
+    ours = _plain(config)
+    differ = set()
+    for theirs in [stored] + [r["config"] for r in records if isinstance(r.get("config"), dict)]:
+        theirs = _plain(theirs)
+        differ |= {k for k in set(theirs) | set(ours)
+                   if k not in theirs or k not in ours or theirs[k] != ours[k]}
+    if differ:
+        stored = _plain(stored)
+        detail = "; ".join(f"{k}: file {stored.get(k, '(absent)')!r}, "
+                           f"now {ours.get(k, '(absent)')!r}" for k in sorted(differ))
+        raise ResultsFileError(f"{path} was written with another configuration, which differs "
+                               f"in {sorted(differ)} ({detail}); rerun with the file's "
+                               f"settings or write to a new output file")
+
+
+@contextlib.contextmanager
+def _locked(path):
+    """Hold an exclusive lock on the sidecar file path + ".lock" (fcntl.flock; waits for it)."""
+    lock_path = os.path.abspath(path) + ".lock"
+    os.makedirs(os.path.dirname(lock_path), exist_ok=True)
+    with open(lock_path, "a") as fh:
+        if fcntl is not None:
+            fcntl.flock(fh.fileno(), fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            if fcntl is not None:
+                fcntl.flock(fh.fileno(), fcntl.LOCK_UN)
 
 
 def _write_atomic(path, kind, config, records):
@@ -154,6 +243,39 @@ def _write_atomic(path, kind, config, records):
         if os.path.exists(tmp):
             os.remove(tmp)
         raise
+
+
+def _merge(path, kind, config, new, key):
+    """Under the lock: read the file, check its configuration, merge ``new``, write atomically.
+
+    A new record replaces the stored record of the same job unless that one is "ok" and the
+    new one is not. Returns the merged records (those of every run writing the file).
+    """
+    with _locked(path):
+        stored, records = _read_results(path, kind, key)
+        if stored is not None:
+            _check_config(path, stored, records, config)
+        where = {key(r): i for i, r in enumerate(records)}
+        for record in new:
+            i = where.get(key(record))
+            if i is None:
+                where[key(record)] = len(records)
+                records.append(record)
+            elif records[i].get("status") != "ok" or record.get("status") == "ok":
+                records[i] = record
+        _write_atomic(path, kind, config if stored is None else stored, records)
+    return records
+
+
+def _git_commit():
+    """The commit the package runs from (``git rev-parse HEAD``), or None without git."""
+    try:
+        done = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True,
+                              timeout=10, cwd=os.path.dirname(os.path.abspath(datasets.__file__)))
+    except (OSError, subprocess.SubprocessError):
+        return None
+    commit = done.stdout.strip()
+    return commit if done.returncode == 0 and commit else None
 
 
 def _parallel_results(tasks, jobs, config, job=None):
@@ -176,49 +298,111 @@ def _parallel_results(tasks, jobs, config, job=None):
         yield job(*task, config)
 
 
-def run_experiment(kind, dataset_names=None, realisations=None, *, jobs=1, out=None,
-                   config=None, methods=None, progress=True):
-    """Run the jobs of experiment ``kind`` ("ida" or "imbalanced") not yet in ``out``.
+def _run_jobs(tasks, *, kind, key, config, out, jobs, job, retry_failed, progress, label):
+    """Run the tasks whose job is not yet in ``out`` (all when out is None): the shared runner.
 
-    dataset_names: default DEFAULT_DATASETS[kind]; realisations: an int n (the first n
-    realisations of each set), a list of indices, or None (all of each set); methods:
-    default METHODS[kind]; jobs: worker processes (joblib; -1 all cores); out: a JSON file
-    that is read first (its jobs are skipped) and rewritten atomically after every finished
-    job, or None; config: overrides of DEFAULT_CONFIG. Returns all the records (old and new).
+    tasks: tuples equal to key(record) of their records. Each new record gets the config,
+    version and commit, and is merged into ``out`` as it finishes (_merge); with
+    retry_failed, jobs whose stored record has status "failed" run again. Returns the
+    records of the file after the last merge (out given) or the new records.
     """
-    if kind not in METHODS:
-        raise ValueError(f"kind must be one of {sorted(METHODS)}; got {kind!r}")
-    config = dict(DEFAULT_CONFIG, **(config or {}))
-    names = list(DEFAULT_DATASETS[kind] if dataset_names is None else dataset_names)
-    methods = list(METHODS[kind] if methods is None else methods)
-    tasks = []
-    for name in names:
-        n_splits = datasets.load(name).n_splits
-        if realisations is None:
-            indices = range(n_splits)
-        elif isinstance(realisations, (int, np.integer)):
-            indices = range(min(int(realisations), n_splits))
-        else:
-            indices = [int(i) for i in realisations]
-        tasks += [(name, i, m) for i in indices for m in methods]
-    records = load_results(out)
-    done = {_key(r) for r in records}
+    config = _plain(config)
+    records = []
+    if out is not None:                    # no lock needed: the file is replaced atomically
+        stored, records = _read_results(out, kind, key)
+        if stored is not None:
+            _check_config(out, stored, records, config)
+    done = {key(r) for r in records if not (retry_failed and r.get("status") == "failed")}
     todo = [t for t in tasks if t not in done]
     if len(todo) < len(tasks):
         print(f"{len(tasks) - len(todo)} of {len(tasks)} jobs are already in {out}",
               file=sys.stderr)
-    bar = tqdm(total=len(todo), desc=kind, disable=not progress or not todo)
-    for record in _parallel_results(todo, jobs, config):
-        records.append(record)
-        if out is not None:
-            _write_atomic(out, kind, config, records)
+    stamp = {"config": config, "version": __version__,
+             "commit": _git_commit() if todo else None}
+    bar = tqdm(total=len(todo), desc=label, disable=not progress or not todo)
+    for record in _parallel_results(todo, jobs, config, job=job):
+        record = dict(record, **stamp)
+        if out is None:
+            records.append(record)
+        else:
+            records = _merge(out, kind, config, [record], key)
         bar.update(1)
-        bar.set_postfix_str(f"{record['dataset']} {record['method']}", refresh=False)
+        bar.set_postfix_str(" ".join(str(v) for v in key(record)), refresh=False)
     bar.close()
     return records
 
 
 # %% book/14_ep_experiments.md, cell 7
+def _check_jobs(jobs):
+    jobs = check_integer(jobs, "jobs", low=-1)
+    if jobs == 0:
+        raise ValueError("jobs must be a positive number of worker processes or -1 (all cores)")
+    return jobs
+
+
+def _experiment_tasks(kind, dataset_names, realisations, methods):
+    """The (dataset, realisation, method) jobs of run_experiment, its arguments validated."""
+    if kind not in METHODS:
+        raise ValueError(f"kind must be one of {sorted(METHODS)}; got {kind!r}")
+    names = list(dict.fromkeys(DEFAULT_DATASETS[kind] if dataset_names is None
+                               else dataset_names))
+    methods = list(dict.fromkeys(METHODS[kind] if methods is None else methods))
+    if not names or not methods:
+        raise ValueError("name at least one data set and one method")
+    for m in methods:
+        if m not in ALL_METHODS:
+            raise ValueError(f"unknown method {m!r}; the methods are {list(ALL_METHODS)}")
+    if isinstance(realisations, (int, np.integer)) and not isinstance(realisations, bool):
+        realisations = check_integer(realisations, "realisations")
+    elif realisations is not None:
+        try:
+            realisations = [check_integer(i, "realisation index", low=0) for i in realisations]
+        except TypeError:
+            raise TypeError(f"realisations must be a positive int, a list of indices or None; "
+                            f"got {realisations!r}") from None
+        if not realisations:
+            raise ValueError("realisations must name at least one realisation")
+    tasks = []
+    for name in names:
+        n_splits = datasets.load(name).n_splits          # ValueError naming the valid sets
+        if realisations is None:
+            indices = range(n_splits)
+        elif isinstance(realisations, int):
+            indices = range(min(realisations, n_splits))
+        else:
+            indices = realisations
+            if max(indices) >= n_splits:
+                raise ValueError(f"{name!r} has {n_splits} realisations (indices 0.."
+                                 f"{n_splits - 1}); asked for {max(indices)}")
+        tasks += [(name, int(i), m) for i in indices for m in methods]
+    return tasks
+
+
+def run_experiment(kind, dataset_names=None, realisations=None, *, jobs=1, out=None,
+                   config=None, methods=None, progress=True, retry_failed=False):
+    """Run the jobs of experiment ``kind`` ("ida" or "imbalanced") not yet in ``out``.
+
+    dataset_names: default DEFAULT_DATASETS[kind]; realisations: an int n (the first n
+    realisations of each set), a list of indices, or None (all of each set); methods:
+    default METHODS[kind]; jobs: worker processes (joblib; -1 all cores); out: a JSON file
+    that is read first (its jobs are skipped) and merged into under a lock after every
+    finished job, or None; config: overrides of DEFAULT_CONFIG; retry_failed: run again the
+    jobs whose record in ``out`` has status "failed". Returns all the records of ``out``
+    (old and new, of every run writing it), or the new ones. Raises ValueError (its
+    subclass ResultsFileError) for a malformed ``out`` or one written with another
+    configuration, naming the differing keys.
+    """
+    tasks = _experiment_tasks(kind, dataset_names, realisations, methods)
+    jobs = _check_jobs(jobs)
+    unknown = set(config or {}) - set(DEFAULT_CONFIG)
+    if unknown:
+        raise ValueError(f"unknown config keys {sorted(unknown)}; known: {sorted(DEFAULT_CONFIG)}")
+    config = dict(DEFAULT_CONFIG, **(config or {}))
+    return _run_jobs(tasks, kind=kind, key=_key, config=config, out=out, jobs=jobs, job=None,
+                     retry_failed=retry_failed, progress=progress, label=kind)
+
+
+# %% book/14_ep_experiments.md, cell 11
 _METRICS = ("nlp", "error", "f_measure")
 
 
@@ -300,7 +484,7 @@ def friedman_nemenyi(table, methods=None, *, alpha=0.05, higher_is_better=False)
             "significant": np.abs(R[:, None] - R[None, :]) > cd}
 
 
-# %% book/14_ep_experiments.md, cell 13
+# %% book/14_ep_experiments.md, cell 17
 def _format_summary(summary, metrics=_METRICS):
     lines = []
     for name, by_method in summary.items():
@@ -312,32 +496,91 @@ def _format_summary(summary, metrics=_METRICS):
     return "\n".join(lines)
 
 
+def _int_at_least(low, what):
+    """An argparse type: an integer >= low (a clear message otherwise)."""
+    def parse(text):
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{what} must be an integer; got {text!r}") from None
+        if value < low:
+            raise argparse.ArgumentTypeError(f"{what} must be at least {low}; got {value}")
+        return value
+    return parse
+
+
+def _jobs_argument(text):
+    try:
+        return _check_jobs(int(text))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a positive number of worker processes or "
+                                         f"-1 (all cores); got {text!r}") from None
+
+
+def _damping_argument(text):
+    try:
+        value = float(text)
+    except ValueError:
+        value = float("nan")
+    if not 0.0 < value <= 1.0:
+        raise argparse.ArgumentTypeError(f"damping must be a number in (0, 1]; got {text!r}")
+    return value
+
+
+def _check_out(parser, out):
+    """parser.error unless ``out`` can be a results file (not a directory)."""
+    if os.path.isdir(out):
+        parser.error(f"--out {out} is a directory; give a file name")
+
+
 def main(argv=None):
-    """``python -m gpc_literate.experiments {ida,imbalanced} [options]``: run, save, summarise."""
+    """``python -m gpc_literate.experiments {ida,imbalanced} [options]``: run, save, summarise.
+
+    Returns 0; a bad argument exits with status 2 (argparse), and an output file that is
+    malformed, of another experiment or written with another configuration gives a message
+    on stderr and status 2.
+    """
     parser = argparse.ArgumentParser(
         prog="python -m gpc_literate.experiments",
         description="Sundararajan & Keerthi (2008), section 6: EP(ML), EP-CV(NLP), LS-CV(NLP) "
                     "on the IDA sets; EP-CV(NLP), EP-CV(FM), NLP-FM(BIAS) on imbalanced sets.")
     parser.add_argument("kind", choices=sorted(METHODS))
-    parser.add_argument("--datasets", nargs="+", default=None,
-                        help="data sets (default: all of the experiment)")
-    parser.add_argument("--realisations", type=int, default=None,
-                        help="the first N realisations of each set (default: all)")
-    parser.add_argument("--methods", nargs="+", default=None)
-    parser.add_argument("--jobs", type=int, default=1, help="worker processes (joblib)")
+    parser.add_argument("--datasets", nargs="+", default=None, metavar="NAME",
+                        help=f"data sets (default: all of the experiment); any of "
+                             f"{', '.join(datasets.available())}")
+    parser.add_argument("--realisations", type=_int_at_least(1, "realisations"), default=None,
+                        metavar="N", help="the first N realisations of each set (default: all)")
+    parser.add_argument("--methods", nargs="+", default=None, choices=ALL_METHODS,
+                        metavar="METHOD", help=f"default: those of KIND; any of "
+                                               f"{', '.join(ALL_METHODS)}")
+    parser.add_argument("--jobs", type=_jobs_argument, default=1,
+                        help="worker processes (joblib; -1: all cores)")
     parser.add_argument("--out", default=None,
                         help="results file (default results/KIND.json); reruns resume it")
-    parser.add_argument("--max-iter", type=int, default=DEFAULT_CONFIG["max_iter"])
-    parser.add_argument("--max-sweeps", type=int, default=DEFAULT_CONFIG["max_sweeps"])
-    parser.add_argument("--damping", type=float, default=DEFAULT_CONFIG["damping"])
+    parser.add_argument("--retry-failed", action="store_true",
+                        help="run again the jobs whose record in the file has failed")
+    parser.add_argument("--max-iter", type=_int_at_least(1, "max-iter"),
+                        default=DEFAULT_CONFIG["max_iter"])
+    parser.add_argument("--max-sweeps", type=_int_at_least(1, "max-sweeps"),
+                        default=DEFAULT_CONFIG["max_sweeps"])
+    parser.add_argument("--damping", type=_damping_argument, default=DEFAULT_CONFIG["damping"])
     parser.add_argument("--no-progress", action="store_true")
     args = parser.parse_args(argv)
     out = args.out or os.path.join("results", f"{args.kind}.json")
+    _check_out(parser, out)
+    try:
+        _experiment_tasks(args.kind, args.datasets, args.realisations, args.methods)
+    except (TypeError, ValueError) as err:
+        parser.error(str(err))
     config = {"max_iter": args.max_iter, "max_sweeps": args.max_sweeps,
               "damping": args.damping}
-    records = run_experiment(args.kind, args.datasets, args.realisations, jobs=args.jobs,
-                             out=out, config=config, methods=args.methods,
-                             progress=not args.no_progress)
+    try:
+        records = run_experiment(args.kind, args.datasets, args.realisations, jobs=args.jobs,
+                                 out=out, config=config, methods=args.methods,
+                                 progress=not args.no_progress, retry_failed=args.retry_failed)
+    except (ResultsFileError, OSError) as err:
+        print(f"{parser.prog}: error: {err}", file=sys.stderr)
+        return 2
     print(_format_summary(summarise(records)))
     return 0
 

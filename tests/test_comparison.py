@@ -41,7 +41,8 @@ def test_least_squares_discriminant_solves_the_normal_equations():
     np.testing.assert_allclose(np.append(model.coef_, model.intercept_), beta, atol=1e-10)
     assert set(np.unique(model.predict(X))) <= {-1, 1}
     np.testing.assert_allclose(model.decision_function(X), design @ beta, atol=1e-10)
-    with pytest.raises(NotImplementedError):
+    assert not hasattr(model, "predict_proba")
+    with pytest.raises(AttributeError):
         model.predict_proba(X)
     with pytest.raises(ValueError):
         cmp.LeastSquaresDiscriminant().fit(X, np.ones(50))          # one class
@@ -214,3 +215,141 @@ def test_run_one_laplace_uses_the_start_kernel_and_bounds():
     r = cmp.run_one("crabs", 2, "Laplace", config={"laplace_max_iter": 3})
     assert r["status"] == "ok" and len(r["theta"]) == 7
     assert all(-8.0 <= t <= 8.0 for t in r["theta"])
+
+
+# --- the results file, shared with chapter 14: concurrent runs, resume checks, bad input ------
+
+def _fake(dataset, split, fitter, status="ok"):
+    return {"dataset": dataset, "split": split, "fitter": fitter, "status": status,
+            "errors": {m: 1 for m in cmp.FITTERS[fitter]}, "n_test": 100, "time": 0.001}
+
+
+def test_two_concurrent_cli_runs_keep_every_record(tmp_path):
+    # two real command lines started together on one file, each with 30 jobs of its own
+    out = tmp_path / "shared.json"
+    env = dict(os.environ, OPENBLAS_NUM_THREADS="1")
+    procs = [subprocess.Popen([sys.executable, "-m", "gpc_literate.comparison", "--datasets",
+                               *names, "--splits", "10", "--fitters", "Linear",
+                               "--no-progress", "--out", str(out)],
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                              env=env)
+             for names in (["crabs", "pima", "wdbc"], ["twonorm", "ringnorm", "waveform"])]
+    outputs = [p.communicate(timeout=300) for p in procs]
+    assert [p.returncode for p in procs] == [0, 0], [e for _, e in outputs]
+    records = cmp.load_results(out, "seeger_table1")
+    keys = [cmp._key(r) for r in records]
+    expected = {(n, i, "Linear") for n in cmp.DATASETS for i in range(10)}
+    assert len(keys) == len(set(keys)) == 60 and set(keys) == expected
+    assert all(r["status"] == "ok" and r["config"] == cmp.DEFAULT_CONFIG for r in records)
+    assert not [f for f in os.listdir(tmp_path) if f.startswith(".tmp_")]
+
+
+def test_records_carry_config_version_and_commit(tmp_path, monkeypatch):
+    import gpc_literate
+    monkeypatch.setattr(cmp, "run_one", lambda d, s, f, c: _fake(d, s, f))
+    records = cmp.run_comparison(["crabs"], 2, ["Linear"], out=str(tmp_path / "r.json"),
+                                 config={"cv_seed": 3}, progress=False)
+    for r in records:
+        assert r["config"] == dict(cmp.DEFAULT_CONFIG, cv_seed=3)
+        assert r["version"] == gpc_literate.__version__
+        assert r["commit"] is None or len(r["commit"]) == 40
+
+
+def test_resume_with_another_configuration_is_refused(tmp_path, monkeypatch, capsys):
+    monkeypatch.setattr(cmp, "run_one", lambda d, s, f, c: _fake(d, s, f))
+    out = tmp_path / "r.json"
+    cmp.run_comparison(["crabs"], 1, ["Linear"], out=str(out), config={"cv_seed": 1},
+                       progress=False)
+    before = out.read_text()
+    with pytest.raises(ValueError, match=r"differs in \['cv_seed', 'svm_folds'\]"):
+        cmp.run_comparison(["crabs"], 2, ["Linear"], out=str(out), progress=False,
+                           config={"svm_folds": 5})
+    # the command line runs the default configuration: refused, status 2, keys named
+    assert cmp.main(["--datasets", "crabs", "--splits", "2", "--fitters", "Linear",
+                     "--no-progress", "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert "another configuration" in err and "cv_seed" in err and "Traceback" not in err
+    assert out.read_text() == before
+    assert cmp.main(["--datasets", "crabs", "--splits", "2", "--fitters", "Linear",
+                     "--no-progress", "--out", str(tmp_path / "new.json")]) == 0
+
+
+def test_retry_failed_reruns_exactly_the_failed_jobs(tmp_path, monkeypatch):
+    out = str(tmp_path / "r.json")
+    failing = {("crabs", 1, "Linear"), ("pima", 0, "Linear")}
+    calls = []
+
+    def flaky(dataset, split, fitter, config):
+        calls.append((dataset, split, fitter))
+        key = (dataset, split, fitter)
+        return _fake(*key, status="failed" if key in failing else "ok")
+
+    monkeypatch.setattr(cmp, "run_one", flaky)
+    args = ["--datasets", "crabs", "pima", "--splits", "3", "--fitters", "Linear",
+            "--no-progress", "--out", out]
+    assert cmp.main(args) == 0 and len(calls) == 6
+    calls.clear()
+    assert cmp.main(args) == 0 and calls == []
+    failing.clear()
+    assert cmp.main([*args, "--retry-failed"]) == 0
+    assert sorted(calls) == [("crabs", 1, "Linear"), ("pima", 0, "Linear")]
+    records = cmp.load_results(out)
+    assert len(records) == 6 and all(r["status"] == "ok" for r in records)
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--datasets", "iris"], "invalid choice: 'iris' (choose from 'crabs'"),
+    (["--fitters", "GP"], "invalid choice: 'GP' (choose from 'VarGP'"),
+    (["--splits", "0"], "splits must be at least 1"),
+    (["--splits", "ten"], "splits must be an integer"),
+    (["--datasets", "crabs", "--splits", "11"], "'crabs' has 10 random splits"),
+    (["--jobs", "0"], "--jobs"),
+    (["--jobs", "-2"], "--jobs"),
+    (["--out", "."], "is a directory"),
+    (["--unknown"], "unrecognized arguments"),
+])
+def test_every_bad_argument_is_refused_with_a_message(argv, message, capsys):
+    with pytest.raises(SystemExit) as exc:
+        cmp.main([*argv, "--no-progress"])
+    assert exc.value.code == 2
+    err = capsys.readouterr().err
+    assert message in err and "Traceback" not in err
+
+
+def test_malformed_results_files_give_a_clear_error(tmp_path, monkeypatch, capsys):
+    monkeypatch.setattr(cmp, "run_one", lambda d, s, f, c: _fake(d, s, f))
+    good = json.dumps({"kind": "seeger_table1", "config": cmp.DEFAULT_CONFIG,
+                       "records": [_fake("crabs", 0, "Linear")]})
+    root = os.path.dirname(os.path.dirname(os.path.abspath(cmp.__file__)))
+    cases = {"truncated.json": (good[:-40], "not valid JSON, perhaps truncated"),
+             "foreign.json": ('{"type": "FeatureCollection", "features": []}',
+                              "is not a results file of gpc_literate"),
+             "ida.json": (open(os.path.join(root, "results", "ida.json")).read(),
+                          "holds results of the 'ida' experiment")}
+    for name, (content, message) in cases.items():
+        path = tmp_path / name
+        path.write_text(content)
+        status = cmp.main(["--datasets", "crabs", "--splits", "1", "--fitters", "Linear",
+                           "--no-progress", "--out", str(path)])
+        err = capsys.readouterr().err
+        assert status == 2, name
+        assert message in err and "Traceback" not in err, (name, err)
+        assert path.read_text() == content
+
+
+def test_the_committed_results_file_is_read_and_resumed(tmp_path, monkeypatch):
+    root = os.path.dirname(os.path.dirname(os.path.abspath(cmp.__file__)))
+    source = os.path.join(root, "results", "seeger_table1.json")
+    records = cmp.load_results(source, "seeger_table1")
+    assert len(records) == 300 and "commit" not in records[0]
+    old = json.load(open(source))
+    old["records"] = [r for r in old["records"] if r["dataset"] == "crabs"]
+    path = tmp_path / "old.json"
+    path.write_text(json.dumps(old))
+    monkeypatch.setattr(cmp, "run_one", lambda d, s, f, c: _fake(d, s, f))
+    n_old = len(old["records"])
+    again = cmp.run_comparison(["crabs"], 10, None, out=str(path), progress=False)
+    assert again == old["records"]                         # nothing to run; nothing changed
+    more = cmp.run_comparison(["crabs"], 10, None, out=str(path), progress=False,
+                              retry_failed=True)
+    assert len(more) == n_old
