@@ -16,6 +16,7 @@ loss), which select the kernel hyperparameters by minimising F in a nested loop.
 Naming: ``mu`` the mean of P, ``log_v`` the logarithm of the diagonal V, ``C`` the (n, M)
 factors, ``var`` = diag Sigma; ``prior`` a ``PriorFactor`` of K (Cholesky factor ``L``).
 """
+import copy
 import warnings
 from math import factorial
 from typing import NamedTuple
@@ -466,7 +467,9 @@ class VariationalGP(GPClassifierBase):
     Gaussian P = N(mu, V + C C^T) with ``n_factors`` factors (inner loop, L-BFGS-B with
     ``inner_max_iter``, ``inner_tol``) and, if ``optimize``, over the kernel's
     log-hyperparameters theta (outer loop, L-BFGS-B with ``max_iter``, ``tol``, every theta_j
-    within ``bounds``), warm-starting each inner loop from the last P.  ``loss`` is
+    within ``bounds``; a starting theta outside them is clipped with a UserWarning),
+    warm-starting each inner loop from the last P.  With ``optimize=False`` the kernel is used
+    exactly as given, ``bounds`` or not.  ``loss`` is
     "logistic" or "svc" (the normalised SVC loss).  ``kernel=None``: ARD RBF with length
     scales sqrt(d), variance 1, bias 0.1.  ``progress``: a tqdm bar over outer iterations.
 
@@ -530,7 +533,15 @@ class VariationalGP(GPClassifierBase):
     def _fit(self, X, y_pm):
         kernel = _default_kernel(X.shape[1]) if self.kernel is None else self.kernel
         low, high = (float(b) for b in self.bounds)
-        theta0 = np.clip(kernel.theta, low, high)
+        theta0 = kernel.theta
+        outside = (theta0 < low) | (theta0 > high)
+        if self.optimize and theta0.size and outside.any():    # only the optimiser is bounded
+            names = [n for n, o in zip(kernel.hyperparameter_names, outside) if o]
+            warnings.warn(f"{type(self).__name__}: the starting log-hyperparameters {names} "
+                          f"= {np.round(theta0[outside], 3).tolist()} lie outside bounds = "
+                          f"({low:g}, {high:g}); clipped to the bounds", UserWarning,
+                          stacklevel=3)
+            theta0 = np.clip(theta0, low, high)
         self.X_train_, self.y_train_ = X, y_pm
         state = {"start": None, "inner_failures": 0}
         history = []
@@ -557,9 +568,9 @@ class VariationalGP(GPClassifierBase):
                                   options={"maxiter": self.max_iter, "ftol": self.tol,
                                            "gtol": self.tol})
             theta = result.x
-        else:
-            theta = theta0
-        self.kernel_ = kernel.with_theta(theta)
+            self.kernel_ = kernel.with_theta(theta)
+        else:                                   # a fixed kernel is used exactly as given
+            self.kernel_ = copy.deepcopy(kernel)
         prior, res = self._inner(self.kernel_, X, y_pm, state["start"])   # P at the final theta
         self._store(prior, res)
         self.optimizer_result_ = result

@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 from gpc_literate import datasets
+from gpc_literate.base import ConvergenceWarning
 from gpc_literate.ep import EP
 from gpc_literate.kernels import RBF
 from gpc_literate.laplace import Laplace, Logistic
@@ -124,3 +125,49 @@ def test_ep_noise_free_random_draws(seed):
         except ValueError as err:
             _clear(err)
             assert len(str(err)) > 40
+
+
+# VariationalGP: the bounds belong to the optimiser, never to a fixed kernel
+def test_variational_fixed_kernel_is_not_clipped():
+    from gpc_literate.variational import VariationalGP
+    X, y = _data(25, seed=1)
+    kernel = RBF(length_scale=1.0, variance=1e6)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        model = VariationalGP(kernel=kernel, optimize=False, n_factors=1).fit(X, y)
+    assert not any("bounds" in str(w.message) for w in caught)
+    np.testing.assert_allclose(model.kernel_.theta, kernel.theta, rtol=0, atol=0)
+    np.testing.assert_allclose(model.kernel_(X), kernel(X), rtol=1e-12)
+    assert model.kernel_ is not kernel
+
+
+def test_variational_optimize_clips_start_with_warning():
+    from gpc_literate.variational import VariationalGP
+    X, y = _data(25, seed=1)
+    kernel = RBF(length_scale=1.0, variance=1e6)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        with pytest.warns(UserWarning, match=r"variance.*outside bounds = \(-8, 8\)"):
+            model = VariationalGP(kernel=kernel, n_factors=1, max_iter=3).fit(X, y)
+    assert np.all(model.kernel_.theta <= 8.0)
+
+
+# EP's default method is Newton-type EP, which copes with flip noise where sequential EP does
+def test_ep_default_method_is_newton_and_robust():
+    assert EP().method == "newton"
+    d = datasets.load("crabs")
+    for lik in (StepFlip(0.1), Probit(1.0, kappa=0.1)):
+        ref = EP(likelihood=lik, method="sequential").fit(d.X_train, d.y_train)
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", ConvergenceWarning)
+            model = EP(likelihood=lik).fit(d.X_train, d.y_train)
+        assert model.converged_ and ref.converged_
+        assert abs(model.log_marginal_likelihood_ - ref.log_marginal_likelihood_) < 1e-6
+    for seed in range(6):
+        X, y = _data(40, seed=seed)
+        y[:3] = 1 - y[:3]                                  # flipped labels
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", ConvergenceWarning)
+            model = EP(RBF(1.0, 10.0), StepFlip(0.1)).fit(X, y)
+        assert np.all(np.isfinite(model.posterior_mean_))
+        assert np.isfinite(model.log_marginal_likelihood_)
