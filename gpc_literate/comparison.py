@@ -27,7 +27,7 @@ from gpc_literate import datasets
 from gpc_literate.base import (GPClassifierBase, check_integer, check_scalar, check_X_y,
                                encode_labels)
 from gpc_literate.kernels import RBF
-from gpc_literate.experiments import (ResultsFileError, _check_jobs, _int_at_least,
+from gpc_literate.experiments import (ResultsFileError, _check_jobs, _int_at_least, check_indices,
                                       _jobs_argument, _run_jobs, load_results)
 from gpc_literate.laplace import Laplace, Logistic
 from gpc_literate.selection import select_hyperparameters
@@ -334,16 +334,9 @@ def _key(record):
 
 def _check_splits(splits, names):
     """A list of split indices from an int n (the first n) or an iterable of indices."""
-    if isinstance(splits, (int, np.integer)) and not isinstance(splits, bool):
-        indices = list(range(check_integer(splits, "splits")))
-    else:
-        try:
-            indices = [check_integer(i, "split index", low=0) for i in splits]
-        except TypeError:
-            raise TypeError(f"splits must be a positive int or a list of split indices; got "
-                            f"{splits!r}") from None
-        if not indices:
-            raise ValueError("splits must name at least one split")
+    indices = check_indices(splits, "splits", "split")             # chapter 14's rule
+    if isinstance(indices, int):
+        indices = list(range(indices))
     for name in names:
         available = load_split(name, 0).n_splits
         if max(indices) >= available:

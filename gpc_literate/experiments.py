@@ -33,8 +33,8 @@ from gpc_literate.ep import EP
 from gpc_literate.kernels import RBF
 from gpc_literate.selection import LSCV, f_measure, nlp_fm_bias, select_hyperparameters
 
-__all__ = ["METHODS", "DEFAULT_DATASETS", "DEFAULT_CONFIG", "ResultsFileError", "run_one",
-           "run_experiment", "load_results", "summarise", "mean_table", "friedman_nemenyi",
+__all__ = ["METHODS", "DEFAULT_DATASETS", "DEFAULT_CONFIG", "ResultsFileError", "check_indices",
+           "run_one", "run_experiment", "load_results", "summarise", "mean_table", "friedman_nemenyi",
            "main"]
 
 METHODS = {"ida": ("EP(ML)", "EP-CV(NLP)", "LS-CV(NLP)"),
@@ -340,6 +340,25 @@ def _check_jobs(jobs):
     return jobs
 
 
+def check_indices(value, name, item):
+    """Which realisations or splits to run: an int n >= 1 (the first n), or a list of indices.
+
+    Returns the int, or the indices as a list of ints >= 0. Raises TypeError for anything
+    else and ValueError for n < 1, a negative index or an empty list, naming ``name``.
+    Chapter 16's runner uses it for its splits.
+    """
+    if isinstance(value, (int, np.integer)) and not isinstance(value, bool):
+        return check_integer(value, name)
+    try:
+        indices = [check_integer(i, f"{item} index", low=0) for i in value]
+    except TypeError:
+        raise TypeError(f"{name} must be a positive int or a list of {item} indices; got "
+                        f"{value!r}") from None
+    if not indices:
+        raise ValueError(f"{name} must name at least one {item}")
+    return indices
+
+
 def _experiment_tasks(kind, dataset_names, realisations, methods):
     """The (dataset, realisation, method) jobs of run_experiment, its arguments validated."""
     if kind not in METHODS:
@@ -352,16 +371,8 @@ def _experiment_tasks(kind, dataset_names, realisations, methods):
     for m in methods:
         if m not in ALL_METHODS:
             raise ValueError(f"unknown method {m!r}; the methods are {list(ALL_METHODS)}")
-    if isinstance(realisations, (int, np.integer)) and not isinstance(realisations, bool):
-        realisations = check_integer(realisations, "realisations")
-    elif realisations is not None:
-        try:
-            realisations = [check_integer(i, "realisation index", low=0) for i in realisations]
-        except TypeError:
-            raise TypeError(f"realisations must be a positive int, a list of indices or None; "
-                            f"got {realisations!r}") from None
-        if not realisations:
-            raise ValueError("realisations must name at least one realisation")
+    if realisations is not None:
+        realisations = check_indices(realisations, "realisations", "realisation")
     tasks = []
     for name in names:
         n_splits = datasets.load(name).n_splits          # ValueError naming the valid sets
