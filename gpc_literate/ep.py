@@ -22,7 +22,7 @@ from scipy.linalg.lapack import dlauum, dpotri, dtrtri
 from gpc_literate.base import ConvergenceWarning, GPClassifierBase, NotFittedError, check_scalar
 from gpc_literate.kernels import RBF, check_kernel
 from gpc_literate.likelihoods import Likelihood, Probit
-from gpc_literate.tap import _conflicting_pair
+from gpc_literate.tap import check_no_conflicting_pair
 
 __all__ = ["tilted_moments", "site_update", "ImproperPosteriorError", "EPPosterior",
            "ep_log_marginal", "ep_log_marginal_gradient", "run_ep", "EP"]
@@ -654,15 +654,11 @@ class EP(GPClassifierBase):
         self.X_train_, self.y_train_ = X, y_pm
         K = self.kernel_(X)
         lik = self.likelihood_
-        noise_free = (getattr(lik, "kappa", None) == 0.0
-                      and getattr(lik, "noise_var", 0.0) == 0.0)
-        pair = _conflicting_pair(K, y_pm) if noise_free else None
-        if pair is not None:
-            raise ValueError(
-                f"training examples {pair[0]} and {pair[1]} have (numerically) the same latent "
-                f"value under the kernel but different labels, which likelihood={lik!r} "
-                "(noise-free) gives probability zero: use a likelihood with noise, e.g. "
-                "Probit(noise_var=1.0) or StepFlip(kappa=0.1), or a kernel that separates them")
+        if getattr(lik, "kappa", None) == 0.0 and getattr(lik, "noise_var", 0.0) == 0.0:
+            check_no_conflicting_pair(
+                K, y_pm, f"likelihood={lik!r} (noise-free)",
+                "use a likelihood with noise, e.g. Probit(noise_var=1.0) or "
+                "StepFlip(kappa=0.1), or a kernel that separates them")
         advice = ("; the labels may be (nearly) impossible under the prior with this "
                   "likelihood: use one with more noise (larger noise_var or kappa), or a "
                   "smaller damping")

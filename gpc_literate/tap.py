@@ -24,7 +24,8 @@ from gpc_literate.kernels import RBF, check_kernel
 from gpc_literate.likelihoods import StepFlip
 from gpc_literate.meanfield import SitePosterior
 
-__all__ = ["TAPResult", "TAPBreakdownError", "tap_equations", "tap_fixed_point", "TAP"]
+__all__ = ["TAPResult", "TAPBreakdownError", "tap_equations", "tap_fixed_point",
+           "check_no_conflicting_pair", "TAP"]
 
 
 # %% book/09_tap.md, cell 4
@@ -173,19 +174,23 @@ def tap_fixed_point(K, y, likelihood, *, max_iter=500, tol=1e-8, damping=0.5, co
 
 
 # %% book/09_tap.md, cell 22
-def _conflicting_pair(K, y, rel=1e-12):
-    """Indices (i, j) of two examples with y_i != y_j whose latent values the prior ties.
+def check_no_conflicting_pair(K, y, likelihood_name, fix, rel=1e-12):
+    """Raise ValueError if two examples that the prior ties have different labels.
 
     Var(f_i - f_j) = K_ii + K_jj - 2 K_ij <= rel (K_ii + K_jj): identical inputs, or inputs
-    the kernel cannot tell apart in floating point.  None when there is no such pair.
+    the kernel cannot tell apart in floating point.  A noise-free likelihood gives such a
+    pair probability zero, so no posterior exists; the message names the pair, the
+    likelihood (``likelihood_name``) and the ``fix``.  EP (chapter 12) uses it too.
     """
     d = np.diag(K)
     gap = d[:, None] + d[None, :] - 2.0 * K
     tied = (gap <= rel * (d[:, None] + d[None, :])) & (y[:, None] != y[None, :])
-    if not tied.any():
-        return None
-    i, j = np.argwhere(tied)[0]
-    return int(min(i, j)), int(max(i, j))
+    if tied.any():
+        i, j = sorted(np.argwhere(tied)[0])
+        raise ValueError(
+            f"training examples {i} and {j} have (numerically) the same latent value under "
+            f"the kernel but different labels, which {likelihood_name} gives probability "
+            f"zero: {fix}")
 
 
 class TAP(GPClassifierBase):
@@ -235,14 +240,11 @@ class TAP(GPClassifierBase):
         K = kernel(X) + float(self.v) * np.eye(len(y))
         self._likelihood = StepFlip(float(self.kappa))
         coef_init = None if alpha_init is None else y * np.asarray(alpha_init, dtype=float)
-        noise_free = float(self.kappa) == 0.0 and float(self.v) == 0.0
-        pair = _conflicting_pair(K, y) if noise_free else None
-        if pair is not None:
-            raise ValueError(
-                f"training examples {pair[0]} and {pair[1]} have (numerically) the same latent "
-                "value under the kernel but different labels, which the noise-free likelihood "
-                "(kappa=0, v=0) gives probability zero: set v > 0 (input noise, e.g. v=0.1) or "
-                "kappa > 0 (label flips), or use a kernel that separates the inputs")
+        if float(self.kappa) == 0.0 and float(self.v) == 0.0:
+            check_no_conflicting_pair(
+                K, y, "the noise-free likelihood (kappa=0, v=0)",
+                "set v > 0 (input noise, e.g. v=0.1) or kappa > 0 (label flips), or use a "
+                "kernel that separates the inputs")
         try:
             result = tap_fixed_point(K, y, self._likelihood, max_iter=int(self.max_iter),
                                      tol=float(self.tol), damping=float(self.damping),
