@@ -11,14 +11,19 @@ labels as y = -1/+1 (``encode_labels``), checks of hyperparameters (``check_scal
 ``check_integer``, ``check_bool``), and ``check_array``/``check_X_y``, thin wrappers of
 scikit-learn's that always return float64 copies.
 """
+import copy
 import numbers
+import warnings
+from dataclasses import dataclass
 
 import numpy as np
+from scipy.optimize import minimize
 from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.exceptions import NotFittedError
 from sklearn.utils import check_array as _sklearn_check_array
 from sklearn.utils import check_X_y as _sklearn_check_X_y
 from sklearn.utils.metaestimators import available_if
+from sklearn.utils import check_random_state
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
@@ -32,6 +37,10 @@ __all__ = [
     "check_integer",
     "check_bool",
     "GPClassifierBase",
+    "LearnedHyperparameters",
+    "check_bounds",
+    "maximize_criterion",
+    "LearnsHyperparameters",
 ]
 
 
@@ -216,3 +225,161 @@ class GPClassifierBase(ClassifierMixin, BaseEstimator):
         """Predicted labels: classes_[1] where the decision function is positive, else classes_[0]."""
         positive = self.decision_function(X) > 0  # checks fitted-ness before classes_ is read
         return self.classes_[positive.astype(np.intp)]
+
+
+# %% book/01_gp_classification.md, cell 41
+@dataclass
+class LearnedHyperparameters:
+    """How ``fit`` learned the kernel (the fitted attribute ``learning_``, section sec-gpc-learning).
+
+    ``criterion`` names what was maximised and ``value`` is its value at the learned
+    log-hyperparameters ``theta`` (``names`` gives their order, ``theta_start`` the start);
+    ``n_evaluations`` counts evaluations of the criterion over ``n_starts`` starts;
+    ``converged`` and ``message`` are the optimiser's; ``at_bound`` names the
+    hyperparameters that ended on a bound of ``hyperparameter_bounds``.
+    """
+
+    criterion: str
+    value: float
+    theta: np.ndarray
+    theta_start: np.ndarray
+    names: tuple
+    n_evaluations: int
+    n_starts: int
+    converged: bool
+    message: str
+    at_bound: tuple
+
+
+def check_bounds(bounds, name="hyperparameter_bounds"):
+    """Validate (low, high), 0 < low < high, for positive hyperparameters: return their logs.
+
+    Raises TypeError or ValueError naming ``name`` for anything else.
+    """
+    if isinstance(bounds, (str, bytes)) or np.ndim(bounds) != 1 or len(bounds) != 2:
+        raise TypeError(f"{name} must be a pair (low, high) of positive numbers; got {bounds!r}")
+    low = check_scalar(bounds[0], f"{name}[0]", low=0.0, low_inclusive=False)
+    high = check_scalar(bounds[1], f"{name}[1]", low=0.0, low_inclusive=False)
+    if not low < high:
+        raise ValueError(f"{name} must satisfy low < high; got {bounds!r}")
+    return float(np.log(low)), float(np.log(high))
+
+
+# %% book/01_gp_classification.md, cell 43
+_ON_BOUND = 1e-3            # a log-hyperparameter this close to a bound (relative) is "on" it
+
+
+def maximize_criterion(criterion, theta0, *, bounds, gradient=True, n_restarts=0,
+                       random_state=None, max_iter=100, names=None, owner="fit", stacklevel=2):
+    """Maximise criterion(theta) over log-hyperparameters in [low, high]^p (section sec-gpc-learning).
+
+    ``criterion(theta)`` returns the value, or (value, gradient) if ``gradient``; ``bounds``
+    = (low, high) in log units (see ``check_bounds``). Runs L-BFGS-B (with the gradient) or
+    Nelder-Mead (without) from ``theta0`` clipped to the box and from ``n_restarts`` starts
+    drawn uniformly in it (``random_state`` as in scikit-learn). Convergence warnings of the
+    criterion's own solver at trial points are silenced. Returns (theta, result): the best
+    point and a LearnedHyperparameters (its ``criterion`` field left empty). Warns with
+    ConvergenceWarning, naming ``owner``, if the best run did not converge or a
+    hyperparameter ends on a bound (``stacklevel`` counts from the caller).
+    """
+    low, high = bounds
+    theta0 = np.asarray(theta0, dtype=float)
+    names = tuple(names) if names is not None else tuple(f"theta[{j}]" for j in range(theta0.size))
+    n_evaluations = 0
+
+    def objective(theta):
+        nonlocal n_evaluations
+        n_evaluations += 1
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", ConvergenceWarning)
+            out = criterion(theta)
+        if gradient:
+            value, grad = out
+            return -float(value), -np.asarray(grad, dtype=float)
+        return -float(out)
+
+    rng = check_random_state(random_state)
+    starts = [np.clip(theta0, low, high)]
+    starts += [rng.uniform(low, high, size=theta0.size) for _ in range(n_restarts)]
+    box = [(low, high)] * theta0.size
+    best = None
+    for start in starts:
+        if gradient:
+            run = minimize(objective, start, jac=True, method="L-BFGS-B", bounds=box,
+                           options={"maxiter": max_iter})
+        else:
+            run = minimize(objective, start, method="Nelder-Mead", bounds=box,
+                           options={"maxiter": 50 * max_iter, "xatol": 1e-4, "fatol": 1e-8})
+        if best is None or run.fun < best.fun:
+            best = run
+    theta = np.clip(best.x, low, high)
+    width = _ON_BOUND * (high - low)
+    at_bound = tuple(name for name, t in zip(names, theta) if t <= low + width or t >= high - width)
+    message = str(best.message)
+    if not best.success:
+        warnings.warn(f"{owner}: the hyperparameter search stopped without converging "
+                      f"({message}); increase max_iter or fix the kernel (optimizer=None)",
+                      ConvergenceWarning, stacklevel=stacklevel + 1)
+    for name in at_bound:
+        value = float(np.exp(theta[names.index(name)]))
+        warnings.warn(f"{owner}: the learned {name.replace('log_', '')} = {value:.3g} is on a "
+                      f"bound of hyperparameter_bounds ({np.exp(low):.3g}, {np.exp(high):.3g}); "
+                      "widen the bounds and fit again, or fix the kernel (optimizer=None)",
+                      ConvergenceWarning, stacklevel=stacklevel + 1)
+    return theta, LearnedHyperparameters("", -float(best.fun), theta, starts[0], names,
+                                         n_evaluations, len(starts), bool(best.success),
+                                         message, at_bound)
+
+
+# %% book/01_gp_classification.md, cell 45
+class LearnsHyperparameters:
+    """Mixin for a GPClassifierBase whose ``fit`` learns the kernel (section sec-gpc-learning).
+
+    The estimator has the parameters ``kernel``, ``optimizer``, ``n_restarts_optimizer``,
+    ``random_state`` and ``hyperparameter_bounds``, and implements ``_default_kernel(X)``,
+    ``_fit_fixed(X, y_pm, kernel, **warm)``, ``_criterion(theta, eval_gradient)`` and
+    ``_warm_start()``; ``_criterion_name`` names the criterion and ``_optimizers`` lists
+    the optimisers it supports (the first uses the gradient, "nelder-mead" none).
+    Fitted attribute ``learning_``: a LearnedHyperparameters, or None when the kernel was
+    kept fixed (``optimizer=None``, or a kernel without hyperparameters).
+    """
+
+    _criterion_name = "criterion"
+    _optimizers = ("fmin_l_bfgs_b", "nelder-mead")
+
+    def _validate_learning(self):
+        """Check optimizer, n_restarts_optimizer, random_state and hyperparameter_bounds."""
+        if self.optimizer is not None and self.optimizer not in self._optimizers:
+            raise ValueError(f"optimizer must be one of {self._optimizers} or None (keep the "
+                             f"kernel fixed); got {self.optimizer!r}")
+        check_integer(self.n_restarts_optimizer, "n_restarts_optimizer", low=0)
+        check_bounds(self.hyperparameter_bounds)
+        try:
+            check_random_state(self.random_state)
+        except ValueError:
+            raise ValueError("random_state must be None, an integer or a numpy Generator or "
+                             f"RandomState; got {self.random_state!r}") from None
+
+    def _fit(self, X, y_pm, **warm):
+        kernel = (self._default_kernel(X) if self.kernel is None
+                  else copy.deepcopy(self.kernel))                 # never the caller's object
+        self.learning_ = None
+        learn = self.optimizer is not None and kernel.theta.size > 0
+        if learn:
+            low, high = check_bounds(self.hyperparameter_bounds)
+            if np.any((kernel.theta < low) | (kernel.theta > high)):
+                warnings.warn(f"{type(self).__name__}: the starting kernel {kernel!r} lies "
+                              "outside hyperparameter_bounds; the search starts from the "
+                              "nearest point inside", ConvergenceWarning, stacklevel=3)
+        self._fit_fixed(X, y_pm, kernel, **warm)
+        if not learn:
+            return
+        gradient = self.optimizer != "nelder-mead"
+        theta, result = maximize_criterion(
+            lambda t: self._criterion(t, gradient), self.kernel_.theta, bounds=(low, high),
+            gradient=gradient, n_restarts=int(self.n_restarts_optimizer),
+            random_state=self.random_state, names=self.kernel_.hyperparameter_names,
+            owner=f"{type(self).__name__}.fit", stacklevel=3)
+        self._fit_fixed(X, y_pm, self.kernel_.with_theta(theta), **self._warm_start())
+        result.criterion, result.value = self._criterion_name, float(self._criterion(None, False))
+        self.learning_ = result
