@@ -12,7 +12,7 @@ import copy
 
 import numpy as np
 
-__all__ = ["Kernel", "RBF", "ArcSin", "Linear", "Cauchy", "check_kernel"]
+__all__ = ["Kernel", "RBF", "ArcSin", "Linear", "Cauchy", "check_kernel", "default_kernel"]
 
 # |theta_j| must stay below this, so that exp(2 theta_j) (a squared length scale,
 # a squared variance) is a finite float.
@@ -306,6 +306,19 @@ def _check_n_features(n_features):
 
 
 # %% book/03_covariance_functions.md, cell 17
+def default_kernel(X):
+    """RBF with the data-scaled length scale eq-kern-default-length, sqrt(sum_i Var x_i), variance 1.
+
+    The kernel the classifiers use when none is given; sqrt(d) for standardised inputs, 1 if
+    no input varies.
+    """
+    X = _check_inputs(X, "X")
+    spread = float(np.sqrt(np.sum(np.var(X, axis=0))))
+    return RBF(length_scale=spread if spread > 0.0 and np.isfinite(spread) else 1.0,
+               variance=1.0)
+
+
+# %% book/03_covariance_functions.md, cell 21
 class ArcSin(Kernel):
     """Infinite-network (arcsin) kernel, eq-kern-arcsin (Opper & Winther 1999 eq 1; Williams 1998).
 
@@ -401,7 +414,7 @@ class ArcSin(Kernel):
         return G
 
 
-# %% book/03_covariance_functions.md, cell 26
+# %% book/03_covariance_functions.md, cell 30
 class Linear(Kernel):
     """Linear (perceptron) kernel, eq-kern-linear (Opper & Winther 1999, after eq 2).
 
