@@ -68,10 +68,10 @@ def main(sizes, methods=ALL):
                 continue
             t_chol = cholesky_time(K, clock=time.process_time)
             model = EP(kernel if start == "cold" else moved, likelihood, method=method,
-                       damping=eta, max_sweeps=500, tol=tol)
+                       damping=eta, max_sweeps=500, tol=tol, optimizer=None)
             fit_kw = {}
             if start == "warm":
-                first = EP(kernel, likelihood, method=method, damping=eta).fit(X, y)
+                first = EP(kernel, likelihood, method=method, damping=eta, optimizer=None).fit(X, y)
                 fit_kw = dict(site_nu_init=first.site_nu_, site_tau_init=first.site_tau_)
             with warnings.catch_warnings():
                 warnings.simplefilter("error", ConvergenceWarning)

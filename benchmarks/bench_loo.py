@@ -41,8 +41,8 @@ t_chol = cholesky_time(K)
 
 ESTIMATORS = {   # the settings of chapter 10
     "SVM (Adatron)": KernelAdatron(kernel=kernel, C=np.inf, v=v, tol=1e-3, learning_rate=1.9),
-    "naive MF": NaiveMeanField(kernel=kernel, kappa=0.0, v=v, tol=1e-4),
-    "TAP": TAP(kernel=kernel, kappa=0.0, v=v, tol=1e-5),
+    "naive MF": NaiveMeanField(kernel=kernel, kappa=0.0, v=v, tol=1e-4, optimizer=None),
+    "TAP": TAP(kernel=kernel, kappa=0.0, v=v, tol=1e-5, optimizer=None),
 }
 LOO_ONLY = {   # what compute_loo=True adds to a fit, evaluated at a fitted solution
     "SVM (Adatron)": lambda m: lr_loo_activations(K0, y, m.alpha_, m.bias_, C=np.inf, v=v),

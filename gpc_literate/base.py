@@ -269,6 +269,19 @@ def check_bounds(bounds, name="hyperparameter_bounds"):
 _ON_BOUND = 1e-3            # a log-hyperparameter this close to a bound (relative) is "on" it
 
 
+def _failed_point(theta, good, gradient):
+    """Objective at a trial point where the criterion cannot be computed: a wall.
+
+    Its value lies above every value seen, and its gradient points away from the last point
+    that worked, so a line search steps back towards it.
+    """
+    worst = 0.0 if good["worst"] is None else good["worst"]
+    value = worst + 1e3 * (1.0 + abs(worst))
+    if not gradient:
+        return value
+    return value, 1e3 * (1.0 + abs(worst)) * (np.asarray(theta, dtype=float) - good["theta"])
+
+
 def maximize_criterion(criterion, theta0, *, bounds, gradient=True, n_restarts=0,
                        random_state=None, max_iter=100, names=None, owner="fit", stacklevel=2):
     """Maximise criterion(theta) over log-hyperparameters in [low, high]^p (section sec-gpc-learning).
@@ -286,17 +299,24 @@ def maximize_criterion(criterion, theta0, *, bounds, gradient=True, n_restarts=0
     theta0 = np.asarray(theta0, dtype=float)
     names = tuple(names) if names is not None else tuple(f"theta[{j}]" for j in range(theta0.size))
     n_evaluations = 0
+    good = {"theta": np.clip(theta0, low, high), "worst": None}   # last finite point, worst value
 
     def objective(theta):
         nonlocal n_evaluations
         n_evaluations += 1
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", ConvergenceWarning)
-            out = criterion(theta)
-        if gradient:
-            value, grad = out
-            return -float(value), -np.asarray(grad, dtype=float)
-        return -float(out)
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", ConvergenceWarning)
+                out = criterion(theta)
+            value, grad = out if gradient else (out, None)
+            value = -float(value)
+            if not np.isfinite(value):
+                raise FloatingPointError
+        except (ValueError, FloatingPointError, np.linalg.LinAlgError):
+            return _failed_point(theta, good, gradient)
+        good["theta"] = np.array(theta, dtype=float)
+        good["worst"] = value if good["worst"] is None else max(good["worst"], value)
+        return (value, -np.asarray(grad, dtype=float)) if gradient else value
 
     rng = check_random_state(random_state)
     starts = [np.clip(theta0, low, high)]
@@ -309,7 +329,8 @@ def maximize_criterion(criterion, theta0, *, bounds, gradient=True, n_restarts=0
                            options={"maxiter": max_iter})
         else:
             run = minimize(objective, start, method="Nelder-Mead", bounds=box,
-                           options={"maxiter": 50 * max_iter, "xatol": 1e-4, "fatol": 1e-8})
+                           options={"maxiter": 2 * max_iter * theta0.size, "xatol": 1e-4,
+                                    "fatol": 1e-8})
         if best is None or run.fun < best.fun:
             best = run
     theta = np.clip(best.x, low, high)

@@ -271,7 +271,7 @@ def _fit(fitter, X, y, X_test, config):
                  "converged": bool(model.converged_)})
     if fitter == "Laplace":
         model, history = select_hyperparameters(
-            Laplace(kernel=start_kernel(d, config), likelihood=Logistic()), X, y,
+            Laplace(kernel=start_kernel(d, config), likelihood=Logistic(), optimizer=None), X, y,
             "evidence", max_iter=config["laplace_max_iter"], bounds=tuple(config["bounds"]))
         return ({"Laplace": model.predict(X_test)},
                 {"theta": [float(t) for t in model.kernel_.theta],

@@ -19,8 +19,9 @@ from scipy.linalg import LinAlgError, cholesky, solve_triangular
 from scipy.linalg.blas import dgemm, dsymm, dsymv, dsyrk
 from scipy.linalg.lapack import dlauum, dpotri, dtrtri
 
-from gpc_literate.base import ConvergenceWarning, GPClassifierBase, NotFittedError, check_scalar
-from gpc_literate.kernels import RBF, check_kernel
+from gpc_literate.base import (ConvergenceWarning, GPClassifierBase, LearnsHyperparameters,
+                               NotFittedError, check_scalar)
+from gpc_literate.kernels import check_kernel, default_kernel
 from gpc_literate.likelihoods import Likelihood, Probit
 from gpc_literate.tap import check_no_conflicting_pair
 
@@ -583,13 +584,14 @@ def ep_log_marginal_gradient(post, dK):
 
 
 # %% book/12_ep.md, cell 47
-class EP(GPClassifierBase):
+class EP(LearnsHyperparameters, GPClassifierBase):
     """Gaussian-process classifier by expectation propagation, S&K eqs 3-5 and 13 (chapter 12).
 
     Parameters
     ----------
-    kernel : Kernel, default RBF()
-        Prior covariance function; ``fit`` keeps its hyperparameters fixed.
+    kernel : Kernel, default default_kernel(X)
+        Prior covariance function, the start of the hyperparameter search (eq-kern-default-length
+        when None).
     likelihood : Likelihood, default Probit(noise_var=1.0)
         A likelihood of chapter 2: StepFlip(kappa), Probit(noise_var, kappa) or Gaussian.
     method : {"sequential", "parallel", "anderson", "newton"}, default "newton"
@@ -608,6 +610,13 @@ class EP(GPClassifierBase):
     tol : float > 0
         Converged when the largest *undamped* site change, |d tau| var_cav and
         |d nu| sqrt(var_cav) (both dimensionless), is below ``tol``.
+    optimizer : {"fmin_l_bfgs_b", "nelder-mead"} or None, default "fmin_l_bfgs_b"
+        ``fit`` learns the kernel by maximising EP's log marginal likelihood eq-ep-logz-stable
+        (with its gradient eq-ep-gradient); None keeps the kernel fixed (chapter 1,
+        sec-gpc-learning).
+    n_restarts_optimizer : int >= 0, random_state, hyperparameter_bounds : (low, high)
+        Further random starts of the search, their generator, and the box for every
+        hyperparameter (default 1e-5 to 1e5).
 
     Fitted attributes: ``site_nu_``, ``site_tau_`` (natural site parameters; a precision may
     be negative), ``site_mean_``, ``site_var_`` (the same as mean and variance, inf for a
@@ -617,19 +626,27 @@ class EP(GPClassifierBase):
     ``posterior_var_``, ``alpha_`` (posterior mean = K (y * alpha_), the book's convention),
     ``log_marginal_likelihood_``, ``n_iter_``, ``converged_``, ``n_refused_`` (site updates
     refused in the last sweep), ``change_history_``, ``X_train_``, ``y_train_`` (-1/+1),
-    ``kernel_``, ``likelihood_``.
+    ``kernel_``, ``likelihood_``, ``learning_`` (None for a fixed kernel).
     """
 
+    _criterion_name = "log marginal likelihood (EP)"
+
     def __init__(self, kernel=None, likelihood=None, method="newton", damping=1.0,
-                 max_sweeps=100, tol=1e-8):
+                 max_sweeps=100, tol=1e-8, optimizer="fmin_l_bfgs_b", n_restarts_optimizer=0,
+                 random_state=None, hyperparameter_bounds=(1e-5, 1e5)):
         self.kernel = kernel
         self.likelihood = likelihood
         self.method = method
         self.damping = damping
         self.max_sweeps = max_sweeps
         self.tol = tol
+        self.optimizer = optimizer
+        self.n_restarts_optimizer = n_restarts_optimizer
+        self.random_state = random_state
+        self.hyperparameter_bounds = hyperparameter_bounds
 
     def _validate_params(self):
+        self._validate_learning()
         if self.method not in _METHODS:
             raise ValueError(f"method must be one of {_METHODS}; got {self.method!r}")
         check_scalar(self.damping, "damping", low=0.0, high=1.0, low_inclusive=False)
@@ -646,9 +663,18 @@ class EP(GPClassifierBase):
         return dict(method=self.method, damping=float(self.damping),
                     max_sweeps=int(self.max_sweeps), tol=float(self.tol))
 
-    def _fit(self, X, y_pm, site_nu_init=None, site_tau_init=None):
+    def _default_kernel(self, X):
+        return default_kernel(X)
+
+    def _criterion(self, theta, eval_gradient):
+        return self.log_marginal_likelihood(theta, eval_gradient)
+
+    def _warm_start(self):
+        return {"site_nu_init": self.site_nu_, "site_tau_init": self.site_tau_}
+
+    def _fit_fixed(self, X, y_pm, kernel, site_nu_init=None, site_tau_init=None):
         """Run EP from the given sites (default: all zero, i.e. q = prior) to convergence."""
-        self.kernel_ = RBF() if self.kernel is None else copy.deepcopy(self.kernel)
+        self.kernel_ = kernel
         self.likelihood_ = (Probit(noise_var=1.0) if self.likelihood is None
                             else copy.deepcopy(self.likelihood))
         self.X_train_, self.y_train_ = X, y_pm

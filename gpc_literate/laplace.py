@@ -19,12 +19,11 @@ from typing import NamedTuple
 import numpy as np
 from scipy.linalg import cho_solve, cholesky, solve_triangular
 from scipy.linalg.lapack import dpotri
-from scipy.optimize import minimize
 from scipy.special import expit, log_expit, log_ndtr, logsumexp, ndtr
 
-from gpc_literate.base import (ConvergenceWarning, GPClassifierBase, NotFittedError, check_integer,
-                               check_scalar)
-from gpc_literate.kernels import RBF, check_kernel
+from gpc_literate.base import (ConvergenceWarning, GPClassifierBase, LearnsHyperparameters,
+                               NotFittedError, check_integer, check_scalar)
+from gpc_literate.kernels import check_kernel, default_kernel
 from gpc_literate.likelihoods import (Likelihood, Probit, _check_finite, _check_labels,
                                       _check_var)
 
@@ -313,36 +312,57 @@ def laplace_log_evidence(mode, K=None, dK=None):
 
 
 # %% book/11_laplace.md, cell 32
-class Laplace(GPClassifierBase):
+class Laplace(LearnsHyperparameters, GPClassifierBase):
     """GP classification with the Laplace approximation, eqs (eq-lap-psi)-(eq-lap-predprob).
 
-    Parameters: ``kernel`` (a Kernel; default RBF()), ``likelihood`` (twice differentiable
-    and log-concave: Probit with kappa=0, Logistic or Gaussian; default Probit(noise_var=1.0)),
-    ``max_iter`` and ``tol`` of the Newton iteration (tol bounds max |grad log p(y|f) - K^-1 f|).
+    Parameters: ``kernel`` (a Kernel; default default_kernel(X), eq-kern-default-length),
+    ``likelihood`` (twice differentiable and log-concave: Probit with kappa=0, Logistic or
+    Gaussian; default Probit(noise_var=1.0)), ``max_iter`` and ``tol`` of the Newton
+    iteration (tol bounds max |grad log p(y|f) - K^-1 f|); ``optimizer`` ("fmin_l_bfgs_b",
+    "nelder-mead", or None to keep the kernel fixed), ``n_restarts_optimizer``,
+    ``random_state`` and ``hyperparameter_bounds``: ``fit`` learns the kernel by maximising
+    the evidence eq-lap-evidence with its gradient eq-lap-grad (chapter 1, sec-gpc-learning).
 
     Fitted attributes: ``kernel_``, ``likelihood_``, ``f_hat_`` (the mode), ``alpha_``
     (= K^-1 f_hat = grad log p(y|f_hat); Opper & Winther's y_i alpha_i),
     ``log_marginal_likelihood_``, ``n_iter_``, ``converged_``, ``X_train_``, ``y_train_``
-    (+-1), and after optimize_hyperparameters ``optimizer_result_``.  ``fit`` accepts a warm
-    start ``alpha_init``.
+    (+-1), ``learning_`` (None for a fixed kernel).  ``fit`` accepts a warm start
+    ``alpha_init``.
     """
 
-    def __init__(self, kernel=None, likelihood=None, max_iter=100, tol=1e-8):
+    _criterion_name = "log evidence (Laplace)"
+
+    def __init__(self, kernel=None, likelihood=None, max_iter=100, tol=1e-8,
+                 optimizer="fmin_l_bfgs_b", n_restarts_optimizer=0, random_state=None,
+                 hyperparameter_bounds=(1e-5, 1e5)):
         self.kernel = kernel
         self.likelihood = likelihood
         self.max_iter = max_iter
         self.tol = tol
+        self.optimizer = optimizer
+        self.n_restarts_optimizer = n_restarts_optimizer
+        self.random_state = random_state
+        self.hyperparameter_bounds = hyperparameter_bounds
 
     def _validate_params(self):
+        self._validate_learning()
         check_kernel(self.kernel)
         if self.likelihood is not None:
             _check_likelihood(self.likelihood)
         check_integer(self.max_iter, "max_iter")
         check_scalar(self.tol, "tol", low=0.0, low_inclusive=False)
 
-    def _fit(self, X, y_pm, alpha_init=None):
-        kernel = RBF() if self.kernel is None else self.kernel
-        self.kernel_ = kernel.with_theta(kernel.theta)            # a copy
+    def _default_kernel(self, X):
+        return default_kernel(X)
+
+    def _criterion(self, theta, eval_gradient):
+        return self.log_marginal_likelihood(theta, eval_gradient)
+
+    def _warm_start(self):
+        return {"alpha_init": self.alpha_}
+
+    def _fit_fixed(self, X, y_pm, kernel, alpha_init=None):
+        self.kernel_ = kernel
         self.likelihood_ = (Probit(noise_var=1.0) if self.likelihood is None
                             else copy.deepcopy(self.likelihood))   # never the caller's object
         self.X_train_ = X
@@ -391,41 +411,6 @@ class Laplace(GPClassifierBase):
         if not eval_gradient:
             return laplace_log_evidence(mode)
         return laplace_log_evidence(mode, K, kernel.gradient(self.X_train_))
-
-    def optimize_hyperparameters(self, max_iter=100, bounds=(-10.0, 10.0)):
-        """Maximise the Laplace evidence over kernel_.theta by L-BFGS-B, then refit there.
-
-        ``bounds`` = (low, high) applies to every log-hyperparameter.  Stores scipy's
-        OptimizeResult as ``optimizer_result_`` and warns with ConvergenceWarning if L-BFGS-B
-        did not report success (Newton warnings of the trial points are not repeated).
-        Returns self.
-        """
-        self._require_fitted()
-        max_iter = check_integer(max_iter, "max_iter")
-        try:
-            low, high = (check_scalar(b, "bounds", low=-300.0, high=300.0) for b in bounds)
-        except (TypeError, ValueError) as err:
-            raise type(err)(f"bounds must be a pair (low, high) of log-hyperparameters: {err}") from None
-        if not low < high:
-            raise ValueError(f"bounds must satisfy low < high, got {bounds!r}")
-        theta0 = np.clip(self.kernel_.theta, low, high)
-
-        def objective(theta):
-            value, grad = self.log_marginal_likelihood(theta, eval_gradient=True)
-            return -value, -grad
-
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", ConvergenceWarning)
-            result = minimize(objective, theta0, jac=True, method="L-BFGS-B",
-                              bounds=[(low, high)] * theta0.size, options={"maxiter": max_iter})
-        self.optimizer_result_ = result
-        self.kernel_ = self.kernel_.with_theta(result.x)
-        self._store(self._find_mode(self.kernel_(self.X_train_), self._alpha_warm))
-        if not result.success:
-            warnings.warn(f"optimize_hyperparameters: L-BFGS-B stopped without converging "
-                          f"({result.message}); increase max_iter", ConvergenceWarning,
-                          stacklevel=2)
-        return self
 
     def predict_latent(self, X):
         """Eq. (eq-lap-predictive): mean and variance of the latent f(x) at each row of X."""

@@ -11,16 +11,15 @@ leave-one-out estimator (eq-mf-loo, O&W eqs. 17.41-17.42) in a stable form
 (eq-mf-loo-stable), the Gaussian with diagonal sites that it shares with the TAP theory
 (eq-mf-sites), and the classifier ``NaiveMeanField``.
 """
-import copy
 import warnings
 from dataclasses import dataclass
 
 import numpy as np
 from scipy.linalg import cholesky, lu_factor, lu_solve, solve_triangular
 
-from gpc_literate.base import (ConvergenceWarning, GPClassifierBase, check_bool, check_integer,
-                               check_scalar)
-from gpc_literate.kernels import RBF, check_kernel
+from gpc_literate.base import (ConvergenceWarning, GPClassifierBase, LearnsHyperparameters,
+                               check_bool, check_integer, check_scalar)
+from gpc_literate.kernels import check_kernel, default_kernel
 from gpc_literate.likelihoods import StepFlip
 
 __all__ = ["embedding_strength", "NaiveMFResult", "naive_mean_field", "naive_residual",
@@ -165,6 +164,10 @@ class SitePosterior:
         SKx = self.s[:, None] * np.asarray(K_cross, dtype=float).T
         return np.asarray(k_diag, dtype=float) - np.einsum("ij,ij->j", SKx, self._solve(SKx))
 
+    def inverse_sum(self):
+        """(K + T^{-1})^{-1} = S A^{-1} S, defined also where tau_i = 0 (n x n, O(n^3))."""
+        return self.s[:, None] * self._solve(np.diag(self.s))
+
 
 # %% book/08_naive_mean_field.md, cell 21
 def naive_loo(K, y, alpha, likelihood):
@@ -189,12 +192,16 @@ def naive_loo(K, y, alpha, likelihood):
 
 
 # %% book/08_naive_mean_field.md, cell 25
-class NaiveMeanField(GPClassifierBase):
+class NaiveMeanField(LearnsHyperparameters, GPClassifierBase):
     """GP classifier by naive mean-field theory, O&W section 17.6 (Algorithm 17.1, eq-mf-alpha).
 
     Likelihood kappa + (1 - 2 kappa) Theta(y f) on the noisy process with covariance
     k(x, x') + v delta (Gaussian input noise of variance ``v``, equivalently the probit
-    likelihood of chapter 2).  ``kernel`` defaults to ``RBF()``; ``kappa`` in [0, 0.5) is the
+    likelihood of chapter 2).  ``kernel`` defaults to default_kernel(X)
+    (eq-kern-default-length), the start of the search: with ``optimizer`` "nelder-mead" (the
+    default; None keeps the kernel fixed), ``n_restarts_optimizer``, ``random_state`` and
+    ``hyperparameter_bounds``, ``fit`` learns it by maximising the leave-one-out criterion
+    eq-mf-loo-criterion (chapter 1, sec-gpc-learning).  ``kappa`` in [0, 0.5) is the
     label-flip probability; ``max_iter``, ``tol`` and ``learning_rate`` control Algorithm 17.1
     (see ``naive_mean_field``); with ``compute_loo`` the fit also computes the linear-response
     leave-one-out estimate eq-mf-loo (one O(n^3) factorisation).
@@ -207,8 +214,12 @@ class NaiveMeanField(GPClassifierBase):
     linear response (eq-mf-predictive).  ``fit(X, y, alpha_init=...)`` warm-starts.
     """
 
+    _criterion_name = "mean leave-one-out log predictive (naive mean field)"
+    _optimizers = ("nelder-mead",)
+
     def __init__(self, kernel=None, kappa=0.0, v=0.0, max_iter=10_000, tol=1e-6,
-                 learning_rate=0.05, compute_loo=True):
+                 learning_rate=0.05, compute_loo=True, optimizer="nelder-mead",
+                 n_restarts_optimizer=0, random_state=None, hyperparameter_bounds=(1e-5, 1e5)):
         self.kernel = kernel
         self.kappa = kappa
         self.v = v
@@ -216,8 +227,13 @@ class NaiveMeanField(GPClassifierBase):
         self.tol = tol
         self.learning_rate = learning_rate
         self.compute_loo = compute_loo
+        self.optimizer = optimizer
+        self.n_restarts_optimizer = n_restarts_optimizer
+        self.random_state = random_state
+        self.hyperparameter_bounds = hyperparameter_bounds
 
     def _validate_params(self):
+        self._validate_learning()
         check_scalar(self.kappa, "kappa", low=0.0, high=0.5, high_inclusive=False)
         check_scalar(self.v, "v", low=0.0)
         check_scalar(self.tol, "tol", low=0.0, low_inclusive=False)
@@ -230,8 +246,28 @@ class NaiveMeanField(GPClassifierBase):
         """Fit to inputs X (n, d) and two-class labels y; ``alpha_init`` (n,) warm-starts alpha."""
         return super().fit(X, y, alpha_init=alpha_init)
 
-    def _fit(self, X, y, alpha_init=None):
-        kernel = RBF() if self.kernel is None else copy.deepcopy(self.kernel)  # never the caller's
+    def _default_kernel(self, X):
+        return default_kernel(X)
+
+    def _warm_start(self):
+        return {"alpha_init": self.alpha_}
+
+    def _criterion(self, theta, eval_gradient=False):
+        """Eq. (eq-mf-loo-criterion) at kernel log-hyperparameters theta (None: the fitted kernel)."""
+        likelihood = StepFlip(float(self.kappa))
+        kernel = self.kernel_ if theta is None else self.kernel_.with_theta(theta)
+        K = kernel(self.X_train_) + float(self.v) * np.eye(len(self._y))
+        alpha = self.alpha_
+        if theta is not None:
+            alpha = naive_mean_field(K, self._y, likelihood, alpha_init=self.alpha_,
+                                     max_iter=int(self.max_iter), tol=float(self.tol),
+                                     learning_rate=float(self.learning_rate)).alpha
+        f_loo, var_loo, _ = naive_loo(K, self._y, alpha, likelihood)
+        if not np.all(np.isfinite(f_loo) & (var_loo > 0.0)):
+            return -np.inf
+        return float(np.mean(likelihood.log_Z(self._y, f_loo, var_loo)[0]))
+
+    def _fit_fixed(self, X, y, kernel, alpha_init=None):
         K = kernel(X) + float(self.v) * np.eye(len(y))
         likelihood = StepFlip(float(self.kappa))
         result = naive_mean_field(K, y, likelihood, alpha_init=alpha_init,

@@ -102,9 +102,13 @@ class BiasedEP(EP):
     """
 
     def __init__(self, kernel=None, likelihood=None, gamma=0.0, bias_mode="predictive",
-                 method="sequential", damping=1.0, max_sweeps=100, tol=1e-8):
+                 method="sequential", damping=1.0, max_sweeps=100, tol=1e-8,
+                 optimizer="fmin_l_bfgs_b", n_restarts_optimizer=0, random_state=None,
+                 hyperparameter_bounds=(1e-5, 1e5)):
         super().__init__(kernel=kernel, likelihood=likelihood, method=method, damping=damping,
-                         max_sweeps=max_sweeps, tol=tol)
+                         max_sweeps=max_sweeps, tol=tol, optimizer=optimizer,
+                         n_restarts_optimizer=n_restarts_optimizer, random_state=random_state,
+                         hyperparameter_bounds=hyperparameter_bounds)
         self.gamma = gamma
         self.bias_mode = bias_mode
 
@@ -117,18 +121,20 @@ class BiasedEP(EP):
             raise ValueError("likelihood is already a ShiftedLikelihood; give BiasedEP the base "
                              "likelihood and the bias as gamma")
 
-    def _fit(self, X, y_pm, site_nu_init=None, site_tau_init=None):
+    def _fit_fixed(self, X, y_pm, kernel, site_nu_init=None, site_tau_init=None):
         self.gamma_, self.bias_mode_ = float(self.gamma), self.bias_mode
         # the shift still to be applied to predictions (none if EP has seen gamma)
         self._shift = self.gamma_ if self.bias_mode_ == "predictive" else 0.0
         if self.bias_mode_ == "predictive":
-            super()._fit(X, y_pm, site_nu_init=site_nu_init, site_tau_init=site_tau_init)
+            super()._fit_fixed(X, y_pm, kernel, site_nu_init=site_nu_init,
+                               site_tau_init=site_tau_init)
             return
         user = self.likelihood
         base = Probit(noise_var=1.0) if user is None else user
         self.likelihood = ShiftedLikelihood(base, self.gamma_)      # EP._fit copies it
         try:
-            super()._fit(X, y_pm, site_nu_init=site_nu_init, site_tau_init=site_tau_init)
+            super()._fit_fixed(X, y_pm, kernel, site_nu_init=site_nu_init,
+                               site_tau_init=site_tau_init)
         finally:
             self.likelihood = user
 
@@ -490,6 +496,7 @@ def select_hyperparameters(estimator, X, y, criterion="nlp", *, max_iter=50, tol
         est_params = copy.deepcopy(estimator.get_params(deep=False))
         est_params.setdefault("gamma", 0.0)
         est_params.setdefault("bias_mode", "predictive")
+        est_params["optimizer"] = None              # the search below moves the kernel
         if est_params["kernel"] is None:
             est_params["kernel"] = RBF()
         model = BiasedEP(**est_params)
@@ -507,6 +514,7 @@ def select_hyperparameters(estimator, X, y, criterion="nlp", *, max_iter=50, tol
         if optimize_bias:
             raise ValueError("optimize_bias=True needs an EP estimator; Laplace has no bias gamma")
         model, optimize_bias = copy.deepcopy(estimator), False
+        model.optimizer = None
         if model.kernel is None:
             model.kernel = RBF()
     else:

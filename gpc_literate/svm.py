@@ -19,7 +19,7 @@ from scipy.sparse.linalg import ArpackNoConvergence, eigsh
 
 from gpc_literate.base import (ConvergenceWarning, GPClassifierBase, check_bool, check_integer,
                                check_scalar)
-from gpc_literate.kernels import RBF, check_kernel
+from gpc_literate.kernels import check_kernel, default_kernel
 
 __all__ = ["AdatronResult", "KKTCheck", "KernelAdatron", "kernel_adatron", "kkt_violation",
            "lr_loo_activations", "project_box_hyperplane", "svm_groups"]
@@ -275,7 +275,7 @@ def lr_loo_activations(K, y, alpha, bias=0.0, *, C=np.inf, v=0.0, fit_bias=False
 class KernelAdatron(GPClassifierBase):
     """Support vector machine as the MAP of a GP, solved by the parallel kernel Adatron.
 
-    Linear slack ``C`` (Laplace noise; ``np.inf`` for none) and quadratic slack ``v``
+    ``kernel``: a Kernel, default default_kernel(X) (eq-kern-default-length). Linear slack ``C`` (Laplace noise; ``np.inf`` for none) and quadratic slack ``v``
     (Gaussian noise, added to the kernel diagonal, eq-svm-noisy-kernel); ``fit_bias``: a
     bias with a flat prior (the constraint sum_i y_i alpha_i = 0, eq-svm-projection).
     ``learning_rate`` is relative to the largest eigenvalue, eq-svm-learning-rate, in (0, 2);
@@ -317,7 +317,8 @@ class KernelAdatron(GPClassifierBase):
         return super().fit(X, y, alpha_init=alpha_init)
 
     def _fit(self, X, y, alpha_init=None):
-        kernel = RBF() if self.kernel is None else copy.deepcopy(self.kernel)  # never the caller's
+        kernel = (default_kernel(X) if self.kernel is None
+                  else copy.deepcopy(self.kernel))                  # never the caller's object
         K = kernel(X)
         C, v = float(self.C), float(self.v)
         result = kernel_adatron(K, y, C=C, v=v, fit_bias=bool(self.fit_bias),

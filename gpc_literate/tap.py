@@ -8,24 +8,26 @@ Built by chapter 9 of the book (book/09_tap.md), which derives every formula: th
 equations from the Gaussian cavity assumption (eq-tap-alpha, eq-tap-var-cav), their form as
 stationary points of the TAP free energy (eq-tap-free-energy), a damped parallel solver with
 one Cholesky factorisation per iteration (eq-tap-sites, eq-tap-site-update), the free energy
-at the solution as an estimate of the log evidence (eq-tap-log-evidence), the leave-one-out
+at the solution as an estimate of the log evidence (eq-tap-log-evidence) and its gradient in
+the kernel's hyperparameters (eq-tap-evidence-gradient), the leave-one-out
 estimators from the cavity means (eq-tap-loo, eq-tap-error-probability) and the classifier
 ``TAP``.
 """
-import copy
 import warnings
 from dataclasses import dataclass
 
 import numpy as np
 
-from gpc_literate.base import (ConvergenceWarning, GPClassifierBase, check_bool, check_integer,
-                               check_scalar)
-from gpc_literate.kernels import RBF, check_kernel
+from sklearn.utils.validation import check_is_fitted
+
+from gpc_literate.base import (ConvergenceWarning, GPClassifierBase, LearnsHyperparameters,
+                               check_bool, check_integer, check_scalar)
+from gpc_literate.kernels import check_kernel, default_kernel
 from gpc_literate.likelihoods import StepFlip
 from gpc_literate.meanfield import SitePosterior
 
 __all__ = ["TAPResult", "TAPBreakdownError", "tap_equations", "tap_fixed_point",
-           "check_no_conflicting_pair", "TAP"]
+           "tap_evidence_gradient", "check_no_conflicting_pair", "TAP"]
 
 
 # %% book/09_tap.md, cell 4
@@ -174,6 +176,18 @@ def tap_fixed_point(K, y, likelihood, *, max_iter=500, tol=1e-8, damping=0.5, co
 
 
 # %% book/09_tap.md, cell 22
+def tap_evidence_gradient(coef, posterior, dK):
+    """Eq. (eq-tap-evidence-gradient): d(-G_TAP)/d theta at a TAP solution, shape (p,).
+
+    ``coef`` = y * alpha and ``posterior`` (a SitePosterior) of the solution, ``dK`` the
+    kernel's gradient, shape (n, n, p) (Kernel.gradient).
+    """
+    inv_sum = posterior.inverse_sum()                        # (Omega + K)^{-1}
+    return (0.5 * np.einsum("i,ijk,j->k", coef, dK, coef)
+            - 0.5 * np.einsum("ijk,ij->k", dK, inv_sum))
+
+
+# %% book/09_tap.md, cell 26
 def check_no_conflicting_pair(K, y, likelihood_name, fix, rel=1e-12):
     """Raise ValueError if two examples that the prior ties have different labels.
 
@@ -193,12 +207,17 @@ def check_no_conflicting_pair(K, y, likelihood_name, fix, rel=1e-12):
             f"zero: {fix}")
 
 
-class TAP(GPClassifierBase):
+class TAP(LearnsHyperparameters, GPClassifierBase):
     """GP classifier by the TAP mean-field theory of Opper & Winther (NIPS 1999, NC 2000).
 
     Likelihood kappa + (1 - 2 kappa) Theta(y f) on the noisy process with covariance
-    k(x, x') + v delta (input noise ``v``); ``kernel`` defaults to ``RBF()``.  The TAP
-    equations are solved by ``tap_fixed_point`` (``max_iter``, ``tol``, ``damping`` in (0, 1]).
+    k(x, x') + v delta (input noise ``v``); ``kernel`` defaults to default_kernel(X)
+    (eq-kern-default-length).  The TAP equations are solved by ``tap_fixed_point``
+    (``max_iter``, ``tol``, ``damping`` in (0, 1]).  ``optimizer`` ("fmin_l_bfgs_b",
+    "nelder-mead" or None to keep the kernel fixed), ``n_restarts_optimizer``,
+    ``random_state``, ``hyperparameter_bounds``: ``fit`` learns the kernel by maximising
+    -G_TAP, eq-tap-log-evidence, with its gradient eq-tap-evidence-gradient (chapter 1,
+    sec-gpc-learning).
     With ``compute_loo`` the fit also reports the leave-one-out estimates that come with the
     solution: ``loo_decision_`` (the cavity means, eq-tap-loo), ``loo_error_`` and
     ``error_probability_`` (eq-tap-error-probability).
@@ -206,14 +225,18 @@ class TAP(GPClassifierBase):
     Fitted attributes: ``alpha_``, ``coef_`` = y * alpha_, ``X_train_``, ``kernel_``,
     ``mu_cav_``, ``var_cav_`` (cavity means and variances of the noisy process), ``var_``
     (posterior variances of the noisy process at the training inputs), ``log_evidence_``
-    (eq-tap-log-evidence), ``n_iter_``, ``converged_``, ``residual_``, and the three above.
+    (eq-tap-log-evidence), ``n_iter_``, ``converged_``, ``residual_``, ``learning_``, and the
+    three above.
     ``decision_function`` is the posterior mean sum_i k(x, x_i) y_i alpha_i; ``predict_proba``
     is kappa + (1 - 2 kappa) Phi(<f(x)> / sqrt(Var f(x) + v)) from the Gaussian of
     eq-tap-sites (eq-tap-predictive).  ``fit(X, y, alpha_init=...)`` warm-starts.
     """
 
+    _criterion_name = "log evidence (TAP, -G_TAP)"
+
     def __init__(self, kernel=None, kappa=0.0, v=0.0, max_iter=500, tol=1e-8, damping=0.5,
-                 compute_loo=True):
+                 compute_loo=True, optimizer="fmin_l_bfgs_b", n_restarts_optimizer=0,
+                 random_state=None, hyperparameter_bounds=(1e-5, 1e5)):
         self.kernel = kernel
         self.kappa = kappa
         self.v = v
@@ -221,8 +244,13 @@ class TAP(GPClassifierBase):
         self.tol = tol
         self.damping = damping
         self.compute_loo = compute_loo
+        self.optimizer = optimizer
+        self.n_restarts_optimizer = n_restarts_optimizer
+        self.random_state = random_state
+        self.hyperparameter_bounds = hyperparameter_bounds
 
     def _validate_params(self):
+        self._validate_learning()
         check_scalar(self.kappa, "kappa", low=0.0, high=0.5, high_inclusive=False)
         check_scalar(self.v, "v", low=0.0)
         check_scalar(self.tol, "tol", low=0.0, low_inclusive=False)
@@ -235,8 +263,47 @@ class TAP(GPClassifierBase):
         """Fit to inputs X (n, d) and two-class labels y; ``alpha_init`` (n,) warm-starts alpha."""
         return super().fit(X, y, alpha_init=alpha_init)
 
-    def _fit(self, X, y, alpha_init=None):
-        kernel = RBF() if self.kernel is None else copy.deepcopy(self.kernel)  # never the caller's
+    def _default_kernel(self, X):
+        return default_kernel(X)
+
+    def _warm_start(self):
+        return {"alpha_init": self.alpha_}
+
+    def _solve(self, K, y, coef_init):
+        """tap_fixed_point with the estimator's settings; breakdowns reported with advice."""
+        try:
+            return tap_fixed_point(K, y, self._likelihood, max_iter=int(self.max_iter),
+                                   tol=float(self.tol), damping=float(self.damping),
+                                   coef_init=coef_init)
+        except TAPBreakdownError as err:
+            raise TAPBreakdownError(
+                f"{err}; set v > 0 (input noise) or kappa > 0 (label flips), or use a smaller "
+                f"damping than {float(self.damping):g}") from None
+
+    def log_marginal_likelihood(self, theta=None, eval_gradient=False):
+        """-G_TAP, eq. (eq-tap-log-evidence), at kernel log-hyperparameters theta (None: fitted).
+
+        A new theta solves the TAP equations again, warm-started from the fitted solution
+        (the estimator is not changed). With ``eval_gradient`` also returns the gradient,
+        eq. (eq-tap-evidence-gradient).
+        """
+        check_is_fitted(self)
+        if theta is None:
+            kernel, coef, posterior = self.kernel_, self.coef_, self._posterior
+            value = self.log_evidence_
+        else:
+            kernel = self.kernel_.with_theta(theta)
+            K = kernel(self.X_train_) + float(self.v) * np.eye(len(self._y))
+            result = self._solve(K, self._y, self.coef_)
+            coef, posterior, value = result.coef, result.posterior, result.log_evidence
+        if not eval_gradient:
+            return value
+        return value, tap_evidence_gradient(coef, posterior, kernel.gradient(self.X_train_))
+
+    def _criterion(self, theta, eval_gradient):
+        return self.log_marginal_likelihood(theta, eval_gradient)
+
+    def _fit_fixed(self, X, y, kernel, alpha_init=None):
         K = kernel(X) + float(self.v) * np.eye(len(y))
         self._likelihood = StepFlip(float(self.kappa))
         coef_init = None if alpha_init is None else y * np.asarray(alpha_init, dtype=float)
@@ -245,15 +312,8 @@ class TAP(GPClassifierBase):
                 K, y, "the noise-free likelihood (kappa=0, v=0)",
                 "set v > 0 (input noise, e.g. v=0.1) or kappa > 0 (label flips), or use a "
                 "kernel that separates the inputs")
-        try:
-            result = tap_fixed_point(K, y, self._likelihood, max_iter=int(self.max_iter),
-                                     tol=float(self.tol), damping=float(self.damping),
-                                     coef_init=coef_init)
-        except TAPBreakdownError as err:
-            raise TAPBreakdownError(
-                f"{err}; set v > 0 (input noise) or kappa > 0 (label flips), or use a smaller "
-                f"damping than {float(self.damping):g}") from None
-        self.kernel_, self.X_train_, self._posterior = kernel, X, result.posterior
+        result = self._solve(K, y, coef_init)
+        self.kernel_, self.X_train_, self._posterior, self._y = kernel, X, result.posterior, y
         self.alpha_, self.coef_ = result.alpha, result.coef
         self.mu_cav_, self.var_cav_, self.var_ = result.mu_cav, result.var_cav, result.var
         self.log_evidence_ = result.log_evidence

@@ -160,8 +160,8 @@ def test_convergence_test_uses_the_undamped_change():
 
 def test_warm_start_from_a_fixed_point_needs_one_sweep():
     X, y = toy(40, seed=4)
-    model = EP(RBF(1.0, 2.0), method="sequential").fit(X, y)
-    again = EP(RBF(1.0, 2.0), method="sequential").fit(
+    model = EP(RBF(1.0, 2.0), method="sequential", optimizer=None).fit(X, y)
+    again = EP(RBF(1.0, 2.0), method="sequential", optimizer=None).fit(
         X, y, site_nu_init=model.site_nu_, site_tau_init=model.site_tau_)
     assert again.converged_ and again.n_iter_ == 1
     np.testing.assert_allclose(again.mu_cav_, model.mu_cav_, atol=1e-8)
@@ -226,14 +226,14 @@ def test_gradient_against_finite_differences_rbf_ard(lik):
 
 def test_estimator_gradient_and_theta_do_not_change_the_fit():
     X, y = toy(40, seed=7)
-    model = EP(RBF(1.0, 2.0)).fit(X, y)
+    model = EP(RBF(1.0, 2.0), optimizer=None).fit(X, y)
     before = model.mu_cav_.copy()
     value, grad = model.log_marginal_likelihood(eval_gradient=True)
     assert value == model.log_marginal_likelihood_ and grad.shape == (2,)
     v2 = model.log_marginal_likelihood(model.kernel_.theta + 0.1)
     assert v2 != value
     np.testing.assert_array_equal(model.mu_cav_, before)
-    fresh = EP(RBF(1.0, 2.0).with_theta(model.kernel_.theta + 0.1)).fit(X, y)
+    fresh = EP(RBF(1.0, 2.0).with_theta(model.kernel_.theta + 0.1), optimizer=None).fit(X, y)
     assert v2 == pytest.approx(fresh.log_marginal_likelihood_, abs=1e-8)
 
 
@@ -242,7 +242,7 @@ def test_estimator_gradient_and_theta_do_not_change_the_fit():
 def test_predictions_and_labels():
     X, y = toy(40, seed=8)
     labels = np.where(y > 0, "pos", "neg")
-    model = EP(RBF(1.0, 2.0)).fit(X, labels)
+    model = EP(RBF(1.0, 2.0), optimizer=None).fit(X, labels)
     assert list(model.classes_) == ["neg", "pos"]
     P = model.predict_proba(X[:7])
     np.testing.assert_allclose(P.sum(1), 1.0)
@@ -257,7 +257,7 @@ def test_predictions_and_labels():
 
 def test_loo_predictive_is_Z_and_close_to_retraining():
     X, y = toy(20, seed=9)
-    model = EP(RBF(1.0, 2.0)).fit(X, y)
+    model = EP(RBF(1.0, 2.0), optimizer=None).fit(X, y)
     p = model.loo_predictive()
     np.testing.assert_allclose(np.log(p), Probit(1.0).log_Z(y, model.mu_cav_, model.var_cav_)[0],
                                atol=1e-12)
@@ -266,14 +266,14 @@ def test_loo_predictive_is_Z_and_close_to_retraining():
     refit = np.empty(20)
     for i in range(20):
         keep = np.arange(20) != i
-        m_i = EP(RBF(1.0, 2.0)).fit(X[keep], y[keep])
+        m_i = EP(RBF(1.0, 2.0), optimizer=None).fit(X[keep], y[keep])
         refit[i] = m_i.predict_proba(X[i:i + 1])[0, int(y[i] > 0)]
     assert np.abs(p - refit).max() < 0.01
 
 
 def test_cavities_at_theta_keep_the_sites_fixed():
     X, y = toy(30, seed=10)
-    model = EP(RBF(1.0, 2.0)).fit(X, y)
+    model = EP(RBF(1.0, 2.0), optimizer=None).fit(X, y)
     mu_c, var_c = model.cavities()
     np.testing.assert_array_equal(mu_c, model.mu_cav_)
     mu2, var2 = model.cavities(model.kernel_.theta)
@@ -303,9 +303,9 @@ def test_fixed_point_is_tap_on_sonar():
     X, y = sonar.X_train, sonar.y_train
     kern = RBF.from_sigma2(0.2, sonar.n_features)
     for kappa, v in [(0.0, 0.0), (0.1, 0.5)]:
-        tap = tap_module.TAP(kernel=kern, kappa=kappa, v=v, tol=1e-10).fit(X, y)
+        tap = tap_module.TAP(kernel=kern, kappa=kappa, v=v, tol=1e-10, optimizer=None).fit(X, y)
         lik = StepFlip(kappa) if v == 0 else Probit(v, kappa)
-        ep = EP(kern, lik, tol=1e-10).fit(X, y)
+        ep = EP(kern, lik, tol=1e-10, optimizer=None).fit(X, y)
         assert np.abs(ep.alpha_ - tap.alpha_).max() < 1e-6
         assert np.abs(ep.mu_cav_ - tap.mu_cav_).max() < 1e-6
         assert np.abs(ep.var_cav_ + v - tap.var_cav_).max() < 1e-6
@@ -316,7 +316,7 @@ def test_fixed_point_is_tap_on_sonar():
 
 def test_hard_problem_negative_sites_but_proper_cavities():
     X, y = toy(60, noise=1.0, seed=7)
-    model = EP(RBF(30.0, 1000.0), Probit(0.1, kappa=0.2), max_sweeps=300).fit(X, y)
+    model = EP(RBF(30.0, 1000.0), Probit(0.1, kappa=0.2), max_sweeps=300, optimizer=None).fit(X, y)
     assert model.converged_ and model.n_refused_ == 0
     assert (model.site_tau_ < 0).any()
     assert np.all(model.var_cav_ > 0) and np.all(np.isfinite(model.var_cav_))
@@ -326,7 +326,7 @@ def test_hard_problem_negative_sites_but_proper_cavities():
 def test_nonconvergence_warns_and_never_gives_nan():
     X, y = toy(60, noise=1.0, seed=7)
     with pytest.warns(ConvergenceWarning, match="did not converge"):
-        model = EP(RBF(3.0, 10.0), StepFlip(0.1), max_sweeps=15).fit(X, y)
+        model = EP(RBF(3.0, 10.0), StepFlip(0.1), max_sweeps=15, optimizer=None).fit(X, y)
     assert not model.converged_
     for attr in ["site_nu_", "site_tau_", "mu_cav_", "var_cav_", "posterior_mean_",
                  "posterior_var_", "alpha_"]:
@@ -334,7 +334,7 @@ def test_nonconvergence_warns_and_never_gives_nan():
     assert not np.isnan(model.loo_predictive()).any()
     assert not np.isnan(model.log_marginal_likelihood_)
     with pytest.warns(ConvergenceWarning):
-        EP(RBF(3.0, 10.0), StepFlip(0.1), method="parallel", damping=0.5, max_sweeps=15).fit(X, y)
+        EP(RBF(3.0, 10.0), StepFlip(0.1), method="parallel", damping=0.5, max_sweeps=15, optimizer=None).fit(X, y)
 
 
 # --------------------------------------------------------------------------- errors
@@ -347,28 +347,32 @@ def test_bad_arguments(kwargs):
     X, y = toy(10)
     name = next(iter(kwargs))
     with pytest.raises(ValueError, match=name):
-        EP(**kwargs).fit(X, y)
+        EP(**kwargs, optimizer=None).fit(X, y)
 
 
 def test_bad_init_and_unfitted():
     X, y = toy(10)
     with pytest.raises(ValueError, match="site_nu"):
-        EP().fit(X, y, site_nu_init=np.zeros(3), site_tau_init=np.zeros(3))
+        EP(optimizer=None).fit(X, y, site_nu_init=np.zeros(3), site_tau_init=np.zeros(3))
     with pytest.raises(NotFittedError):
-        EP().loo_predictive()
+        EP(optimizer=None).loo_predictive()
     with pytest.raises(NotFittedError):
-        EP().predict_proba(X)
+        EP(optimizer=None).predict_proba(X)
 
 
 def test_get_set_params_and_defaults():
-    model = EP()
-    assert model.get_params(deep=False) == dict(kernel=None, likelihood=None, method="newton",
-                                                damping=1.0, max_sweeps=100, tol=1e-8)
+    model = EP(optimizer=None)
+    assert model.get_params(deep=False) == dict(
+        kernel=None, likelihood=None, method="newton", damping=1.0, max_sweeps=100, tol=1e-8,
+        optimizer=None, n_restarts_optimizer=0, random_state=None,
+        hyperparameter_bounds=(1e-5, 1e5))
+    assert EP().optimizer == "fmin_l_bfgs_b"
     X, y = toy(20)
     model.fit(X, y)
     assert isinstance(model.kernel_, RBF) and isinstance(model.likelihood_, Probit)
     assert model.likelihood_.noise_var == 1.0
-    assert repr(EP(method="parallel", damping=0.5)) == "EP(damping=0.5, method='parallel')"
+    assert (repr(EP(method="parallel", damping=0.5, optimizer=None))
+            == "EP(damping=0.5, method='parallel', optimizer=None)")
 
 
 def test_run_ep_rejects_unknown_method():
@@ -410,7 +414,7 @@ def test_accelerated_ep_reaches_the_sequential_fixed_point_in_fewer_iterations(l
     assert post.Linv is None                       # no n x n inverse is kept after the run
     np.testing.assert_allclose(post.mean, ref.mean, atol=1e-6)
     np.testing.assert_allclose(post.cavities()[1], ref.cavities()[1], rtol=1e-6)
-    model = EP(RBF(1.0, 5.0), lik, method=method).fit(X, y)
+    model = EP(RBF(1.0, 5.0), lik, method=method, optimizer=None).fit(X, y)
     assert model.converged_ and np.allclose(model.posterior_mean_, ref.mean, atol=1e-6)
 
 
@@ -441,7 +445,7 @@ def test_sigma_from_the_triangular_inverse_matches_the_full_covariance():
 def test_newton_without_convergence_warns():
     X, y = toy(100)
     with pytest.warns(ConvergenceWarning, match="newton"):
-        EP(RBF(1.0, 5.0), Probit(1.0), method="newton", max_sweeps=1).fit(X, y)
+        EP(RBF(1.0, 5.0), Probit(1.0), method="newton", max_sweeps=1, optimizer=None).fit(X, y)
 
 
 # --------------------------------------------------------------------------- low-rank start

@@ -1,13 +1,15 @@
 """gpc_literate.laplace (chapter 11): Logistic, the mode, the evidence and its gradient, Laplace."""
 import warnings
 
+from functools import partial
+
 import numpy as np
 import pytest
 from scipy.integrate import quad
 from scipy.linalg import cho_factor, cho_solve
 from scipy.special import expit, ndtr
 
-from gpc_literate.base import ConvergenceWarning, NotFittedError
+from gpc_literate.base import maximize_criterion, ConvergenceWarning, NotFittedError
 from gpc_literate.datasets import load
 from gpc_literate.kernels import RBF, ArcSin
 from gpc_literate.laplace import (Laplace, LaplaceMode, Logistic, laplace_log_evidence,
@@ -280,11 +282,15 @@ def test_two_point_evidence_against_the_orthant_probability():
 # --------------------------------------------------------------------------- estimator
 
 def test_defaults_and_fitted_attributes(synth):
-    clf = Laplace()
-    assert clf.get_params() == {"kernel": None, "likelihood": None, "max_iter": 100, "tol": 1e-8}
-    assert repr(clf) == "Laplace()"
+    clf = Laplace(optimizer=None)
+    assert clf.get_params() == {"kernel": None, "likelihood": None, "max_iter": 100, "tol": 1e-8,
+                                "optimizer": None, "n_restarts_optimizer": 0,
+                                "random_state": None, "hyperparameter_bounds": (1e-5, 1e5)}
+    assert repr(clf) == "Laplace(optimizer=None)"
     clf.fit(synth.X_train, synth.y_train)
-    assert isinstance(clf.kernel_, RBF) and clf.kernel_.length_scale == 1.0
+    spread = np.sqrt(np.var(synth.X_train, axis=0).sum())          # default_kernel
+    assert isinstance(clf.kernel_, RBF) and clf.kernel_.length_scale == pytest.approx(spread)
+    assert clf.learning_ is None
     assert isinstance(clf.likelihood_, Probit) and clf.likelihood_.noise_var == 1.0
     assert clf.kernel is None and clf.likelihood is None
     assert clf.converged_ and clf.n_iter_ >= 1
@@ -298,7 +304,7 @@ def test_defaults_and_fitted_attributes(synth):
 def test_predictions(synth):
     X, y = synth.X_train, synth.y_train
     for lik in (Probit(1.0), Logistic()):
-        clf = Laplace(RBF(0.5, variance=10.0), lik).fit(X, y)
+        clf = Laplace(RBF(0.5, variance=10.0), lik, optimizer=None).fit(X, y)
         mean, var = clf.predict_latent(synth.X_test)
         assert np.all((var > 0) & (var <= clf.kernel_.diag(synth.X_test) + 1e-12))
         np.testing.assert_array_equal(clf.decision_function(synth.X_test), mean)
@@ -316,7 +322,7 @@ def test_predictions(synth):
 
 
 def test_probit_predictive_formula(synth):
-    clf = Laplace(RBF(0.5, variance=4.0), Probit(noise_var=0.3)).fit(synth.X_train, synth.y_train)
+    clf = Laplace(RBF(0.5, variance=4.0), Probit(noise_var=0.3), optimizer=None).fit(synth.X_train, synth.y_train)
     mean, var = clf.predict_latent(synth.X_test[:20])
     from scipy.special import ndtr
     np.testing.assert_allclose(clf.predict_proba(synth.X_test[:20])[:, 1],
@@ -326,7 +332,7 @@ def test_probit_predictive_formula(synth):
 def test_gaussian_likelihood_predictions_are_gp_regression(toy):
     X, y = toy
     kern = RBF([0.6, 1.2, 2.0], variance=1.5, bias=0.3)
-    clf = Laplace(kern, Gaussian(0.2)).fit(X, y)
+    clf = Laplace(kern, Gaussian(0.2), optimizer=None).fit(X, y)
     Xs = np.random.default_rng(8).standard_normal((6, 3))
     mean, var = clf.predict_latent(Xs)
     C = cho_factor(kern(X) + 0.2 * np.eye(len(y)), lower=True)
@@ -339,7 +345,7 @@ def test_gaussian_likelihood_predictions_are_gp_regression(toy):
 def test_string_labels_and_large_prediction_batches(toy):
     X, y = toy
     labels = np.where(y > 0, "spam", "ham")
-    clf = Laplace(RBF(1.0)).fit(X, labels)
+    clf = Laplace(RBF(1.0), optimizer=None).fit(X, labels)
     assert list(clf.classes_) == ["ham", "spam"]
     Xs = np.random.default_rng(2).standard_normal((2500, 3))   # more than one block
     mean, var = clf.predict_latent(Xs)
@@ -351,7 +357,7 @@ def test_string_labels_and_large_prediction_batches(toy):
 
 def test_log_marginal_likelihood_with_theta(toy):
     X, y = toy
-    clf = Laplace(RBF([1.0, 1.0, 1.0], variance=2.0), Logistic()).fit(X, y)
+    clf = Laplace(RBF([1.0, 1.0, 1.0], variance=2.0), Logistic(), optimizer=None).fit(X, y)
     f_hat, value = clf.f_hat_.copy(), clf.log_marginal_likelihood_
     theta = clf.kernel_.theta
     v0, g0 = clf.log_marginal_likelihood(theta, eval_gradient=True)
@@ -360,7 +366,7 @@ def test_log_marginal_likelihood_with_theta(toy):
     np.testing.assert_allclose(g0, g1, rtol=1e-8, atol=1e-10)
     other = theta + np.array([0.3, -0.2, 0.1, 0.5])
     v2 = clf.log_marginal_likelihood(other)
-    ref = Laplace(clf.kernel_.with_theta(other), Logistic()).fit(X, y).log_marginal_likelihood_
+    ref = Laplace(clf.kernel_.with_theta(other), Logistic(), optimizer=None).fit(X, y).log_marginal_likelihood_
     # warm- and cold-started Newton both stop at tol 1e-8; -1/2 log|B| is first order in
     # the mode's error, so the evidences agree to about that tolerance, not to 1e-9
     assert v2 == pytest.approx(ref, abs=1e-7)
@@ -370,27 +376,26 @@ def test_log_marginal_likelihood_with_theta(toy):
     assert clf.log_marginal_likelihood_ == value
 
 
-def test_optimize_hyperparameters(synth):
+def test_learning_in_fit(synth):
     kern = RBF(1.0)
+    start = Laplace(kern, Probit(1.0), optimizer=None).fit(synth.X_train, synth.y_train)
     clf = Laplace(kern, Probit(1.0)).fit(synth.X_train, synth.y_train)
-    start = clf.log_marginal_likelihood_
-    assert clf.optimize_hyperparameters() is clf
-    assert clf.optimizer_result_.success
-    assert clf.log_marginal_likelihood_ > start + 1.0
-    assert clf.log_marginal_likelihood_ == pytest.approx(-clf.optimizer_result_.fun, abs=1e-8)
+    assert clf.learning_.converged and clf.learning_.at_bound == ()
+    assert np.array_equal(clf.learning_.theta_start, kern.theta)
+    assert np.array_equal(clf.learning_.theta, clf.kernel_.theta)
+    assert clf.log_marginal_likelihood_ > start.log_marginal_likelihood_ + 1.0
+    assert clf.log_marginal_likelihood_ == pytest.approx(clf.learning_.value, abs=1e-8)
     _, grad = clf.log_marginal_likelihood(eval_gradient=True)
     # L-BFGS-B stops on a small relative decrease of the objective, not on the gradient:
     # at unit curvature that leaves |gradient| ~ 1e-3
     assert np.max(np.abs(grad)) < 1e-2
     assert kern.length_scale == 1.0 and kern.variance == 1.0       # the parameter is unchanged
     assert 0.07 < 1 - clf.score(synth.X_test, synth.y_test) < 0.11
-    with pytest.warns(ConvergenceWarning, match="L-BFGS-B"):
-        Laplace(RBF([1.0, 1.0])).fit(synth.X_train, synth.y_train).optimize_hyperparameters(
-            max_iter=1)
-    with pytest.raises(ValueError, match="bounds"):
-        clf.optimize_hyperparameters(bounds=(1.0, -1.0))
-    with pytest.raises(ValueError, match="max_iter"):
-        clf.optimize_hyperparameters(max_iter=0)
+    with pytest.warns(ConvergenceWarning, match="without converging"):
+        maximize_criterion(partial(clf.log_marginal_likelihood, eval_gradient=True),
+                           np.zeros(2), bounds=(-10.0, 10.0), max_iter=1)
+    with pytest.raises(ValueError, match="hyperparameter_bounds"):
+        Laplace(hyperparameter_bounds=(1.0, 0.1)).fit(synth.X_train, synth.y_train)
 
 
 @pytest.mark.parametrize("params, exc, name", [
@@ -410,7 +415,7 @@ def test_optimize_hyperparameters(synth):
 ])
 def test_bad_parameters(toy, params, exc, name):
     X, y = toy
-    clf = Laplace(**params)
+    clf = Laplace(**params, optimizer=None)
     with pytest.raises(exc, match=name):
         clf.fit(X, y)
     assert not hasattr(clf, "classes_")
@@ -419,28 +424,27 @@ def test_bad_parameters(toy, params, exc, name):
 def test_non_convergence_warns_and_sets_converged_false(toy):
     X, y = toy
     with pytest.warns(ConvergenceWarning):
-        clf = Laplace(RBF(1.0, variance=5.0), max_iter=1).fit(X, y)
+        clf = Laplace(RBF(1.0, variance=5.0), max_iter=1, optimizer=None).fit(X, y)
     assert clf.converged_ is False and clf.n_iter_ == 1
 
 
 def test_not_fitted():
-    clf = Laplace()
+    clf = Laplace(optimizer=None)
     for call in (lambda: clf.predict_proba(np.zeros((1, 2))),
                  lambda: clf.predict_latent(np.zeros((1, 2))),
-                 lambda: clf.log_marginal_likelihood(),
-                 lambda: clf.optimize_hyperparameters()):
+                 lambda: clf.log_marginal_likelihood()):
         with pytest.raises(NotFittedError):
             call()
 
 
 def test_set_params_and_warm_start_refit(toy):
     X, y = toy
-    clf = Laplace(RBF(1.0)).fit(X, y)
+    clf = Laplace(RBF(1.0), optimizer=None).fit(X, y)
     clf.set_params(likelihood=Logistic(), tol=1e-10)
     clf.fit(X, y)
     assert isinstance(clf.likelihood_, Logistic) and clf.converged_
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        warm = Laplace(RBF(1.0), Logistic(), tol=1e-10).fit(X, y, alpha_init=clf.alpha_)
+        warm = Laplace(RBF(1.0), Logistic(), tol=1e-10, optimizer=None).fit(X, y, alpha_init=clf.alpha_)
     assert warm.n_iter_ == 0
     np.testing.assert_allclose(warm.f_hat_, clf.f_hat_, rtol=0, atol=1e-12)

@@ -76,7 +76,7 @@ def test_site_posterior_matches_dense_inverse():
 
 def test_estimator_api_and_warm_start(crabs):
     X, y, Xt, yt = crabs
-    clf = NaiveMeanField(kernel=RBF(length_scale=1.5), v=0.2).fit(X, y)
+    clf = NaiveMeanField(kernel=RBF(length_scale=1.5), v=0.2, optimizer=None).fit(X, y)
     assert clf.converged_ and clf.residual_ < clf.tol and clf.n_iter_ > 0
     assert clf.alpha_.shape == (80,) and np.all(clf.alpha_ > 0)
     assert 0.0 <= clf.loo_error_ <= 1.0 and clf.loo_decision_.shape == (80,)
@@ -84,16 +84,16 @@ def test_estimator_api_and_warm_start(crabs):
     proba = clf.predict_proba(Xt)
     assert proba.shape == (len(yt), 2) and np.allclose(proba.sum(axis=1), 1)
     assert np.array_equal(proba[:, 1] > 0.5, clf.decision_function(Xt) > 0)
-    warm = NaiveMeanField(kernel=RBF(length_scale=1.5), v=0.2).fit(X, y, alpha_init=clf.alpha_)
+    warm = NaiveMeanField(kernel=RBF(length_scale=1.5), v=0.2, optimizer=None).fit(X, y, alpha_init=clf.alpha_)
     assert warm.n_iter_ == 0 or warm.n_iter_ < clf.n_iter_
     assert np.allclose(warm.alpha_, clf.alpha_, atol=1e-5)
     assert repr(NaiveMeanField(kappa=0.1)) == "NaiveMeanField(kappa=0.1)"
-    assert NaiveMeanField().set_params(v=0.5).v == 0.5
+    assert NaiveMeanField(optimizer=None).set_params(v=0.5).v == 0.5
 
 
 def test_loo_estimate_within_one_error_of_retraining(crabs):
     X, y, _, _ = crabs
-    model = NaiveMeanField(kernel=RBF(length_scale=2.0), kappa=0.05, v=0.1)
+    model = NaiveMeanField(kernel=RBF(length_scale=2.0), kappa=0.05, v=0.1, optimizer=None)
     fitted = NaiveMeanField(**model.get_params(deep=False)).fit(X, y)
     exact = exact_loo_error(model, X, y)
     assert abs(round(fitted.loo_error_ * len(y)) - exact.n_errors) <= 1
@@ -103,10 +103,10 @@ def test_loo_estimate_within_one_error_of_retraining(crabs):
 def test_non_convergence_warns(crabs):
     X, y, _, _ = crabs
     with pytest.warns(ConvergenceWarning):
-        clf = NaiveMeanField(kernel=Linear(), kappa=0.0, v=0.0, max_iter=50).fit(X, y)
+        clf = NaiveMeanField(kernel=Linear(), kappa=0.0, v=0.0, max_iter=50, optimizer=None).fit(X, y)
     assert not clf.converged_ and clf.n_iter_ == 50
     with pytest.warns(ConvergenceWarning):
-        clf = NaiveMeanField(kernel=RBF(length_scale=2.0), max_iter=3).fit(X, y)
+        clf = NaiveMeanField(kernel=RBF(length_scale=2.0), max_iter=3, optimizer=None).fit(X, y)
     assert not clf.converged_
 
 
@@ -116,5 +116,5 @@ def test_bad_hyperparameters_name_the_parameter(crabs, bad):
     X, y, _, _ = crabs
     name = next(iter(bad))
     with pytest.raises(ValueError, match=name):
-        NaiveMeanField(**bad).fit(X, y)
-    assert not hasattr(NaiveMeanField(**bad), "classes_")
+        NaiveMeanField(**bad, optimizer=None).fit(X, y)
+    assert not hasattr(NaiveMeanField(**bad, optimizer=None), "classes_")

@@ -22,10 +22,10 @@ from gpc_literate.tap import TAP
 from gpc_literate.variational import VariationalGP, VariationalSVM
 
 ESTIMATORS = {
-    "EP": lambda k: EP(kernel=k, max_sweeps=30),
-    "Laplace": lambda k: Laplace(kernel=k, max_iter=50),
-    "TAP": lambda k: TAP(kernel=k, max_iter=100),
-    "NaiveMeanField": lambda k: NaiveMeanField(kernel=k, max_iter=500),
+    "EP": lambda k: EP(kernel=k, max_sweeps=30, optimizer=None),
+    "Laplace": lambda k: Laplace(kernel=k, max_iter=50, optimizer=None),
+    "TAP": lambda k: TAP(kernel=k, max_iter=100, optimizer=None),
+    "NaiveMeanField": lambda k: NaiveMeanField(kernel=k, max_iter=500, optimizer=None),
     "KernelAdatron": lambda k: KernelAdatron(kernel=k, max_iter=500),
     "VariationalGP": lambda k: VariationalGP(kernel=k, optimize=False, inner_max_iter=100),
     "VariationalSVM": lambda k: VariationalSVM(kernel=k, optimize=False, inner_max_iter=100),

@@ -31,9 +31,9 @@ def _data(n=30, seed=0):
 def test_tap_on_package_datasets_gives_clear_error(name):
     d = datasets.load(name)
     with pytest.raises(ValueError, match="v > 0") as info:
-        TAP().fit(d.X_train, d.y_train)
+        TAP(optimizer=None).fit(d.X_train, d.y_train)
     _clear(info.value)
-    model = TAP(v=1.0).fit(d.X_train, d.y_train)       # with input noise it converges
+    model = TAP(v=1.0, optimizer=None).fit(d.X_train, d.y_train)       # with input noise it converges
     assert model.converged_
 
 
@@ -46,21 +46,28 @@ def test_tap_degenerate_inputs(case):
     elif case == "duplicates":
         X, y = np.vstack([X, X[:3]]), np.concatenate([y, 1 - y[:3]])
     elif case == "tiny":
-        X = X * 1e-8
+        X, kernel = X * 1e-8, RBF(1.0)        # default_kernel would scale with the data
     elif case == "long_scale":
         kernel = RBF(length_scale=1e8)
     else:
         X = np.ones_like(X)
     with pytest.raises(ValueError, match="kappa > 0") as info:
-        TAP(kernel=kernel).fit(X, y)
+        TAP(kernel=kernel, optimizer=None).fit(X, y)
     _clear(info.value)
+
+
+def test_default_kernel_scales_with_tiny_features():
+    X, y = _data()
+    small = TAP(v=0.1, optimizer=None).fit(X * 1e-8, y)
+    plain = TAP(v=0.1, optimizer=None).fit(X, y)
+    assert small.converged_ and np.allclose(small.alpha_, plain.alpha_, rtol=1e-6, atol=1e-9)
 
 
 def test_tap_breakdown_is_a_value_error():
     assert issubclass(TAPBreakdownError, ValueError)
     X, y = _data(60, seed=3)
     try:
-        TAP(kernel=RBF(length_scale=0.05, variance=1e6), max_iter=50).fit(X, y)
+        TAP(kernel=RBF(length_scale=0.05, variance=1e6), max_iter=50, optimizer=None).fit(X, y)
     except ValueError as err:
         _clear(err)
 
@@ -68,7 +75,7 @@ def test_tap_breakdown_is_a_value_error():
 # 2. The logistic predictive integral: bounded time and memory for any variance
 def test_logistic_predictive_bounded_at_huge_variance():
     X, y = _data(20)
-    model = Laplace(kernel=RBF(variance=1e8), likelihood=Logistic()).fit(X, y)
+    model = Laplace(kernel=RBF(variance=1e8), likelihood=Logistic(), optimizer=None).fit(X, y)
     tracemalloc.start()
     start = time.perf_counter()
     p = model.predict_proba(X[:1] + 0.5)
@@ -106,9 +113,9 @@ def test_logistic_log_z_wide_matches_quadrature():
 # 3. EP with a noise-free likelihood and conflicting duplicates
 def test_ep_noise_free_conflicting_duplicates():
     with pytest.raises(ValueError, match="noise") as info:
-        EP(likelihood=StepFlip(0.0)).fit([[0.0], [0.0]], [0, 1])
+        EP(likelihood=StepFlip(0.0), optimizer=None).fit([[0.0], [0.0]], [0, 1])
     _clear(info.value)
-    model = EP(likelihood=Probit(1.0)).fit([[0.0], [0.0]], [0, 1])
+    model = EP(likelihood=Probit(1.0), optimizer=None).fit([[0.0], [0.0]], [0, 1])
     assert np.allclose(model.predict_proba([[0.0]]), 0.5)
 
 
@@ -121,7 +128,7 @@ def test_ep_noise_free_random_draws(seed):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         try:
-            EP(likelihood=StepFlip(0.0)).fit(X, y)
+            EP(likelihood=StepFlip(0.0), optimizer=None).fit(X, y)
         except ValueError as err:
             _clear(err)
             assert len(str(err)) > 40
@@ -154,13 +161,13 @@ def test_variational_optimize_clips_start_with_warning():
 
 # EP's default method is Newton-type EP, which copes with flip noise where sequential EP does
 def test_ep_default_method_is_newton_and_robust():
-    assert EP().method == "newton"
+    assert EP(optimizer=None).method == "newton"
     d = datasets.load("crabs")
     for lik in (StepFlip(0.1), Probit(1.0, kappa=0.1)):
-        ref = EP(likelihood=lik, method="sequential").fit(d.X_train, d.y_train)
+        ref = EP(likelihood=lik, method="sequential", optimizer=None).fit(d.X_train, d.y_train)
         with warnings.catch_warnings():
             warnings.simplefilter("error", ConvergenceWarning)
-            model = EP(likelihood=lik).fit(d.X_train, d.y_train)
+            model = EP(likelihood=lik, optimizer=None).fit(d.X_train, d.y_train)
         assert model.converged_ and ref.converged_
         assert abs(model.log_marginal_likelihood_ - ref.log_marginal_likelihood_) < 1e-6
     for seed in range(6):
@@ -168,6 +175,6 @@ def test_ep_default_method_is_newton_and_robust():
         y[:3] = 1 - y[:3]                                  # flipped labels
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", ConvergenceWarning)
-            model = EP(RBF(1.0, 10.0), StepFlip(0.1)).fit(X, y)
+            model = EP(RBF(1.0, 10.0), StepFlip(0.1), optimizer=None).fit(X, y)
         assert np.all(np.isfinite(model.posterior_mean_))
         assert np.isfinite(model.log_marginal_likelihood_)

@@ -39,7 +39,7 @@ def rel(a, b):
 def fitted():
     X, y = toy()
     kern = RBF(np.array([1.0, 1.5, 2.0]), 2.0, bias=0.3)
-    model = BiasedEP(kern, Probit(1.0), gamma=0.3, bias_mode="likelihood", tol=1e-12).fit(X, y)
+    model = BiasedEP(kern, Probit(1.0), gamma=0.3, bias_mode="likelihood", tol=1e-12, optimizer=None).fit(X, y)
     return X, y, kern, model
 
 
@@ -74,12 +74,12 @@ def test_cavity_predictive_close_to_retraining():
     X, y = toy(25, seed=4)
     kern = RBF(1.2, 2.0)
     p_cav = BiasedEP(kern, Probit(1.0), gamma=-0.2, bias_mode="likelihood",
-                     **FAST).fit(X, y).loo_predictive()
+                     **FAST, optimizer=None).fit(X, y).loo_predictive()
     p_re = np.empty(25)
     for i in range(25):
         keep = np.arange(25) != i
         m = BiasedEP(kern, Probit(1.0), gamma=-0.2, bias_mode="likelihood",
-                     **FAST).fit(X[keep], y[keep])
+                     **FAST, optimizer=None).fit(X[keep], y[keep])
         p_re[i] = m.predict_proba(X[i:i + 1])[0, int(y[i] > 0)]
     # the cavity ignores how the other sites move without example i: close, not equal
     assert np.abs(p_cav - p_re).max() < 0.03 and np.abs(p_cav - p_re).mean() < 0.005
@@ -88,7 +88,7 @@ def test_cavity_predictive_close_to_retraining():
 def test_gaussian_likelihood_cavity_is_exact_regression_loo():
     X, y = toy(20, seed=2)
     kern, lam = RBF(1.0, 1.5), 0.25
-    ep = EP(kern, Gaussian(lam), tol=1e-12).fit(X, y)
+    ep = EP(kern, Gaussian(lam), tol=1e-12, optimizer=None).fit(X, y)
     mom = lscv_loo(kern(X), y, lam)
     assert np.allclose(ep.mu_cav_, mom.mean, atol=1e-9, rtol=0)
     assert np.allclose(ep.var_cav_ + lam, mom.var, rtol=1e-9, atol=0)
@@ -97,9 +97,9 @@ def test_gaussian_likelihood_cavity_is_exact_regression_loo():
 def test_biased_ep_likelihood_mode_is_ep_with_shifted_likelihood():
     X, y = toy()
     kern = RBF(np.array([1.0, 1.5, 2.0]), 2.0)
-    model = BiasedEP(kern, Probit(1.0), gamma=0.3, bias_mode="likelihood", tol=1e-12).fit(X, y)
+    model = BiasedEP(kern, Probit(1.0), gamma=0.3, bias_mode="likelihood", tol=1e-12, optimizer=None).fit(X, y)
     grid = np.random.default_rng(1).normal(size=(300, 3)) * 2
-    plain = EP(kern, ShiftedLikelihood(Probit(1.0), 0.3), tol=1e-12).fit(X, y)
+    plain = EP(kern, ShiftedLikelihood(Probit(1.0), 0.3), tol=1e-12, optimizer=None).fit(X, y)
     assert np.allclose(model.site_nu_, plain.site_nu_, atol=1e-12)
     assert np.allclose(model.decision_function(grid), plain.decision_function(grid) + 0.3,
                        atol=1e-9, rtol=0)
@@ -112,8 +112,8 @@ def test_biased_ep_likelihood_mode_is_ep_with_shifted_likelihood():
 def test_biased_ep_predictive_mode_shifts_predictions_only():
     X, y = toy()
     kern = RBF(np.array([1.0, 1.5, 2.0]), 2.0)
-    model = BiasedEP(kern, Probit(1.0), gamma=0.3, tol=1e-12).fit(X, y)
-    plain = EP(kern, Probit(1.0), method="sequential", tol=1e-12).fit(X, y)
+    model = BiasedEP(kern, Probit(1.0), gamma=0.3, tol=1e-12, optimizer=None).fit(X, y)
+    plain = EP(kern, Probit(1.0), method="sequential", tol=1e-12, optimizer=None).fit(X, y)
     grid = np.random.default_rng(1).normal(size=(300, 3)) * 2
     assert model.bias_mode_ == "predictive" and model.gamma_ == 0.3
     assert np.allclose(model.site_nu_, plain.site_nu_, atol=1e-12)
@@ -128,7 +128,7 @@ def test_biased_ep_predictive_mode_shifts_predictions_only():
 @pytest.mark.parametrize("mode", ["predictive", "likelihood"])
 def test_biased_ep_predict_agrees_with_proba(mode):
     X, y = toy()
-    model = BiasedEP(RBF(1.0, 2.0), gamma=-0.7, bias_mode=mode, **FAST).fit(X, y)
+    model = BiasedEP(RBF(1.0, 2.0), gamma=-0.7, bias_mode=mode, **FAST, optimizer=None).fit(X, y)
     grid = np.random.default_rng(2).normal(size=(300, 3)) * 2
     prob = model.predict_proba(grid)[:, 1]
     assert np.array_equal(model.predict(grid), np.where(prob > 0.5, 1.0, -1.0))
@@ -139,17 +139,17 @@ def test_biased_ep_predict_agrees_with_proba(mode):
 def test_biased_ep_bad_parameters():
     X, y = toy()
     with pytest.raises(ValueError, match="ShiftedLikelihood"):
-        BiasedEP(RBF(), ShiftedLikelihood(Probit(1.0), 0.1)).fit(X, y)
+        BiasedEP(RBF(), ShiftedLikelihood(Probit(1.0), 0.1), optimizer=None).fit(X, y)
     with pytest.raises(ValueError, match="bias_mode"):
-        BiasedEP(RBF(), bias_mode="prior").fit(X, y)
+        BiasedEP(RBF(), bias_mode="prior", optimizer=None).fit(X, y)
     with pytest.raises(ValueError, match="bias_mode"):
-        select_hyperparameters(BiasedEP(bias_mode="prior"), X, y, "nlp")
+        select_hyperparameters(BiasedEP(bias_mode="prior", optimizer=None), X, y, "nlp")
 
 
 def test_biased_ep_zero_gamma_is_ep():
     X, y = toy(20, seed=3)
-    a = EP(RBF(1.0, 2.0), tol=1e-12).fit(X, y)
-    b = BiasedEP(RBF(1.0, 2.0), gamma=0.0, tol=1e-12).fit(X, y)
+    a = EP(RBF(1.0, 2.0), tol=1e-12, optimizer=None).fit(X, y)
+    b = BiasedEP(RBF(1.0, 2.0), gamma=0.0, tol=1e-12, optimizer=None).fit(X, y)
     assert np.allclose(a.site_nu_, b.site_nu_, atol=1e-12)
     assert np.allclose(a.loo_predictive(), b.loo_predictive(), rtol=1e-12)
     assert np.isclose(a.log_marginal_likelihood_, b.log_marginal_likelihood_, rtol=1e-12)
@@ -244,7 +244,7 @@ def test_loo_objective_gradient_negative_sites(fitted):
 def test_loo_objective_other_likelihood(fitted):
     X, y, kern, _ = fitted
     model = BiasedEP(kern, Probit(0.5, kappa=0.05), gamma=0.1, bias_mode="likelihood",
-                     tol=1e-10).fit(X, y)
+                     tol=1e-10, optimizer=None).fit(X, y)
     nu, tau = model.site_nu_, model.site_tau_
     lik = Probit(0.5, kappa=0.05)
     phi = np.append(kern.theta, 0.1)
@@ -260,7 +260,7 @@ def test_evidence_gamma_gradient(fitted):
 
     def lml(g):
         return BiasedEP(kern, Probit(1.0), gamma=g, bias_mode="likelihood",
-                        tol=1e-12).fit(X, y).log_marginal_likelihood_
+                        tol=1e-12, optimizer=None).fit(X, y).log_marginal_likelihood_
     fd = (lml(0.3 + 1e-4) - lml(0.3 - 1e-4)) / 2e-4
     assert abs(np.sum(d1) - fd) < 1e-5 * abs(fd)
 
@@ -275,8 +275,8 @@ def data():
 @pytest.mark.parametrize("criterion", ["nlp", "f-measure", "wer", "auc"])
 def test_ep_cv_monotone_and_consistent(data, criterion, mode):
     X, y = data
-    start = (EP(RBF(np.ones(3), 1.0), Probit(1.0), **FAST) if mode == "predictive" else
-             BiasedEP(RBF(np.ones(3), 1.0), Probit(1.0), bias_mode=mode, **FAST))
+    start = (EP(RBF(np.ones(3), 1.0), Probit(1.0), **FAST, optimizer=None) if mode == "predictive" else
+             BiasedEP(RBF(np.ones(3), 1.0), Probit(1.0), bias_mode=mode, **FAST, optimizer=None))
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
         model, hist = select_hyperparameters(start, X, y, criterion, max_iter=15)
@@ -297,7 +297,7 @@ def test_ep_cv_monotone_and_consistent(data, criterion, mode):
 
 def test_ep_cv_records_both_f_measures(data):
     X, y = data
-    model, hist = select_hyperparameters(EP(RBF(1.0, 1.0), **FAST), X, y, "f-measure",
+    model, hist = select_hyperparameters(EP(RBF(1.0, 1.0), **FAST, optimizer=None), X, y, "f-measure",
                                          criterion_params={"zeta": 0.7}, max_iter=5)
     assert hist.criterion_params == {"zeta": 0.7}
     assert np.allclose(hist.smoothed_f_measure, hist.value)
@@ -309,14 +309,14 @@ def test_ep_cv_records_both_f_measures(data):
 def test_ep_cv_max_iter_warns(data):
     X, y = data
     with pytest.warns(ConvergenceWarning, match="max_iter"):
-        _, hist = select_hyperparameters(EP(RBF(np.ones(3), 1.0), **FAST), X, y, "nlp",
+        _, hist = select_hyperparameters(EP(RBF(np.ones(3), 1.0), **FAST, optimizer=None), X, y, "nlp",
                                          max_iter=1, tol=1e-12)
     assert not hist.converged and hist.n_iter == 1
 
 
 def test_bias_only_and_kernel_only(data):
     X, y = data
-    start = BiasedEP(RBF(1.0, 2.0), gamma=0.2, **FAST)
+    start = BiasedEP(RBF(1.0, 2.0), gamma=0.2, **FAST, optimizer=None)
     model, hist = select_hyperparameters(start, X, y, "f-measure", optimize_kernel=False)
     assert np.allclose(hist.theta, start.kernel.theta)
     assert hist.gamma[0] == 0.2
@@ -326,7 +326,7 @@ def test_bias_only_and_kernel_only(data):
 
 def test_nlp_fm_bias(data):
     X, y = data
-    model, (h1, h2) = nlp_fm_bias(EP(RBF(1.0, 1.0), **FAST), X, y, max_iter=10)
+    model, (h1, h2) = nlp_fm_bias(EP(RBF(1.0, 1.0), **FAST, optimizer=None), X, y, max_iter=10)
     assert np.allclose(h2.theta, h1.theta[-1])
     assert np.isclose(h2.value[0], h1.smoothed_f_measure[-1])
     assert h2.value[-1] >= h2.value[0]
@@ -335,17 +335,17 @@ def test_nlp_fm_bias(data):
 
 def test_evidence_ep_and_laplace(data):
     X, y = data
-    model, hist = select_hyperparameters(EP(RBF(1.0, 1.0), **FAST), X, y, "evidence")
+    model, hist = select_hyperparameters(EP(RBF(1.0, 1.0), **FAST, optimizer=None), X, y, "evidence")
     assert hist.converged and np.all(np.diff(hist.value) > -1e-9)
     assert hist.value[-1] > hist.value[0] and np.all(hist.gamma == 0.0)   # predictive: no gamma
     assert np.isclose(model.log_marginal_likelihood_, hist.value[-1], rtol=1e-5)
     with pytest.raises(ValueError, match="bias_mode='likelihood'"):
-        select_hyperparameters(EP(), X, y, "evidence", optimize_bias=True)
-    start = BiasedEP(RBF(1.0, 1.0), bias_mode="likelihood", **FAST)
+        select_hyperparameters(EP(optimizer=None), X, y, "evidence", optimize_bias=True)
+    start = BiasedEP(RBF(1.0, 1.0), bias_mode="likelihood", **FAST, optimizer=None)
     model, hist = select_hyperparameters(start, X, y, "evidence")
     assert hist.converged and np.all(np.diff(hist.value) > -1e-9) and hist.gamma[-1] != 0.0
     assert np.isclose(model.log_marginal_likelihood_, hist.value[-1], rtol=1e-5)
-    lap, hist_l = select_hyperparameters(Laplace(RBF(1.0, 1.0)), X, y, "evidence")
+    lap, hist_l = select_hyperparameters(Laplace(RBF(1.0, 1.0), optimizer=None), X, y, "evidence")
     assert isinstance(lap, Laplace) and hist_l.value[-1] > hist_l.value[0]
     assert np.all(np.isnan(hist_l.smoothed_f_measure))
     assert np.isclose(lap.log_marginal_likelihood_, hist_l.value[-1], rtol=1e-6)
@@ -353,7 +353,7 @@ def test_evidence_ep_and_laplace(data):
 
 def test_bias_only_predictive_is_one_dimensional_search(data):
     X, y = data
-    first, _ = select_hyperparameters(EP(RBF(1.0, 1.0), **FAST), X, y, "nlp", optimize_bias=False)
+    first, _ = select_hyperparameters(EP(RBF(1.0, 1.0), **FAST, optimizer=None), X, y, "nlp", optimize_bias=False)
     model, hist = select_hyperparameters(first, X, y, "f-measure", optimize_kernel=False)
     grid = hist.gamma[-1] + np.linspace(-0.5, 0.5, 11)
     values = [f_measure(y, np.where(y > 0, p, 1 - p)) for p in
@@ -420,19 +420,19 @@ def test_lscv_estimator():
 def test_bad_arguments(data, kwargs, name):
     X, y = data
     with pytest.raises(ValueError, match=name):
-        select_hyperparameters(EP(), X, y, **kwargs)
+        select_hyperparameters(EP(optimizer=None), X, y, **kwargs)
 
 
 def test_bad_estimators(data):
     X, y = data
     with pytest.raises(ValueError, match="Laplace"):
-        select_hyperparameters(Laplace(), X, y, "f-measure")
+        select_hyperparameters(Laplace(optimizer=None), X, y, "f-measure")
     with pytest.raises(ValueError, match="optimize_bias"):
-        select_hyperparameters(Laplace(), X, y, "evidence", optimize_bias=True)
+        select_hyperparameters(Laplace(optimizer=None), X, y, "evidence", optimize_bias=True)
     with pytest.raises(TypeError, match="estimator"):
         select_hyperparameters(LSCV(), X, y, "nlp")
     with pytest.raises(TypeError, match="max_iter"):
-        select_hyperparameters(EP(), X, y, "nlp", max_iter=2.5)
+        select_hyperparameters(EP(optimizer=None), X, y, "nlp", max_iter=2.5)
 
 
 def test_bad_metric_arguments():

@@ -79,7 +79,8 @@ def crabs():
 @pytest.mark.parametrize("C,v", [(10.0, 0.0), (np.inf, 0.5), (3.0, 0.2)])
 def test_kkt_conditions_at_the_solution(crabs, C, v, fit_bias):
     X, y = crabs
-    model = KernelAdatron(C=C, v=v, fit_bias=fit_bias, tol=1e-6, compute_loo=False).fit(X, y)
+    model = KernelAdatron(RBF(1.0), C=C, v=v, fit_bias=fit_bias, tol=1e-6,
+                          compute_loo=False).fit(X, y)
     assert model.converged_
     y_pm = np.where(y == model.classes_[1], 1.0, -1.0)
     kkt = kkt_violation(model.kernel_(X), y_pm, model.alpha_, model.bias_, C=C, v=v,
@@ -97,7 +98,7 @@ def test_kkt_conditions_at_the_solution(crabs, C, v, fit_bias):
 
 def test_kkt_violation_is_not_vacuous(crabs):
     X, y = crabs
-    model = KernelAdatron(C=10.0, fit_bias=True, tol=1e-6, compute_loo=False).fit(X, y)
+    model = KernelAdatron(RBF(1.0), C=10.0, fit_bias=True, tol=1e-6, compute_loo=False).fit(X, y)
     y_pm = np.where(y == model.classes_[1], 1.0, -1.0)
     K = model.kernel_(X)
     for alpha, bias in [(model.alpha_ * 1.05, model.bias_), (model.alpha_, model.bias_ + 0.1)]:
