@@ -267,7 +267,7 @@ class TAP(LearnsHyperparameters, GPClassifierBase):
         return default_kernel(X)
 
     def _warm_start(self):
-        return {"alpha_init": self.alpha_}
+        return {}                  # from the prior: see log_marginal_likelihood
 
     def _solve(self, K, y, coef_init):
         """tap_fixed_point with the estimator's settings; breakdowns reported with advice."""
@@ -283,8 +283,9 @@ class TAP(LearnsHyperparameters, GPClassifierBase):
     def log_marginal_likelihood(self, theta=None, eval_gradient=False):
         """-G_TAP, eq. (eq-tap-log-evidence), at kernel log-hyperparameters theta (None: fitted).
 
-        A new theta solves the TAP equations again, warm-started from the fitted solution
-        (the estimator is not changed). With ``eval_gradient`` also returns the gradient,
+        A new theta solves the TAP equations again from the prior (the estimator is not
+        changed): a start from the fitted solution is no help when theta is far from the
+        fitted kernel, and the damped iteration can break down from it. With ``eval_gradient`` also returns the gradient,
         eq. (eq-tap-evidence-gradient).
         """
         check_is_fitted(self)
@@ -294,7 +295,7 @@ class TAP(LearnsHyperparameters, GPClassifierBase):
         else:
             kernel = self.kernel_.with_theta(theta)
             K = kernel(self.X_train_) + float(self.v) * np.eye(len(self._y))
-            result = self._solve(K, self._y, self.coef_)
+            result = self._solve(K, self._y, None)
             coef, posterior, value = result.coef, result.posterior, result.log_evidence
         if not eval_gradient:
             return value
