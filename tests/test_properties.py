@@ -80,3 +80,33 @@ def test_fit_predict_properties(name, problem):
         assert proba.shape == (len(y), 2)
         assert np.all(np.isfinite(proba)) and np.all((proba >= 0) & (proba <= 1))
         assert np.allclose(proba.sum(axis=1), 1.0)
+
+
+# With learning in fit (the defaults): the same properties, and the learned kernel inside the
+# bounds. Naive mean field's Nelder-Mead search is left to tests/test_learning.py (slower).
+LEARNERS = {
+    "EP": lambda k: EP(kernel=k, max_sweeps=30),
+    "Laplace": lambda k: Laplace(kernel=k, max_iter=50),
+    "TAP": lambda k: TAP(kernel=k, max_iter=100, v=0.1),
+}
+
+
+@pytest.mark.parametrize("name", sorted(LEARNERS))
+@settings(max_examples=15, deadline=None, suppress_health_check=list(HealthCheck))
+@given(problem=problems())
+def test_learning_fit_properties(name, problem):
+    X, y, kernel = problem
+    model = LEARNERS[name](kernel)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        try:
+            model.fit(X, y)
+        except Exception as err:                   # noqa: BLE001 - the property under test
+            _check_error(err)
+            return
+    low, high = np.log(model.hyperparameter_bounds)
+    theta = model.kernel_.theta
+    assert np.all(theta >= low - 1e-9) and np.all(theta <= high + 1e-9)
+    assert np.isfinite(model.learning_.value)
+    proba = model.predict_proba(X)
+    assert np.all(np.isfinite(proba)) and np.allclose(proba.sum(axis=1), 1.0)
