@@ -6,7 +6,8 @@
 
 Built by chapter 8 of the book (book/08_naive_mean_field.md), which derives every formula:
 the naive mean-field equations for the embedding strengths (eq-mf-alpha, O&W eq. 17.40),
-Algorithm 17.1 with its adaptive learning rate (eq-mf-update), the linear-response
+Algorithm 17.1 with its adaptive learning rate (eq-mf-update), Newton's method for the same
+equations (eq-mf-newton) with a test for their solvability (eq-mf-feasible), the linear-response
 leave-one-out estimator (eq-mf-loo, O&W eqs. 17.41-17.42) in a stable form
 (eq-mf-loo-stable), the Gaussian with diagonal sites that it shares with the TAP theory
 (eq-mf-sites), and the classifier ``NaiveMeanField``.
@@ -15,7 +16,8 @@ import warnings
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.linalg import cholesky, lu_factor, lu_solve, solve_triangular
+from scipy.linalg import LinAlgWarning, cholesky, lu_factor, lu_solve, solve_triangular
+from scipy.optimize import linprog
 
 from gpc_literate.base import (ConvergenceWarning, GPClassifierBase, LearnsHyperparameters,
                                check_bool, check_integer, check_scalar)
@@ -45,6 +47,43 @@ def _naive_update(K, k_diag, y, alpha, likelihood):
     return f, mu, y * dlogz, -d2logz
 
 
+def _newton_direction(K, tau, b):
+    """(I + T K)^{-1} b of eq-mf-newton, as b - S A^{-1} S K b with A = sign(T) + S K S, S = |T|^(1/2).
+
+    One Cholesky factorisation of A when every tau_i >= 0 (A = I + S K S, eigenvalues >= 1),
+    an LU factorisation otherwise; a singular A gives a non-finite result.
+    """
+    s = np.sqrt(np.abs(tau))
+    A = s[:, None] * K * s[None, :]
+    A[np.diag_indices_from(A)] += np.where(tau < 0.0, -1.0, 1.0)
+    rhs = s * (K @ b)
+    try:
+        if np.all(tau >= 0.0):
+            L = cholesky(A, lower=True)
+            x = solve_triangular(L, solve_triangular(L, rhs, lower=True), lower=True, trans="T")
+        else:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", LinAlgWarning)
+                x = lu_solve(lu_factor(A), rhs)
+    except (np.linalg.LinAlgError, ValueError):
+        return np.full_like(b, np.nan)
+    return b - s * x
+
+
+def _separable(K, y):
+    """Eq. (eq-mf-feasible): is there alpha >= 0 with y_i (K (y alpha))_i >= 1 for every i? (an LP)"""
+    Q = y[:, None] * K * y[None, :]
+    lp = linprog(np.zeros(y.size), A_ub=-Q, b_ub=-np.ones(y.size), bounds=(0.0, None),
+                 method="highs")
+    return lp.status != 2                              # 2: proven infeasible
+
+
+_NO_SOLUTION = ("the naive mean-field equations have no solution: with the noise-free likelihood "
+                "(kappa = 0, no input noise) every example must be classified correctly, and no "
+                "alpha >= 0 does so with this kernel (eq-mf-feasible); use input noise v > 0 or "
+                "label flips kappa > 0, or a more flexible kernel")
+
+
 @dataclass
 class NaiveMFResult:
     """Output of ``naive_mean_field``.
@@ -52,7 +91,8 @@ class NaiveMFResult:
     ``alpha`` (n,) the embedding strengths, ``mean`` = K (y alpha) the posterior mean of the
     latent at the training points, ``n_iter`` the iterations done, ``converged`` whether
     max_i |delta alpha_i| < tol was reached, ``residual`` that maximum at the returned alpha,
-    ``learning_rate`` the final step size, ``history`` the residual of every iteration.
+    ``learning_rate`` the last step size, ``history`` the residual of every iteration,
+    ``message`` why the iteration stopped early ("" if it converged or ran to max_iter).
     """
 
     alpha: np.ndarray
@@ -62,20 +102,31 @@ class NaiveMFResult:
     residual: float
     learning_rate: float
     history: np.ndarray
+    message: str = ""
 
 
 def naive_mean_field(K, y, likelihood, *, alpha_init=None, max_iter=10_000, tol=1e-6,
-                     learning_rate=0.05):
-    """Algorithm 17.1 of O&W (eq-mf-update): parallel iteration of eq-mf-alpha, adaptive rate.
+                     learning_rate=0.05, method="newton"):
+    """Solve eq-mf-alpha by Newton's method (eq-mf-newton, default) or O&W's Algorithm 17.1 (eq-mf-update).
 
     ``K`` (n, n) is the covariance matrix of the latent process the likelihood acts on (for
     input noise v the noisy process, K + v I), ``y`` labels +-1, ``likelihood`` an object with
-    ``log_Z`` (e.g. StepFlip(kappa)).  Starting from ``alpha_init`` (default 0, tabula rasa),
-    each iteration computes delta alpha = (right side of eq-mf-alpha) - alpha for all i at once,
-    one O(n^2) matrix-vector product, and takes alpha += eta delta alpha; eta grows by 1.1 when
-    sum_i delta alpha_i^2 decreased and halves otherwise.  Stops when max_i |delta alpha_i|
-    < tol (O&W's ftol = 1e-5 bounds the square: tol = 3.2e-3).  Returns a ``NaiveMFResult``.
+    ``log_Z`` (e.g. StepFlip(kappa)).  Both methods start from ``alpha_init`` (default 0,
+    tabula rasa), compute delta alpha = (right side of eq-mf-alpha) - alpha for all i at
+    once, and stop when max_i |delta alpha_i| < tol (O&W's ftol = 1e-5 bounds the square:
+    tol = 3.2e-3) or after ``max_iter`` iterations.
+
+    ``method="adaptive"``: Algorithm 17.1, alpha += eta delta alpha at one O(n^2) product per
+    iteration; eta starts at ``learning_rate``, grows by 1.1 when sum_i delta alpha_i^2
+    decreased and halves otherwise.  ``method="newton"``: the Newton step of eq-mf-newton (one
+    O(n^3) factorisation per iteration), halved until sum_i delta alpha_i^2 decreases;
+    ``learning_rate`` is not used.  For the noise-free likelihood StepFlip(0), a Newton
+    iteration not converged after 30 iterations solves the linear program eq-mf-feasible; if
+    no alpha >= 0 classifies every example correctly, the equations have no solution and it
+    stops at once with a ConvergenceWarning saying so.  Returns a ``NaiveMFResult``.
     """
+    if method not in ("newton", "adaptive"):
+        raise ValueError(f"method must be 'newton' or 'adaptive', got {method!r}")
     K = np.asarray(K, dtype=float)
     y = np.asarray(y, dtype=float)
     n = y.size
@@ -86,25 +137,51 @@ def naive_mean_field(K, y, likelihood, *, alpha_init=None, max_iter=10_000, tol=
         alpha = np.array(alpha_init, dtype=float)
         if alpha.shape != (n,) or not np.all(np.isfinite(alpha)):
             raise ValueError(f"alpha_init must be a finite array of shape ({n},)")
-    eta, previous = float(learning_rate), None
-    history = []
-    f, _, target, _ = _naive_update(K, k_diag, y, alpha, likelihood)
+    newton = method == "newton"
+    noise_free = newton and isinstance(likelihood, StepFlip) and likelihood.kappa == 0.0
+    eta, previous, history, message = float(learning_rate), None, [], ""
+    f, _, target, nu = _naive_update(K, k_diag, y, alpha, likelihood)
     delta = target - alpha
-    residual = float(np.max(np.abs(delta)))
+    error, residual = float(delta @ delta), float(np.max(np.abs(delta)))
     converged, n_iter = residual < tol, 0
     while not converged and n_iter < max_iter:
-        error = float(delta @ delta)
-        if previous is not None:                               # O&W's adaptive rate
-            eta = 1.1 * eta if error < previous else 0.5 * eta
-        previous = error
-        alpha = alpha + eta * delta
+        if not newton:                                           # O&W's adaptive rate
+            if previous is not None:
+                eta = 1.1 * eta if error < previous else 0.5 * eta
+            previous = error
+            alpha = alpha + eta * delta
+        else:                                                    # eq-mf-newton, step halving
+            one_minus = 1.0 - k_diag * nu
+            step = y * _newton_direction(K, nu / one_minus, y * delta / one_minus)
+            if not np.all(np.isfinite(step)):
+                step = delta                                     # singular Jacobian
+            for eta in 0.5 ** np.arange(40):
+                trial = alpha + eta * step
+                _, _, target_t, _ = _naive_update(K, k_diag, y, trial, likelihood)
+                if np.sum((target_t - trial) ** 2) <= (1.0 - 1e-4 * eta) * error:
+                    break
+            else:
+                message = "no step along the Newton direction reduces the residual"
+                break
+            alpha = trial
         n_iter += 1
-        f, _, target, _ = _naive_update(K, k_diag, y, alpha, likelihood)
+        f, _, target, nu = _naive_update(K, k_diag, y, alpha, likelihood)
         delta = target - alpha
-        residual = float(np.max(np.abs(delta)))
+        error, residual = float(delta @ delta), float(np.max(np.abs(delta)))
         history.append(residual)
         converged = residual < tol
-    return NaiveMFResult(alpha, f, n_iter, bool(converged), residual, eta, np.array(history))
+        if noise_free and n_iter == 30 and not converged and not _separable(K, y):
+            message = _NO_SOLUTION
+            break
+    if noise_free and (message or converged and np.min(y * f) <= 1e-8 * np.max(np.abs(f))):
+        # a stalled step, or y_i <f_i> at rounding level: alpha -> infinity, not a solution?
+        if message != _NO_SOLUTION and not _separable(K, y):
+            converged, message = False, _NO_SOLUTION
+    if message == _NO_SOLUTION:
+        warnings.warn(f"naive_mean_field stopped after {n_iter} iterations: {message}",
+                      ConvergenceWarning, stacklevel=2)
+    return NaiveMFResult(alpha, f, n_iter, bool(converged), residual, float(eta),
+                         np.array(history), message)
 
 
 def naive_residual(K, y, likelihood, alpha):
@@ -115,7 +192,7 @@ def naive_residual(K, y, likelihood, alpha):
     return float(np.max(np.abs(target - alpha)))
 
 
-# %% book/08_naive_mean_field.md, cell 20
+# %% book/08_naive_mean_field.md, cell 22
 class SitePosterior:
     """Eq. (eq-mf-sites): the Gaussian N(0, K) times prod_i exp(-tau_i f_i^2 / 2 + b_i f_i).
 
@@ -169,7 +246,7 @@ class SitePosterior:
         return self.s[:, None] * self._solve(np.diag(self.s))
 
 
-# %% book/08_naive_mean_field.md, cell 21
+# %% book/08_naive_mean_field.md, cell 23
 def naive_loo(K, y, alpha, likelihood):
     """Eqs (eq-mf-loo), (eq-mf-loo-stable), O&W 17.41-17.42: linear-response leave-one-out activations.
 
@@ -191,7 +268,7 @@ def naive_loo(K, y, alpha, likelihood):
     return f - var_loo * y * alpha, var_loo, posterior
 
 
-# %% book/08_naive_mean_field.md, cell 25
+# %% book/08_naive_mean_field.md, cell 27
 class NaiveMeanField(LearnsHyperparameters, GPClassifierBase):
     """GP classifier by naive mean-field theory, O&W section 17.6 (Algorithm 17.1, eq-mf-alpha).
 
@@ -202,8 +279,9 @@ class NaiveMeanField(LearnsHyperparameters, GPClassifierBase):
     default; None keeps the kernel fixed), ``n_restarts_optimizer``, ``random_state`` and
     ``hyperparameter_bounds``, ``fit`` learns it by maximising the leave-one-out criterion
     eq-mf-loo-criterion (chapter 1, sec-gpc-learning).  ``kappa`` in [0, 0.5) is the
-    label-flip probability; ``max_iter``, ``tol`` and ``learning_rate`` control Algorithm 17.1
-    (see ``naive_mean_field``); with ``compute_loo`` the fit also computes the linear-response
+    label-flip probability; ``method`` ("newton", eq-mf-newton, or "adaptive", Algorithm
+    17.1 with its ``learning_rate``), ``max_iter`` and ``tol`` control ``naive_mean_field``;
+    with ``compute_loo`` the fit also computes the linear-response
     leave-one-out estimate eq-mf-loo (one O(n^3) factorisation).
 
     Fitted attributes: ``alpha_`` (embedding strengths), ``coef_`` = y * alpha_,
@@ -219,13 +297,15 @@ class NaiveMeanField(LearnsHyperparameters, GPClassifierBase):
 
     def __init__(self, kernel=None, kappa=0.0, v=0.0, max_iter=10_000, tol=1e-6,
                  learning_rate=0.05, compute_loo=True, optimizer="nelder-mead",
-                 n_restarts_optimizer=0, random_state=None, hyperparameter_bounds=(1e-5, 1e5)):
+                 n_restarts_optimizer=0, random_state=None, hyperparameter_bounds=(1e-5, 1e5),
+                 method="newton"):
         self.kernel = kernel
         self.kappa = kappa
         self.v = v
         self.max_iter = max_iter
         self.tol = tol
         self.learning_rate = learning_rate
+        self.method = method
         self.compute_loo = compute_loo
         self.optimizer = optimizer
         self.n_restarts_optimizer = n_restarts_optimizer
@@ -234,6 +314,8 @@ class NaiveMeanField(LearnsHyperparameters, GPClassifierBase):
 
     def _validate_params(self):
         self._validate_learning()
+        if self.method not in ("newton", "adaptive"):
+            raise ValueError(f"method must be 'newton' or 'adaptive'; got {self.method!r}")
         check_scalar(self.kappa, "kappa", low=0.0, high=0.5, high_inclusive=False)
         check_scalar(self.v, "v", low=0.0)
         check_scalar(self.tol, "tol", low=0.0, low_inclusive=False)
@@ -261,7 +343,8 @@ class NaiveMeanField(LearnsHyperparameters, GPClassifierBase):
         if theta is not None:
             alpha = naive_mean_field(K, self._y, likelihood, alpha_init=self.alpha_,
                                      max_iter=int(self.max_iter), tol=float(self.tol),
-                                     learning_rate=float(self.learning_rate)).alpha
+                                     learning_rate=float(self.learning_rate),
+                                     method=self.method).alpha
         f_loo, var_loo, _ = naive_loo(K, self._y, alpha, likelihood)
         if not np.all(np.isfinite(f_loo) & (var_loo > 0.0)):
             return -np.inf
@@ -272,7 +355,7 @@ class NaiveMeanField(LearnsHyperparameters, GPClassifierBase):
         likelihood = StepFlip(float(self.kappa))
         result = naive_mean_field(K, y, likelihood, alpha_init=alpha_init,
                                   max_iter=int(self.max_iter), tol=float(self.tol),
-                                  learning_rate=float(self.learning_rate))
+                                  learning_rate=float(self.learning_rate), method=self.method)
         self.kernel_, self.X_train_, self._y = kernel, X, y
         self.alpha_, self.coef_ = result.alpha, y * result.alpha
         self.n_iter_, self.converged_ = result.n_iter, result.converged

@@ -137,6 +137,7 @@ def tap_fixed_point(K, y, likelihood, *, max_iter=500, tol=1e-8, damping=0.5, co
         tau = np.maximum(-d2 / (1.0 + k_diag * d2), 0.0)
         b = coef0 + tau * mean0                        # sites whose posterior mean is K coef0
     var_old, n_fact, converged = None, 0, False
+    rho, r_previous, n_up = float(damping), np.inf, 0    # adaptive damping
     for n_iter in range(1, max_iter + 1):
         posterior = _site_posterior(K, tau)
         n_fact += 1
@@ -149,7 +150,7 @@ def tap_fixed_point(K, y, likelihood, *, max_iter=500, tol=1e-8, damping=0.5, co
         nu = -d2logz
         r_alpha = float(np.max(np.abs(dlogz - coef))) if ok.all() else np.inf
         r_var = (np.inf if var_old is None or not ok.all()
-                 else float(np.max(np.abs(var_cav / var_old - 1.0))) / damping)
+                 else float(np.max(np.abs(var_cav / var_old - 1.0))) / rho)
         var_old = var_cav
         if r_alpha < tol and r_var < tol:
             state = tap_equations(K, y, likelihood, coef, var_cav)
@@ -162,8 +163,14 @@ def tap_fixed_point(K, y, likelihood, *, max_iter=500, tol=1e-8, damping=0.5, co
         good = ok & (denom > 0.0) & np.isfinite(nu)
         tau_new = np.where(good, nu / np.where(good, denom, 1.0), tau)
         b_new = np.where(good, (nu * safe_mu + dlogz) / np.where(good, denom, 1.0), b)
-        tau = tau + damping * (tau_new - tau)
-        b = b + damping * (b_new - b)
+        n_up = n_up + 1 if r_alpha > r_previous else 0
+        if n_up == 3:                                  # grew three times running: damp harder
+            rho, n_up = max(0.5 * rho, 1e-3), 0
+        elif n_up == 0:                                # it shrank: relax towards `damping`
+            rho = min(1.05 * rho, float(damping))
+        r_previous = r_alpha
+        tau = tau + rho * (tau_new - tau)
+        b = b + rho * (b_new - b)
     if not converged:
         if not ok.all():
             raise TAPBreakdownError(_BREAKDOWN.format("invalid cavity variances"))
@@ -175,7 +182,7 @@ def tap_fixed_point(K, y, likelihood, *, max_iter=500, tol=1e-8, damping=0.5, co
                      state["log_evidence"], n_iter, converged, max(state["residual"]), n_fact)
 
 
-# %% book/09_tap.md, cell 22
+# %% book/09_tap.md, cell 24
 def tap_evidence_gradient(coef, posterior, dK):
     """Eq. (eq-tap-evidence-gradient): d(-G_TAP)/d theta at a TAP solution, shape (p,).
 
@@ -187,7 +194,7 @@ def tap_evidence_gradient(coef, posterior, dK):
             - 0.5 * np.einsum("ijk,ij->k", dK, inv_sum))
 
 
-# %% book/09_tap.md, cell 26
+# %% book/09_tap.md, cell 28
 def check_no_conflicting_pair(K, y, likelihood_name, fix, rel=1e-12):
     """Raise ValueError if two examples that the prior ties have different labels.
 

@@ -134,3 +134,20 @@ def test_svm_is_a_limit_of_tap(crabs):
     assert np.abs(lim.alpha / beta - svm.alpha_).max() < 0.1
     assert np.abs(lim.mu_cav - svm.loo_decision_).max() < 0.05
     assert np.sum(y * lim.mu_cav <= 0) == np.sum(y * svm.loo_decision_ <= 0)
+
+
+def _line(n, seed=0):
+    rng = np.random.default_rng(seed)
+    x = rng.uniform(-3, 3, size=(n, 1))
+    return RBF(length_scale=1.0)(x), np.sign(np.sin(2 * x[:, 0]))
+
+
+def test_adaptive_damping_converges_on_a_hard_noise_free_line():
+    """n = 1000, y = sign(sin 2x): fixed damping 0.5 oscillates; the adaptive one converges."""
+    K, y = _line(1000)
+    import warnings
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ConvergenceWarning)
+        sol = tap_fixed_point(K, y, StepFlip(0.0))
+    assert sol.converged and sol.residual < 1e-8 and sol.n_iter < 500
+    assert max(tap_equations(K, y, StepFlip(0.0), sol.coef, sol.var_cav)["residual"]) < 1e-8
