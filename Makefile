@@ -5,7 +5,8 @@
 #   make test           check chapters and package are in sync, run unit tests and every chapter (nbval)
 #   make lab            JupyterLab on the chapters, which open as notebooks
 #   make check-browser  open every page of the built book in headless Chromium, offline
-#   make export         write gpc_literate/*.py from the chapters' cells tagged `export`
+#   make export         write gpc_literate/*.py from the chapters' cells tagged `export`,
+#                       and the API reference book/api.md from their docstrings
 #   make check-sync     fail with a diff if a module differs from its chapter
 #   make benchmark      run the speed benchmarks (not part of the tests)
 #   make clean          remove _build (the next `make book` executes every chapter)
@@ -38,9 +39,11 @@ install: $(STAMP)
 
 export: $(STAMP)
 	$(BIN)/python tools/tangle.py
+	$(BIN)/python tools/apidoc.py
 
 check-sync: $(STAMP)
 	$(BIN)/python tools/tangle.py --check
+	$(BIN)/python tools/apidoc.py --check
 
 # the GitHub Actions workflows against the published workflow schema (vendored in
 # check-jsonschema, so this runs offline)

@@ -1,0 +1,187 @@
+"""Write the book's API reference, book/api.md, from the package's docstrings.
+
+    python tools/apidoc.py           write book/api.md
+    python tools/apidoc.py --check   fail (exit 1) if book/api.md is not what this would write
+
+For every module built by a chapter (the registry of tools/tangle.py, in reading order) and
+every name in its ``__all__``: the signature, links to the chapter that builds it and to each
+equation its docstring names (``eq-...`` labels that exist in the book) and the docstring
+itself, shown as written. Classes also list the public methods they define.
+
+Why a generator of our own rather than Sphinx's autodoc: most docstrings of the package are
+plain text written beside the chapters' derivations (``|d tau|``, ``*`` and ``eq-...`` labels
+in running text), which reStructuredText would parse as markup and the book's build, with
+warnings as errors, would reject; here they are shown verbatim, and the equation labels they
+name become links to the equations.
+"""
+from __future__ import annotations
+
+import argparse
+import importlib
+import inspect
+import re
+import sys
+import textwrap
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "tools"))
+sys.path.insert(0, str(ROOT))
+
+import tangle  # noqa: E402
+
+OUT = ROOT / "book" / "api.md"
+EQ = re.compile(r"\beq-[a-z0-9]+(?:-[a-z0-9]+)*")
+WIDTH = 96
+
+HEADER = """\
+(app-api)=
+# API reference
+
+Every public name of the package, module by module in the order of the chapters that build
+them. For each: its signature, the chapter that derives and builds it, the equations its
+docstring names (each a link to the equation), and the docstring as written in the chapter.
+The classifiers are scikit-learn estimators ({ref}`sec-gpc-api`); those that learn their
+kernel in `fit` are described in {ref}`sec-gpc-learning`. This page is generated from the
+docstrings by `tools/apidoc.py`; `make test` checks that it is up to date.
+"""
+
+
+def book_labels(root: Path = ROOT) -> set[str]:
+    """Equation labels defined in the chapters: the ``(eq-...)`` after a display's closing $$."""
+    labels = set()
+    for chapter in sorted((root / "book").glob("*.md")):
+        labels |= set(re.findall(r"^\$\$\s*\((eq-[a-z0-9-]+)\)\s*$", chapter.read_text(), re.M))
+    return labels
+
+
+def _signature(name: str, obj) -> str:
+    try:
+        sig = str(inspect.signature(obj))
+    except (TypeError, ValueError):
+        sig = "(...)"
+    text = f"{name}{sig}"
+    if len(text) <= WIDTH:
+        return text
+    params = [p.strip() for p in _split_params(sig[1:sig.rindex(")")])]
+    tail = sig[sig.rindex(")") + 1:]
+    lines = textwrap.wrap(", ".join(params), WIDTH - 4, break_long_words=False,
+                          break_on_hyphens=False)
+    return f"{name}(\n" + "\n".join("    " + line for line in lines) + f"\n){tail}"
+
+
+def _split_params(inner: str) -> list[str]:
+    """Split a parameter list at top-level commas."""
+    parts, depth, current = [], 0, ""
+    for ch in inner:
+        if ch in "([{":
+            depth += 1
+        elif ch in ")]}":
+            depth -= 1
+        if ch == "," and depth == 0:
+            parts.append(current)
+            current = ""
+        else:
+            current += ch
+    if current.strip():
+        parts.append(current)
+    return parts
+
+
+def _docstring(obj) -> str:
+    doc = inspect.getdoc(obj) or "(no docstring)"
+    lines = []
+    for line in doc.splitlines():
+        lines.extend(textwrap.wrap(line, WIDTH, subsequent_indent=" " * (len(line) - len(line.lstrip())),
+                                   break_long_words=False, break_on_hyphens=False) or [""])
+    return "\n".join(lines)
+
+
+def _equations(text: str, labels: set[str]) -> list[str]:
+    found = []
+    for label in EQ.findall(text):
+        if label in labels and label not in found:
+            found.append(label)
+    return found
+
+
+def _methods(cls) -> list[tuple[str, object]]:
+    """Public methods and properties defined by the class itself (not by scikit-learn)."""
+    out = []
+    for name, member in vars(cls).items():
+        if name.startswith("_"):
+            continue
+        if inspect.isfunction(member) or isinstance(member, (property, classmethod,
+                                                             staticmethod)):
+            out.append((name, member))
+    return out
+
+
+def render(root: Path = ROOT) -> tuple[str, dict[str, list[str]]]:
+    """The page, and for each public name (module.name) the equations its docstrings name."""
+    labels = book_labels(root)
+    parts = [HEADER]
+    index: dict[str, list[str]] = {}
+    for chapter, module_path in tangle.registry(root).items():
+        module_name = Path(module_path).with_suffix("").as_posix().replace("/", ".")
+        module = importlib.import_module(module_name)
+        doc_target = Path(chapter).stem
+        parts.append(f"\n## `{module_name}`\n\nBuilt by {{doc}}`{doc_target}`.\n")
+        for name in getattr(module, "__all__", []):
+            obj = getattr(module, name)
+            texts = [inspect.getdoc(obj) or ""]
+            blocks = [f"\n### `{name}`\n"]
+            constant = not (inspect.isclass(obj) or inspect.isroutine(obj))
+            if constant:
+                value = textwrap.shorten(repr(obj), WIDTH - len(name) - 3, placeholder=" ...")
+                blocks.append(f"\n```python\n{name} = {value}\n```\n")
+                texts = [""]
+            elif not (inspect.isclass(obj) and issubclass(obj, BaseException)):
+                blocks.append(f"\n```python\n{_signature(name, obj)}\n```\n")
+            members = _methods(obj) if inspect.isclass(obj) else []
+            for _, member in members:
+                target = member.fget if isinstance(member, property) else member
+                texts.append(inspect.getdoc(target) or "")
+            eqs = _equations("\n".join(texts), labels)
+            index[f"{module_name}.{name}"] = eqs
+            links = ", ".join(f"{{eq}}`{label}`" for label in eqs)
+            blocks.append(f"\nBuilt in {{doc}}`{doc_target}`"
+                          + (f"; equations {links}.\n" if eqs else ".\n"))
+            if not constant:
+                blocks.append(f"\n```text\n{_docstring(obj)}\n```\n")
+            if members:
+                rows = []
+                for mname, member in members:
+                    target = member.fget if isinstance(member, property) else member
+                    first = (inspect.getdoc(target) or "").split("\n\n")[0].replace("\n", " ")
+                    kind = "property" if isinstance(member, property) else "method"
+                    rows.append(f"- `{mname}` ({kind}): {_escape(first)}")
+                blocks.append("\nPublic methods:\n\n" + "\n".join(rows) + "\n")
+            parts.append("".join(blocks))
+    return "".join(parts), index
+
+
+def _escape(text: str) -> str:
+    """A docstring's first paragraph as Markdown text: equation labels linked, markup escaped."""
+    text = re.sub(r"([*_`|<>\[\]])", r"\\\1", text)
+    return text
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--check", action="store_true",
+                        help="fail if book/api.md differs from what would be written")
+    args = parser.parse_args(argv)
+    page, _ = render()
+    if args.check:
+        if not OUT.exists() or OUT.read_text() != page:
+            print("book/api.md is out of date: run `python tools/apidoc.py` (make export does)")
+            return 1
+        return 0
+    OUT.write_text(page)
+    print(f"wrote {OUT.relative_to(ROOT)}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
