@@ -26,7 +26,7 @@ from gpc_literate.likelihoods import Likelihood, Probit
 from gpc_literate.tap import check_no_conflicting_pair
 
 __all__ = ["tilted_moments", "site_update", "ImproperPosteriorError", "EPPosterior",
-           "ep_log_marginal", "ep_log_marginal_gradient", "run_ep", "EP"]
+           "ep_log_marginal", "ep_log_marginal_gradient", "run_ep", "adapt_damping", "EP"]
 
 
 # %% book/12_ep.md, cell 5
@@ -312,6 +312,22 @@ def _run_sequential(K, y, likelihood, nu, tau, damping, max_sweeps, tol):
     return post, sweep, False, refused, np.array(history)
 
 
+DAMPING_FLOOR = 1.0 / 64.0         # the adaptive damping never falls below damping / 64
+
+
+def adapt_damping(eta, damping, history):
+    """Eq. (eq-ep-adaptive-damping): the next step size from the site changes so far.
+
+    Halved (down to damping * DAMPING_FLOOR) when the last change exceeds the one before,
+    raised by a quarter (up to ``damping``) when it fell.
+    """
+    if len(history) < 2:
+        return eta
+    if history[-1] > history[-2]:
+        return max(0.5 * eta, damping * DAMPING_FLOOR)
+    return min(1.25 * eta, damping)
+
+
 def _run_parallel(K, y, likelihood, nu, tau, damping, max_sweeps, tol, memory=0, newton=False):
     """Parallel EP, eq. (eq-ep-parallel): all sites from one posterior, one factorisation each.
 
@@ -323,6 +339,7 @@ def _run_parallel(K, y, likelihood, nu, tau, damping, max_sweeps, tol, memory=0,
     post = EPPosterior(K, nu, tau, keep_inverse=newton)
     history, refused = [], 0
     past_x, past_r = [], []                   # Anderson: past iterates and residuals
+    eta = damping                             # the adaptive damping (eq-ep-adaptive-damping)
     for it in range(max_sweeps + 1):
         mu_cav, var_cav, proper = post.cavities()
         v = np.where(proper, var_cav, 1.0)
@@ -338,10 +355,12 @@ def _run_parallel(K, y, likelihood, nu, tau, damping, max_sweeps, tol, memory=0,
             return post, it, True, refused, np.array(history)
         if it == max_sweeps:
             break
-        s_nu, s_tau = damping * d_nu, damping * d_tau            # the plain damped step
+        if not memory:
+            eta = adapt_damping(eta, damping, history)
+        s_nu, s_tau = eta * d_nu, eta * d_tau                    # the plain damped step
         if newton and refused == 0 and post.pos.size:
             t_nu, t_tau = _newton_inner(K, post, likelihood, y, nu + d_nu, tau + d_tau, tol)
-            s_nu, s_tau = damping * (t_nu - nu), damping * (t_tau - tau)
+            s_nu, s_tau = eta * (t_nu - nu), eta * (t_tau - tau)
         elif memory:
             s_nu, s_tau = _anderson_step(past_x, past_r, nu, tau, d_nu, d_tau, v, damping,
                                          memory, refused, (s_nu, s_tau))
@@ -396,7 +415,7 @@ def _anderson_step(past_x, past_r, nu, tau, d_nu, d_tau, v, damping, memory, ref
     return s_nu, s_tau
 
 
-# %% book/12_ep.md, cell 31
+# %% book/12_ep.md, cell 34
 NEWTON_INNER = 100                 # inner (model) iterations per outer iteration, at most
 
 
@@ -487,7 +506,7 @@ def _ep_on_model(marginals, likelihood, y, nu, tau, eps, max_iter):
     return (nu, tau), False
 
 
-# %% book/12_ep.md, cell 33
+# %% book/12_ep.md, cell 36
 LOWRANK_TOL = 1e-6                # use the start only if K is this close (relative) to low rank
 LOWRANK_MAX_FRACTION = 8          # ... at rank n / this at most
 LOWRANK_MAX_ITER = 100            # parallel EP iterations on the low-rank prior, at most
@@ -557,7 +576,7 @@ def _lowrank_start(K, y, likelihood, nu, tau, tol=1e-8):
     return (nu, tau) if np.all(tau >= 0.0) else None
 
 
-# %% book/12_ep.md, cell 39
+# %% book/12_ep.md, cell 42
 def ep_log_marginal(post, likelihood, y, mu_cav, var_cav):
     """Eq. (eq-ep-logz-stable), S&K eq. 5: log Z_EP from the posterior, the sites and the cavities.
 
@@ -572,7 +591,7 @@ def ep_log_marginal(post, likelihood, y, mu_cav, var_cav):
     return float(np.sum(log_z) - 0.5 * post.logdet + 0.5 * nu @ post.mean + 0.5 * np.sum(c))
 
 
-# %% book/12_ep.md, cell 43
+# %% book/12_ep.md, cell 46
 def ep_log_marginal_gradient(post, dK):
     """Eq. (eq-ep-gradient): d log Z_EP/d theta_j = g^T dK_j g/2 - tr(A dK_j)/2 at a fixed point of EP.
 
@@ -583,7 +602,7 @@ def ep_log_marginal_gradient(post, dK):
             - 0.5 * np.einsum("ijk,ij->k", dK, post.dense_A()))
 
 
-# %% book/12_ep.md, cell 47
+# %% book/12_ep.md, cell 50
 class EP(LearnsHyperparameters, GPClassifierBase):
     """Gaussian-process classifier by expectation propagation, S&K eqs 3-5 and 13 (chapter 12).
 
@@ -604,7 +623,8 @@ class EP(LearnsHyperparameters, GPClassifierBase):
         problems with flip noise it converged wherever sequential EP did but once in 435, and
         on many where sequential EP oscillated).
     damping : float in (0, 1]
-        Fraction of each site update, in natural parameters, that is applied (1 = undamped).
+        Fraction of each site update, in natural parameters, that is applied (1 = undamped);
+        parallel and Newton-type EP adapt it, never above this value (eq-ep-adaptive-damping).
     max_sweeps : int >= 1
         Maximum number of sweeps (sequential) or iterations (parallel).
     tol : float > 0

@@ -513,3 +513,32 @@ def test_no_low_rank_start_leaves_the_run_unchanged(case):
     b = run_ep(K, y, lik, method="newton", max_sweeps=200, lowrank_start=False)
     assert a[2] and a[1] == b[1] and np.array_equal(a[0].mean, b[0].mean)
     assert np.any(a[0].tau < 0.0) == (case == "negative sites")
+
+
+@pytest.mark.parametrize("method", ["parallel", "newton"])
+@pytest.mark.parametrize("variance", [10.0, 100.0, 1000.0])
+def test_adaptive_damping_converges_on_separable_data(method, variance):
+    """eq-ep-adaptive-damping: parallel and Newton-type EP with the default damping converge
+    on well-separated classes at large signal variance, to sequential EP's fixed point."""
+    rng = np.random.default_rng(0)
+    y = np.where(np.arange(300) % 2 == 0, 1.0, -1.0)
+    X = rng.normal(size=(300, 2)) + 3.0 * y[:, None]
+    kernel = RBF(1.0, variance)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ConvergenceWarning)
+        model = EP(kernel, method=method, optimizer=None).fit(X, y)
+    reference = EP(kernel, method="sequential", optimizer=None).fit(X, y)
+    assert model.converged_
+    assert model.log_marginal_likelihood_ == pytest.approx(reference.log_marginal_likelihood_,
+                                                           abs=1e-6)
+    scale = max(1.0, np.abs(reference.posterior_mean_).max())
+    assert np.abs(model.posterior_mean_ - reference.posterior_mean_).max() < 1e-6 * scale
+
+
+def test_adapt_damping_rule():
+    from gpc_literate.ep import DAMPING_FLOOR, adapt_damping
+    assert adapt_damping(0.8, 0.8, [1.0]) == 0.8
+    assert adapt_damping(0.8, 0.8, [1.0, 2.0]) == 0.4
+    assert adapt_damping(0.4, 0.8, [2.0, 1.0]) == pytest.approx(0.5)
+    assert adapt_damping(0.7, 0.8, [2.0, 1.0]) == 0.8
+    assert adapt_damping(0.8 * DAMPING_FLOOR, 0.8, [1.0, 2.0]) == 0.8 * DAMPING_FLOOR
