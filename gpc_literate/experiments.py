@@ -62,7 +62,8 @@ def _clip(p):
 def _select(method, X, y, config):
     """Fit one method of S&K's Table 2 on (X, y): (model, histories)."""
     ep = EP(kernel=_start_kernel(X.shape[1]), method=config["ep_method"],
-            damping=config["damping"], max_sweeps=config["max_sweeps"], tol=config["ep_tol"], optimizer=None)
+            damping=config["damping"], max_sweeps=config["max_sweeps"], tol=config["ep_tol"],
+            optimizer=None)
     options = dict(max_iter=config["max_iter"], tol=config["tol"])
     cv = dict(options, m_step_iter=config["m_step_iter"])
     if method == "EP(ML)":
