@@ -59,27 +59,16 @@ def _check_error(err):
     assert len(str(err)) > 20, f"unhelpful message: {err!r}"
 
 
-@pytest.mark.parametrize("name", sorted(ESTIMATORS))
-@settings(max_examples=25, deadline=None, suppress_health_check=list(HealthCheck))
-@given(problem=problems())
-def test_fit_predict_properties(name, problem):
-    X, y, kernel = problem
-    model = ESTIMATORS[name](kernel)
+def _fits(model, X, y):
+    """Fit; True if it worked, False if it raised an error that explains itself."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
         try:
             model.fit(X, y)
         except Exception as err:                   # noqa: BLE001 - the property under test
             _check_error(err)
-            return
-    assert list(model.classes_) == sorted(set(y.tolist()))
-    pred = model.predict(X)
-    assert set(np.asarray(pred).tolist()) <= set(y.tolist())
-    if hasattr(model, "predict_proba"):
-        proba = model.predict_proba(X)
-        assert proba.shape == (len(y), 2)
-        assert np.all(np.isfinite(proba)) and np.all((proba >= 0) & (proba <= 1))
-        assert np.allclose(proba.sum(axis=1), 1.0)
+            return False
+    return True
 
 
 # With learning in fit (the defaults): the same properties, and the learned kernel inside the
@@ -89,24 +78,28 @@ LEARNERS = {
     "Laplace": lambda k: Laplace(kernel=k, max_iter=50),
     "TAP": lambda k: TAP(kernel=k, max_iter=100, v=0.1),
 }
+CASES = [(name, False) for name in sorted(ESTIMATORS)] + [(name, True) for name in sorted(LEARNERS)]
 
 
-@pytest.mark.parametrize("name", sorted(LEARNERS))
-@settings(max_examples=15, deadline=None, suppress_health_check=list(HealthCheck))
+@pytest.mark.parametrize("name, learn", CASES,
+                         ids=[f"{n}-{'learned' if l else 'fixed'}" for n, l in CASES])
+@settings(max_examples=20, deadline=None, suppress_health_check=list(HealthCheck))
 @given(problem=problems())
-def test_learning_fit_properties(name, problem):
+def test_fit_predict_properties(name, learn, problem):
     X, y, kernel = problem
-    model = LEARNERS[name](kernel)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", ConvergenceWarning)
-        try:
-            model.fit(X, y)
-        except Exception as err:                   # noqa: BLE001 - the property under test
-            _check_error(err)
-            return
-    low, high = np.log(model.hyperparameter_bounds)
-    theta = model.kernel_.theta
-    assert np.all(theta >= low - 1e-9) and np.all(theta <= high + 1e-9)
-    assert np.isfinite(model.learning_.value)
-    proba = model.predict_proba(X)
-    assert np.all(np.isfinite(proba)) and np.allclose(proba.sum(axis=1), 1.0)
+    model = (LEARNERS if learn else ESTIMATORS)[name](kernel)
+    if not _fits(model, X, y):
+        return
+    assert list(model.classes_) == sorted(set(y.tolist()))
+    pred = model.predict(X)
+    assert set(np.asarray(pred).tolist()) <= set(y.tolist())
+    if hasattr(model, "predict_proba"):
+        proba = model.predict_proba(X)
+        assert proba.shape == (len(y), 2)
+        assert np.all(np.isfinite(proba)) and np.all((proba >= 0) & (proba <= 1))
+        assert np.allclose(proba.sum(axis=1), 1.0)
+    if learn:
+        low, high = np.log(model.hyperparameter_bounds)
+        theta = model.kernel_.theta
+        assert np.all(theta >= low - 1e-9) and np.all(theta <= high + 1e-9)
+        assert np.isfinite(model.learning_.value)
