@@ -56,6 +56,18 @@ def test_editing_an_exported_cell_without_export_fails_the_check(scratch_repo):
     assert run(["tools/tangle.py", "--check"], scratch_repo).returncode == 0
 
 
+def test_a_prose_edit_leaves_the_modules_unchanged(scratch_repo):
+    """Module markers count code cells only: a new Markdown cell renumbers nothing."""
+    chapter_rel, _ = first_exported_chapter()
+    chapter = scratch_repo / chapter_rel
+    text = chapter.read_text()
+    first_cell = text.index("```{code-cell}")
+    chapter.write_text(text[:first_cell] + "A new paragraph.\n\n+++\n\nAnother.\n\n"
+                       + text[first_cell:])
+    result = run(["tools/tangle.py", "--check"], scratch_repo)
+    assert result.returncode == 0, result.stdout + result.stderr   # module text unchanged
+
+
 def test_editing_a_generated_module_fails_the_check(scratch_repo):
     _, module_rel = first_exported_chapter()
     module = scratch_repo / module_rel
