@@ -4,11 +4,16 @@
 # %% book/12_ep.md, code cell 2
 """Expectation propagation for Gaussian-process classification (chapter 12 of the book).
 
-Built from book/12_ep.md, which derives every formula: sites and cavities (Sundararajan &
-Keerthi's eq. 4), moment matching through the mu-derivatives of log Z of chapter 2, sequential
-EP with rank-one updates and parallel EP with damping, site precisions of either sign, the EP
-log marginal likelihood (their eq. 5) and its gradient in the kernel hyperparameters, and the
-leave-one-out predictive probabilities the cavities give for free (their eq. 13).
+Built from book/12_ep.md, which derives every formula: moment matching (Sundararajan &
+Keerthi's eqs 3-4, with the sites, cavities and Gaussian of chapter 8), sequential EP with
+rank-one updates (eq-ep-rank-one) and parallel EP (chapter 9's parallel_sites), the package's
+accelerations of the parallel iteration (Anderson mixing eq-ep-anderson, Newton-type EP
+eq-ep-newton, a low-rank start eq-ep-lowrank; not in the papers), the EP log marginal likelihood
+(their eq. 5) and its gradient in the kernel hyperparameters, and the leave-one-out predictive
+probabilities the cavities give for free (their eq. 13).
+
+Names as in gpc_literate.meanfield: sites exp(nu f - tau f^2 / 2) (``nu``, ``tau``), the
+posterior mean K @ coef, cavities ``mu_cav``, ``var_cav``, derivatives ``d1``, ``d2`` of log Z.
 """
 import copy
 import warnings
@@ -16,198 +21,22 @@ from functools import partial
 
 import numpy as np
 from scipy.linalg import LinAlgError, cholesky, solve_triangular
-from scipy.linalg.blas import dgemm, dsymm, dsymv, dsyrk
-from scipy.linalg.lapack import dlauum, dpotri, dtrtri
+from scipy.linalg.blas import dgemm, dsymm, dsymv
+from scipy.linalg.lapack import dlauum
 
 from gpc_literate.base import (ConvergenceWarning, GPClassifierBase, LearnsHyperparameters,
                                NotFittedError, check_scalar)
 from gpc_literate.kernels import check_kernel, default_kernel
 from gpc_literate.likelihoods import Likelihood, Probit
-from gpc_literate.tap import check_no_conflicting_pair
+from gpc_literate.meanfield import (SELECTED_INVERSE_MIN, ImproperPosteriorError,
+                                    SitePosterior, cavities, site_from_derivatives, site_update)
+from gpc_literate.tap import SiteIteration, check_no_conflicting_pair, parallel_sites, site_change
 
-__all__ = ["tilted_moments", "site_update", "ImproperPosteriorError", "EPPosterior",
-           "ep_log_marginal", "ep_log_marginal_gradient", "run_ep", "adapt_damping", "EP"]
-
-
-# %% book/12_ep.md, code cell 3
-def tilted_moments(likelihood, y, mu_cav, var_cav):
-    """Eq. (eq-ep-tilted): (log Z, mean, variance) of p(y|f) N(f; mu_cav, var_cav) / Z."""
-    log_z, d1, d2 = likelihood.log_Z(y, mu_cav, var_cav)
-    return log_z, mu_cav + var_cav * d1, var_cav * (1.0 + var_cav * d2)
+__all__ = ["run_ep", "run_sequential", "AndersonStep", "NewtonStep", "ep_log_marginal",
+           "ep_log_marginal_gradient", "EP"]
 
 
-def site_update(likelihood, y, mu_cav, var_cav):
-    """Eq. (eq-ep-site-update): the site (nu, tau) that makes cavity x site match the tilted moments.
-
-    tau = -d2 / (1 + var_cav d2), nu = (d1 - mu_cav d2) / (1 + var_cav d2), where d1, d2 are
-    the mu-derivatives of log Z (chapter 2). Vectorised; returns (nu, tau, log_Z, ok), where
-    ``ok`` is False (and nu = tau = 0) wherever the tilted variance var_cav (1 + var_cav d2)
-    is not a positive finite number, so that no NaN can reach the sites.
-    """
-    log_z, d1, d2 = likelihood.log_Z(y, mu_cav, var_cav)
-    ratio = 1.0 + var_cav * d2                 # tilted variance / cavity variance
-    ok = (ratio > 0.0) & np.isfinite(ratio) & np.isfinite(d1) & np.isfinite(log_z)
-    safe = np.where(ok, ratio, 1.0)
-    nu = np.where(ok, (d1 - mu_cav * d2) / safe, 0.0)
-    tau = np.where(ok, -d2 / safe, 0.0)
-    return nu, tau, log_z, ok
-
-
-# %% book/12_ep.md, code cell 6
-class ImproperPosteriorError(LinAlgError):
-    """The sites make K^-1 + diag(site_tau) indefinite: q(f) is not a normalisable Gaussian."""
-
-
-SELECTED_INVERSE_MIN = 1e-5       # eq-ep-diag-selected is used where tau_i Sigma_ii >= this
-
-
-def _mean_and_diag(K, L, s, pos, Knu, SK, rel=SELECTED_INVERSE_MIN):
-    """Eq. (eq-ep-diag-selected): mean and diag Sigma from L^-1 alone, for sites tau >= 0.
-
-    diag Sigma_ii = (1 - (B^-1)_ii) / tau_i where tau_i Sigma_ii >= rel; the other columns
-    (and the zero sites) exactly as K_ii - ||L^-1 S k_i||^2. SK = S K[pos] (p, n).
-    Returns (mean, var, L^-1), with L^-1 None when every site is zero.
-    """
-    w = solve_triangular(L, s * Knu[pos], lower=True, check_finite=False)
-    w = solve_triangular(L, w, lower=True, trans="T", check_finite=False)
-    mean = Knu - SK.T @ w                                  # K S B^-1 S K nu
-    if not pos.size:                                       # all sites zero: q = prior
-        return mean, np.diag(K).copy(), None
-    Linv, info = dtrtri(L, lower=1)
-    if info != 0:
-        raise LinAlgError(f"dtrtri failed (info={info})")
-    var = np.diag(K).copy()
-    tau_var = 1.0 - np.einsum("ij,ij->j", Linv, Linv)      # = tau_i Sigma_ii, positive sites
-    good = tau_var >= rel
-    var[pos[good]] = tau_var[good] / (s[good] ** 2)
-    rest = np.ones(len(var), dtype=bool)
-    rest[pos[good]] = False
-    if rest.any():                                         # exact columns, O(n^2) each
-        Vr = Linv @ SK[:, rest]
-        var[rest] -= np.einsum("ij,ij->j", Vr, Vr)
-    return mean, var, Linv
-
-
-def _cavities(mean, var, nu, tau):
-    """Eq. (eq-ep-cavity) from marginals (mean, var) and sites: (mu_cav, var_cav, proper)."""
-    tau_cav = 1.0 / var - tau
-    proper = tau_cav > 0.0
-    var_cav = np.full_like(tau_cav, np.inf)
-    var_cav[proper] = 1.0 / tau_cav[proper]
-    mu_cav = mean.copy()
-    mu_cav[proper] = var_cav[proper] * (mean[proper] / var[proper] - nu[proper])
-    return mu_cav, var_cav, proper
-
-
-class EPPosterior:
-    """Eqs (eq-ep-posterior-chol), (eq-ep-negative): q(f) = N(mean, Sigma) from N(0, K) and the sites.
-
-    Sigma = (K^-1 + T)^-1 and mean = Sigma nu, T = diag(site_tau), for site precisions of
-    either sign, without inverting K. The non-negative ones enter B = I + S K S = L L^T,
-    S = diag(sqrt(max(tau, 0))); the m negative ones a second Cholesky factorisation, of the
-    m x m matrix C = I - R Sigma_+ R with R = diag(sqrt(-tau_neg)), which fails, raising
-    ImproperPosteriorError, exactly when q is not normalisable.
-
-    Attributes: ``mean``, ``var`` (diag Sigma), ``g`` (= nu - T mean, so mean = K g),
-    ``logdet`` (= log det(I + K T)), ``nu``, ``tau``, ``Sigma`` when ``full=True``, and
-    ``Linv`` (= L^-1, lower triangular) when ``keep_inverse=True`` and it was computed
-    (no negative sites, not ``full``), else None.
-    """
-
-    def __init__(self, K, site_nu, site_tau, *, full=False, keep_inverse=False):
-        K = np.asarray(K, dtype=float)
-        nu = np.array(site_nu, dtype=float)
-        tau = np.array(site_tau, dtype=float)
-        n = len(tau)
-        pos = np.flatnonzero(tau > 0.0)          # zero sites carry no information: left out
-        every = pos.size == n
-        s = np.sqrt(tau[pos])
-        K_p = K if every else K[pos]                           # rows of the positive sites
-        SK = s[:, None] * K_p                                  # S K, shape (p, n)
-        B = SK[:, pos] * s[None, :] if not every else SK * s[None, :]
-        B[np.diag_indices(pos.size)] += 1.0
-        L = cholesky(B, lower=True, overwrite_a=True, check_finite=False)  # I + PSD
-        logdet = 2.0 * np.sum(np.log(np.diag(L)))
-        Knu = K @ nu
-        Linv = None
-        if full or np.any(tau < 0.0):         # the whole of V = L^-1 S K is needed below
-            V = solve_triangular(L, SK, lower=True, overwrite_b=True, check_finite=False)
-            mean = Knu - V.T @ solve_triangular(L, s * Knu[pos], lower=True, check_finite=False)
-            var = np.diag(K) - np.einsum("ij,ij->j", V, V)
-        else:                                  # eq-ep-diag-selected: diag only, no V
-            mean, var, Linv = _mean_and_diag(K, L, s, pos, Knu, SK)
-        Sigma = None
-        if full:                                               # Sigma_+ = K - V^T V
-            Sigma = dsyrk(-1.0, V.T, beta=1.0, c=np.array(K, order="F"), lower=1,
-                          overwrite_c=1)
-            Sigma = np.asfortranarray(np.tril(Sigma) + np.tril(Sigma, -1).T)
-        self.G = None
-        neg = np.flatnonzero(tau < 0.0)
-        if neg.size:
-            r = np.sqrt(-tau[neg])
-            Sp = K[neg] - V[:, neg].T @ V                      # rows neg of Sigma_+
-            C = -(r[:, None] * Sp[:, neg] * r[None, :])
-            C[np.diag_indices(neg.size)] += 1.0
-            try:
-                Lc = cholesky(C, lower=True, check_finite=False)
-            except LinAlgError:
-                raise ImproperPosteriorError(
-                    f"{neg.size} negative site precision(s) make the EP posterior improper "
-                    "(K^-1 + diag(site_tau) is not positive definite)") from None
-            U = solve_triangular(Lc, r[:, None] * Sp, lower=True, check_finite=False)
-            mean = mean + U.T @ solve_triangular(Lc, r * mean[neg], lower=True,
-                                                 check_finite=False)
-            var = var + np.einsum("ij,ij->j", U, U)
-            logdet += 2.0 * np.sum(np.log(np.diag(Lc)))
-            if full:
-                Sigma += U.T @ U
-            # A = (K + T^-1)^-1 = A_+ - G^T G,  G = Lc^-1 R (I - K A_+)[neg, :]
-            AK = s[:, None] * solve_triangular(L, V[:, neg], lower=True, trans="T",
-                                               check_finite=False)   # (A_+ K)[pos, neg]
-            P = np.zeros((neg.size, n))
-            P[:, pos] = -AK.T
-            P[np.arange(neg.size), neg] += 1.0
-            self.G = solve_triangular(Lc, r[:, None] * P, lower=True, check_finite=False)
-        if not (np.all(var > 0.0) and np.all(np.isfinite(mean)) and np.isfinite(logdet)):
-            raise ImproperPosteriorError("the EP posterior has a non-positive variance")
-        self.nu, self.tau, self.pos, self.s, self.L = nu, tau, pos, s, L
-        self.Linv = Linv if keep_inverse else None
-        self.mean, self.var, self.logdet, self.Sigma = mean, var, logdet, Sigma
-        self.g = nu - tau * mean
-
-    def cavities(self):
-        """Eq. (eq-ep-cavity), S&K eq. 4: cavity means and variances, and which cavities are proper.
-
-        Where the cavity precision 1/var - tau is not positive the cavity is improper: its
-        variance is reported as inf and its mean as the posterior mean.
-        """
-        return _cavities(self.mean, self.var, self.nu, self.tau)
-
-    def quad_A(self, Kx):
-        """diag(Kx^T A Kx) for A = (K + T^-1)^-1 and Kx of shape (n, m) (eq. eq-ep-predict)."""
-        W = solve_triangular(self.L, self.s[:, None] * Kx[self.pos], lower=True,
-                             check_finite=False)
-        out = np.einsum("ij,ij->j", W, W)
-        if self.G is not None:
-            GK = self.G @ Kx
-            out -= np.einsum("ij,ij->j", GK, GK)
-        return out
-
-    def dense_A(self):
-        """A = (K + T^-1)^-1 = T - T Sigma T as a dense n x n matrix (eq. eq-ep-gradient)."""
-        n, pos = len(self.tau), self.pos
-        A = np.zeros((n, n))
-        inv, info = dpotri(self.L, lower=1) if pos.size else (np.zeros((0, 0)), 0)
-        if info != 0:
-            raise LinAlgError(f"dpotri failed (info={info})")
-        A[np.ix_(pos, pos)] = ((np.tril(inv) + np.tril(inv, -1).T)
-                               * self.s[:, None] * self.s[None, :])
-        if self.G is not None:
-            A -= self.G.T @ self.G
-        return A
-
-
-# %% book/12_ep.md, code cell 8
+# %% book/12_ep.md, code cell 5
 def _sequential_sweep(Sigma, mean, nu, tau, y, likelihood, damping, block=128):
     """One sweep of sequential EP, eq. (eq-ep-rank-one), updating Sigma, mean, nu, tau in place.
 
@@ -225,20 +54,17 @@ def _sequential_sweep(Sigma, mean, nu, tau, y, likelihood, damping, block=128):
         for i in range(start, min(start + block, n)):
             col = Sigma[:, i] - S[:, :k] @ (c[:k] * S[i, :k])
             var_i, mean_i = col[i], mean[i]
-            tau_cav = 1.0 / var_i - tau[i]
-            if not tau_cav > 0.0:                 # improper cavity: leave the site alone
+            mu_cav, var_cav, proper = cavities(mean_i, var_i, nu[i] - tau[i] * mean_i, tau[i])
+            if not proper:                        # improper cavity: leave the site alone
                 refused += 1
                 continue
-            var_cav = 1.0 / tau_cav
-            mu_cav = var_cav * (mean_i / var_i - nu[i])
             _, d1, d2 = likelihood.log_Z(y[i], mu_cav, var_cav)
-            ratio = 1.0 + var_cav * d2
-            if not (0.0 < ratio < np.inf and np.isfinite(d1)):
+            nu_new, tau_new, ok = site_from_derivatives(mu_cav, var_cav, d1, d2)
+            if not ok:
                 refused += 1
                 continue
-            d_tau = -d2 / ratio - tau[i]
-            d_nu = (d1 - mu_cav * d2) / ratio - nu[i]
-            change = max(change, abs(d_tau) * var_cav, abs(d_nu) * np.sqrt(var_cav))
+            d_tau, d_nu = tau_new - tau[i], nu_new - nu[i]
+            change = max(change, site_change(d_nu, d_tau, var_cav))
             d_tau *= damping
             d_nu *= damping
             denom = 1.0 + d_tau * var_i           # = var_i / (new var_i) > 0
@@ -254,21 +80,20 @@ def _sequential_sweep(Sigma, mean, nu, tau, y, likelihood, damping, block=128):
     return change, refused
 
 
-# %% book/12_ep.md, code cell 10
+# %% book/12_ep.md, code cell 7
+_METHODS = ("sequential", "parallel", "anderson", "newton")
+
+
 def run_ep(K, y, likelihood, site_nu=None, site_tau=None, *, method="sequential", damping=1.0,
            max_sweeps=100, tol=1e-8, lowrank_start=True):
-    """Eqs (eq-ep-rank-one), (eq-ep-parallel), (eq-ep-converged): EP on covariance K and labels y.
+    """Eqs (eq-ep-rank-one), (eq-sites-parallel), (eq-sites-converged): EP on covariance K and labels y.
 
-    ``method`` "sequential", "parallel", "anderson" (parallel, accelerated) or "newton"
-    (parallel with a linear-response inner loop, eq. eq-ep-newton), started from the sites
+    ``method`` "sequential", "parallel" (``parallel_sites``), "anderson" (parallel with
+    AndersonStep) or "newton" (parallel with NewtonStep, eq-ep-newton), started from the sites
     (site_nu, site_tau) (default: all zero, i.e. q = prior); ``damping``, ``max_sweeps`` and
     ``tol`` as in ``EP``. With ``lowrank_start``, "newton" first runs EP, from the given
-    sites, on a low-rank approximation of K when K has one (eq. eq-ep-lowrank), and starts
-    from the sites found there.
-
-    Convergence: the largest *undamped* site change max(|d tau| var_cav, |d nu| sqrt(var_cav))
-    falls below ``tol`` with no refused update. Returns (EPPosterior, n_iter, converged,
-    n_refused, history of the changes).
+    sites, on a low-rank approximation of K when K has one (eq-ep-lowrank), and starts from
+    the sites found there. Returns a SiteIteration.
     """
     n = len(y)
     nu = np.zeros(n) if site_nu is None else np.array(site_nu, dtype=float)
@@ -279,159 +104,93 @@ def run_ep(K, y, likelihood, site_nu=None, site_tau=None, *, method="sequential"
         raise ValueError(f"method must be one of {_METHODS}; got {method!r}")
     K, y = np.asarray(K, dtype=float), np.asarray(y, dtype=float)
     if method == "sequential":
-        return _run_sequential(K, y, likelihood, nu, tau, damping, max_sweeps, tol)
-    if method == "newton" and lowrank_start:
-        start = _lowrank_start(K, y, likelihood, nu, tau, tol)
-        if start is not None:
-            nu, tau = start
-    memory = ANDERSON_MEMORY if method == "anderson" else 0
-    return _run_parallel(K, y, likelihood, nu, tau, damping, max_sweeps, tol, memory,
-                         newton=method == "newton")
+        return run_sequential(K, y, likelihood, nu, tau, damping, max_sweeps, tol)
+    step = None
+    if method == "anderson":
+        step = AndersonStep()
+    elif method == "newton":
+        start = _lowrank_start(K, y, likelihood, nu, tau, tol) if lowrank_start else None
+        nu, tau = (nu, tau) if start is None else start
+        step = NewtonStep(K, likelihood, y, tol)
+    return parallel_sites(K, y, likelihood, nu, tau, damping=damping, max_iter=max_sweeps,
+                          tol=tol, step=step)
 
 
-_METHODS = ("sequential", "parallel", "anderson", "newton")
-ANDERSON_MEMORY = 5
-
-
-def _site_change(d_nu, d_tau, var_cav):
-    """Eq. (eq-ep-converged): the largest site change, max(|d tau| var_cav, |d nu| sqrt(var_cav))."""
-    return float(np.max(np.maximum(np.abs(d_tau) * var_cav, np.abs(d_nu) * np.sqrt(var_cav))))
-
-
-def _run_sequential(K, y, likelihood, nu, tau, damping, max_sweeps, tol):
+def run_sequential(K, y, likelihood, nu, tau, damping, max_sweeps, tol):
     """Sequential EP, eq. (eq-ep-rank-one), with a fresh factorisation after every sweep."""
-    post = EPPosterior(K, nu, tau, full=True)
+    post, nu, tau = SitePosterior(K, nu, tau, full=True), nu.copy(), tau.copy()
     history, refused, sweep = [], 0, 0
     for sweep in range(1, max_sweeps + 1):
         change, refused = _sequential_sweep(post.Sigma, post.mean.copy(), nu, tau, y,
                                             likelihood, damping)
         history.append(change)
-        post = EPPosterior(K, nu, tau, full=True)   # fresh Cholesky: no accumulated drift
+        post = SitePosterior(K, nu, tau, full=True)   # fresh Cholesky: no accumulated drift
         if change < tol and refused == 0:
-            return post, sweep, True, refused, np.array(history)
-    return post, sweep, False, refused, np.array(history)
-
-
-DAMPING_FLOOR = 1.0 / 64.0         # the adaptive damping never falls below damping / 64
-
-
-def adapt_damping(eta, damping, history):
-    """Eq. (eq-ep-adaptive-damping): the next step size from the site changes so far.
-
-    Halved (down to damping * DAMPING_FLOOR) when the last change exceeds the one before,
-    raised by a quarter (up to ``damping``) when it fell.
-    """
-    if len(history) < 2:
-        return eta
-    if history[-1] > history[-2]:
-        return max(0.5 * eta, damping * DAMPING_FLOOR)
-    return min(1.25 * eta, damping)
-
-
-def _run_parallel(K, y, likelihood, nu, tau, damping, max_sweeps, tol, memory=0, newton=False):
-    """Parallel EP, eq. (eq-ep-parallel): all sites from one posterior, one factorisation each.
-
-    ``memory`` > 0: Anderson acceleration, eq. (eq-ep-anderson), over that many past steps.
-    ``newton``: Newton-type EP (section sec-ep-newton), the step to the fixed point of EP on
-    the linear-response model eq-ep-newton (the plain step from the prior and after a
-    refused update).
-    """
-    post = EPPosterior(K, nu, tau, keep_inverse=newton)
-    history, refused = [], 0
-    past_x, past_r = [], []                   # Anderson: past iterates and residuals
-    eta = damping                             # the adaptive damping (eq-ep-adaptive-damping)
-    for it in range(max_sweeps + 1):
-        mu_cav, var_cav, proper = post.cavities()
-        v = np.where(proper, var_cav, 1.0)
-        nu_new, tau_new, _, ok = site_update(likelihood, y, np.where(proper, mu_cav, 0.0), v)
-        ok &= proper
-        refused = int(np.sum(~ok))
-        d_nu = np.where(ok, nu_new - nu, 0.0)
-        d_tau = np.where(ok, tau_new - tau, 0.0)
-        change = _site_change(d_nu, d_tau, v)
-        history.append(change)
-        if change < tol and refused == 0:
-            post.Linv = None
-            return post, it, True, refused, np.array(history)
-        if it == max_sweeps:
             break
-        if not memory:
-            eta = adapt_damping(eta, damping, history)
-        s_nu, s_tau = eta * d_nu, eta * d_tau                    # the plain damped step
-        if newton and refused == 0 and post.pos.size:
-            t_nu, t_tau = _newton_inner(K, post, likelihood, y, nu + d_nu, tau + d_tau, tol)
-            s_nu, s_tau = eta * (t_nu - nu), eta * (t_tau - tau)
-        elif memory:
-            s_nu, s_tau = _anderson_step(past_x, past_r, nu, tau, d_nu, d_tau, v, damping,
-                                         memory, refused, (s_nu, s_tau))
-        step = 1.0
-        for _ in range(40):            # halve the step while the new posterior is improper
-            try:
-                post = EPPosterior(K, nu + step * s_nu, tau + step * s_tau, keep_inverse=newton)
-                break
-            except ImproperPosteriorError:
-                step *= 0.5
-                past_x.clear()
-                past_r.clear()
-        else:
-            break
-        nu += step * s_nu
-        tau += step * s_tau
-    post.Linv = None
-    return post, it, False, refused, np.array(history)
+    converged = history[-1] < tol and refused == 0
+    return SiteIteration(post, sweep, converged, refused, np.array(history), sweep + 1)
 
 
-def _anderson_step(past_x, past_r, nu, tau, d_nu, d_tau, v, damping, memory, refused, plain):
-    """Eq. (eq-ep-anderson): the Anderson-mixed step from the last ``memory`` residuals.
+# %% book/12_ep.md, code cell 13
+ANDERSON_MEMORY = 5
 
-    Residuals are weighted as in eq-ep-converged (|d tau| v, |d nu| sqrt(v)). Falls back to
-    the ``plain`` step, and forgets the history, after a refused update or when the mixed
-    step would make a site precision negative that the plain step keeps non-negative.
+
+class AndersonStep:
+    """Eq. (eq-ep-anderson): Anderson mixing of the last ``memory`` iterates, a step rule for parallel_sites.
+
+    Residuals are weighted as in eq-sites-converged (|d tau| var_cav, |d nu| sqrt(var_cav)).
+    Falls back to the plain damped step, and forgets the history, after a refused update, an
+    improper proposal (``reset``), or when the mixed step would make a site precision
+    negative that the plain step keeps non-negative. Uses a fixed damping.
     """
-    w = np.concatenate([np.sqrt(v), v])
-    x, r = np.concatenate([nu, tau]), np.concatenate([d_nu, d_tau])
-    if refused:
-        past_x.clear()
-        past_r.clear()
-        return plain
-    if past_x:
-        dX = (x - np.array(past_x)).T                     # columns x_k - x_j
-        dR = (r - np.array(past_r)).T
-        gamma = np.linalg.lstsq(w[:, None] * dR, w * r, rcond=1e-12)[0]
-        step = damping * r - (dX + damping * dR) @ gamma
-    else:
-        step = damping * r
-    past_x.append(x)
-    past_r.append(r)
-    if len(past_x) > memory:
-        past_x.pop(0)
-        past_r.pop(0)
-    n = len(nu)
-    s_nu, s_tau = step[:n], step[n:]
-    if np.any((tau + s_tau < 0.0) & (tau + plain[1] >= 0.0)):
-        past_x.clear()
-        past_r.clear()
-        return plain
-    return s_nu, s_tau
+
+    adapts_damping = False
+    keep_inverse = False
+
+    def __init__(self, memory=ANDERSON_MEMORY):
+        self.memory, self.past_x, self.past_r = memory, [], []
+
+    def reset(self):
+        self.past_x, self.past_r = [], []
+
+    def __call__(self, posterior, proposal, eta):
+        nu, tau, d_nu, d_tau, v, refused = proposal
+        plain = (eta * d_nu, eta * d_tau)
+        if refused:
+            self.reset()
+            return plain
+        w = np.concatenate([np.sqrt(v), v])
+        x, r = np.concatenate([nu, tau]), np.concatenate([d_nu, d_tau])
+        step = eta * r
+        if self.past_x:
+            dX = (x - np.array(self.past_x)).T                 # columns x_k - x_j
+            dR = (r - np.array(self.past_r)).T
+            gamma = np.linalg.lstsq(w[:, None] * dR, w * r, rcond=1e-12)[0]
+            step = step - (dX + eta * dR) @ gamma
+        self.past_x, self.past_r = (self.past_x + [x])[-self.memory:], (self.past_r + [r])[-self.memory:]
+        s_nu, s_tau = step[:len(nu)], step[len(nu):]
+        if np.any((tau + s_tau < 0.0) & (tau + plain[1] >= 0.0)):
+            self.reset()
+            return plain
+        return s_nu, s_tau
 
 
-# %% book/12_ep.md, code cell 18
+# %% book/12_ep.md, code cell 16
 NEWTON_INNER = 100                 # inner (model) iterations per outer iteration, at most
 
 
 def _sigma_lower(K, post, rel=SELECTED_INVERSE_MIN):
     """Eq. (eq-ep-sigma-inverse): Sigma of ``post`` (lower triangle valid), for the Newton model.
 
-    From L^-1 (``post.Linv``, consumed) as S^-1 (I - L^-T L^-1) S^-1 when every site is
+    From L^-1 (``post.Linv``, left unchanged) as S^-1 (I - L^-T L^-1) S^-1 when every site is
     positive, with the columns where tau_i Sigma_ii < rel computed as k_i - K S B^-1 S k_i;
-    otherwise (zero or negative sites, or no L^-1) the full Sigma of eq-ep-posterior-chol.
+    otherwise (zero or negative sites, or no L^-1) the full Sigma of eq-sites-chol.
     """
     n = len(post.tau)
     if post.Linv is None or post.pos.size != n:
-        return EPPosterior(K, post.nu, post.tau, full=True).Sigma
-    s, Linv = post.s, post.Linv
-    post.Linv = None                                      # overwritten by dlauum below
-    Binv, info = dlauum(Linv, lower=1, overwrite_c=1)     # lower triangle of L^-T L^-1
+        return SitePosterior(K, post.nu, post.tau, full=True).Sigma
+    s = post.s
+    Binv, info = dlauum(post.Linv, lower=1)               # lower triangle of L^-T L^-1
     if info != 0:
         raise LinAlgError(f"dlauum failed (info={info})")
     rest = np.flatnonzero(1.0 - np.diag(Binv) < rel)      # tau_i Sigma_ii = 1 - (B^-1)_ii
@@ -462,17 +221,7 @@ def _newton_model(Sigma, P, post, nu, tau):
     return mean, var
 
 
-def _newton_inner(K, post, likelihood, y, nu, tau, tol):
-    """EP on the model eq-ep-newton around ``post``, from the sites (nu, tau), to a change of tol / 100.
-
-    Returns those sites, or the last iterate whose model marginals and cavities were proper.
-    """
-    Sigma = _sigma_lower(K, post)
-    sites, _ = _ep_on_model(partial(_newton_model, Sigma, Sigma * Sigma, post), likelihood, y,
-                            nu, tau, 1e-2 * tol, NEWTON_INNER)
-    return sites
-
-
+# %% book/12_ep.md, code cell 17
 def _ep_on_model(marginals, likelihood, y, nu, tau, eps, max_iter):
     """Anderson-accelerated parallel EP on a model of the marginals, from the sites (nu, tau).
 
@@ -481,8 +230,7 @@ def _ep_on_model(marginals, likelihood, y, nu, tau, eps, max_iter):
     whose marginals, cavities and site updates were sound (the start if none was), or the
     iterate reached after ``max_iter`` iterations.
     """
-    past_x, past_r = [], []
-    last = (nu, tau)
+    mixer, last = AndersonStep(), (nu, tau)
     for _ in range(max_iter):
         try:
             mean, var = marginals(nu, tau)
@@ -490,7 +238,7 @@ def _ep_on_model(marginals, likelihood, y, nu, tau, eps, max_iter):
             return last, False
         if not (np.all(np.isfinite(var) & (var > 0.0)) and np.all(np.isfinite(mean))):
             return last, False
-        mu_cav, var_cav, proper = _cavities(mean, var, nu, tau)
+        mu_cav, var_cav, proper = cavities(mean, var, nu - tau * mean, tau)
         if not proper.all():
             return last, False
         nu_new, tau_new, _, ok = site_update(likelihood, y, mu_cav, var_cav)
@@ -498,15 +246,42 @@ def _ep_on_model(marginals, likelihood, y, nu, tau, eps, max_iter):
             return last, False
         last = (nu, tau)
         d_nu, d_tau = nu_new - nu, tau_new - tau
-        if _site_change(d_nu, d_tau, var_cav) < eps:
+        if site_change(d_nu, d_tau, var_cav) < eps:
             return (nu_new, tau_new), True
-        s_nu, s_tau = _anderson_step(past_x, past_r, nu, tau, d_nu, d_tau, var_cav, 1.0,
-                                     ANDERSON_MEMORY, 0, (d_nu, d_tau))
+        s_nu, s_tau = mixer(None, (nu, tau, d_nu, d_tau, var_cav, 0), 1.0)
         nu, tau = nu + s_nu, tau + s_tau
     return (nu, tau), False
 
 
-# %% book/12_ep.md, code cell 19
+class NewtonStep:
+    """Newton-type EP (section sec-ep-newton), a step rule for parallel_sites.
+
+    The step towards the fixed point of EP on the linear-response model eq-ep-newton around
+    the current posterior, found by ``_ep_on_model`` to a change of tol / 100 from the plain
+    proposal; the plain damped step after a refused update or from the prior.
+    """
+
+    adapts_damping = True
+    keep_inverse = True
+
+    def __init__(self, K, likelihood, y, tol):
+        self.K, self.likelihood, self.y, self.tol = K, likelihood, y, tol
+
+    def reset(self):
+        pass
+
+    def __call__(self, posterior, proposal, eta):
+        nu, tau, d_nu, d_tau, _, refused = proposal
+        if refused or not posterior.pos.size:
+            return eta * d_nu, eta * d_tau
+        Sigma = _sigma_lower(self.K, posterior)
+        (t_nu, t_tau), _ = _ep_on_model(partial(_newton_model, Sigma, Sigma * Sigma, posterior),
+                                        self.likelihood, self.y, nu + d_nu, tau + d_tau,
+                                        1e-2 * self.tol, NEWTON_INNER)
+        return eta * (t_nu - nu), eta * (t_tau - tau)
+
+
+# %% book/12_ep.md, code cell 18
 LOWRANK_TOL = 1e-6                # use the start only if K is this close (relative) to low rank
 LOWRANK_MAX_FRACTION = 8          # ... at rank n / this at most
 LOWRANK_MAX_ITER = 100            # parallel EP iterations on the low-rank prior, at most
@@ -576,7 +351,7 @@ def _lowrank_start(K, y, likelihood, nu, tau, tol=1e-8):
     return (nu, tau) if np.all(tau >= 0.0) else None
 
 
-# %% book/12_ep.md, code cell 22
+# %% book/12_ep.md, code cell 21
 def ep_log_marginal(post, likelihood, y, mu_cav, var_cav):
     """Eq. (eq-ep-logz-stable), S&K eq. 5: log Z_EP from the posterior, the sites and the cavities.
 
@@ -591,18 +366,18 @@ def ep_log_marginal(post, likelihood, y, mu_cav, var_cav):
     return float(np.sum(log_z) - 0.5 * post.logdet + 0.5 * nu @ post.mean + 0.5 * np.sum(c))
 
 
-# %% book/12_ep.md, code cell 24
+# %% book/12_ep.md, code cell 23
 def ep_log_marginal_gradient(post, dK):
-    """Eq. (eq-ep-gradient): d log Z_EP/d theta_j = g^T dK_j g/2 - tr(A dK_j)/2 at a fixed point of EP.
+    """Eq. (eq-ep-gradient): d log Z_EP/d theta_j = c^T dK_j c/2 - tr(A dK_j)/2 at a fixed point of EP.
 
-    ``dK`` of shape (n, n, p) as returned by ``Kernel.gradient``; g = ``post.g``, A = (K + T^-1)^-1.
+    ``dK`` of shape (n, n, p) as returned by ``Kernel.gradient``; c = ``post.coef``, A = (K + T^-1)^-1.
     """
-    g = post.g
-    return (0.5 * np.einsum("i,ijk,j->k", g, dK, g)
-            - 0.5 * np.einsum("ijk,ij->k", dK, post.dense_A()))
+    c = post.coef
+    return (0.5 * np.einsum("i,ijk,j->k", c, dK, c)
+            - 0.5 * np.einsum("ijk,ij->k", dK, post.inverse_sum()))
 
 
-# %% book/12_ep.md, code cell 26
+# %% book/12_ep.md, code cell 25
 class EP(LearnsHyperparameters, GPClassifierBase):
     """Gaussian-process classifier by expectation propagation, S&K eqs 3-5 and 13 (chapter 12).
 
@@ -624,7 +399,7 @@ class EP(LearnsHyperparameters, GPClassifierBase):
         on many where sequential EP oscillated).
     damping : float in (0, 1]
         Fraction of each site update, in natural parameters, that is applied (1 = undamped);
-        parallel and Newton-type EP adapt it, never above this value (eq-ep-adaptive-damping).
+        parallel and Newton-type EP adapt it, never above this value (eq-sites-adaptive-damping).
     max_sweeps : int >= 1
         Maximum number of sweeps (sequential) or iterations (parallel).
     tol : float > 0
@@ -709,22 +484,21 @@ class EP(LearnsHyperparameters, GPClassifierBase):
                   "likelihood: use one with more noise (larger noise_var or kappa), or a "
                   "smaller damping")
         try:
-            post, n_iter, converged, refused, history = run_ep(
-                K, y_pm, lik, site_nu_init, site_tau_init, **self._options())
+            run = run_ep(K, y_pm, lik, site_nu_init, site_tau_init, **self._options())
         except ImproperPosteriorError as err:
             raise ImproperPosteriorError(f"{err}{advice}") from None
         except LinAlgError:
             raise ImproperPosteriorError("EP broke down: a factorisation of the EP posterior "
                                          f"failed{advice}") from None
-        if not converged:
+        if not run.converged:
             unit = "sweeps" if self.method == "sequential" else "iterations"
             warnings.warn(f"EP ({self.method}, damping={self.damping}) did not converge in "
-                          f"{n_iter} {unit}: last undamped site change {history[-1]:.3g} "
-                          f"(tol={self.tol:g}), {refused} site update(s) refused",
-                          ConvergenceWarning, stacklevel=3)
-        self.n_iter_, self.converged_, self.n_refused_ = n_iter, converged, refused
-        self.change_history_ = history
-        self._store(post)
+                          f"{run.n_iter} {unit}: last undamped site change "
+                          f"{run.history[-1]:.3g} (tol={self.tol:g}), {run.n_refused} site "
+                          "update(s) refused", ConvergenceWarning, stacklevel=3)
+        self.n_iter_, self.converged_, self.n_refused_ = run.n_iter, run.converged, run.n_refused
+        self.change_history_ = run.history
+        self._store(run.posterior)
 
     def _store(self, post):
         """Fitted attributes from the posterior of the final sites."""
@@ -737,7 +511,7 @@ class EP(LearnsHyperparameters, GPClassifierBase):
         self.site_mean_ = np.where(nonzero, post.nu * np.where(nonzero, self.site_var_, 0.0), 0.0)
         self.mu_cav_, self.var_cav_ = mu_cav, var_cav
         self.posterior_mean_, self.posterior_var_ = post.mean.copy(), post.var.copy()
-        self.alpha_ = self.y_train_ * post.g
+        self.alpha_ = self.y_train_ * post.coef
         self.loo_decision_ = mu_cav
         self.loo_error_ = float(np.mean(self.y_train_ * mu_cav <= 0.0))
         self.log_marginal_likelihood_ = (
@@ -762,10 +536,10 @@ class EP(LearnsHyperparameters, GPClassifierBase):
             kernel, post, value = self.kernel_, self._post, self.log_marginal_likelihood_
         else:
             kernel = self.kernel_.with_theta(theta)
-            post, _, converged, _, _ = run_ep(kernel(self.X_train_), self.y_train_,
-                                              self.likelihood_, self.site_nu_, self.site_tau_,
-                                              **self._options())
-            if not converged:
+            run = run_ep(kernel(self.X_train_), self.y_train_, self.likelihood_, self.site_nu_,
+                         self.site_tau_, **self._options())
+            post = run.posterior
+            if not run.converged:
                 warnings.warn(f"EP did not converge at theta={np.asarray(theta)}",
                               ConvergenceWarning, stacklevel=2)
             mu_cav, var_cav, proper = post.cavities()
@@ -776,7 +550,7 @@ class EP(LearnsHyperparameters, GPClassifierBase):
         return value, ep_log_marginal_gradient(post, kernel.gradient(self.X_train_))
 
     def cavities(self, theta=None):
-        """Eq. (eq-ep-cavity) with the fitted sites held fixed: (mu_cav, var_cav) at kernel log-hyperparameters theta.
+        """Eq. (eq-sites-cavity) with the fitted sites held fixed: (mu_cav, var_cav) at kernel log-hyperparameters theta.
 
         Sundararajan & Keerthi's M-step keeps the sites of the last EP run and moves theta;
         theta=None returns the fitted ``mu_cav_``, ``var_cav_``.
@@ -785,7 +559,7 @@ class EP(LearnsHyperparameters, GPClassifierBase):
         if theta is None:
             return self.mu_cav_.copy(), self.var_cav_.copy()
         K = self.kernel_.with_theta(theta)(self.X_train_)
-        mu_cav, var_cav, _ = EPPosterior(K, self.site_nu_, self.site_tau_).cavities()
+        mu_cav, var_cav, _ = SitePosterior(K, self.site_nu_, self.site_tau_).cavities()
         return mu_cav, var_cav
 
     # -- prediction ------------------------------------------------------------------------
@@ -793,12 +567,12 @@ class EP(LearnsHyperparameters, GPClassifierBase):
         """Eq. (eq-ep-predict): mean and variance of the latent f(x) under q at each row of X."""
         X = self._check_predict_input(X)
         Ks = self.kernel_(self.X_train_, X)
-        mean = Ks.T @ self._post.g
-        var = self.kernel_.diag(X) - self._post.quad_A(Ks)
+        mean = Ks.T @ self._post.coef
+        var = self.kernel_.diag(X) - self._post.inverse_sum_quad(Ks)
         return mean, np.maximum(var, 0.0)
 
     def _decision_function(self, X):
-        return self.kernel_(X, self.X_train_) @ self._post.g
+        return self.kernel_(X, self.X_train_) @ self._post.coef
 
     def _predict_proba_positive(self, X):
         return self.likelihood_.predictive(*self.predict_latent(X))

@@ -9,14 +9,29 @@ the naive mean-field equations for the embedding strengths (eq-mf-alpha, O&W eq.
 Algorithm 17.1 with its adaptive learning rate (eq-mf-update), Newton's method for the same
 equations (eq-mf-newton) with a test for their solvability (eq-mf-feasible), the linear-response
 leave-one-out estimator (eq-mf-loo, O&W eqs. 17.41-17.42) in a stable form
-(eq-mf-loo-stable), the Gaussian with diagonal sites that it shares with the TAP theory
-(eq-mf-sites), and the classifier ``NaiveMeanField``.
+(eq-mf-loo-stable), and the classifier ``NaiveMeanField``.
+
+It also builds the Gaussian-site layer that naive mean field, TAP (chapter 9) and expectation
+propagation (chapter 12) share (section sec-sites): the prior times Gaussian sites
+(eq-sites-posterior) as ``SitePosterior``, computed by Cholesky factorisations for site
+precisions of either sign (eq-sites-chol, eq-sites-diag-selected, eq-sites-negative) with
+improper posteriors detected, its cavities (eq-sites-cavity, ``cavities``), and the site that
+matches a tilted distribution (eq-sites-update, ``site_update``).
+
+Names used throughout the package: a site is exp(nu f - tau f^2 / 2) (``nu``, ``tau``, or
+``site_nu``, ``site_tau``); the posterior mean is K @ coef (``coef`` = y * alpha); cavity
+means and variances are ``mu_cav``, ``var_cav``; d1, d2 are the mu-derivatives of log Z and
+w = -d2 the curvature.
 """
 import warnings
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
-from scipy.linalg import LinAlgWarning, cholesky, lu_factor, lu_solve, solve_triangular
+from scipy.linalg import (LinAlgError, LinAlgWarning, cholesky, lu_factor, lu_solve,
+                          solve_triangular)
+from scipy.linalg.blas import dsyrk
+from scipy.linalg.lapack import dpotri, dtrtri
 from scipy.optimize import linprog
 
 from gpc_literate.base import (ConvergenceWarning, GPClassifierBase, LearnsHyperparameters,
@@ -25,7 +40,11 @@ from gpc_literate.kernels import check_kernel, default_kernel
 from gpc_literate.likelihoods import StepFlip
 
 __all__ = ["embedding_strength", "NaiveMFResult", "naive_mean_field", "naive_residual",
-           "SitePosterior", "naive_loo", "NaiveMeanField"]
+           "tilted_moments", "site_from_derivatives", "site_update", "cavities",
+           "ImproperPosteriorError", "SELECTED_INVERSE_MIN", "selected_variances",
+           "PositiveSites", "positive_site_marginals", "negative_site_correction",
+           "SitePosterior",
+           "naive_loo", "NaiveMeanField"]
 
 
 # %% book/08_naive_mean_field.md, code cell 3
@@ -40,7 +59,10 @@ def embedding_strength(z, kappa=0.0):
 
 # %% book/08_naive_mean_field.md, code cell 7
 def _naive_update(K, k_diag, y, alpha, likelihood):
-    """<f> = K (y alpha), cavity fields mu_i = <f_i> - k_ii y_i alpha_i, and the right side of eq-mf-alpha."""
+    """<f> = K (y alpha), cavity fields mu_i = <f_i> - k_ii y_i alpha_i, the right side of eq-mf-alpha, w.
+
+    w_i = -d^2 log Z_i / d mu^2 at the cavity field, the curvature in eq-mf-newton.
+    """
     f = K @ (y * alpha)
     mu = f - k_diag * y * alpha
     _, dlogz, d2logz = likelihood.log_Z(y, mu, k_diag)
@@ -140,7 +162,7 @@ def naive_mean_field(K, y, likelihood, *, alpha_init=None, max_iter=10_000, tol=
     newton = method == "newton"
     noise_free = newton and isinstance(likelihood, StepFlip) and likelihood.kappa == 0.0
     eta, previous, history, message = float(learning_rate), None, [], ""
-    f, _, target, nu = _naive_update(K, k_diag, y, alpha, likelihood)
+    f, _, target, w = _naive_update(K, k_diag, y, alpha, likelihood)
     delta = target - alpha
     error, residual = float(delta @ delta), float(np.max(np.abs(delta)))
     converged, n_iter = residual < tol, 0
@@ -151,8 +173,8 @@ def naive_mean_field(K, y, likelihood, *, alpha_init=None, max_iter=10_000, tol=
             previous = error
             alpha = alpha + eta * delta
         else:                                                    # eq-mf-newton, step halving
-            one_minus = 1.0 - k_diag * nu
-            step = y * _newton_direction(K, nu / one_minus, y * delta / one_minus)
+            one_minus = 1.0 - k_diag * w
+            step = y * _newton_direction(K, w / one_minus, y * delta / one_minus)
             if not np.all(np.isfinite(step)):
                 step = delta                                     # singular Jacobian
             for eta in 0.5 ** np.arange(40):
@@ -165,7 +187,7 @@ def naive_mean_field(K, y, likelihood, *, alpha_init=None, max_iter=10_000, tol=
                 break
             alpha = trial
         n_iter += 1
-        f, _, target, nu = _naive_update(K, k_diag, y, alpha, likelihood)
+        f, _, target, w = _naive_update(K, k_diag, y, alpha, likelihood)
         delta = target - alpha
         error, residual = float(delta @ delta), float(np.max(np.abs(delta)))
         history.append(residual)
@@ -193,82 +215,268 @@ def naive_residual(K, y, likelihood, alpha):
 
 
 # %% book/08_naive_mean_field.md, code cell 13
-class SitePosterior:
-    """Eq. (eq-mf-sites): the Gaussian N(0, K) times prod_i exp(-tau_i f_i^2 / 2 + b_i f_i).
+def tilted_moments(likelihood, y, mu_cav, var_cav):
+    """Eq. (eq-noise-tilted-moments): (log Z, mean, variance) of p(y|f) N(f; mu_cav, var_cav) / Z."""
+    log_z, d1, d2 = likelihood.log_Z(y, mu_cav, var_cav)
+    return log_z, mu_cav + var_cav * d1, var_cav * (1.0 + var_cav * d2)
 
-    Its covariance is Sigma = (K^{-1} + T)^{-1}, T = diag(tau), computed without K^{-1} as
-    Sigma = K - K S A^{-1} S K with S = diag(sqrt|tau|) and A = sign(T) + S K S: one Cholesky
-    factorisation of A when every tau_i >= 0 (then A = I + S K S has eigenvalues >= 1), an LU
-    factorisation otherwise (label flips can make tau_i < 0).  ``var`` is diag(Sigma),
-    ``coef(b)`` the vector u = K^{-1} Sigma b (so that the mean is K u), ``predictive_var``
-    the variance at new inputs, ``logdet`` log|det A|.  O(n^3) once, O(n^2) per solve.
+
+def site_from_derivatives(mu_cav, var_cav, d1, d2):
+    """Eq. (eq-sites-update) from the mu-derivatives d1, d2 of log Z at the cavity: (nu, tau, ok).
+
+    ``ok`` is False (and nu = tau = 0) wherever the tilted variance var_cav (1 + var_cav d2)
+    is not a positive finite number, so that no NaN can reach the sites.
     """
+    ratio = 1.0 + var_cav * d2                 # tilted variance / cavity variance
+    ok = (ratio > 0.0) & np.isfinite(ratio) & np.isfinite(d1)
+    safe = np.where(ok, ratio, 1.0)
+    return (np.where(ok, (d1 - mu_cav * d2) / safe, 0.0), np.where(ok, -d2 / safe, 0.0), ok)
 
-    def __init__(self, K, tau):
-        K = np.asarray(K, dtype=float)
-        tau = np.asarray(tau, dtype=float)
-        n = tau.size
-        self.K, self.tau = K, tau
-        self.s = np.sqrt(np.abs(tau))
-        self.indefinite = bool(np.any(tau < 0.0))
-        SK = self.s[:, None] * K
-        A = SK * self.s[None, :]
-        A[np.diag_indices(n)] += np.where(tau < 0.0, -1.0, 1.0)
-        if self.indefinite:
-            self._lu = lu_factor(A)
-            X = lu_solve(self._lu, SK)
-            self.var = np.diag(K) - np.einsum("ij,ij->j", SK, X)
-            self.logdet = float(np.sum(np.log(np.abs(np.diag(self._lu[0])))))
-        else:
-            self._L = cholesky(A, lower=True)
-            V = solve_triangular(self._L, SK, lower=True)
-            self.var = np.diag(K) - np.einsum("ij,ij->j", V, V)
-            self.logdet = 2.0 * float(np.sum(np.log(np.diag(self._L))))
 
-    def _solve(self, B):
-        if self.indefinite:
-            return lu_solve(self._lu, B)
-        return solve_triangular(self._L, solve_triangular(self._L, B, lower=True),
-                                lower=True, trans="T")
+def site_update(likelihood, y, mu_cav, var_cav):
+    """Eq. (eq-sites-update): the site (nu, tau) that makes cavity x site match the tilted moments.
 
-    def coef(self, b):
-        """u = K^{-1} Sigma b = b - S A^{-1} S K b; the posterior mean is Sigma b = K u."""
-        b = np.asarray(b, dtype=float)
-        return b - self.s * self._solve(self.s * (self.K @ b))
+    Returns (nu, tau, log_Z, ok); ``ok`` as in ``site_from_derivatives``, and also False
+    where log Z is not finite.
+    """
+    log_z, d1, d2 = likelihood.log_Z(y, mu_cav, var_cav)
+    nu, tau, ok = site_from_derivatives(mu_cav, var_cav, d1, d2)
+    ok = ok & np.isfinite(log_z)
+    return np.where(ok, nu, 0.0), np.where(ok, tau, 0.0), log_z, ok
 
-    def predictive_var(self, K_cross, k_diag):
-        """Var f(x) = k(x, x) - k_x' S A^{-1} S k_x for rows K_cross = k(X_new, X_train)."""
-        SKx = self.s[:, None] * np.asarray(K_cross, dtype=float).T
-        return np.asarray(k_diag, dtype=float) - np.einsum("ij,ij->j", SKx, self._solve(SKx))
 
-    def inverse_sum(self):
-        """(K + T^{-1})^{-1} = S A^{-1} S, defined also where tau_i = 0 (n x n, O(n^3))."""
-        return self.s[:, None] * self._solve(np.diag(self.s))
+def cavities(mean, var, coef, tau):
+    """Eq. (eq-sites-cavity): cavity means and variances from the marginals (mean, var), coef and tau.
+
+    Returns (mu_cav, var_cav, proper), for arrays or scalars. Where the cavity precision
+    1/var - tau is not positive the cavity is improper: its variance is reported as inf and
+    its mean as the posterior mean.
+    """
+    tau_cav = 1.0 / var - tau
+    proper = tau_cav > 0.0
+    var_cav = np.where(proper, 1.0 / np.where(proper, tau_cav, 1.0), np.inf)
+    return np.where(proper, mean - np.where(proper, var_cav, 0.0) * coef, mean), var_cav, proper
 
 
 # %% book/08_naive_mean_field.md, code cell 14
+class ImproperPosteriorError(LinAlgError):
+    """The sites make K^-1 + diag(site_tau) indefinite: q(f) is not a normalisable Gaussian."""
+
+
+SELECTED_INVERSE_MIN = 1e-5       # eq-sites-diag-selected is used where tau_i Sigma_ii >= this
+
+
+def selected_variances(K, Linv, s, pos, SK, rel=SELECTED_INVERSE_MIN):
+    """Eq. (eq-sites-diag-selected): diag Sigma for sites tau >= 0 from L^-1 (B = I + S K S = L L^T).
+
+    Sigma_ii = (1 - (B^-1)_ii) / tau_i where tau_i Sigma_ii >= rel; the other columns (and
+    the zero sites) exactly as K_ii - ||L^-1 S k_i||^2. ``pos`` indexes the positive sites,
+    ``s`` their square roots, SK = S K[pos] of shape (p, n).
+    """
+    var = np.diag(K).copy()
+    tau_var = 1.0 - np.einsum("ij,ij->j", Linv, Linv)      # = tau_i Sigma_ii, positive sites
+    good = tau_var >= rel
+    var[pos[good]] = tau_var[good] / (s[good] ** 2)
+    rest = np.ones(len(var), dtype=bool)
+    rest[pos[good]] = False
+    if rest.any():                                         # exact columns, O(n^2) each
+        Vr = Linv @ SK[:, rest]
+        var[rest] -= np.einsum("ij,ij->j", Vr, Vr)
+    return var
+
+
+# %% book/08_naive_mean_field.md, code cell 15
+class PositiveSites(NamedTuple):
+    """Output of ``positive_site_marginals``: the Gaussian Sigma_+ of the sites tau > 0."""
+
+    pos: np.ndarray          # indices of the positive sites
+    s: np.ndarray            # their square roots
+    L: np.ndarray            # Cholesky factor of B = I + S K S
+    V: np.ndarray            # L^-1 S K, or None
+    Linv: np.ndarray         # L^-1, or None
+    mean: np.ndarray         # Sigma_+ nu
+    var: np.ndarray          # diag Sigma_+
+    coef: np.ndarray         # nu - T_+ mean, so that mean = K coef (eq-sites-coef)
+    logdet: float            # log det B
+    Sigma: np.ndarray        # Sigma_+ (Fortran order), or None
+
+
+def positive_site_marginals(K, nu, tau, *, with_V=False, full=False):
+    """Eq. (eq-sites-chol) for the sites tau > 0 (negative ones are left for eq-sites-negative).
+
+    V = L^-1 S K is formed if ``with_V`` or ``full``, else L^-1 (selected inverse); Sigma_+
+    if ``full``. The coefficients are computed as nu - S B^-1 S K nu, not as nu - T mean,
+    which loses the digits of large site precisions. Returns a PositiveSites.
+    """
+    pos = np.flatnonzero(tau > 0.0)               # zero sites carry no information: left out
+    every, s = pos.size == len(tau), np.sqrt(tau[pos])
+    SK = s[:, None] * (K if every else K[pos])                      # S K, shape (p, n)
+    B = SK * s[None, :] if every else SK[:, pos] * s[None, :]
+    B[np.diag_indices(pos.size)] += 1.0
+    L = cholesky(B, lower=True, overwrite_a=True, check_finite=False)   # I + PSD
+    logdet, Knu, V, Linv, Sigma = 2.0 * np.sum(np.log(np.diag(L))), K @ nu, None, None, None
+    z = solve_triangular(L, s * Knu[pos], lower=True, check_finite=False)
+    u = solve_triangular(L, z, lower=True, trans="T", check_finite=False)    # B^-1 S K nu
+    coef = nu.copy()
+    coef[pos] -= s * u
+    var = np.diag(K).copy()
+    mean = K @ coef                              # = K nu - K S u, eq-sites-coef
+    if with_V or full:                           # the whole of V = L^-1 S K
+        V = solve_triangular(L, SK, lower=True, overwrite_b=True, check_finite=False)
+        var -= np.einsum("ij,ij->j", V, V)
+        if full:                                 # Sigma_+ = K - V^T V
+            Sigma = dsyrk(-1.0, V.T, beta=1.0, c=np.array(K, order="F"), lower=1,
+                          overwrite_c=1)
+            Sigma = np.asfortranarray(np.tril(Sigma) + np.tril(Sigma, -1).T)
+    elif pos.size:                               # eq-sites-diag-selected: no V
+            Linv, info = dtrtri(L, lower=1)
+            if info != 0:
+                raise LinAlgError(f"dtrtri failed (info={info})")
+            var = selected_variances(K, Linv, s, pos, SK)
+    return PositiveSites(pos, s, L, V, Linv, mean, var, coef, logdet, Sigma)
+
+
+# %% book/08_naive_mean_field.md, code cell 16
+def negative_site_correction(K, tau, pos, s, L, V, allow_improper=False):
+    """Eq. (eq-sites-negative): the m negative sites as a rank-m correction of Sigma_+.
+
+    ``V`` = L^-1 S K[pos] of eq-sites-chol. Returns (C_logdet, proper, pair, RSp, M), where
+    ``pair(B)`` returns (left, right) with left^T right = B^T (R C^-1 R-weighted) B, i.e.
+    (Lc^-1 B, Lc^-1 B) when C = I - R Sigma_+ R = Lc Lc^T, or (B, C^-1 B) by LU when C is
+    indefinite and ``allow_improper``; RSp = R Sigma_+[neg, :] and M = R (I - K A_+)[neg, :].
+    Raises ImproperPosteriorError when C is not positive definite and not ``allow_improper``.
+    """
+    n, neg = len(tau), np.flatnonzero(tau < 0.0)
+    r = np.sqrt(-tau[neg])
+    RSp = r[:, None] * (K[neg] - V[:, neg].T @ V)              # R Sigma_+ rows neg
+    C = -(RSp[:, neg] * r[None, :])
+    C[np.diag_indices(neg.size)] += 1.0
+    try:
+        Lc = cholesky(C, lower=True, check_finite=False)
+        logdet, proper = 2.0 * np.sum(np.log(np.diag(Lc))), True
+
+        def pair(B):
+            half = solve_triangular(Lc, B, lower=True, check_finite=False)
+            return half, half
+    except LinAlgError:
+        if not allow_improper:
+            raise ImproperPosteriorError(
+                f"{neg.size} negative site precision(s) make the posterior improper "
+                "(K^-1 + diag(site_tau) is not positive definite)") from None
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", LinAlgWarning)
+            lu = lu_factor(C, check_finite=False)
+        logdet, proper = float(np.sum(np.log(np.abs(np.diag(lu[0]))))), False
+
+        def pair(B):
+            return B, lu_solve(lu, B, check_finite=False)
+    AK = s[:, None] * solve_triangular(L, V[:, neg], lower=True, trans="T",
+                                       check_finite=False)     # (A_+ K)[pos, neg]
+    M = np.zeros((neg.size, n))
+    M[:, pos] = -AK.T
+    M[np.arange(neg.size), neg] += 1.0
+    return logdet, proper, pair, RSp, r[:, None] * M
+
+
+# %% book/08_naive_mean_field.md, code cell 17
+class SitePosterior:
+    """Eqs (eq-sites-posterior), (eq-sites-chol), (eq-sites-negative): N(0, K) times the sites.
+
+    q(f) = N(mean, Sigma), Sigma = (K^-1 + T)^-1, mean = Sigma nu = K coef, for site
+    precisions ``site_tau`` of either sign, without inverting K. Raises ImproperPosteriorError
+    when K^-1 + T is not positive definite, unless ``allow_improper`` (then ``proper`` is
+    False and the same formulas are evaluated by LU). Attributes: ``mean``, ``var`` (diag
+    Sigma), ``coef`` (= nu - T mean, eq-sites-coef), ``logdet`` (log |det(I + K T)|), ``nu``,
+    ``tau``, ``proper``, ``Sigma`` when ``full``, ``Linv`` (L^-1 of B = I + S K S) when
+    ``keep_inverse`` and it was computed (no negative sites, not ``full``), else None.
+    """
+
+    def __init__(self, K, site_nu, site_tau, *, full=False, keep_inverse=False,
+                 allow_improper=False):
+        K = np.asarray(K, dtype=float)
+        nu, tau = np.array(site_nu, dtype=float), np.array(site_tau, dtype=float)
+        neg = np.flatnonzero(tau < 0.0)
+        plus = positive_site_marginals(K, nu, tau, with_V=neg.size > 0, full=full)
+        mean, var, coef, logdet, Sigma = plus.mean, plus.var, plus.coef, plus.logdet, plus.Sigma
+        self.proper, self._M = True, None
+        if neg.size:
+            logdet_c, self.proper, pair, RSp, M = negative_site_correction(
+                K, tau, plus.pos, plus.s, plus.L, plus.V, allow_improper)
+            left, right = pair(RSp)
+            shift = left.T @ pair(np.sqrt(-tau[neg]) * mean[neg])[1]     # mean - mean_+
+            var, logdet = var + np.einsum("ij,ij->j", left, right), logdet + logdet_c
+            coef = coef - np.where(tau > 0.0, tau * shift, 0.0)
+            coef[neg] -= tau[neg] * (mean[neg] + shift[neg])
+            mean = K @ coef
+            if full:
+                Sigma += left.T @ right
+            self._M = pair(M)
+        if not (np.all(np.isfinite(mean)) and np.isfinite(logdet) and np.all(var > 0.0)):
+            if not allow_improper:
+                raise ImproperPosteriorError("the posterior has a non-positive variance")
+            self.proper = False
+        self.nu, self.tau, self.pos, self.s, self.L = nu, tau, plus.pos, plus.s, plus.L
+        self.Linv = plus.Linv if keep_inverse else None
+        self.mean, self.var, self.coef, self.logdet, self.Sigma = mean, var, coef, logdet, Sigma
+
+    def cavities(self):
+        """Eq. (eq-sites-cavity): (mu_cav, var_cav, proper) of every example."""
+        return cavities(self.mean, self.var, self.coef, self.tau)
+
+    def inverse_sum_quad(self, Kx):
+        """diag(Kx^T A Kx) for A = (K + T^-1)^-1 (eq-sites-inverse-sum) and Kx of shape (n, m)."""
+        W = solve_triangular(self.L, self.s[:, None] * Kx[self.pos], lower=True,
+                             check_finite=False)
+        out = np.einsum("ij,ij->j", W, W)
+        if self._M is not None:
+            out -= np.einsum("ij,ij->j", self._M[0] @ Kx, self._M[1] @ Kx)
+        return out
+
+    def predictive_var(self, K_cross, k_diag):
+        """Var f(x) = k(x, x) - k_x^T A k_x for rows K_cross = k(X_new, X_train) (eq-mf-predictive)."""
+        K_cross = np.asarray(K_cross, dtype=float)
+        return np.asarray(k_diag, dtype=float) - self.inverse_sum_quad(K_cross.T)
+
+    def inverse_sum(self):
+        """A = (K + T^-1)^-1 (eq-sites-inverse-sum) as a dense n x n matrix, O(n^3)."""
+        n, pos = len(self.tau), self.pos
+        A = np.zeros((n, n))
+        inv, info = dpotri(self.L, lower=1) if pos.size else (np.zeros((0, 0)), 0)
+        if info != 0:
+            raise LinAlgError(f"dpotri failed (info={info})")
+        A[np.ix_(pos, pos)] = ((np.tril(inv) + np.tril(inv, -1).T)
+                               * self.s[:, None] * self.s[None, :])
+        if self._M is not None:
+            A -= self._M[0].T @ self._M[1]
+        return A
+
+
+# %% book/08_naive_mean_field.md, code cell 19
 def naive_loo(K, y, alpha, likelihood):
     """Eqs (eq-mf-loo), (eq-mf-loo-stable), O&W 17.41-17.42: linear-response leave-one-out activations.
 
     For the naive mean-field solution ``alpha`` of ``naive_mean_field(K, y, likelihood)``
     returns (f_loo, var_loo, posterior): f_loo[i] estimates the activation at x_i of the
-    solution trained without example i, f_loo = <f> - var_loo * y * alpha, where var_loo[i] =
-    1 / [(K + Omega)^{-1}]_ii - Omega_i is taken in the stable form 1 / (1/Sigma_ii - tau_i);
-    ``posterior`` is the ``SitePosterior`` with tau = nu / (1 - k_ii nu) (one O(n^3)
-    factorisation).  The estimated leave-one-out error is mean(y * f_loo <= 0).
+    solution trained without example i. They are the cavities (eq-sites-cavity) of the
+    linear-response Gaussian ``posterior``, the SitePosterior with precisions 1 / Omega_i
+    (eq-sites-update at cavity variance k_ii); var_loo[i] = 1 / [(K + Omega)^{-1}]_ii -
+    Omega_i, inf where that is not positive.  One O(n^3) factorisation.  The estimated
+    leave-one-out error is mean(y * f_loo <= 0).
     """
     K = np.asarray(K, dtype=float)
     y = np.asarray(y, dtype=float)
-    alpha = np.asarray(alpha, dtype=float)
+    coef = y * np.asarray(alpha, dtype=float)
     k_diag = np.diag(K)
-    f, _, _, nu = _naive_update(K, k_diag, y, alpha, likelihood)
-    tau = nu / (1.0 - k_diag * nu)                # 1 / Omega_i, eq-mf-omega
-    posterior = SitePosterior(K, tau)
-    var_loo = posterior.var / (1.0 - tau * posterior.var)
-    return f - var_loo * y * alpha, var_loo, posterior
+    mean = K @ coef
+    mu = mean - k_diag * coef                     # the naive cavity fields of eq-mf-alpha
+    _, d1, d2 = likelihood.log_Z(y, mu, k_diag)
+    tau = site_from_derivatives(mu, k_diag, d1, d2)[1]          # 1 / Omega_i, eq-mf-omega
+    posterior = SitePosterior(K, np.zeros_like(tau), tau, allow_improper=True)
+    f_loo, var_loo, _ = cavities(mean, posterior.var, coef, tau)
+    return f_loo, var_loo, posterior
 
 
-# %% book/08_naive_mean_field.md, code cell 16
+# %% book/08_naive_mean_field.md, code cell 21
 class NaiveMeanField(LearnsHyperparameters, GPClassifierBase):
     """GP classifier by naive mean-field theory, O&W section 17.6 (Algorithm 17.1, eq-mf-alpha).
 
@@ -346,7 +554,7 @@ class NaiveMeanField(LearnsHyperparameters, GPClassifierBase):
                                      learning_rate=float(self.learning_rate),
                                      method=self.method).alpha
         f_loo, var_loo, _ = naive_loo(K, self._y, alpha, likelihood)
-        if not np.all(np.isfinite(f_loo) & (var_loo > 0.0)):
+        if not np.all(np.isfinite(f_loo) & np.isfinite(var_loo) & (var_loo > 0.0)):
             return -np.inf
         return float(np.mean(likelihood.log_Z(self._y, f_loo, var_loo)[0]))
 

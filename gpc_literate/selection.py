@@ -25,7 +25,8 @@ from tqdm import tqdm
 
 from gpc_literate.base import (ConvergenceWarning, GPClassifierBase, check_integer, check_scalar, check_X_y,
                                encode_labels)
-from gpc_literate.ep import EP, EPPosterior, ImproperPosteriorError
+from gpc_literate.ep import EP
+from gpc_literate.meanfield import ImproperPosteriorError, SitePosterior
 from gpc_literate.kernels import RBF, check_kernel
 from gpc_literate.laplace import Laplace
 from gpc_literate.likelihoods import Likelihood, Probit
@@ -278,7 +279,7 @@ def loo_moments(K, site_nu, site_tau, dK=None):
     Returns LOOMoments(mean, var, dmean, dvar), dmean and dvar None without dK. Raises
     ImproperPosteriorError if K^-1 + T is not positive definite or a cavity is improper.
     """
-    post = EPPosterior(K, site_nu, site_tau)
+    post = SitePosterior(K, site_nu, site_tau)
     nu, tau, m, s = post.nu, post.tau, post.mean, post.var     # s = diag(Sigma)
     tau_cav = 1.0 / s - tau
     if not np.all(tau_cav > 0.0):
@@ -288,13 +289,13 @@ def loo_moments(K, site_nu, site_tau, dK=None):
     mean = var * (m / s - nu)
     if dK is None:
         return LOOMoments(mean, var, None, None)
-    P = -(np.asarray(K, dtype=float) @ post.dense_A())         # P = I - K A = (I + K T)^-1
+    P = -(np.asarray(K, dtype=float) @ post.inverse_sum())         # P = I - K A = (I + K T)^-1
     P[np.diag_indices_from(P)] += 1.0
     dK = np.asarray(dK, dtype=float)
     ds = np.empty((len(s), dK.shape[2]))
     for j in range(dK.shape[2]):                               # diag(P K'_j P^T), O(n^3) each
         ds[:, j] = np.einsum("ik,ik->i", P @ dK[:, :, j], P)
-    dm = P @ np.einsum("klj,l->kj", dK, post.g)                # P K'_j g, all j at once
+    dm = P @ np.einsum("klj,l->kj", dK, post.coef)             # P K'_j c, all j at once
     r = (var / s)[:, None]
     dvar = r * r * ds
     dmean = (mean / var)[:, None] * dvar + r * (dm - (m / s)[:, None] * ds)

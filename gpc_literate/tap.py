@@ -7,16 +7,24 @@
 Built by chapter 9 of the book (book/09_tap.md), which derives every formula: the TAP
 equations from the Gaussian cavity assumption (eq-tap-alpha, eq-tap-var-cav), their form as
 stationary points of the TAP free energy (eq-tap-free-energy), a damped parallel solver with
-one Cholesky factorisation per iteration (eq-tap-sites, eq-tap-site-update), the free energy
+one Cholesky factorisation per iteration (eq-tap-sites, eq-tap-site-update), which is the
+damped parallel site iteration shared with expectation propagation (parallel_sites:
+eq-sites-parallel, eq-sites-converged, eq-sites-adaptive-damping), the free energy
 at the solution as an estimate of the log evidence (eq-tap-log-evidence) and its gradient in
 the kernel's hyperparameters (eq-tap-evidence-gradient), the leave-one-out
 estimators from the cavity means (eq-tap-loo, eq-tap-error-probability) and the classifier
 ``TAP``.
+
+Names as in gpc_literate.meanfield: sites exp(nu f - tau f^2 / 2) (``nu``, ``tau``), the
+posterior mean K @ coef, cavities ``mu_cav``, ``var_cav``, derivatives ``d1``, ``d2`` of log Z.
 """
 import warnings
 from dataclasses import dataclass
+from functools import partial
+from typing import NamedTuple
 
 import numpy as np
+from scipy.linalg import LinAlgError
 
 from sklearn.utils.validation import check_is_fitted
 
@@ -24,45 +32,163 @@ from gpc_literate.base import (ConvergenceWarning, GPClassifierBase, LearnsHyper
                                check_bool, check_integer, check_scalar)
 from gpc_literate.kernels import check_kernel, default_kernel
 from gpc_literate.likelihoods import StepFlip
-from gpc_literate.meanfield import SitePosterior
+from gpc_literate.meanfield import (ImproperPosteriorError, SitePosterior, cavities,
+                                    site_from_derivatives, site_update)
 
-__all__ = ["TAPResult", "TAPBreakdownError", "tap_equations", "tap_fixed_point",
-           "tap_evidence_gradient", "check_no_conflicting_pair", "TAP"]
+__all__ = ["TAPEquations", "tap_equations", "site_change", "DAMPING_FLOOR", "adapt_damping",
+           "SiteProposal", "SiteIteration", "parallel_sites", "TAPResult", "TAPBreakdownError",
+           "tap_alpha_residual", "tap_fixed_point", "tap_evidence_gradient", "check_no_conflicting_pair", "TAP"]
 
 
 # %% book/09_tap.md, code cell 3
+class TAPEquations(NamedTuple):
+    """The TAP equations evaluated at (coef, var_cav), the output of ``tap_equations``.
+
+    ``mean`` = K coef, ``mu_cav`` = mean - var_cav * coef (cavity means), ``log_z``,
+    ``coef_new`` = d log Z_i / d mu (the right side of eq-tap-alpha), ``w`` = -d^2 log Z_i /
+    d mu^2, ``tau`` = w / (1 - var_cav w) (site precisions, eq-tap-sites), ``posterior`` (the
+    SitePosterior of the sites eq-sites-update), ``var_cav_new`` (the right side of
+    eq-tap-var-cav), ``residual`` = (max |coef_new - coef|, max |var_cav_new / var_cav - 1|),
+    ``log_evidence`` (eq-tap-log-evidence, the value at a solution).
+    """
+
+    mean: np.ndarray
+    mu_cav: np.ndarray
+    log_z: np.ndarray
+    coef_new: np.ndarray
+    w: np.ndarray
+    tau: np.ndarray
+    posterior: SitePosterior
+    var_cav_new: np.ndarray
+    residual: tuple
+    log_evidence: float
+
+
 def tap_equations(K, y, likelihood, coef, var_cav):
     """Evaluate the TAP equations eq-tap-alpha and eq-tap-var-cav at (coef, var_cav).
 
     ``coef`` is y * alpha (so that <f> = K coef), ``var_cav`` the cavity variances lambda_i.
-    Returns a dict: ``mean`` = K coef, ``mu_cav`` = mean - var_cav * coef (cavity means),
-    ``log_z``, ``coef_new`` = d log Z_i / d mu (the right side of eq-tap-alpha), ``nu`` =
-    -d^2 log Z_i / d mu^2, ``tau`` = nu / (1 - var_cav nu) (site precisions, eq-tap-sites),
-    ``posterior`` (the SitePosterior of tau), ``var_cav_new`` (the right side of
-    eq-tap-var-cav), ``residual`` = (max |coef_new - coef|, max |var_cav_new / var_cav - 1|)
-    and ``log_evidence`` (eq-tap-log-evidence, the value at a solution).  One O(n^3)
-    factorisation.
+    The sites are eq-sites-update at the cavities, their Gaussian a SitePosterior (improper
+    allowed), the new cavity variances eq-sites-cavity.  Returns a ``TAPEquations``.  One
+    O(n^3) factorisation.
     """
     K = np.asarray(K, dtype=float)
     coef = np.asarray(coef, dtype=float)
     var_cav = np.asarray(var_cav, dtype=float)
     mean = K @ coef
     mu_cav = mean - var_cav * coef
-    log_z, dlogz, d2logz = likelihood.log_Z(y, mu_cav, var_cav)
-    nu = -d2logz
-    tau = nu / (1.0 - var_cav * nu)
-    posterior = _site_posterior(K, tau)
-    var_cav_new = posterior.var / (1.0 - tau * posterior.var)
-    residual = (float(np.max(np.abs(dlogz - coef))),
+    log_z, d1, d2 = likelihood.log_Z(y, mu_cav, var_cav)
+    nu, tau, _ = site_from_derivatives(mu_cav, var_cav, d1, d2)
+    posterior = _site_posterior(K, nu, tau)
+    var_cav_new = cavities(posterior.mean, posterior.var, posterior.coef, tau)[1]
+    residual = (float(np.max(np.abs(d1 - coef))),
                 float(np.max(np.abs(var_cav_new / var_cav - 1.0))))
     log_evidence = (np.sum(log_z) - 0.5 * posterior.logdet
                     + 0.5 * np.sum(np.log1p(tau * var_cav)) - 0.5 * coef @ mu_cav)
-    return dict(mean=mean, mu_cav=mu_cav, log_z=log_z, coef_new=dlogz, nu=nu, tau=tau,
-                posterior=posterior, var_cav_new=var_cav_new, residual=residual,
-                log_evidence=float(log_evidence))
+    return TAPEquations(mean, mu_cav, log_z, d1, -d2, tau, posterior, var_cav_new, residual,
+                        float(log_evidence))
 
 
 # %% book/09_tap.md, code cell 5
+def site_change(d_nu, d_tau, var_cav):
+    """Eq. (eq-sites-converged): the largest site change, max(|d tau| var_cav, |d nu| sqrt(var_cav))."""
+    return float(np.max(np.maximum(np.abs(d_tau) * var_cav, np.abs(d_nu) * np.sqrt(var_cav))))
+
+
+DAMPING_FLOOR = 1.0 / 64.0         # the adaptive damping never falls below damping / 64
+
+
+def adapt_damping(eta, damping, history, patience=1):
+    """Eq. (eq-sites-adaptive-damping): the next step size from the progress measures so far.
+
+    Halved (down to damping * DAMPING_FLOOR) when the measure has grown in each of the last
+    ``patience`` iterations (counted again after each halving), raised by a quarter (up to
+    ``damping``) when it fell, else kept.
+    """
+    rises = 0
+    while rises + 1 < len(history) and history[-1 - rises] > history[-2 - rises]:
+        rises += 1
+    if rises and rises % patience == 0:
+        return max(0.5 * eta, damping * DAMPING_FLOOR)
+    return min(1.25 * eta, damping) if rises == 0 and len(history) > 1 else eta
+
+
+# %% book/09_tap.md, code cell 6
+class SiteProposal(NamedTuple):
+    """The undamped update at the current sites (nu, tau): changes, cavity variances, refusals."""
+
+    nu: np.ndarray
+    tau: np.ndarray
+    d_nu: np.ndarray
+    d_tau: np.ndarray
+    var_cav: np.ndarray
+    n_refused: int
+
+
+class SiteIteration(NamedTuple):
+    """Output of ``parallel_sites`` (and of chapter 12's ``run_ep``).
+
+    ``posterior`` the SitePosterior of the final sites, ``n_iter`` iterations (sweeps),
+    ``converged``, ``n_refused`` site updates refused in the last one, ``history`` the
+    undamped change delta of every iteration (eq-sites-converged), ``n_factorizations``.
+    """
+
+    posterior: SitePosterior
+    n_iter: int
+    converged: bool
+    n_refused: int
+    history: np.ndarray
+    n_factorizations: int
+
+
+def parallel_sites(K, y, likelihood, site_nu, site_tau, *, damping=1.0, max_iter=100, tol=1e-8,
+                   adaptive_damping=True, patience=1, step=None, residual=None):
+    """Eqs (eq-sites-parallel), (eq-sites-converged): damped parallel site updates from (site_nu, site_tau).
+
+    Every site is moved towards eq-sites-update at the cavities of one SitePosterior; the
+    step is ``damping`` times the proposal, adapted by eq-sites-adaptive-damping (with
+    ``patience``) unless ``adaptive_damping`` is False, or what ``step(posterior, proposal, eta)`` returns (an
+    object with ``adapts_damping``, ``keep_inverse`` and ``reset()``). Halves a step that would
+    make the posterior improper. Returns a SiteIteration.
+    """
+    K, y = np.asarray(K, dtype=float), np.asarray(y, dtype=float)
+    nu, tau = np.array(site_nu, dtype=float), np.array(site_tau, dtype=float)
+    keep = step is not None and step.keep_inverse
+    post, n_fact, history, eta = SitePosterior(K, nu, tau, keep_inverse=keep), 1, [], damping
+    adapt = adaptive_damping and (step is None or step.adapts_damping)
+    for it in range(max_iter + 1):
+        mu_cav, var_cav, proper = post.cavities()
+        v = np.where(proper, var_cav, 1.0)
+        nu_new, tau_new, _, ok = site_update(likelihood, y, np.where(proper, mu_cav, 0.0), v)
+        ok &= proper
+        proposal = SiteProposal(nu, tau, np.where(ok, nu_new - nu, 0.0),
+                                np.where(ok, tau_new - tau, 0.0), v, int(np.sum(~ok)))
+        history.append(site_change(proposal.d_nu, proposal.d_tau, v) if residual is None
+                       else residual(post, proposal))
+        if history[-1] < tol and proposal.n_refused == 0 or it == max_iter:
+            break
+        eta = adapt_damping(eta, damping, history, patience) if adapt else eta
+        s_nu, s_tau = (eta * proposal.d_nu, eta * proposal.d_tau) if step is None \
+            else step(post, proposal, eta)
+        for halving in range(40):        # halve the step while the new posterior is improper
+            try:
+                scale = 0.5 ** halving
+                post = SitePosterior(K, nu + scale * s_nu, tau + scale * s_tau, keep_inverse=keep)
+                break
+            except ImproperPosteriorError:
+                n_fact += 1
+                if step is not None:
+                    step.reset()
+        else:
+            break
+        n_fact += 1
+        nu, tau = nu + scale * s_nu, tau + scale * s_tau
+    post.Linv = None                     # the factor L^-1 was for the step rule only
+    converged = history[-1] < tol and proposal.n_refused == 0
+    return SiteIteration(post, it, converged, proposal.n_refused, np.array(history), n_fact)
+
+
+# %% book/09_tap.md, code cell 7
 @dataclass
 class TAPResult:
     """Output of ``tap_fixed_point``.
@@ -100,14 +226,27 @@ _BREAKDOWN = ("the TAP iteration broke down ({}): the site precisions grew until
               "labels and a noise-free likelihood")
 
 
-def _site_posterior(K, tau):
-    """SitePosterior(K, tau), with a factorisation failure reported as TAPBreakdownError."""
-    if not np.all(np.isfinite(tau)):
-        raise TAPBreakdownError(_BREAKDOWN.format("non-finite site precisions"))
+def _site_posterior(K, nu, tau):
+    """SitePosterior(K, nu, tau), improper allowed; a failure is reported as TAPBreakdownError."""
+    if not (np.all(np.isfinite(tau)) and np.all(np.isfinite(nu))):
+        raise TAPBreakdownError(_BREAKDOWN.format("non-finite site parameters"))
     try:
-        return SitePosterior(K, tau)
-    except np.linalg.LinAlgError:
+        return SitePosterior(K, nu, tau, allow_improper=True)
+    except LinAlgError:
         raise TAPBreakdownError(_BREAKDOWN.format("singular matrix")) from None
+
+
+# %% book/09_tap.md, code cell 8
+def tap_alpha_residual(y, likelihood, posterior, proposal=None):
+    """max_i |d log Z_i / d mu - y_i alpha_i| at the cavities of ``posterior``: eq-tap-alpha's residual.
+
+    The progress measure of TAP's iteration (``residual`` of ``parallel_sites``); inf when a
+    cavity is improper.  ``proposal`` is not used.
+    """
+    mu_cav, var_cav, proper = posterior.cavities()
+    if not proper.all():
+        return np.inf
+    return float(np.max(np.abs(likelihood.log_Z(y, mu_cav, var_cav)[1] - posterior.coef)))
 
 
 def tap_fixed_point(K, y, likelihood, *, max_iter=500, tol=1e-8, damping=0.5, coef_init=None):
@@ -115,74 +254,41 @@ def tap_fixed_point(K, y, likelihood, *, max_iter=500, tol=1e-8, damping=0.5, co
 
     ``K`` (n, n): covariance of the latent process the likelihood acts on (K + v I for input
     noise v); ``y``: labels (+-1, or real targets for a Gaussian likelihood); ``likelihood``:
-    an object with ``log_Z``.  Each iteration factorises the Gaussian with the current sites
-    once (eq-tap-sites), reads off all cavity means and variances, and moves every site a
-    fraction ``damping`` towards the value the TAP equations ask for (eq-tap-site-update).
-    It stops when the alpha-equations hold to ``tol`` (absolute) and the cavity variances
-    change by less than ``tol`` (relative, per unit of damping), confirmed by one more
-    factorisation (``tap_equations``).  ``coef_init`` = y * alpha warm-starts the means.
-    Returns a ``TAPResult``.
+    an object with ``log_Z``.  Runs ``parallel_sites`` (eq-tap-site-update, eq-sites-parallel,
+    eq-sites-adaptive-damping) with the residual of eq-tap-alpha as its progress measure, and
+    checks the result with ``tap_equations``: converged when both residuals are below ``tol``.
+    ``coef_init`` = y * alpha warm-starts the means.  Returns a ``TAPResult``.
     """
-    K = np.asarray(K, dtype=float)
-    y = np.asarray(y, dtype=float)
-    n = y.size
-    k_diag = np.diag(K)
-    tau, b = np.zeros(n), np.zeros(n)                  # sites: exp(-tau f^2 / 2 + b f)
+    K, y = np.asarray(K, dtype=float), np.asarray(y, dtype=float)
+    n, k_diag = y.size, np.diag(K)
+    nu, tau = np.zeros(n), np.zeros(n)
     if coef_init is not None:
         coef0 = np.array(coef_init, dtype=float)
         if coef0.shape != (n,) or not np.all(np.isfinite(coef0)):
             raise ValueError(f"coef_init must be a finite array of shape ({n},)")
-        mean0 = K @ coef0                              # naive cavity variances k_ii, then
-        _, _, d2 = likelihood.log_Z(y, mean0 - k_diag * coef0, k_diag)
-        tau = np.maximum(-d2 / (1.0 + k_diag * d2), 0.0)
-        b = coef0 + tau * mean0                        # sites whose posterior mean is K coef0
-    var_old, n_fact, converged = None, 0, False
-    rho, r_previous, n_up = float(damping), np.inf, 0    # adaptive damping
-    for n_iter in range(1, max_iter + 1):
-        posterior = _site_posterior(K, tau)
-        n_fact += 1
-        coef = posterior.coef(b)
-        var_cav = posterior.var / (1.0 - tau * posterior.var)
-        mu_cav = K @ coef - var_cav * coef
-        ok = np.isfinite(var_cav) & (var_cav > 0.0) & np.isfinite(mu_cav)
-        safe_var, safe_mu = np.where(ok, var_cav, 1.0), np.where(ok, mu_cav, 0.0)
-        _, dlogz, d2logz = likelihood.log_Z(y, safe_mu, safe_var)
-        nu = -d2logz
-        r_alpha = float(np.max(np.abs(dlogz - coef))) if ok.all() else np.inf
-        r_var = (np.inf if var_old is None or not ok.all()
-                 else float(np.max(np.abs(var_cav / var_old - 1.0))) / rho)
-        var_old = var_cav
-        if r_alpha < tol and r_var < tol:
-            state = tap_equations(K, y, likelihood, coef, var_cav)
-            n_fact += 1
-            if max(state["residual"]) < tol:
-                converged = True
-                break
-        # eq-tap-site-update: the sites that make example i's tilted moments exact
-        denom = 1.0 - safe_var * nu
-        good = ok & (denom > 0.0) & np.isfinite(nu)
-        tau_new = np.where(good, nu / np.where(good, denom, 1.0), tau)
-        b_new = np.where(good, (nu * safe_mu + dlogz) / np.where(good, denom, 1.0), b)
-        n_up = n_up + 1 if r_alpha > r_previous else 0
-        if n_up == 3:                                  # grew three times running: damp harder
-            rho, n_up = max(0.5 * rho, 1e-3), 0
-        elif n_up == 0:                                # it shrank: relax towards `damping`
-            rho = min(1.05 * rho, float(damping))
-        r_previous = r_alpha
-        tau = tau + rho * (tau_new - tau)
-        b = b + rho * (b_new - b)
-    if not converged:
-        if not ok.all():
+        mean0 = K @ coef0                              # sites at the naive cavities
+        _, d1, d2 = likelihood.log_Z(y, mean0 - k_diag * coef0, k_diag)
+        tau = np.maximum(site_from_derivatives(mean0 - k_diag * coef0, k_diag, d1, d2)[1], 0.0)
+        nu = coef0 + tau * mean0                       # eq-sites-coef: mean K coef0
+    residual, n_iter, n_fact = partial(tap_alpha_residual, y, likelihood), 0, 0
+    for attempt in range(4):            # tighten the tolerance until the TAP equations hold
+        run = parallel_sites(K, y, likelihood, nu, tau, damping=float(damping), patience=3,
+                             residual=residual, max_iter=max_iter - n_iter,
+                             tol=tol * 0.1 ** attempt)
+        n_iter, n_fact, post = n_iter + run.n_iter, n_fact + run.n_factorizations + 1, run.posterior
+        nu, tau = post.nu, post.tau
+        mu_cav, var_cav, proper = post.cavities()
+        if not proper.all():
             raise TAPBreakdownError(_BREAKDOWN.format("invalid cavity variances"))
-        state = tap_equations(K, y, likelihood, coef, var_cav)
-        n_fact += 1
-    alpha = y * coef
-    return TAPResult(alpha, coef, state["mean"], state["mu_cav"], var_cav,
-                     state["posterior"].var, state["tau"], state["posterior"],
-                     state["log_evidence"], n_iter, converged, max(state["residual"]), n_fact)
+        state = tap_equations(K, y, likelihood, post.coef, var_cav)
+        if not run.converged or max(state.residual) < tol or n_iter >= max_iter:
+            break
+    return TAPResult(y * post.coef, post.coef, state.mean, state.mu_cav, var_cav,
+                     state.posterior.var, state.tau, state.posterior, state.log_evidence,
+                     n_iter, max(state.residual) < tol, max(state.residual), n_fact)
 
 
-# %% book/09_tap.md, code cell 13
+# %% book/09_tap.md, code cell 16
 def tap_evidence_gradient(coef, posterior, dK):
     """Eq. (eq-tap-evidence-gradient): d(-G_TAP)/d theta at a TAP solution, shape (p,).
 
@@ -194,7 +300,7 @@ def tap_evidence_gradient(coef, posterior, dK):
             - 0.5 * np.einsum("ijk,ij->k", dK, inv_sum))
 
 
-# %% book/09_tap.md, code cell 15
+# %% book/09_tap.md, code cell 18
 def check_no_conflicting_pair(K, y, likelihood_name, fix, rel=1e-12):
     """Raise ValueError if two examples that the prior ties have different labels.
 

@@ -9,8 +9,9 @@ from scipy.integrate import quad
 from scipy.stats import multivariate_normal
 
 from gpc_literate.base import ConvergenceWarning, NotFittedError
-from gpc_literate.ep import (EP, EPPosterior, ImproperPosteriorError, ep_log_marginal,
-                             ep_log_marginal_gradient, run_ep, site_update, tilted_moments)
+from gpc_literate.ep import EP, ep_log_marginal, ep_log_marginal_gradient, run_ep
+from gpc_literate.meanfield import (ImproperPosteriorError, SitePosterior, site_update,
+                                    tilted_moments)
 from gpc_literate.kernels import RBF
 from gpc_literate.likelihoods import Gaussian, Probit, StepFlip
 
@@ -23,7 +24,7 @@ def toy(n, d=2, noise=0.7, seed=0):
 
 
 def evidence(K, y, lik, **kw):
-    post, _, converged, refused, _ = run_ep(K, y, lik, **kw)
+    post, _, converged, refused, _, _ = run_ep(K, y, lik, **kw)
     mu_c, var_c, proper = post.cavities()
     assert converged and refused == 0 and proper.all()
     return ep_log_marginal(post, lik, y, mu_c, var_c), post
@@ -87,16 +88,16 @@ def test_posterior_with_signed_sites_against_direct_inversion():
     K = RBF(0.4, 2.0)(X) + 0.1 * np.eye(30)
     nu, tau = rng.standard_normal(30), rng.uniform(-0.1, 2.0, 30)
     tau[:3] = 0.0
-    post = EPPosterior(K, nu, tau, full=True)
+    post = SitePosterior(K, nu, tau, full=True)
     S = np.linalg.inv(np.linalg.inv(K) + np.diag(tau))
     np.testing.assert_allclose(post.Sigma, S, atol=1e-10)
     np.testing.assert_allclose(post.var, np.diag(S), atol=1e-10)
     np.testing.assert_allclose(post.mean, S @ nu, atol=1e-10)
-    np.testing.assert_allclose(K @ post.g, post.mean, atol=1e-10)
+    np.testing.assert_allclose(K @ post.coef, post.mean, atol=1e-10)
     assert post.logdet == pytest.approx(np.linalg.slogdet(np.eye(30) + K * tau)[1], abs=1e-10)
     A = np.diag(tau) - np.diag(tau) @ S @ np.diag(tau)
-    np.testing.assert_allclose(post.dense_A(), A, atol=1e-10)
-    np.testing.assert_allclose(post.quad_A(K[:, :5]), np.diag(K[:, :5].T @ A @ K[:, :5]), atol=1e-9)
+    np.testing.assert_allclose(post.inverse_sum(), A, atol=1e-10)
+    np.testing.assert_allclose(post.inverse_sum_quad(K[:, :5]), np.diag(K[:, :5].T @ A @ K[:, :5]), atol=1e-9)
 
 
 def test_improper_posterior_is_detected():
@@ -105,17 +106,17 @@ def test_improper_posterior_is_detected():
     tau = np.array([1.0, 1.0, -50.0, 1.0, 1.0])
     assert np.linalg.eigvalsh(np.linalg.inv(K) + np.diag(tau)).min() < 0
     with pytest.raises(ImproperPosteriorError):
-        EPPosterior(K, np.zeros(5), tau)
+        SitePosterior(K, np.zeros(5), tau)
 
 
 def test_zero_sites_give_the_prior():
     K = RBF()(np.linspace(0, 3, 6)[:, None])
-    post = EPPosterior(K, np.zeros(6), np.zeros(6))
+    post = SitePosterior(K, np.zeros(6), np.zeros(6))
     np.testing.assert_allclose(post.var, np.diag(K))
     mu_c, var_c, proper = post.cavities()
     assert proper.all()
     np.testing.assert_allclose(var_c, np.diag(K))
-    assert post.dense_A().shape == (6, 6) and not post.dense_A().any()
+    assert post.inverse_sum().shape == (6, 6) and not post.inverse_sum().any()
 
 
 # --------------------------------------------------------------------------- EP runs
@@ -124,7 +125,7 @@ def test_gaussian_likelihood_is_exact_after_one_sweep():
     X, _ = toy(40, seed=2)
     t = np.sin(X[:, 0]) + 0.2 * np.random.default_rng(0).standard_normal(40)
     K, v = RBF(1.0, 2.0)(X), 0.25
-    post, _, _, _, _ = run_ep(K, t, Gaussian(v), max_sweeps=1)
+    post, _, _, _, _, _ = run_ep(K, t, Gaussian(v), max_sweeps=1)
     Ky = K + v * np.eye(40)
     np.testing.assert_allclose(post.mean, K @ np.linalg.solve(Ky, t), atol=1e-8)
     np.testing.assert_allclose(post.Sigma, K - K @ np.linalg.solve(Ky, K), atol=1e-8)
@@ -136,10 +137,10 @@ def test_gaussian_likelihood_is_exact_after_one_sweep():
 def test_sequential_and_parallel_reach_the_same_fixed_point(lik):
     X, y = toy(60, seed=1)
     K = RBF(1.3, 3.0)(X)
-    seq = run_ep(K, y, lik)[0]
+    seq = run_ep(K, y, lik).posterior
     mu_s, var_s, _ = seq.cavities()
     for eta in (1.0, 0.5):
-        post, _, converged, _, _ = run_ep(K, y, lik, method="parallel", damping=eta, max_sweeps=500)
+        post, _, converged, _, _, _ = run_ep(K, y, lik, method="parallel", damping=eta, max_sweeps=500)
         assert converged
         mu_p, var_p, _ = post.cavities()
         assert np.abs(mu_p - mu_s).max() < 1e-6
@@ -150,9 +151,9 @@ def test_sequential_and_parallel_reach_the_same_fixed_point(lik):
 def test_convergence_test_uses_the_undamped_change():
     X, y = toy(50, seed=3)
     K = RBF(1.0, 3.0)(X)
-    ref = run_ep(K, y, Probit(1.0), tol=1e-13)[0].cavities()[0]
+    ref = run_ep(K, y, Probit(1.0), tol=1e-13).posterior.cavities()[0]
     for eta in (1.0, 0.3):
-        post, _, converged, _, hist = run_ep(K, y, Probit(1.0), method="parallel", damping=eta,
+        post, _, converged, _, hist, _ = run_ep(K, y, Probit(1.0), method="parallel", damping=eta,
                                              tol=1e-7, max_sweeps=500)
         assert converged and hist[-1] < 1e-7
         assert np.abs(post.cavities()[0] - ref).max() < 1e-5
@@ -287,13 +288,13 @@ def test_cavities_at_theta_keep_the_sites_fixed():
 def test_probit_equals_step_on_the_noisy_kernel():
     X, y = toy(40, seed=11)
     K, v, kappa = RBF(1.0, 2.0)(X), 0.4, 0.1
-    probit = run_ep(K, y, Probit(v, kappa))[0]
-    step = run_ep(K + v * np.eye(40), y, StepFlip(kappa))[0]
+    probit = run_ep(K, y, Probit(v, kappa)).posterior
+    step = run_ep(K + v * np.eye(40), y, StepFlip(kappa)).posterior
     mp, vp, _ = probit.cavities()
     ms, vs, _ = step.cavities()
     np.testing.assert_allclose(mp, ms, atol=1e-7)
     np.testing.assert_allclose(vp + v, vs, atol=1e-7)
-    np.testing.assert_allclose(probit.g, step.g, atol=1e-7)
+    np.testing.assert_allclose(probit.coef, step.coef, atol=1e-7)
 
 
 def test_fixed_point_is_tap_on_sonar():
@@ -382,7 +383,7 @@ def test_run_ep_rejects_unknown_method():
 
 @pytest.mark.parametrize("scale", ["zero", "moderate", "tiny", "mixed"])
 def test_diagonal_from_the_triangular_inverse_matches_the_full_solve(scale):
-    # eq-ep-diag-selected against diag(K - V^T V), including sites whose tau * Sigma_ii is
+    # eq-sites-diag-selected against diag(K - V^T V), including sites whose tau * Sigma_ii is
     # far below the fallback threshold (where (1 - (B^-1)_ii) / tau would lose digits)
     rng = np.random.default_rng(3)
     n = 120
@@ -392,7 +393,7 @@ def test_diagonal_from_the_triangular_inverse_matches_the_full_solve(scale):
            "tiny": 10.0 ** rng.uniform(-14, -5, n),
            "mixed": np.where(rng.random(n) < 0.3, 0.0, 10.0 ** rng.uniform(-12, 2, n))}[scale]
     nu = rng.standard_normal(n)
-    fast, full = EPPosterior(K, nu, tau), EPPosterior(K, nu, tau, full=True)
+    fast, full = SitePosterior(K, nu, tau), SitePosterior(K, nu, tau, full=True)
     assert full.Sigma is not None and fast.Sigma is None
     np.testing.assert_allclose(fast.var, np.diag(full.Sigma), rtol=1e-9)
     np.testing.assert_allclose(fast.var, full.var, rtol=1e-9)
@@ -404,11 +405,11 @@ def test_diagonal_from_the_triangular_inverse_matches_the_full_solve(scale):
 def test_accelerated_ep_reaches_the_sequential_fixed_point_in_fewer_iterations(lik, method):
     X, y = toy(150)
     K = RBF(1.0, 5.0)(X)
-    ref, _, converged, _, _ = run_ep(K, y, lik, method="sequential", tol=1e-12)
+    ref, _, converged, _, _, _ = run_ep(K, y, lik, method="sequential", tol=1e-12)
     assert converged
-    post, n_fast, converged, refused, hist = run_ep(K, y, lik, method=method, max_sweeps=500)
+    post, n_fast, converged, refused, hist, _ = run_ep(K, y, lik, method=method, max_sweeps=500)
     slower = "parallel" if method == "anderson" else "anderson"
-    _, n_slow, _, _, _ = run_ep(K, y, lik, method=slower, max_sweeps=500)
+    _, n_slow, _, _, _, _ = run_ep(K, y, lik, method=slower, max_sweeps=500)
     assert converged and refused == 0 and hist[-1] < 1e-8
     assert n_fast < n_slow
     assert post.Linv is None                       # no n x n inverse is kept after the run
@@ -421,23 +422,23 @@ def test_accelerated_ep_reaches_the_sequential_fixed_point_in_fewer_iterations(l
 def test_newton_damped_and_warm_started_runs_reach_the_same_fixed_point():
     X, y = toy(120)
     K = RBF(1.0, 5.0)(X)
-    ref = run_ep(K, y, Probit(1.0), method="sequential", tol=1e-12)[0]
+    ref = run_ep(K, y, Probit(1.0), method="sequential", tol=1e-12).posterior
     damped = run_ep(K, y, Probit(1.0), method="newton", damping=0.5, max_sweeps=200)
-    assert damped[2]
-    np.testing.assert_allclose(damped[0].mean, ref.mean, atol=1e-6)
+    assert damped.converged
+    np.testing.assert_allclose(damped.posterior.mean, ref.mean, atol=1e-6)
     warm = run_ep(K, y, Probit(1.0), ref.nu, ref.tau, method="newton")
-    assert warm[2] and warm[1] <= 1
+    assert warm.converged and warm.n_iter <= 1
 
 
 def test_sigma_from_the_triangular_inverse_matches_the_full_covariance():
     from gpc_literate.ep import _sigma_lower
     X, y = toy(80)
     K = RBF(1.0, 5.0)(X)
-    ref = run_ep(K, y, Probit(1.0), method="sequential", tol=1e-12)[0]
+    ref = run_ep(K, y, Probit(1.0), method="sequential", tol=1e-12).posterior
     tau = ref.tau.copy()
     tau[:5] = 1e-9                      # tau_i Sigma_ii < 1e-5: the exact-column branch
-    full = EPPosterior(K, ref.nu, tau, full=True).Sigma
-    fast = _sigma_lower(K, EPPosterior(K, ref.nu, tau, keep_inverse=True))
+    full = SitePosterior(K, ref.nu, tau, full=True).Sigma
+    fast = _sigma_lower(K, SitePosterior(K, ref.nu, tau, keep_inverse=True))
     fast = np.tril(fast) + np.tril(fast, -1).T
     np.testing.assert_allclose(fast, full, rtol=1e-8, atol=1e-10 * np.abs(full).max())
 
@@ -476,7 +477,7 @@ def test_lowrank_marginals_are_those_of_the_low_rank_prior():
     rng = np.random.default_rng(4)
     nu, tau = rng.standard_normal(90), rng.uniform(0.0, 3.0, 90)
     mean, var = _lowrank_marginals(Qt, nu, tau)
-    post = EPPosterior(Qt.T @ Qt, nu, tau)
+    post = SitePosterior(Qt.T @ Qt, nu, tau)
     np.testing.assert_allclose(mean, post.mean, atol=1e-9)
     np.testing.assert_allclose(var, post.var, rtol=1e-8)
 
@@ -487,14 +488,14 @@ def test_newton_with_the_low_rank_start_reaches_the_same_fixed_point_in_fewer_st
     K = RBF(3.0, 3.0)(X)                      # smooth kernel, 2-D inputs: rank 28 at 1e-6
     zeros = np.zeros(len(y))
     assert _lowrank_start(K, y, Probit(1.0), zeros, zeros) is not None
-    ref = run_ep(K, y, Probit(1.0), method="sequential", tol=1e-12)[0]
-    post, n_start, converged, _, hist = run_ep(K, y, Probit(1.0), method="newton")
-    _, n_prior, _, _, _ = run_ep(K, y, Probit(1.0), method="newton", lowrank_start=False)
+    ref = run_ep(K, y, Probit(1.0), method="sequential", tol=1e-12).posterior
+    post, n_start, converged, _, hist, _ = run_ep(K, y, Probit(1.0), method="newton")
+    _, n_prior, _, _, _, _ = run_ep(K, y, Probit(1.0), method="newton", lowrank_start=False)
     assert converged and n_start <= 2 < n_prior and hist[0] < 1e-4
     np.testing.assert_allclose(post.mean, ref.mean, atol=1e-6)
     np.testing.assert_allclose(post.cavities()[1], ref.cavities()[1], rtol=1e-6)
     warm = run_ep(K, y, Probit(1.0), ref.nu * 1.1, ref.tau * 0.9, method="newton")
-    assert warm[2] and warm[1] <= 1           # warm sites are refined on the low-rank prior too
+    assert warm.converged and warm.n_iter <= 1           # warm sites are refined on the low-rank prior too
 
 
 @pytest.mark.parametrize("case", ["not low rank", "negative sites"])
@@ -511,14 +512,14 @@ def test_no_low_rank_start_leaves_the_run_unchanged(case):
     assert _lowrank_start(K, y, lik, zeros, zeros) is None
     a = run_ep(K, y, lik, method="newton", max_sweeps=200)
     b = run_ep(K, y, lik, method="newton", max_sweeps=200, lowrank_start=False)
-    assert a[2] and a[1] == b[1] and np.array_equal(a[0].mean, b[0].mean)
-    assert np.any(a[0].tau < 0.0) == (case == "negative sites")
+    assert a.converged and a.n_iter == b.n_iter and np.array_equal(a.posterior.mean, b.posterior.mean)
+    assert np.any(a.posterior.tau < 0.0) == (case == "negative sites")
 
 
 @pytest.mark.parametrize("method", ["parallel", "newton"])
 @pytest.mark.parametrize("variance", [10.0, 100.0, 1000.0])
 def test_adaptive_damping_converges_on_separable_data(method, variance):
-    """eq-ep-adaptive-damping: parallel and Newton-type EP with the default damping converge
+    """eq-sites-adaptive-damping: parallel and Newton-type EP with the default damping converge
     on well-separated classes at large signal variance, to sequential EP's fixed point."""
     rng = np.random.default_rng(0)
     y = np.where(np.arange(300) % 2 == 0, 1.0, -1.0)
@@ -536,7 +537,7 @@ def test_adaptive_damping_converges_on_separable_data(method, variance):
 
 
 def test_adapt_damping_rule():
-    from gpc_literate.ep import DAMPING_FLOOR, adapt_damping
+    from gpc_literate.tap import DAMPING_FLOOR, adapt_damping
     assert adapt_damping(0.8, 0.8, [1.0]) == 0.8
     assert adapt_damping(0.8, 0.8, [1.0, 2.0]) == 0.4
     assert adapt_damping(0.4, 0.8, [2.0, 1.0]) == pytest.approx(0.5)

@@ -47,7 +47,7 @@ def test_fixed_point_satisfies_the_nips_equations(crabs, kappa, v):
     lik = StepFlip(kappa)
     sol = tap_fixed_point(K, y, lik, tol=1e-9)
     assert sol.converged and sol.residual < 1e-9
-    assert max(tap_equations(K, y, lik, sol.coef, sol.var_cav)["residual"]) < 1e-9
+    assert max(tap_equations(K, y, lik, sol.coef, sol.var_cav).residual) < 1e-9
     # eqs 12-13 of Opper & Winther (1999), literally, with a dense inverse
     gamma = K @ sol.coef - sol.var_cav * sol.coef
     _, d1, d2 = lik.log_Z(y, gamma, sol.var_cav)
@@ -150,4 +150,4 @@ def test_adaptive_damping_converges_on_a_hard_noise_free_line():
         warnings.simplefilter("error", ConvergenceWarning)
         sol = tap_fixed_point(K, y, StepFlip(0.0))
     assert sol.converged and sol.residual < 1e-8 and sol.n_iter < 500
-    assert max(tap_equations(K, y, StepFlip(0.0), sol.coef, sol.var_cav)["residual"]) < 1e-8
+    assert max(tap_equations(K, y, StepFlip(0.0), sol.coef, sol.var_cav).residual) < 1e-8
