@@ -6,8 +6,9 @@
 
 Built from chapter 5 of the book (book/05_svm.md): the dual of the MAP problem
 (eq-svm-dual), the Kuhn-Tucker conditions (eq-svm-kkt), the parallel kernel Adatron with
-and without bias (eq-svm-adatron, eq-svm-projection), the linear-response leave-one-out
-activations derived in chapter 6 (eq-svm-loo) and the estimator ``KernelAdatron``.
+and without bias (eq-svm-adatron, eq-svm-projection), the conditional variances of the
+linear-response leave-one-out estimate eq-svm-loo (whose derivation, and the function
+``lr_loo_activations``, are in chapter 6, gpc_literate.loo) and the estimator ``KernelAdatron``.
 """
 import copy
 import warnings
@@ -21,8 +22,8 @@ from gpc_literate.base import (ConvergenceWarning, GPClassifierBase, check_bool,
                                check_scalar)
 from gpc_literate.kernels import check_kernel, default_kernel
 
-__all__ = ["AdatronResult", "KKTCheck", "KernelAdatron", "kernel_adatron", "kkt_violation",
-           "lr_loo_activations", "project_box_hyperplane", "svm_groups"]
+__all__ = ["AdatronResult", "KKTCheck", "KernelAdatron", "conditional_variances", "kernel_adatron",
+           "kkt_violation", "project_box_hyperplane", "svm_groups"]
 
 
 # %% book/05_svm.md, code cell 4
@@ -233,42 +234,39 @@ def _cholesky_with_jitter(A):
     raise LinAlgError("the margin support vector block is not positive definite")
 
 
-def lr_loo_activations(K, y, alpha, bias=0.0, *, C=np.inf, v=0.0, fit_bias=False):
-    """Linear-response leave-one-out activations h_i^{-i}, eq-svm-loo (O&W eqs 17.29-17.32).
+def conditional_variances(K, alpha, *, C=np.inf, v=0.0, fit_bias=False):
+    """Conditional variances sigma_i of eq-svm-loo, from one Cholesky factor of the margin block.
 
-    ``K`` is the kernel matrix without the noise variance ``v``; ``alpha``, ``bias`` a
-    solution of the dual eq-svm-dual. One Cholesky factorisation of the margin support
-    vector block of K + v I. Returns an array of shape (n,); the estimated leave-one-out
-    error is mean(y * h <= 0).
+    For a margin support vector, 1 / [A_M^{-1}]_ii; for a bound support vector, the Schur
+    complement of its column against A_M (both eq-loo-partitioned, with the bordered inverse
+    eq-loo-bordered-inverse when ``fit_bias``). ``K`` is the kernel matrix without the noise
+    variance ``v``. Returns an array of shape (n,), 0 for the non-support vectors.
     """
-    y = np.asarray(y, dtype=float)
     alpha = np.asarray(alpha, dtype=float)
     K_noisy_diag = np.diag(K) + v
-    u = y * alpha
-    h = K @ u + v * u + bias                   # activations of the noisy process
     _, margin_sv, bound_sv = svm_groups(alpha, C)
     M, B = np.flatnonzero(margin_sv), np.flatnonzero(bound_sv)
-    loo = h.copy()                             # non-support vectors: alpha_i = 0, no change
+    sigma = np.zeros(alpha.size)
     if M.size == 0 and fit_bias and B.size:
         warnings.warn("no margin support vectors: the bias cannot respond to a removal; "
-                      "the leave-one-out estimate keeps it fixed", UserWarning, stacklevel=2)
+                      "the leave-one-out estimate keeps it fixed", UserWarning, stacklevel=3)
         fit_bias = False
-    if M.size:
-        L = _cholesky_with_jitter(K[np.ix_(M, M)] + v * np.eye(M.size))
-        L_inv = solve_triangular(L, np.eye(M.size), lower=True)
-        diag_inv = np.einsum("ij,ij->j", L_inv, L_inv)          # diag of K_MM^{-1}
-        W = solve_triangular(L, K[np.ix_(M, B)], lower=True)     # L^{-1} a_i, bound SVs
-        schur = K_noisy_diag[B] - np.einsum("ij,ij->j", W, W)
-        if fit_bias:                                           # bordered matrix, bias row
-            w1 = L_inv.sum(axis=1)                             # L^{-1} 1
-            s = float(w1 @ w1)                                 # 1' K_MM^{-1} 1
-            diag_inv = diag_inv - (L_inv.T @ w1) ** 2 / s
-            schur = schur + (w1 @ W - 1.0) ** 2 / s
-        loo[M] = h[M] - y[M] * alpha[M] / diag_inv
-    else:
-        schur = K_noisy_diag[B]
-    loo[B] = h[B] - y[B] * alpha[B] * schur
-    return loo
+    if M.size == 0:
+        sigma[B] = K_noisy_diag[B]
+        return sigma
+    L = _cholesky_with_jitter(K[np.ix_(M, M)] + v * np.eye(M.size))
+    L_inv = solve_triangular(L, np.eye(M.size), lower=True)
+    diag_inv = np.einsum("ij,ij->j", L_inv, L_inv)          # diag of K_MM^{-1}
+    W = solve_triangular(L, K[np.ix_(M, B)], lower=True)     # L^{-1} a_i, bound SVs
+    schur = K_noisy_diag[B] - np.einsum("ij,ij->j", W, W)
+    if fit_bias:                                           # bordered matrix, bias row
+        w1 = L_inv.sum(axis=1)                             # L^{-1} 1
+        s = float(w1 @ w1)                                 # 1' K_MM^{-1} 1
+        diag_inv = diag_inv - (L_inv.T @ w1) ** 2 / s
+        schur = schur + (w1 @ W - 1.0) ** 2 / s
+    sigma[M] = 1.0 / diag_inv
+    sigma[B] = schur
+    return sigma
 
 
 # %% book/05_svm.md, code cell 13
@@ -341,8 +339,9 @@ class KernelAdatron(GPClassifierBase):
                 f"{result.step:.2e} > tol = {self.tol:g}); increase max_iter, or use v > 0 or a "
                 "finite C if the data may not be separable", ConvergenceWarning, stacklevel=4)
         if self.compute_loo and np.all(np.isfinite(result.alpha)):
-            self.loo_decision_ = lr_loo_activations(K, y, result.alpha, result.bias, C=C, v=v,
-                                                    fit_bias=bool(self.fit_bias))
+            u = y * result.alpha                      # eq-svm-loo: y_i h_i = m_i - alpha_i sigma_i
+            sigma = conditional_variances(K, result.alpha, C=C, v=v, fit_bias=bool(self.fit_bias))
+            self.loo_decision_ = K @ u + v * u + result.bias - u * sigma
             self.loo_error_ = float(np.mean(y * self.loo_decision_ <= 0.0))
         else:
             self.loo_decision_ = None
