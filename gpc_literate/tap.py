@@ -30,7 +30,7 @@ __all__ = ["TAPResult", "TAPBreakdownError", "tap_equations", "tap_fixed_point",
            "tap_evidence_gradient", "check_no_conflicting_pair", "TAP"]
 
 
-# %% book/09_tap.md, code cell 3
+# %% book/09_tap.md, code cell 6
 def tap_equations(K, y, likelihood, coef, var_cav):
     """Evaluate the TAP equations eq-tap-alpha and eq-tap-var-cav at (coef, var_cav).
 
@@ -62,7 +62,7 @@ def tap_equations(K, y, likelihood, coef, var_cav):
                 log_evidence=float(log_evidence))
 
 
-# %% book/09_tap.md, code cell 5
+# %% book/09_tap.md, code cell 8
 @dataclass
 class TAPResult:
     """Output of ``tap_fixed_point``.
@@ -182,7 +182,7 @@ def tap_fixed_point(K, y, likelihood, *, max_iter=500, tol=1e-8, damping=0.5, co
                      state["log_evidence"], n_iter, converged, max(state["residual"]), n_fact)
 
 
-# %% book/09_tap.md, code cell 13
+# %% book/09_tap.md, code cell 16
 def tap_evidence_gradient(coef, posterior, dK):
     """Eq. (eq-tap-evidence-gradient): d(-G_TAP)/d theta at a TAP solution, shape (p,).
 
@@ -194,7 +194,7 @@ def tap_evidence_gradient(coef, posterior, dK):
             - 0.5 * np.einsum("ijk,ij->k", dK, inv_sum))
 
 
-# %% book/09_tap.md, code cell 15
+# %% book/09_tap.md, code cell 18
 def check_no_conflicting_pair(K, y, likelihood_name, fix, rel=1e-12):
     """Raise ValueError if two examples that the prior ties have different labels.
 
