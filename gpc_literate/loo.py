@@ -71,6 +71,7 @@ class LOOResult:
     warm_start: bool
 
 
+# %% book/06_loo.md, code cell 8
 def _clone(estimator, **overrides):
     """A new, unfitted estimator with the same (deep-copied) parameters."""
     params = copy.deepcopy(estimator.get_params(deep=False))
@@ -86,6 +87,7 @@ def _accepts_alpha_init(estimator):
     return False
 
 
+# %% book/06_loo.md, code cell 9
 def exact_loo_error(estimator, X, y, *, warm_start=True, progress=False):
     """Exact leave-one-out error eq-loo-error by n refits of a clone of ``estimator``.
 
@@ -139,7 +141,7 @@ def exact_loo_error(estimator, X, y, *, warm_start=True, progress=False):
                      alpha_full is not None)
 
 
-# %% book/06_loo.md, code cell 9
+# %% book/06_loo.md, code cell 11
 @dataclass(frozen=True)
 class LOOComparison:
     """An approximate leave-one-out estimate beside the exact one (``exact``, a LOOResult).

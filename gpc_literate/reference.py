@@ -175,6 +175,7 @@ class _WeightedMoments:
         return mean, 0.5 * (cov + cov.T), mean_cov, log_z, log_z_se, self.s0**2 / self.s00
 
 
+# %% book/07_exact_relations.md, code cell 7
 def _gaussian_moments(K, y, noise_var):
     """Closed-form posterior of GP regression, y_i ~ N(f_i, noise_var) at the labelled points."""
     lab = ~np.isnan(y)
@@ -189,6 +190,7 @@ def _gaussian_moments(K, y, noise_var):
     return mean, 0.5 * (cov + cov.T), float(log_z), coef, lab
 
 
+# %% book/07_exact_relations.md, code cell 8
 def exact_posterior_moments(K, y, likelihood, *, n_samples=200_000, rng=None,
                             method="sequential", batch_size=50_000):
     """Eqs (eq-exact-posterior-moments): <f>, Cov[f] and log p(y) by brute force, with errors.
@@ -247,7 +249,7 @@ def exact_posterior_moments(K, y, likelihood, *, n_samples=200_000, rng=None,
                         float(log_z), float(log_z_se), float(ess), n_samples)
 
 
-# %% book/07_exact_relations.md, code cell 7
+# %% book/07_exact_relations.md, code cell 9
 def exact_embedding_strengths(K, y, likelihood, *, n_samples=200_000, rng=None):
     """Eq. (eq-exact-alpha-step): the embedding strengths alpha_i of eq-exact-alpha by their own integrals.
 

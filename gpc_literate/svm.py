@@ -113,6 +113,7 @@ def _projection_root_by_sorting(z, y, C):
     return float(e[k - 1] + g[k - 1] / -slope[k - 1])
 
 
+# %% book/05_svm.md, code cell 6
 def project_box_hyperplane(z, y, C=np.inf, lam0=0.0):
     """Projection onto {0 <= alpha <= C, y . alpha = 0}, eq-svm-projection.
 
@@ -144,7 +145,7 @@ def _project(z, y, C, lam0):
     return np.clip(z - lam * y, 0.0, C), lam
 
 
-# %% book/05_svm.md, code cell 7
+# %% book/05_svm.md, code cell 8
 def _largest_eigenvalue(K):
     """Largest eigenvalue of the symmetric matrix K (Lanczos for n > 64, else dense)."""
     n = K.shape[0]
@@ -157,6 +158,7 @@ def _largest_eigenvalue(K):
     return float(eigh(K, eigvals_only=True, subset_by_index=[n - 1, n - 1])[0])
 
 
+# %% book/05_svm.md, code cell 9
 @dataclass(frozen=True)
 class AdatronResult:
     """Output of ``kernel_adatron``: the solution and how it was reached.
@@ -173,6 +175,7 @@ class AdatronResult:
     eta: float
 
 
+# %% book/05_svm.md, code cell 10
 def kernel_adatron(K, y, *, C=np.inf, v=0.0, fit_bias=False, max_iter=20000, tol=1e-5,
                    learning_rate=1.0, alpha_init=None):
     """Parallel kernel Adatron, eq-svm-adatron (projection eq-svm-projection with bias).
@@ -221,7 +224,7 @@ def kernel_adatron(K, y, *, C=np.inf, v=0.0, fit_bias=False, max_iter=20000, tol
     return AdatronResult(alpha, float(bias), n_iter, converged, step, eta)
 
 
-# %% book/05_svm.md, code cell 12
+# %% book/05_svm.md, code cell 15
 def _cholesky_with_jitter(A):
     """Lower Cholesky factor of the symmetric positive (semi)definite A, adding jitter if needed."""
     jitter = 0.0
@@ -269,7 +272,52 @@ def conditional_variances(K, alpha, *, C=np.inf, v=0.0, fit_bias=False):
     return sigma
 
 
-# %% book/05_svm.md, code cell 13
+# %% book/05_svm.md, code cell 16
+def _check_adatron_params(est):
+    """ValueError/TypeError for a ``KernelAdatron`` hyperparameter outside its domain."""
+    if not (isinstance(est.C, (float, np.floating)) and est.C == np.inf):
+        check_scalar(est.C, "C", low=0.0, low_inclusive=False)     # C = inf: no box
+    check_scalar(est.v, "v", low=0.0)
+    check_scalar(est.tol, "tol", low=0.0, low_inclusive=False)
+    check_scalar(est.learning_rate, "learning_rate", low=0.0, high=2.0,
+                 low_inclusive=False, high_inclusive=False)
+    check_integer(est.max_iter, "max_iter")
+    check_kernel(est.kernel)
+    check_bool(est.fit_bias, "fit_bias")
+    check_bool(est.compute_loo, "compute_loo")
+
+
+# %% book/05_svm.md, code cell 17
+def _fit_adatron(K, X, y, *, C, v, fit_bias, max_iter, tol, learning_rate, alpha_init,
+                 compute_loo):
+    """Fitted attributes of ``KernelAdatron`` for the kernel matrix K of X (eq-svm-dual).
+
+    Returns a dict attribute name -> value: the solution, ``kkt_`` (eq-svm-kkt) and the
+    linear-response leave-one-out activations and error (eq-svm-loo, or None).
+    """
+    result = kernel_adatron(K, y, C=C, v=v, fit_bias=fit_bias, max_iter=max_iter, tol=tol,
+                            learning_rate=learning_rate, alpha_init=alpha_init)
+    support = np.flatnonzero(result.alpha > 0.0)
+    fitted = dict(alpha_=result.alpha, bias_=result.bias, n_iter_=result.n_iter,
+                  converged_=result.converged, eta_=result.eta, support_=support,
+                  support_vectors_=X[support], dual_coef_=(y * result.alpha)[support],
+                  kkt_=kkt_violation(K, y, result.alpha, result.bias, C=C, v=v,
+                                     fit_bias=fit_bias),
+                  loo_decision_=None, loo_error_=None)
+    if not result.converged:
+        warnings.warn(
+            f"KernelAdatron did not converge in {result.n_iter} iterations (last step "
+            f"{result.step:.2e} > tol = {tol:g}); increase max_iter, or use v > 0 or a "
+            "finite C if the data may not be separable", ConvergenceWarning, stacklevel=5)
+    if compute_loo and np.all(np.isfinite(result.alpha)):
+        u = y * result.alpha                      # eq-svm-loo: y_i h_i = m_i - alpha_i sigma_i
+        sigma = conditional_variances(K, result.alpha, C=C, v=v, fit_bias=fit_bias)
+        fitted["loo_decision_"] = K @ u + v * u + result.bias - u * sigma
+        fitted["loo_error_"] = float(np.mean(y * fitted["loo_decision_"] <= 0.0))
+    return fitted
+
+
+# %% book/05_svm.md, code cell 18
 class KernelAdatron(GPClassifierBase):
     """Support vector machine as the MAP of a GP, solved by the parallel kernel Adatron.
 
@@ -299,16 +347,7 @@ class KernelAdatron(GPClassifierBase):
         self.compute_loo = compute_loo
 
     def _validate_params(self):
-        if not (isinstance(self.C, (float, np.floating)) and self.C == np.inf):
-            check_scalar(self.C, "C", low=0.0, low_inclusive=False)   # C = inf: no box
-        check_scalar(self.v, "v", low=0.0)
-        check_scalar(self.tol, "tol", low=0.0, low_inclusive=False)
-        check_scalar(self.learning_rate, "learning_rate", low=0.0, high=2.0,
-                     low_inclusive=False, high_inclusive=False)
-        check_integer(self.max_iter, "max_iter")
-        check_kernel(self.kernel)
-        check_bool(self.fit_bias, "fit_bias")
-        check_bool(self.compute_loo, "compute_loo")
+        _check_adatron_params(self)
 
     def fit(self, X, y, alpha_init=None):
         """Fit to inputs X (n, d) and two-class labels y; ``alpha_init`` (n,) warm-starts alpha."""
@@ -317,35 +356,13 @@ class KernelAdatron(GPClassifierBase):
     def _fit(self, X, y, alpha_init=None):
         kernel = (default_kernel(X) if self.kernel is None
                   else copy.deepcopy(self.kernel))                  # never the caller's object
-        K = kernel(X)
-        C, v = float(self.C), float(self.v)
-        result = kernel_adatron(K, y, C=C, v=v, fit_bias=bool(self.fit_bias),
-                                max_iter=int(self.max_iter), tol=float(self.tol),
-                                learning_rate=float(self.learning_rate), alpha_init=alpha_init)
+        fitted = _fit_adatron(kernel(X), X, y, C=float(self.C), v=float(self.v),
+                              fit_bias=bool(self.fit_bias), max_iter=int(self.max_iter),
+                              tol=float(self.tol), learning_rate=float(self.learning_rate),
+                              alpha_init=alpha_init, compute_loo=bool(self.compute_loo))
         self.kernel_ = kernel
-        self.alpha_ = result.alpha
-        self.bias_ = result.bias
-        self.n_iter_ = result.n_iter
-        self.converged_ = result.converged
-        self.eta_ = result.eta
-        self.support_ = np.flatnonzero(result.alpha > 0.0)
-        self.support_vectors_ = X[self.support_]
-        self.dual_coef_ = (y * result.alpha)[self.support_]
-        self.kkt_ = kkt_violation(K, y, result.alpha, result.bias, C=C, v=v,
-                                  fit_bias=bool(self.fit_bias))
-        if not result.converged:
-            warnings.warn(
-                f"KernelAdatron did not converge in {result.n_iter} iterations (last step "
-                f"{result.step:.2e} > tol = {self.tol:g}); increase max_iter, or use v > 0 or a "
-                "finite C if the data may not be separable", ConvergenceWarning, stacklevel=4)
-        if self.compute_loo and np.all(np.isfinite(result.alpha)):
-            u = y * result.alpha                      # eq-svm-loo: y_i h_i = m_i - alpha_i sigma_i
-            sigma = conditional_variances(K, result.alpha, C=C, v=v, fit_bias=bool(self.fit_bias))
-            self.loo_decision_ = K @ u + v * u + result.bias - u * sigma
-            self.loo_error_ = float(np.mean(y * self.loo_decision_ <= 0.0))
-        else:
-            self.loo_decision_ = None
-            self.loo_error_ = None
+        for name, value in fitted.items():
+            setattr(self, name, value)
         return self
 
     def _decision_function(self, X):
