@@ -79,6 +79,7 @@ def _clone(estimator, **overrides):
     return type(estimator)(**params)
 
 
+# %% book/06_loo.md, code cell 9
 def _accepts_alpha_init(estimator):
     """Whether ``estimator.fit`` takes ``alpha_init`` (directly or forwarded to ``_fit``)."""
     for method in (getattr(estimator, "fit", None), getattr(estimator, "_fit", None)):
@@ -87,7 +88,7 @@ def _accepts_alpha_init(estimator):
     return False
 
 
-# %% book/06_loo.md, code cell 9
+# %% book/06_loo.md, code cell 10
 def exact_loo_error(estimator, X, y, *, warm_start=True, progress=False):
     """Exact leave-one-out error eq-loo-error by n refits of a clone of ``estimator``.
 
@@ -141,7 +142,7 @@ def exact_loo_error(estimator, X, y, *, warm_start=True, progress=False):
                      alpha_full is not None)
 
 
-# %% book/06_loo.md, code cell 11
+# %% book/06_loo.md, code cell 12
 @dataclass(frozen=True)
 class LOOComparison:
     """An approximate leave-one-out estimate beside the exact one (``exact``, a LOOResult).
@@ -166,6 +167,7 @@ class LOOComparison:
         return int(round(self.n_examples * self.approx_error_rate)) - self.exact.n_errors
 
 
+# %% book/06_loo.md, code cell 13
 def approximate_vs_exact(estimator, X, y, *, warm_start=True, progress=False):
     """Compare an estimator's approximate leave-one-out error with the exact one, eq-loo-error.
 

@@ -39,6 +39,7 @@ def svm_groups(alpha, C=np.inf):
     return non_sv, ~(non_sv | bound_sv), bound_sv
 
 
+# %% book/05_svm.md, code cell 5
 @dataclass(frozen=True)
 class KKTCheck:
     """Violations of the Kuhn-Tucker conditions eq-svm-kkt at a candidate solution.
@@ -57,6 +58,7 @@ class KKTCheck:
         return max(self.margin, self.box, self.equality)
 
 
+# %% book/05_svm.md, code cell 6
 def kkt_violation(K, y, alpha, bias=0.0, *, C=np.inf, v=0.0, fit_bias=False):
     """Violation of the Kuhn-Tucker conditions eq-svm-kkt (Opper & Winther eqs 17.20, 17.22).
 
@@ -77,13 +79,14 @@ def kkt_violation(K, y, alpha, bias=0.0, *, C=np.inf, v=0.0, fit_bias=False):
     return KKTCheck(float(violation.max()), float(box), equality)
 
 
-# %% book/05_svm.md, code cell 5
+# %% book/05_svm.md, code cell 7
 def _g(z, y, C, lam):
     """g(lambda) of eq-svm-projection and the number of free components (minus its slope)."""
     r = z - lam * y
     return float(y @ np.clip(r, 0.0, C)), int(np.count_nonzero((r > 0.0) & (r < C)))
 
 
+# %% book/05_svm.md, code cell 8
 def _projection_root_by_sorting(z, y, C):
     """Exact root of the piecewise-linear g of eq-svm-projection from its sorted breakpoints."""
     finite_c = np.isfinite(C)
@@ -113,7 +116,7 @@ def _projection_root_by_sorting(z, y, C):
     return float(e[k - 1] + g[k - 1] / -slope[k - 1])
 
 
-# %% book/05_svm.md, code cell 6
+# %% book/05_svm.md, code cell 9
 def project_box_hyperplane(z, y, C=np.inf, lam0=0.0):
     """Projection onto {0 <= alpha <= C, y . alpha = 0}, eq-svm-projection.
 
@@ -128,6 +131,7 @@ def project_box_hyperplane(z, y, C=np.inf, lam0=0.0):
     return _project(z, y, C, lam0)
 
 
+# %% book/05_svm.md, code cell 10
 def _project(z, y, C, lam0):
     """``project_box_hyperplane`` without the input checks (the Adatron's inner loop)."""
     scale = 1e-12 * max(1.0, float(np.abs(z).sum()))
@@ -145,7 +149,7 @@ def _project(z, y, C, lam0):
     return np.clip(z - lam * y, 0.0, C), lam
 
 
-# %% book/05_svm.md, code cell 8
+# %% book/05_svm.md, code cell 12
 def _largest_eigenvalue(K):
     """Largest eigenvalue of the symmetric matrix K (Lanczos for n > 64, else dense)."""
     n = K.shape[0]
@@ -158,7 +162,7 @@ def _largest_eigenvalue(K):
     return float(eigh(K, eigvals_only=True, subset_by_index=[n - 1, n - 1])[0])
 
 
-# %% book/05_svm.md, code cell 9
+# %% book/05_svm.md, code cell 13
 @dataclass(frozen=True)
 class AdatronResult:
     """Output of ``kernel_adatron``: the solution and how it was reached.
@@ -175,7 +179,7 @@ class AdatronResult:
     eta: float
 
 
-# %% book/05_svm.md, code cell 10
+# %% book/05_svm.md, code cell 14
 def kernel_adatron(K, y, *, C=np.inf, v=0.0, fit_bias=False, max_iter=20000, tol=1e-5,
                    learning_rate=1.0, alpha_init=None):
     """Parallel kernel Adatron, eq-svm-adatron (projection eq-svm-projection with bias).
@@ -224,7 +228,7 @@ def kernel_adatron(K, y, *, C=np.inf, v=0.0, fit_bias=False, max_iter=20000, tol
     return AdatronResult(alpha, float(bias), n_iter, converged, step, eta)
 
 
-# %% book/05_svm.md, code cell 15
+# %% book/05_svm.md, code cell 19
 def _cholesky_with_jitter(A):
     """Lower Cholesky factor of the symmetric positive (semi)definite A, adding jitter if needed."""
     jitter = 0.0
@@ -237,6 +241,7 @@ def _cholesky_with_jitter(A):
     raise LinAlgError("the margin support vector block is not positive definite")
 
 
+# %% book/05_svm.md, code cell 20
 def conditional_variances(K, alpha, *, C=np.inf, v=0.0, fit_bias=False):
     """Conditional variances sigma_i of eq-svm-loo, from one Cholesky factor of the margin block.
 
@@ -272,7 +277,7 @@ def conditional_variances(K, alpha, *, C=np.inf, v=0.0, fit_bias=False):
     return sigma
 
 
-# %% book/05_svm.md, code cell 16
+# %% book/05_svm.md, code cell 21
 def _check_adatron_params(est):
     """ValueError/TypeError for a ``KernelAdatron`` hyperparameter outside its domain."""
     if not (isinstance(est.C, (float, np.floating)) and est.C == np.inf):
@@ -287,7 +292,7 @@ def _check_adatron_params(est):
     check_bool(est.compute_loo, "compute_loo")
 
 
-# %% book/05_svm.md, code cell 17
+# %% book/05_svm.md, code cell 22
 def _fit_adatron(K, X, y, *, C, v, fit_bias, max_iter, tol, learning_rate, alpha_init,
                  compute_loo):
     """Fitted attributes of ``KernelAdatron`` for the kernel matrix K of X (eq-svm-dual).
@@ -317,7 +322,7 @@ def _fit_adatron(K, X, y, *, C, v, fit_bias, max_iter, tol, learning_rate, alpha
     return fitted
 
 
-# %% book/05_svm.md, code cell 18
+# %% book/05_svm.md, code cell 23
 class KernelAdatron(GPClassifierBase):
     """Support vector machine as the MAP of a GP, solved by the parallel kernel Adatron.
 
