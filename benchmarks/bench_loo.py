@@ -23,9 +23,9 @@ from gpc_literate import datasets
 from gpc_literate.base import ConvergenceWarning
 from gpc_literate.kernels import RBF
 from gpc_literate.likelihoods import StepFlip
-from gpc_literate.loo import exact_loo_error
+from gpc_literate.loo import exact_loo_error, lr_loo_activations
 from gpc_literate.meanfield import NaiveMeanField, naive_loo
-from gpc_literate.svm import KernelAdatron, lr_loo_activations
+from gpc_literate.svm import KernelAdatron
 from gpc_literate.tap import TAP
 
 TAP_REFITS = 40                 # refits timed for TAP's exact leave-one-out (then scaled to n)

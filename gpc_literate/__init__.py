@@ -27,6 +27,7 @@ _PUBLIC = {
     "load": "datasets",
     "KernelAdatron": "svm",
     "exact_loo_error": "loo",
+    "lr_loo_activations": "loo",
     "NaiveMeanField": "meanfield",
     "TAP": "tap",
     "Laplace": "laplace",

@@ -4,7 +4,9 @@
 # %% book/06_loo.md, code cell 1
 """Leave-one-out errors: exact (by retraining) and comparisons with approximate estimates.
 
-Built from chapter 6 of the book (book/06_loo.md). ``exact_loo_error`` retrains any
+Built from chapter 6 of the book (book/06_loo.md). ``lr_loo_activations`` is the SVM's
+linear-response leave-one-out estimate eq-svm-loo, derived by the partitioned inverse
+eq-loo-partitioned and the bordered inverse eq-loo-bordered-inverse. ``exact_loo_error`` retrains any
 estimator of the package on the n leave-one-out training sets (warm-started when the
 estimator's ``fit`` accepts ``alpha_init``), eq-loo-error; ``approximate_vs_exact``
 compares it with an estimator's built-in approximate estimate (``loo_error_`` and
@@ -19,11 +21,36 @@ import numpy as np
 from tqdm import tqdm
 
 from gpc_literate.base import ConvergenceWarning, check_X_y, encode_labels
+from gpc_literate.svm import conditional_variances
 
-__all__ = ["LOOComparison", "LOOResult", "approximate_vs_exact", "exact_loo_error"]
+__all__ = ["LOOComparison", "LOOResult", "approximate_vs_exact", "exact_loo_error",
+           "lr_loo_activations"]
 
 
-# %% book/06_loo.md, code cell 6
+# %% book/06_loo.md, code cell 5
+def lr_loo_activations(K, y, alpha, bias=0.0, *, C=np.inf, v=0.0, fit_bias=False):
+    """Linear-response leave-one-out activations h_i^{-i}, eq-svm-loo (O&W eqs 17.29-17.32).
+
+    Eq. (eq-loo-activation): h_l - y_l alpha_l sigma_l, with sigma_l from the partitioned
+    inverse eq-loo-partitioned (eq-loo-margin, eq-loo-bound) and, with ``fit_bias``, the
+    bordered inverse eq-loo-bordered-inverse, from one Cholesky factorisation of the margin
+    support vector block of K + v I. ``K`` is the kernel matrix without the noise variance
+    ``v``; ``alpha``, ``bias`` a solution of the dual eq-svm-dual. Returns an array of shape
+    (n,); the estimated leave-one-out error is mean(y * h <= 0).
+    """
+    K = np.asarray(K, dtype=float)
+    y = np.asarray(y, dtype=float)
+    alpha = np.asarray(alpha, dtype=float)
+    n = y.size
+    if K.shape != (n, n) or alpha.shape != (n,):
+        raise ValueError(f"K must have shape ({n}, {n}) and alpha shape ({n},), got "
+                         f"{K.shape} and {alpha.shape}")
+    u = y * alpha
+    h = K @ u + v * u + bias                   # activations of the noisy process
+    return h - u * conditional_variances(K, alpha, C=C, v=v, fit_bias=fit_bias)
+
+
+# %% book/06_loo.md, code cell 7
 @dataclass(frozen=True)
 class LOOResult:
     """Exact leave-one-out result, eq-loo-error.
@@ -44,6 +71,7 @@ class LOOResult:
     warm_start: bool
 
 
+# %% book/06_loo.md, code cell 8
 def _clone(estimator, **overrides):
     """A new, unfitted estimator with the same (deep-copied) parameters."""
     params = copy.deepcopy(estimator.get_params(deep=False))
@@ -51,6 +79,7 @@ def _clone(estimator, **overrides):
     return type(estimator)(**params)
 
 
+# %% book/06_loo.md, code cell 9
 def _accepts_alpha_init(estimator):
     """Whether ``estimator.fit`` takes ``alpha_init`` (directly or forwarded to ``_fit``)."""
     for method in (getattr(estimator, "fit", None), getattr(estimator, "_fit", None)):
@@ -59,6 +88,7 @@ def _accepts_alpha_init(estimator):
     return False
 
 
+# %% book/06_loo.md, code cell 10
 def exact_loo_error(estimator, X, y, *, warm_start=True, progress=False):
     """Exact leave-one-out error eq-loo-error by n refits of a clone of ``estimator``.
 
@@ -112,7 +142,7 @@ def exact_loo_error(estimator, X, y, *, warm_start=True, progress=False):
                      alpha_full is not None)
 
 
-# %% book/06_loo.md, code cell 8
+# %% book/06_loo.md, code cell 12
 @dataclass(frozen=True)
 class LOOComparison:
     """An approximate leave-one-out estimate beside the exact one (``exact``, a LOOResult).
@@ -137,6 +167,7 @@ class LOOComparison:
         return int(round(self.n_examples * self.approx_error_rate)) - self.exact.n_errors
 
 
+# %% book/06_loo.md, code cell 13
 def approximate_vs_exact(estimator, X, y, *, warm_start=True, progress=False):
     """Compare an estimator's approximate leave-one-out error with the exact one, eq-loo-error.
 

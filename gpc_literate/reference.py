@@ -38,6 +38,7 @@ def _check_problem(K, y):
     return K, y
 
 
+# %% book/07_exact_relations.md, code cell 5
 def flip_noise_parameters(likelihood):
     """(kappa, v) of kappa + (1 - 2 kappa) Phi(y f / sqrt(v)) (eq-exact-family); None otherwise.
 
@@ -50,6 +51,7 @@ def flip_noise_parameters(likelihood):
     return None
 
 
+# %% book/07_exact_relations.md, code cell 6
 @dataclass
 class ExactMoments:
     """Posterior moments of the latent f at the n points of a problem, and the log evidence.
@@ -69,7 +71,7 @@ class ExactMoments:
     n_samples: int
 
 
-# %% book/07_exact_relations.md, code cell 5
+# %% book/07_exact_relations.md, code cell 7
 def _cholesky_jitter(C):
     """Lower Cholesky factor of C, adding a tiny multiple of the mean diagonal if C is singular."""
     scale = float(np.mean(np.diag(C))) if C.size else 1.0
@@ -81,6 +83,7 @@ def _cholesky_jitter(C):
     raise LinAlgError("the covariance matrix is not positive definite")
 
 
+# %% book/07_exact_relations.md, code cell 8
 def sequential_importance_sample(C, y, kappa, n_samples, rng):
     """Eq. (eq-exact-sis): draws g ~ N(0, C) weighted by prod_i [kappa + (1 - 2 kappa) Theta(y_i g_i)].
 
@@ -121,7 +124,7 @@ def sequential_importance_sample(C, y, kappa, n_samples, rng):
     return np.einsum("kj,ij->ki", u, L), log_w
 
 
-# %% book/07_exact_relations.md, code cell 6
+# %% book/07_exact_relations.md, code cell 9
 class _WeightedMoments:
     """Streaming self-normalised importance-sampling moments, stable in the log weights."""
 
@@ -175,6 +178,7 @@ class _WeightedMoments:
         return mean, 0.5 * (cov + cov.T), mean_cov, log_z, log_z_se, self.s0**2 / self.s00
 
 
+# %% book/07_exact_relations.md, code cell 10
 def _gaussian_moments(K, y, noise_var):
     """Closed-form posterior of GP regression, y_i ~ N(f_i, noise_var) at the labelled points."""
     lab = ~np.isnan(y)
@@ -189,6 +193,7 @@ def _gaussian_moments(K, y, noise_var):
     return mean, 0.5 * (cov + cov.T), float(log_z), coef, lab
 
 
+# %% book/07_exact_relations.md, code cell 11
 def exact_posterior_moments(K, y, likelihood, *, n_samples=200_000, rng=None,
                             method="sequential", batch_size=50_000):
     """Eqs (eq-exact-posterior-moments): <f>, Cov[f] and log p(y) by brute force, with errors.
@@ -247,7 +252,7 @@ def exact_posterior_moments(K, y, likelihood, *, n_samples=200_000, rng=None,
                         float(log_z), float(log_z_se), float(ess), n_samples)
 
 
-# %% book/07_exact_relations.md, code cell 7
+# %% book/07_exact_relations.md, code cell 12
 def exact_embedding_strengths(K, y, likelihood, *, n_samples=200_000, rng=None):
     """Eq. (eq-exact-alpha-step): the embedding strengths alpha_i of eq-exact-alpha by their own integrals.
 

@@ -6,8 +6,9 @@
 
 Built from chapter 5 of the book (book/05_svm.md): the dual of the MAP problem
 (eq-svm-dual), the Kuhn-Tucker conditions (eq-svm-kkt), the parallel kernel Adatron with
-and without bias (eq-svm-adatron, eq-svm-projection), the linear-response leave-one-out
-activations derived in chapter 6 (eq-svm-loo) and the estimator ``KernelAdatron``.
+and without bias (eq-svm-adatron, eq-svm-projection), the conditional variances of the
+linear-response leave-one-out estimate eq-svm-loo (whose derivation, and the function
+``lr_loo_activations``, are in chapter 6, gpc_literate.loo) and the estimator ``KernelAdatron``.
 """
 import copy
 import warnings
@@ -21,8 +22,8 @@ from gpc_literate.base import (ConvergenceWarning, GPClassifierBase, check_bool,
                                check_scalar)
 from gpc_literate.kernels import check_kernel, default_kernel
 
-__all__ = ["AdatronResult", "KKTCheck", "KernelAdatron", "kernel_adatron", "kkt_violation",
-           "lr_loo_activations", "project_box_hyperplane", "svm_groups"]
+__all__ = ["AdatronResult", "KKTCheck", "KernelAdatron", "conditional_variances", "kernel_adatron",
+           "kkt_violation", "project_box_hyperplane", "svm_groups"]
 
 
 # %% book/05_svm.md, code cell 4
@@ -38,6 +39,7 @@ def svm_groups(alpha, C=np.inf):
     return non_sv, ~(non_sv | bound_sv), bound_sv
 
 
+# %% book/05_svm.md, code cell 5
 @dataclass(frozen=True)
 class KKTCheck:
     """Violations of the Kuhn-Tucker conditions eq-svm-kkt at a candidate solution.
@@ -56,6 +58,7 @@ class KKTCheck:
         return max(self.margin, self.box, self.equality)
 
 
+# %% book/05_svm.md, code cell 6
 def kkt_violation(K, y, alpha, bias=0.0, *, C=np.inf, v=0.0, fit_bias=False):
     """Violation of the Kuhn-Tucker conditions eq-svm-kkt (Opper & Winther eqs 17.20, 17.22).
 
@@ -76,13 +79,14 @@ def kkt_violation(K, y, alpha, bias=0.0, *, C=np.inf, v=0.0, fit_bias=False):
     return KKTCheck(float(violation.max()), float(box), equality)
 
 
-# %% book/05_svm.md, code cell 5
+# %% book/05_svm.md, code cell 7
 def _g(z, y, C, lam):
     """g(lambda) of eq-svm-projection and the number of free components (minus its slope)."""
     r = z - lam * y
     return float(y @ np.clip(r, 0.0, C)), int(np.count_nonzero((r > 0.0) & (r < C)))
 
 
+# %% book/05_svm.md, code cell 8
 def _projection_root_by_sorting(z, y, C):
     """Exact root of the piecewise-linear g of eq-svm-projection from its sorted breakpoints."""
     finite_c = np.isfinite(C)
@@ -112,6 +116,7 @@ def _projection_root_by_sorting(z, y, C):
     return float(e[k - 1] + g[k - 1] / -slope[k - 1])
 
 
+# %% book/05_svm.md, code cell 9
 def project_box_hyperplane(z, y, C=np.inf, lam0=0.0):
     """Projection onto {0 <= alpha <= C, y . alpha = 0}, eq-svm-projection.
 
@@ -126,6 +131,7 @@ def project_box_hyperplane(z, y, C=np.inf, lam0=0.0):
     return _project(z, y, C, lam0)
 
 
+# %% book/05_svm.md, code cell 10
 def _project(z, y, C, lam0):
     """``project_box_hyperplane`` without the input checks (the Adatron's inner loop)."""
     scale = 1e-12 * max(1.0, float(np.abs(z).sum()))
@@ -143,7 +149,7 @@ def _project(z, y, C, lam0):
     return np.clip(z - lam * y, 0.0, C), lam
 
 
-# %% book/05_svm.md, code cell 7
+# %% book/05_svm.md, code cell 12
 def _largest_eigenvalue(K):
     """Largest eigenvalue of the symmetric matrix K (Lanczos for n > 64, else dense)."""
     n = K.shape[0]
@@ -156,6 +162,7 @@ def _largest_eigenvalue(K):
     return float(eigh(K, eigvals_only=True, subset_by_index=[n - 1, n - 1])[0])
 
 
+# %% book/05_svm.md, code cell 13
 @dataclass(frozen=True)
 class AdatronResult:
     """Output of ``kernel_adatron``: the solution and how it was reached.
@@ -172,6 +179,7 @@ class AdatronResult:
     eta: float
 
 
+# %% book/05_svm.md, code cell 14
 def kernel_adatron(K, y, *, C=np.inf, v=0.0, fit_bias=False, max_iter=20000, tol=1e-5,
                    learning_rate=1.0, alpha_init=None):
     """Parallel kernel Adatron, eq-svm-adatron (projection eq-svm-projection with bias).
@@ -220,7 +228,7 @@ def kernel_adatron(K, y, *, C=np.inf, v=0.0, fit_bias=False, max_iter=20000, tol
     return AdatronResult(alpha, float(bias), n_iter, converged, step, eta)
 
 
-# %% book/05_svm.md, code cell 12
+# %% book/05_svm.md, code cell 19
 def _cholesky_with_jitter(A):
     """Lower Cholesky factor of the symmetric positive (semi)definite A, adding jitter if needed."""
     jitter = 0.0
@@ -233,45 +241,88 @@ def _cholesky_with_jitter(A):
     raise LinAlgError("the margin support vector block is not positive definite")
 
 
-def lr_loo_activations(K, y, alpha, bias=0.0, *, C=np.inf, v=0.0, fit_bias=False):
-    """Linear-response leave-one-out activations h_i^{-i}, eq-svm-loo (O&W eqs 17.29-17.32).
+# %% book/05_svm.md, code cell 20
+def conditional_variances(K, alpha, *, C=np.inf, v=0.0, fit_bias=False):
+    """Conditional variances sigma_i of eq-svm-loo, from one Cholesky factor of the margin block.
 
-    ``K`` is the kernel matrix without the noise variance ``v``; ``alpha``, ``bias`` a
-    solution of the dual eq-svm-dual. One Cholesky factorisation of the margin support
-    vector block of K + v I. Returns an array of shape (n,); the estimated leave-one-out
-    error is mean(y * h <= 0).
+    For a margin support vector, 1 / [A_M^{-1}]_ii; for a bound support vector, the Schur
+    complement of its column against A_M (both eq-loo-partitioned, with the bordered inverse
+    eq-loo-bordered-inverse when ``fit_bias``). ``K`` is the kernel matrix without the noise
+    variance ``v``. Returns an array of shape (n,), 0 for the non-support vectors.
     """
-    y = np.asarray(y, dtype=float)
     alpha = np.asarray(alpha, dtype=float)
     K_noisy_diag = np.diag(K) + v
-    u = y * alpha
-    h = K @ u + v * u + bias                   # activations of the noisy process
     _, margin_sv, bound_sv = svm_groups(alpha, C)
     M, B = np.flatnonzero(margin_sv), np.flatnonzero(bound_sv)
-    loo = h.copy()                             # non-support vectors: alpha_i = 0, no change
+    sigma = np.zeros(alpha.size)
     if M.size == 0 and fit_bias and B.size:
         warnings.warn("no margin support vectors: the bias cannot respond to a removal; "
-                      "the leave-one-out estimate keeps it fixed", UserWarning, stacklevel=2)
+                      "the leave-one-out estimate keeps it fixed", UserWarning, stacklevel=3)
         fit_bias = False
-    if M.size:
-        L = _cholesky_with_jitter(K[np.ix_(M, M)] + v * np.eye(M.size))
-        L_inv = solve_triangular(L, np.eye(M.size), lower=True)
-        diag_inv = np.einsum("ij,ij->j", L_inv, L_inv)          # diag of K_MM^{-1}
-        W = solve_triangular(L, K[np.ix_(M, B)], lower=True)     # L^{-1} a_i, bound SVs
-        schur = K_noisy_diag[B] - np.einsum("ij,ij->j", W, W)
-        if fit_bias:                                           # bordered matrix, bias row
-            w1 = L_inv.sum(axis=1)                             # L^{-1} 1
-            s = float(w1 @ w1)                                 # 1' K_MM^{-1} 1
-            diag_inv = diag_inv - (L_inv.T @ w1) ** 2 / s
-            schur = schur + (w1 @ W - 1.0) ** 2 / s
-        loo[M] = h[M] - y[M] * alpha[M] / diag_inv
-    else:
-        schur = K_noisy_diag[B]
-    loo[B] = h[B] - y[B] * alpha[B] * schur
-    return loo
+    if M.size == 0:
+        sigma[B] = K_noisy_diag[B]
+        return sigma
+    L = _cholesky_with_jitter(K[np.ix_(M, M)] + v * np.eye(M.size))
+    L_inv = solve_triangular(L, np.eye(M.size), lower=True)
+    diag_inv = np.einsum("ij,ij->j", L_inv, L_inv)          # diag of K_MM^{-1}
+    W = solve_triangular(L, K[np.ix_(M, B)], lower=True)     # L^{-1} a_i, bound SVs
+    schur = K_noisy_diag[B] - np.einsum("ij,ij->j", W, W)
+    if fit_bias:                                           # bordered matrix, bias row
+        w1 = L_inv.sum(axis=1)                             # L^{-1} 1
+        s = float(w1 @ w1)                                 # 1' K_MM^{-1} 1
+        diag_inv = diag_inv - (L_inv.T @ w1) ** 2 / s
+        schur = schur + (w1 @ W - 1.0) ** 2 / s
+    sigma[M] = 1.0 / diag_inv
+    sigma[B] = schur
+    return sigma
 
 
-# %% book/05_svm.md, code cell 13
+# %% book/05_svm.md, code cell 21
+def _check_adatron_params(est):
+    """ValueError/TypeError for a ``KernelAdatron`` hyperparameter outside its domain."""
+    if not (isinstance(est.C, (float, np.floating)) and est.C == np.inf):
+        check_scalar(est.C, "C", low=0.0, low_inclusive=False)     # C = inf: no box
+    check_scalar(est.v, "v", low=0.0)
+    check_scalar(est.tol, "tol", low=0.0, low_inclusive=False)
+    check_scalar(est.learning_rate, "learning_rate", low=0.0, high=2.0,
+                 low_inclusive=False, high_inclusive=False)
+    check_integer(est.max_iter, "max_iter")
+    check_kernel(est.kernel)
+    check_bool(est.fit_bias, "fit_bias")
+    check_bool(est.compute_loo, "compute_loo")
+
+
+# %% book/05_svm.md, code cell 22
+def _fit_adatron(K, X, y, *, C, v, fit_bias, max_iter, tol, learning_rate, alpha_init,
+                 compute_loo):
+    """Fitted attributes of ``KernelAdatron`` for the kernel matrix K of X (eq-svm-dual).
+
+    Returns a dict attribute name -> value: the solution, ``kkt_`` (eq-svm-kkt) and the
+    linear-response leave-one-out activations and error (eq-svm-loo, or None).
+    """
+    result = kernel_adatron(K, y, C=C, v=v, fit_bias=fit_bias, max_iter=max_iter, tol=tol,
+                            learning_rate=learning_rate, alpha_init=alpha_init)
+    support = np.flatnonzero(result.alpha > 0.0)
+    fitted = dict(alpha_=result.alpha, bias_=result.bias, n_iter_=result.n_iter,
+                  converged_=result.converged, eta_=result.eta, support_=support,
+                  support_vectors_=X[support], dual_coef_=(y * result.alpha)[support],
+                  kkt_=kkt_violation(K, y, result.alpha, result.bias, C=C, v=v,
+                                     fit_bias=fit_bias),
+                  loo_decision_=None, loo_error_=None)
+    if not result.converged:
+        warnings.warn(
+            f"KernelAdatron did not converge in {result.n_iter} iterations (last step "
+            f"{result.step:.2e} > tol = {tol:g}); increase max_iter, or use v > 0 or a "
+            "finite C if the data may not be separable", ConvergenceWarning, stacklevel=5)
+    if compute_loo and np.all(np.isfinite(result.alpha)):
+        u = y * result.alpha                      # eq-svm-loo: y_i h_i = m_i - alpha_i sigma_i
+        sigma = conditional_variances(K, result.alpha, C=C, v=v, fit_bias=fit_bias)
+        fitted["loo_decision_"] = K @ u + v * u + result.bias - u * sigma
+        fitted["loo_error_"] = float(np.mean(y * fitted["loo_decision_"] <= 0.0))
+    return fitted
+
+
+# %% book/05_svm.md, code cell 23
 class KernelAdatron(GPClassifierBase):
     """Support vector machine as the MAP of a GP, solved by the parallel kernel Adatron.
 
@@ -301,16 +352,7 @@ class KernelAdatron(GPClassifierBase):
         self.compute_loo = compute_loo
 
     def _validate_params(self):
-        if not (isinstance(self.C, (float, np.floating)) and self.C == np.inf):
-            check_scalar(self.C, "C", low=0.0, low_inclusive=False)   # C = inf: no box
-        check_scalar(self.v, "v", low=0.0)
-        check_scalar(self.tol, "tol", low=0.0, low_inclusive=False)
-        check_scalar(self.learning_rate, "learning_rate", low=0.0, high=2.0,
-                     low_inclusive=False, high_inclusive=False)
-        check_integer(self.max_iter, "max_iter")
-        check_kernel(self.kernel)
-        check_bool(self.fit_bias, "fit_bias")
-        check_bool(self.compute_loo, "compute_loo")
+        _check_adatron_params(self)
 
     def fit(self, X, y, alpha_init=None):
         """Fit to inputs X (n, d) and two-class labels y; ``alpha_init`` (n,) warm-starts alpha."""
@@ -319,34 +361,13 @@ class KernelAdatron(GPClassifierBase):
     def _fit(self, X, y, alpha_init=None):
         kernel = (default_kernel(X) if self.kernel is None
                   else copy.deepcopy(self.kernel))                  # never the caller's object
-        K = kernel(X)
-        C, v = float(self.C), float(self.v)
-        result = kernel_adatron(K, y, C=C, v=v, fit_bias=bool(self.fit_bias),
-                                max_iter=int(self.max_iter), tol=float(self.tol),
-                                learning_rate=float(self.learning_rate), alpha_init=alpha_init)
+        fitted = _fit_adatron(kernel(X), X, y, C=float(self.C), v=float(self.v),
+                              fit_bias=bool(self.fit_bias), max_iter=int(self.max_iter),
+                              tol=float(self.tol), learning_rate=float(self.learning_rate),
+                              alpha_init=alpha_init, compute_loo=bool(self.compute_loo))
         self.kernel_ = kernel
-        self.alpha_ = result.alpha
-        self.bias_ = result.bias
-        self.n_iter_ = result.n_iter
-        self.converged_ = result.converged
-        self.eta_ = result.eta
-        self.support_ = np.flatnonzero(result.alpha > 0.0)
-        self.support_vectors_ = X[self.support_]
-        self.dual_coef_ = (y * result.alpha)[self.support_]
-        self.kkt_ = kkt_violation(K, y, result.alpha, result.bias, C=C, v=v,
-                                  fit_bias=bool(self.fit_bias))
-        if not result.converged:
-            warnings.warn(
-                f"KernelAdatron did not converge in {result.n_iter} iterations (last step "
-                f"{result.step:.2e} > tol = {self.tol:g}); increase max_iter, or use v > 0 or a "
-                "finite C if the data may not be separable", ConvergenceWarning, stacklevel=4)
-        if self.compute_loo and np.all(np.isfinite(result.alpha)):
-            self.loo_decision_ = lr_loo_activations(K, y, result.alpha, result.bias, C=C, v=v,
-                                                    fit_bias=bool(self.fit_bias))
-            self.loo_error_ = float(np.mean(y * self.loo_decision_ <= 0.0))
-        else:
-            self.loo_decision_ = None
-            self.loo_error_ = None
+        for name, value in fitted.items():
+            setattr(self, name, value)
         return self
 
     def _decision_function(self, X):

@@ -40,7 +40,7 @@ __all__ = ["TAPEquations", "tap_equations", "site_change", "DAMPING_FLOOR", "ada
            "tap_alpha_residual", "tap_fixed_point", "tap_evidence_gradient", "check_no_conflicting_pair", "TAP"]
 
 
-# %% book/09_tap.md, code cell 3
+# %% book/09_tap.md, code cell 6
 class TAPEquations(NamedTuple):
     """The TAP equations evaluated at (coef, var_cav), the output of ``tap_equations``.
 
@@ -89,7 +89,7 @@ def tap_equations(K, y, likelihood, coef, var_cav):
                         float(log_evidence))
 
 
-# %% book/09_tap.md, code cell 5
+# %% book/09_tap.md, code cell 8
 def site_change(d_nu, d_tau, var_cav):
     """Eq. (eq-sites-converged): the largest site change, max(|d tau| var_cav, |d nu| sqrt(var_cav))."""
     return float(np.max(np.maximum(np.abs(d_tau) * var_cav, np.abs(d_nu) * np.sqrt(var_cav))))
@@ -113,7 +113,7 @@ def adapt_damping(eta, damping, history, patience=1):
     return min(1.25 * eta, damping) if rises == 0 and len(history) > 1 else eta
 
 
-# %% book/09_tap.md, code cell 6
+# %% book/09_tap.md, code cell 9
 class SiteProposal(NamedTuple):
     """The undamped update at the current sites (nu, tau): changes, cavity variances, refusals."""
 
@@ -188,7 +188,7 @@ def parallel_sites(K, y, likelihood, site_nu, site_tau, *, damping=1.0, max_iter
     return SiteIteration(post, it, converged, proposal.n_refused, np.array(history), n_fact)
 
 
-# %% book/09_tap.md, code cell 7
+# %% book/09_tap.md, code cell 10
 @dataclass
 class TAPResult:
     """Output of ``tap_fixed_point``.
@@ -236,7 +236,7 @@ def _site_posterior(K, nu, tau):
         raise TAPBreakdownError(_BREAKDOWN.format("singular matrix")) from None
 
 
-# %% book/09_tap.md, code cell 8
+# %% book/09_tap.md, code cell 11
 def tap_alpha_residual(y, likelihood, posterior, proposal=None):
     """max_i |d log Z_i / d mu - y_i alpha_i| at the cavities of ``posterior``: eq-tap-alpha's residual.
 
@@ -288,7 +288,7 @@ def tap_fixed_point(K, y, likelihood, *, max_iter=500, tol=1e-8, damping=0.5, co
                      n_iter, max(state.residual) < tol, max(state.residual), n_fact)
 
 
-# %% book/09_tap.md, code cell 16
+# %% book/09_tap.md, code cell 19
 def tap_evidence_gradient(coef, posterior, dK):
     """Eq. (eq-tap-evidence-gradient): d(-G_TAP)/d theta at a TAP solution, shape (p,).
 
@@ -300,7 +300,7 @@ def tap_evidence_gradient(coef, posterior, dK):
             - 0.5 * np.einsum("ijk,ij->k", dK, inv_sum))
 
 
-# %% book/09_tap.md, code cell 18
+# %% book/09_tap.md, code cell 21
 def check_no_conflicting_pair(K, y, likelihood_name, fix, rel=1e-12):
     """Raise ValueError if two examples that the prior ties have different labels.
 

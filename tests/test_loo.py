@@ -9,8 +9,9 @@ from scipy.linalg import solve
 from gpc_literate import datasets
 from gpc_literate.base import ConvergenceWarning, GPClassifierBase, check_scalar
 from gpc_literate.kernels import RBF
-from gpc_literate.loo import LOOComparison, LOOResult, approximate_vs_exact, exact_loo_error
-from gpc_literate.svm import KernelAdatron, kernel_adatron, lr_loo_activations, svm_groups
+from gpc_literate.loo import (LOOComparison, LOOResult, approximate_vs_exact, exact_loo_error,
+                              lr_loo_activations)
+from gpc_literate.svm import KernelAdatron, kernel_adatron, svm_groups
 
 
 @pytest.fixture(scope="module")

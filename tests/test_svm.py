@@ -8,8 +8,9 @@ from scipy.optimize import minimize
 from gpc_literate import datasets
 from gpc_literate.base import ConvergenceWarning
 from gpc_literate.kernels import RBF, Linear
-from gpc_literate.svm import (KernelAdatron, kernel_adatron, kkt_violation, lr_loo_activations,
-                              project_box_hyperplane, svm_groups)
+from gpc_literate.loo import lr_loo_activations
+from gpc_literate.svm import (KernelAdatron, kernel_adatron, kkt_violation, project_box_hyperplane,
+                              svm_groups)
 
 # (C, v): linear slack, quadratic slack, both, and the hard margin
 CONFIGS = [(2.0, 0.0), (np.inf, 0.5), (5.0, 0.3), (np.inf, 0.0)]
