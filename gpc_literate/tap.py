@@ -40,7 +40,27 @@ __all__ = ["TAPEquations", "tap_equations", "site_change", "DAMPING_FLOOR", "ada
            "tap_alpha_residual", "tap_fixed_point", "tap_evidence_gradient", "check_no_conflicting_pair", "TAP"]
 
 
-# %% book/09_tap.md, code cell 6
+# %% book/09_tap.md, code cell 3
+class TAPBreakdownError(ValueError):
+    """The TAP iteration left the sites for which the Gaussian of eq-tap-sites exists."""
+
+
+_BREAKDOWN = ("the TAP iteration broke down ({}): the site precisions grew until the Gaussian "
+              "of the sites could no longer be factorised, which happens when the labels are "
+              "(nearly) impossible under the prior, e.g. near-identical inputs with different "
+              "labels and a noise-free likelihood")
+
+
+def _site_posterior(K, nu, tau):
+    """SitePosterior(K, nu, tau), improper allowed; a failure is reported as TAPBreakdownError."""
+    if not (np.all(np.isfinite(tau)) and np.all(np.isfinite(nu))):
+        raise TAPBreakdownError(_BREAKDOWN.format("non-finite site parameters"))
+    try:
+        return SitePosterior(K, nu, tau, allow_improper=True)
+    except LinAlgError:
+        raise TAPBreakdownError(_BREAKDOWN.format("singular matrix")) from None
+
+
 class TAPEquations(NamedTuple):
     """The TAP equations evaluated at (coef, var_cav), the output of ``tap_equations``.
 
@@ -214,26 +234,6 @@ class TAPResult:
     converged: bool
     residual: float
     n_factorizations: int
-
-
-class TAPBreakdownError(ValueError):
-    """The TAP iteration left the sites for which the Gaussian of eq-tap-sites exists."""
-
-
-_BREAKDOWN = ("the TAP iteration broke down ({}): the site precisions grew until the Gaussian "
-              "of the sites could no longer be factorised, which happens when the labels are "
-              "(nearly) impossible under the prior, e.g. near-identical inputs with different "
-              "labels and a noise-free likelihood")
-
-
-def _site_posterior(K, nu, tau):
-    """SitePosterior(K, nu, tau), improper allowed; a failure is reported as TAPBreakdownError."""
-    if not (np.all(np.isfinite(tau)) and np.all(np.isfinite(nu))):
-        raise TAPBreakdownError(_BREAKDOWN.format("non-finite site parameters"))
-    try:
-        return SitePosterior(K, nu, tau, allow_improper=True)
-    except LinAlgError:
-        raise TAPBreakdownError(_BREAKDOWN.format("singular matrix")) from None
 
 
 # %% book/09_tap.md, code cell 11
