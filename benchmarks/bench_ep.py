@@ -31,7 +31,7 @@ import numpy as np
 
 from common import best_cpu_time, cholesky_time
 from gpc_literate.base import ConvergenceWarning
-from gpc_literate.ep import EP
+from gpc_literate.ep_classifier import EP
 from gpc_literate.kernels import RBF
 from gpc_literate.likelihoods import Probit
 

@@ -32,7 +32,7 @@ _PUBLIC = {
     "TAP": "tap",
     "Laplace": "laplace",
     "Logistic": "laplace",
-    "EP": "ep",
+    "EP": "ep_classifier",
     "select_hyperparameters": "selection",
     "LSCV": "selection",
     "BiasedEP": "selection",
@@ -43,7 +43,7 @@ _PUBLIC = {
     "check_kernel": "kernels",
 }
 _SUBMODULES = {"base", "likelihoods", "kernels", "datasets", "svm", "loo", "reference", "meanfield", "tap",
-               "laplace", "ep", "selection", "experiments", "variational", "comparison"}
+               "laplace", "ep", "ep_fast", "ep_classifier", "selection", "experiments", "variational", "comparison"}
 
 __all__ = sorted(_PUBLIC) + sorted(_SUBMODULES)
 

@@ -6,34 +6,21 @@
 
 Built from book/12_ep.md, which derives every formula: moment matching (Sundararajan &
 Keerthi's eqs 3-4, with the sites, cavities and Gaussian of chapter 8), sequential EP with
-rank-one updates (eq-ep-rank-one) and parallel EP (chapter 9's parallel_sites), the package's
-accelerations of the parallel iteration (Anderson mixing eq-ep-anderson, Newton-type EP
-eq-ep-newton, a low-rank start eq-ep-lowrank; not in the papers), the EP log marginal likelihood
-(their eq. 5) and its gradient in the kernel hyperparameters, and the leave-one-out predictive
-probabilities the cavities give for free (their eq. 13).
+rank-one updates (eq-ep-rank-one), parallel EP (chapter 9's parallel_sites), the EP log
+marginal likelihood (their eq. 5, eq-ep-logz-stable) and its gradient in the kernel
+hyperparameters (eq-ep-gradient). Chapter 13 (ep_fast) accelerates the parallel iteration and
+chapter 14 (ep_classifier) builds the classifier ``EP``.
 
 Names as in gpc_literate.meanfield: sites exp(nu f - tau f^2 / 2) (``nu``, ``tau``), the
 posterior mean K @ coef, cavities ``mu_cav``, ``var_cav``, derivatives ``d1``, ``d2`` of log Z.
 """
-import copy
-import warnings
-from functools import partial
-
 import numpy as np
-from scipy.linalg import LinAlgError, cholesky, solve_triangular
-from scipy.linalg.blas import dgemm, dsymm, dsymv
-from scipy.linalg.lapack import dlauum
+from scipy.linalg.blas import dgemm
 
-from gpc_literate.base import (ConvergenceWarning, GPClassifierBase, LearnsHyperparameters,
-                               NotFittedError, check_scalar)
-from gpc_literate.kernels import check_kernel, default_kernel
-from gpc_literate.likelihoods import Likelihood, Probit
-from gpc_literate.meanfield import (SELECTED_INVERSE_MIN, ImproperPosteriorError,
-                                    SitePosterior, cavities, site_from_derivatives, site_update)
-from gpc_literate.tap import SiteIteration, check_no_conflicting_pair, parallel_sites, site_change
+from gpc_literate.meanfield import SitePosterior, cavities, site_from_derivatives
+from gpc_literate.tap import SiteIteration, parallel_sites, site_change
 
-__all__ = ["run_ep", "run_sequential", "AndersonStep", "NewtonStep", "ep_log_marginal",
-           "ep_log_marginal_gradient", "EP"]
+__all__ = ["check_sites", "run_ep", "run_sequential", "ep_log_marginal", "ep_log_marginal_gradient"]
 
 
 # %% book/12_ep.md, code cell 5
@@ -81,37 +68,31 @@ def _sequential_sweep(Sigma, mean, nu, tau, y, likelihood, damping, block=128):
 
 
 # %% book/12_ep.md, code cell 7
-_METHODS = ("sequential", "parallel", "anderson", "newton")
-
-
-def run_ep(K, y, likelihood, site_nu=None, site_tau=None, *, method="sequential", damping=1.0,
-           max_sweeps=100, tol=1e-8, lowrank_start=True):
-    """Eqs (eq-ep-rank-one), (eq-sites-parallel), (eq-sites-converged): EP on covariance K and labels y.
-
-    ``method`` "sequential", "parallel" (``parallel_sites``), "anderson" (parallel with
-    AndersonStep) or "newton" (parallel with NewtonStep, eq-ep-newton), started from the sites
-    (site_nu, site_tau) (default: all zero, i.e. q = prior); ``damping``, ``max_sweeps`` and
-    ``tol`` as in ``EP``. With ``lowrank_start``, "newton" first runs EP, from the given
-    sites, on a low-rank approximation of K when K has one (eq-ep-lowrank), and starts from
-    the sites found there. Returns a SiteIteration.
-    """
-    n = len(y)
+def check_sites(site_nu, site_tau, n):
+    """Starting sites as float arrays of shape (n,) (None: all zero, i.e. q = prior); ValueError otherwise."""
     nu = np.zeros(n) if site_nu is None else np.array(site_nu, dtype=float)
     tau = np.zeros(n) if site_tau is None else np.array(site_tau, dtype=float)
     if nu.shape != (n,) or tau.shape != (n,):
         raise ValueError(f"site_nu and site_tau must have shape ({n},)")
-    if method not in _METHODS:
-        raise ValueError(f"method must be one of {_METHODS}; got {method!r}")
+    return nu, tau
+
+
+def run_ep(K, y, likelihood, site_nu=None, site_tau=None, *, method="sequential", damping=1.0,
+           max_sweeps=100, tol=1e-8, step=None):
+    """Eqs (eq-ep-rank-one), (eq-sites-parallel), (eq-sites-converged): EP on covariance K and labels y.
+
+    ``method`` "sequential" (rank-one updates, ``run_sequential``) or "parallel" (chapter 9's
+    ``parallel_sites``, with the step rule ``step`` if given: chapter 13), started from the
+    sites (site_nu, site_tau) (default: all zero, i.e. q = prior); ``damping`` in (0, 1],
+    at most ``max_sweeps`` sweeps or iterations, converged when the undamped site change is
+    below ``tol`` with no refused update. Returns a SiteIteration.
+    """
+    if method not in ("sequential", "parallel"):
+        raise ValueError(f"method must be 'sequential' or 'parallel'; got {method!r}")
     K, y = np.asarray(K, dtype=float), np.asarray(y, dtype=float)
+    nu, tau = check_sites(site_nu, site_tau, len(y))
     if method == "sequential":
         return run_sequential(K, y, likelihood, nu, tau, damping, max_sweeps, tol)
-    step = None
-    if method == "anderson":
-        step = AndersonStep()
-    elif method == "newton":
-        start = _lowrank_start(K, y, likelihood, nu, tau, tol) if lowrank_start else None
-        nu, tau = (nu, tau) if start is None else start
-        step = NewtonStep(K, likelihood, y, tol)
     return parallel_sites(K, y, likelihood, nu, tau, damping=damping, max_iter=max_sweeps,
                           tol=tol, step=step)
 
@@ -131,227 +112,7 @@ def run_sequential(K, y, likelihood, nu, tau, damping, max_sweeps, tol):
     return SiteIteration(post, sweep, converged, refused, np.array(history), sweep + 1)
 
 
-# %% book/12_ep.md, code cell 13
-ANDERSON_MEMORY = 5
-
-
-class AndersonStep:
-    """Eq. (eq-ep-anderson): Anderson mixing of the last ``memory`` iterates, a step rule for parallel_sites.
-
-    Residuals are weighted as in eq-sites-converged (|d tau| var_cav, |d nu| sqrt(var_cav)).
-    Falls back to the plain damped step, and forgets the history, after a refused update, an
-    improper proposal (``reset``), or when the mixed step would make a site precision
-    negative that the plain step keeps non-negative. Uses a fixed damping.
-    """
-
-    adapts_damping = False
-    keep_inverse = False
-
-    def __init__(self, memory=ANDERSON_MEMORY):
-        self.memory, self.past_x, self.past_r = memory, [], []
-
-    def reset(self):
-        self.past_x, self.past_r = [], []
-
-    def __call__(self, posterior, proposal, eta):
-        nu, tau, d_nu, d_tau, v, refused = proposal
-        plain = (eta * d_nu, eta * d_tau)
-        if refused:
-            self.reset()
-            return plain
-        w = np.concatenate([np.sqrt(v), v])
-        x, r = np.concatenate([nu, tau]), np.concatenate([d_nu, d_tau])
-        step = eta * r
-        if self.past_x:
-            dX = (x - np.array(self.past_x)).T                 # columns x_k - x_j
-            dR = (r - np.array(self.past_r)).T
-            gamma = np.linalg.lstsq(w[:, None] * dR, w * r, rcond=1e-12)[0]
-            step = step - (dX + eta * dR) @ gamma
-        self.past_x, self.past_r = (self.past_x + [x])[-self.memory:], (self.past_r + [r])[-self.memory:]
-        s_nu, s_tau = step[:len(nu)], step[len(nu):]
-        if np.any((tau + s_tau < 0.0) & (tau + plain[1] >= 0.0)):
-            self.reset()
-            return plain
-        return s_nu, s_tau
-
-
-# %% book/12_ep.md, code cell 16
-NEWTON_INNER = 100                 # inner (model) iterations per outer iteration, at most
-
-
-def _sigma_lower(K, post, rel=SELECTED_INVERSE_MIN):
-    """Eq. (eq-ep-sigma-inverse): Sigma of ``post`` (lower triangle valid), for the Newton model.
-
-    From L^-1 (``post.Linv``, left unchanged) as S^-1 (I - L^-T L^-1) S^-1 when every site is
-    positive, with the columns where tau_i Sigma_ii < rel computed as k_i - K S B^-1 S k_i;
-    otherwise (zero or negative sites, or no L^-1) the full Sigma of eq-sites-chol.
-    """
-    n = len(post.tau)
-    if post.Linv is None or post.pos.size != n:
-        return SitePosterior(K, post.nu, post.tau, full=True).Sigma
-    s = post.s
-    Binv, info = dlauum(post.Linv, lower=1)               # lower triangle of L^-T L^-1
-    if info != 0:
-        raise LinAlgError(f"dlauum failed (info={info})")
-    rest = np.flatnonzero(1.0 - np.diag(Binv) < rel)      # tau_i Sigma_ii = 1 - (B^-1)_ii
-    if rest.size:                                         # B^-1 S K[:, rest], before Binv changes
-        Z = dsymm(1.0, Binv, s[:, None] * K[:, rest], lower=1)
-    Sigma = Binv
-    Sigma /= s[:, None]
-    Sigma /= s[None, :]
-    np.negative(Sigma, out=Sigma)
-    Sigma[np.diag_indices(n)] += 1.0 / post.tau
-    if rest.size:
-        cols = K[:, rest] - K @ (s[:, None] * Z)
-        Sigma[:, rest] = cols
-        Sigma[rest, :] = cols.T
-    return Sigma
-
-
-def _newton_model(Sigma, P, post, nu, tau):
-    """Eq. (eq-ep-newton): the model's marginals (mean, var) at the sites (nu, tau).
-
-    Linear response around ``post``'s sites; Sigma its covariance and P = Sigma * Sigma
-    (lower triangles read).
-    """
-    d_tau = tau - post.tau
-    var = (post.var / (1.0 + d_tau * post.var)
-           - (dsymv(1.0, P, d_tau, lower=1) - post.var ** 2 * d_tau))
-    mean = post.mean + dsymv(1.0, Sigma, (nu - post.nu) - d_tau * post.mean, lower=1)
-    return mean, var
-
-
-# %% book/12_ep.md, code cell 17
-def _ep_on_model(marginals, likelihood, y, nu, tau, eps, max_iter):
-    """Anderson-accelerated parallel EP on a model of the marginals, from the sites (nu, tau).
-
-    ``marginals(nu, tau)`` returns (mean, var) and may raise LinAlgError. Returns (sites,
-    converged): the sites at which the change falls below ``eps``; else the last iterate
-    whose marginals, cavities and site updates were sound (the start if none was), or the
-    iterate reached after ``max_iter`` iterations.
-    """
-    mixer, last = AndersonStep(), (nu, tau)
-    for _ in range(max_iter):
-        try:
-            mean, var = marginals(nu, tau)
-        except LinAlgError:
-            return last, False
-        if not (np.all(np.isfinite(var) & (var > 0.0)) and np.all(np.isfinite(mean))):
-            return last, False
-        mu_cav, var_cav, proper = cavities(mean, var, nu - tau * mean, tau)
-        if not proper.all():
-            return last, False
-        nu_new, tau_new, _, ok = site_update(likelihood, y, mu_cav, var_cav)
-        if not ok.all():
-            return last, False
-        last = (nu, tau)
-        d_nu, d_tau = nu_new - nu, tau_new - tau
-        if site_change(d_nu, d_tau, var_cav) < eps:
-            return (nu_new, tau_new), True
-        s_nu, s_tau = mixer(None, (nu, tau, d_nu, d_tau, var_cav, 0), 1.0)
-        nu, tau = nu + s_nu, tau + s_tau
-    return (nu, tau), False
-
-
-class NewtonStep:
-    """Newton-type EP (section sec-ep-newton), a step rule for parallel_sites.
-
-    The step towards the fixed point of EP on the linear-response model eq-ep-newton around
-    the current posterior, found by ``_ep_on_model`` to a change of tol / 100 from the plain
-    proposal; the plain damped step after a refused update or from the prior.
-    """
-
-    adapts_damping = True
-    keep_inverse = True
-
-    def __init__(self, K, likelihood, y, tol):
-        self.K, self.likelihood, self.y, self.tol = K, likelihood, y, tol
-
-    def reset(self):
-        pass
-
-    def __call__(self, posterior, proposal, eta):
-        nu, tau, d_nu, d_tau, _, refused = proposal
-        if refused or not posterior.pos.size:
-            return eta * d_nu, eta * d_tau
-        Sigma = _sigma_lower(self.K, posterior)
-        (t_nu, t_tau), _ = _ep_on_model(partial(_newton_model, Sigma, Sigma * Sigma, posterior),
-                                        self.likelihood, self.y, nu + d_nu, tau + d_tau,
-                                        1e-2 * self.tol, NEWTON_INNER)
-        return eta * (t_nu - nu), eta * (t_tau - tau)
-
-
-# %% book/12_ep.md, code cell 18
-LOWRANK_TOL = 1e-6                # use the start only if K is this close (relative) to low rank
-LOWRANK_MAX_FRACTION = 8          # ... at rank n / this at most
-LOWRANK_MAX_ITER = 100            # parallel EP iterations on the low-rank prior, at most
-LOWRANK_COARSE = 1e-4             # EP first runs on the columns down to this residual
-
-
-def _pivoted_cholesky(K, rel_tol=LOWRANK_TOL, max_rank=None):
-    """Eq. (eq-ep-pivoted-cholesky): K ~ Q Q^T by diagonal pivoting; returns Q^T (r, n), residual diagonal.
-
-    Stops when the largest residual variance is at most rel_tol * max(diag K), or after
-    ``max_rank`` columns (default n), whichever comes first.
-    """
-    n = len(K)
-    max_rank = n if max_rank is None else max_rank
-    d = np.diag(K).astype(float)
-    stop = rel_tol * d.max()
-    Qt = np.empty((max_rank, n))
-    for k in range(max_rank):
-        j = int(np.argmax(d))
-        if d[j] <= stop:
-            return Qt[:k], d
-        row = K[j] - Qt[:k, j] @ Qt[:k]
-        row /= np.sqrt(d[j])
-        Qt[k] = row
-        d -= row * row
-        d[j] = 0.0
-    return Qt, d
-
-
-def _lowrank_marginals(Qt, nu, tau):
-    """Eq. (eq-ep-lowrank): mean and diag Sigma for the prior N(0, Q Q^T) and sites (nu, tau).
-
-    Raises LinAlgError when I + Q^T T Q is not positive definite.
-    """
-    A = (Qt * tau) @ Qt.T
-    A[np.diag_indices(len(A))] += 1.0
-    C = cholesky(A, lower=True, check_finite=False)
-    W = solve_triangular(C, Qt, lower=True, check_finite=False)
-    return (W @ nu) @ W, np.einsum("ij,ij->j", W, W)
-
-
-def _lowrank_start(K, y, likelihood, nu, tau, tol=1e-8):
-    """Sites of parallel EP on the pivoted-Cholesky approximation of K, or None.
-
-    The approximation aims at a residual of tol / 100 relative to max K_ii (between 1e-12
-    and LOWRANK_TOL) within rank n / LOWRANK_MAX_FRACTION. EP on it, started from the sites
-    (nu, tau), runs to the relative residual reached, first on the leading columns whose
-    residual is LOWRANK_COARSE. None when the residual reached exceeds LOWRANK_TOL, or when EP
-    on the approximation fails (improper cavity, negative site precision, no convergence).
-    """
-    n = len(y)
-    scale = np.diag(K).max()
-    if not scale > 0.0:
-        return None
-    target = min(max(1e-2 * tol, 1e-12), LOWRANK_TOL)
-    Qt, d = _pivoted_cholesky(K, target, max(1, n // LOWRANK_MAX_FRACTION))
-    reached = max(d.max() / scale, target)
-    if reached > LOWRANK_TOL:
-        return None
-    pivots = np.abs(Qt).max(axis=1) ** 2 / scale       # residual before each column, relative
-    coarse = np.count_nonzero(pivots > LOWRANK_COARSE)
-    for rank, eps in [(coarse, LOWRANK_COARSE), (len(Qt), reached)]:
-        (nu, tau), converged = _ep_on_model(partial(_lowrank_marginals, Qt[:rank]), likelihood,
-                                            y, nu, tau, eps, LOWRANK_MAX_ITER)
-        if not converged:
-            return None
-    return (nu, tau) if np.all(tau >= 0.0) else None
-
-
-# %% book/12_ep.md, code cell 21
+# %% book/12_ep.md, code cell 14
 def ep_log_marginal(post, likelihood, y, mu_cav, var_cav):
     """Eq. (eq-ep-logz-stable), S&K eq. 5: log Z_EP from the posterior, the sites and the cavities.
 
@@ -366,7 +127,7 @@ def ep_log_marginal(post, likelihood, y, mu_cav, var_cav):
     return float(np.sum(log_z) - 0.5 * post.logdet + 0.5 * nu @ post.mean + 0.5 * np.sum(c))
 
 
-# %% book/12_ep.md, code cell 23
+# %% book/12_ep.md, code cell 16
 def ep_log_marginal_gradient(post, dK):
     """Eq. (eq-ep-gradient): d log Z_EP/d theta_j = c^T dK_j c/2 - tr(A dK_j)/2 at a fixed point of EP.
 
@@ -375,220 +136,3 @@ def ep_log_marginal_gradient(post, dK):
     c = post.coef
     return (0.5 * np.einsum("i,ijk,j->k", c, dK, c)
             - 0.5 * np.einsum("ijk,ij->k", dK, post.inverse_sum()))
-
-
-# %% book/12_ep.md, code cell 25
-class EP(LearnsHyperparameters, GPClassifierBase):
-    """Gaussian-process classifier by expectation propagation, S&K eqs 3-5 and 13 (chapter 12).
-
-    Parameters
-    ----------
-    kernel : Kernel, default default_kernel(X)
-        Prior covariance function, the start of the hyperparameter search (eq-kern-default-length
-        when None).
-    likelihood : Likelihood, default Probit(noise_var=1.0)
-        A likelihood of chapter 2: StepFlip(kappa), Probit(noise_var, kappa) or Gaussian.
-    method : {"sequential", "parallel", "anderson", "newton"}, default "newton"
-        Sequential EP (one site at a time, rank-one updates, a fresh factorisation after each
-        sweep), parallel EP (every site from the same posterior, one factorisation per
-        iteration; usually with damping < 1), parallel EP with Anderson acceleration, or
-        Newton-type EP (exact marginals once per outer iteration, EP on their linear-response
-        model in between, started by EP on a low-rank approximation of K when K is close to
-        low rank; the fastest for large n, see the section on cost, and the default: on small
-        problems with flip noise it converged wherever sequential EP did but once in 435, and
-        on many where sequential EP oscillated).
-    damping : float in (0, 1]
-        Fraction of each site update, in natural parameters, that is applied (1 = undamped);
-        parallel and Newton-type EP adapt it, never above this value (eq-sites-adaptive-damping).
-    max_sweeps : int >= 1
-        Maximum number of sweeps (sequential) or iterations (parallel).
-    tol : float > 0
-        Converged when the largest *undamped* site change, |d tau| var_cav and
-        |d nu| sqrt(var_cav) (both dimensionless), is below ``tol``.
-    optimizer : {"fmin_l_bfgs_b", "nelder-mead"} or None, default "fmin_l_bfgs_b"
-        ``fit`` learns the kernel by maximising EP's log marginal likelihood eq-ep-logz-stable
-        (with its gradient eq-ep-gradient); None keeps the kernel fixed (chapter 1,
-        sec-gpc-learning).
-    n_restarts_optimizer : int >= 0, random_state, hyperparameter_bounds : (low, high)
-        Further random starts of the search, their generator, and the box for every
-        hyperparameter (default 1e-5 to 1e5).
-
-    Fitted attributes: ``site_nu_``, ``site_tau_`` (natural site parameters; a precision may
-    be negative), ``site_mean_``, ``site_var_`` (the same as mean and variance, inf for a
-    zero precision), ``mu_cav_``, ``var_cav_`` (cavity means and variances = EP's
-    leave-one-out predictive distributions of the latent f_i, S&K eq. 4; inf for an improper
-    cavity), ``loo_decision_`` (= ``mu_cav_``), ``loo_error_``, ``posterior_mean_``,
-    ``posterior_var_``, ``alpha_`` (posterior mean = K (y * alpha_), the book's convention),
-    ``log_marginal_likelihood_``, ``n_iter_``, ``converged_``, ``n_refused_`` (site updates
-    refused in the last sweep), ``change_history_``, ``X_train_``, ``y_train_`` (-1/+1),
-    ``kernel_``, ``likelihood_``, ``learning_`` (None for a fixed kernel).
-    """
-
-    _criterion_name = "log marginal likelihood (EP)"
-
-    def __init__(self, kernel=None, likelihood=None, method="newton", damping=1.0,
-                 max_sweeps=100, tol=1e-8, optimizer="fmin_l_bfgs_b", n_restarts_optimizer=0,
-                 random_state=None, hyperparameter_bounds=(1e-5, 1e5)):
-        self.kernel = kernel
-        self.likelihood = likelihood
-        self.method = method
-        self.damping = damping
-        self.max_sweeps = max_sweeps
-        self.tol = tol
-        self.optimizer = optimizer
-        self.n_restarts_optimizer = n_restarts_optimizer
-        self.random_state = random_state
-        self.hyperparameter_bounds = hyperparameter_bounds
-
-    def _validate_params(self):
-        self._validate_learning()
-        if self.method not in _METHODS:
-            raise ValueError(f"method must be one of {_METHODS}; got {self.method!r}")
-        check_scalar(self.damping, "damping", low=0.0, high=1.0, low_inclusive=False)
-        if (isinstance(self.max_sweeps, (bool, np.bool_))
-                or not isinstance(self.max_sweeps, (int, np.integer)) or self.max_sweeps < 1):
-            raise ValueError(f"max_sweeps must be an integer >= 1; got {self.max_sweeps!r}")
-        check_scalar(self.tol, "tol", low=0.0, low_inclusive=False)
-        check_kernel(self.kernel)
-        if self.likelihood is not None and not isinstance(self.likelihood, Likelihood):
-            raise ValueError("likelihood must be a gpc_literate.likelihoods.Likelihood; "
-                             f"got {self.likelihood!r}")
-
-    def _options(self):
-        return dict(method=self.method, damping=float(self.damping),
-                    max_sweeps=int(self.max_sweeps), tol=float(self.tol))
-
-    def _default_kernel(self, X):
-        return default_kernel(X)
-
-    def _criterion(self, theta, eval_gradient):
-        return self.log_marginal_likelihood(theta, eval_gradient)
-
-    def _warm_start(self):
-        return {"site_nu_init": self.site_nu_, "site_tau_init": self.site_tau_}
-
-    def _fit_fixed(self, X, y_pm, kernel, site_nu_init=None, site_tau_init=None):
-        """Run EP from the given sites (default: all zero, i.e. q = prior) to convergence."""
-        self.kernel_ = kernel
-        self.likelihood_ = (Probit(noise_var=1.0) if self.likelihood is None
-                            else copy.deepcopy(self.likelihood))
-        self.X_train_, self.y_train_ = X, y_pm
-        K = self.kernel_(X)
-        lik = self.likelihood_
-        if getattr(lik, "kappa", None) == 0.0 and getattr(lik, "noise_var", 0.0) == 0.0:
-            check_no_conflicting_pair(
-                K, y_pm, f"likelihood={lik!r} (noise-free)",
-                "use a likelihood with noise, e.g. Probit(noise_var=1.0) or "
-                "StepFlip(kappa=0.1), or a kernel that separates them")
-        advice = ("; the labels may be (nearly) impossible under the prior with this "
-                  "likelihood: use one with more noise (larger noise_var or kappa), or a "
-                  "smaller damping")
-        try:
-            run = run_ep(K, y_pm, lik, site_nu_init, site_tau_init, **self._options())
-        except ImproperPosteriorError as err:
-            raise ImproperPosteriorError(f"{err}{advice}") from None
-        except LinAlgError:
-            raise ImproperPosteriorError("EP broke down: a factorisation of the EP posterior "
-                                         f"failed{advice}") from None
-        if not run.converged:
-            unit = "sweeps" if self.method == "sequential" else "iterations"
-            warnings.warn(f"EP ({self.method}, damping={self.damping}) did not converge in "
-                          f"{run.n_iter} {unit}: last undamped site change "
-                          f"{run.history[-1]:.3g} (tol={self.tol:g}), {run.n_refused} site "
-                          "update(s) refused", ConvergenceWarning, stacklevel=3)
-        self.n_iter_, self.converged_, self.n_refused_ = run.n_iter, run.converged, run.n_refused
-        self.change_history_ = run.history
-        self._store(run.posterior)
-
-    def _store(self, post):
-        """Fitted attributes from the posterior of the final sites."""
-        mu_cav, var_cav, proper = post.cavities()
-        self._post = post
-        self.site_nu_, self.site_tau_ = post.nu.copy(), post.tau.copy()
-        nonzero = post.tau != 0.0
-        self.site_var_ = np.full(len(post.tau), np.inf)
-        self.site_var_[nonzero] = 1.0 / post.tau[nonzero]
-        self.site_mean_ = np.where(nonzero, post.nu * np.where(nonzero, self.site_var_, 0.0), 0.0)
-        self.mu_cav_, self.var_cav_ = mu_cav, var_cav
-        self.posterior_mean_, self.posterior_var_ = post.mean.copy(), post.var.copy()
-        self.alpha_ = self.y_train_ * post.coef
-        self.loo_decision_ = mu_cav
-        self.loo_error_ = float(np.mean(self.y_train_ * mu_cav <= 0.0))
-        self.log_marginal_likelihood_ = (
-            ep_log_marginal(post, self.likelihood_, self.y_train_, mu_cav, var_cav)
-            if proper.all() else -np.inf)
-
-    def _require_fit(self):
-        if not hasattr(self, "_post"):
-            raise NotFittedError(f"This {type(self).__name__} is not fitted yet; "
-                                 "call fit(X, y) first")
-
-    # -- evidence and hyperparameters ------------------------------------------------------
-    def log_marginal_likelihood(self, theta=None, eval_gradient=False):
-        """Eq. (eq-ep-logz-stable) at kernel log-hyperparameters ``theta`` (None: the fitted kernel).
-
-        A new ``theta`` re-runs EP on the training data, warm-started from the fitted sites
-        (the estimator itself is not changed). With ``eval_gradient`` also returns the
-        gradient in theta, eq. (eq-ep-gradient), shape (len(theta),).
-        """
-        self._require_fit()
-        if theta is None:
-            kernel, post, value = self.kernel_, self._post, self.log_marginal_likelihood_
-        else:
-            kernel = self.kernel_.with_theta(theta)
-            run = run_ep(kernel(self.X_train_), self.y_train_, self.likelihood_, self.site_nu_,
-                         self.site_tau_, **self._options())
-            post = run.posterior
-            if not run.converged:
-                warnings.warn(f"EP did not converge at theta={np.asarray(theta)}",
-                              ConvergenceWarning, stacklevel=2)
-            mu_cav, var_cav, proper = post.cavities()
-            value = (ep_log_marginal(post, self.likelihood_, self.y_train_, mu_cav, var_cav)
-                     if proper.all() else -np.inf)
-        if not eval_gradient:
-            return value
-        return value, ep_log_marginal_gradient(post, kernel.gradient(self.X_train_))
-
-    def cavities(self, theta=None):
-        """Eq. (eq-sites-cavity) with the fitted sites held fixed: (mu_cav, var_cav) at kernel log-hyperparameters theta.
-
-        Sundararajan & Keerthi's M-step keeps the sites of the last EP run and moves theta;
-        theta=None returns the fitted ``mu_cav_``, ``var_cav_``.
-        """
-        self._require_fit()
-        if theta is None:
-            return self.mu_cav_.copy(), self.var_cav_.copy()
-        K = self.kernel_.with_theta(theta)(self.X_train_)
-        mu_cav, var_cav, _ = SitePosterior(K, self.site_nu_, self.site_tau_).cavities()
-        return mu_cav, var_cav
-
-    # -- prediction ------------------------------------------------------------------------
-    def predict_latent(self, X):
-        """Eq. (eq-ep-predict): mean and variance of the latent f(x) under q at each row of X."""
-        X = self._check_predict_input(X)
-        Ks = self.kernel_(self.X_train_, X)
-        mean = Ks.T @ self._post.coef
-        var = self.kernel_.diag(X) - self._post.inverse_sum_quad(Ks)
-        return mean, np.maximum(var, 0.0)
-
-    def _decision_function(self, X):
-        return self.kernel_(X, self.X_train_) @ self._post.coef
-
-    def _predict_proba_positive(self, X):
-        return self.likelihood_.predictive(*self.predict_latent(X))
-
-    def loo_predictive(self, gamma=0.0):
-        """Eq. (eq-ep-loo-predictive), S&K eq. 13: p(y_i | x_i, D without example i), bias ``gamma``.
-
-        The likelihood's predictive probability of the observed label y_i when f_i follows the
-        cavity N(mu_cav_i + gamma, var_cav_i); for Probit(1.0) this is
-        Phi(y_i (mu_cav_i + gamma) / sqrt(1 + var_cav_i)). An improper cavity gives 1/2.
-        """
-        self._require_fit()
-        gamma = check_scalar(gamma, "gamma")
-        proper = np.isfinite(self.var_cav_)
-        p = np.full(len(self.y_train_), 0.5)
-        y = self.y_train_[proper]
-        p[proper] = self.likelihood_.predictive(y * (self.mu_cav_[proper] + gamma),
-                                                self.var_cav_[proper])
-        return p

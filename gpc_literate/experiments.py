@@ -29,7 +29,7 @@ from tqdm import tqdm
 
 from gpc_literate import __version__, datasets
 from gpc_literate.base import check_integer
-from gpc_literate.ep import EP
+from gpc_literate.ep_classifier import EP
 from gpc_literate.kernels import RBF
 from gpc_literate.selection import LSCV, f_measure, nlp_fm_bias, select_hyperparameters
 

@@ -25,7 +25,7 @@ from tqdm import tqdm
 
 from gpc_literate.base import (ConvergenceWarning, GPClassifierBase, check_integer, check_scalar, check_X_y,
                                encode_labels)
-from gpc_literate.ep import EP
+from gpc_literate.ep_classifier import EP
 from gpc_literate.meanfield import ImproperPosteriorError, SitePosterior
 from gpc_literate.kernels import RBF, check_kernel
 from gpc_literate.laplace import Laplace

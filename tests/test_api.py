@@ -36,7 +36,7 @@ def test_every_equation_link_has_a_target_and_the_classifiers_have_theirs():
     linked = set(re.findall(r"\{eq\}`(eq-[a-z0-9-]+)`", PAGE))
     assert linked and linked <= labels
     _, index = apidoc.render()
-    for name in ("ep.EP", "laplace.Laplace", "tap.TAP", "meanfield.NaiveMeanField",
+    for name in ("ep_classifier.EP", "laplace.Laplace", "tap.TAP", "meanfield.NaiveMeanField",
                  "svm.KernelAdatron", "kernels.default_kernel", "tap.tap_evidence_gradient"):
         assert index[f"gpc_literate.{name}"], name
 

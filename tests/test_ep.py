@@ -1,4 +1,4 @@
-"""gpc_literate.ep (chapter 12): moment matching, posterior with signed sites, sequential and
+"""gpc_literate.ep, ep_fast and ep_classifier (chapters 12-14): moment matching, posterior with signed sites, sequential and
 parallel EP, evidence and gradient, leave-one-out predictive, TAP equivalence, errors."""
 import warnings
 
@@ -9,7 +9,9 @@ from scipy.integrate import quad
 from scipy.stats import multivariate_normal
 
 from gpc_literate.base import ConvergenceWarning, NotFittedError
-from gpc_literate.ep import EP, ep_log_marginal, ep_log_marginal_gradient, run_ep
+from gpc_literate.ep import ep_log_marginal, ep_log_marginal_gradient, run_ep
+from gpc_literate.ep_classifier import EP
+from gpc_literate.ep_fast import solve_ep
 from gpc_literate.meanfield import (ImproperPosteriorError, SitePosterior, site_update,
                                     tilted_moments)
 from gpc_literate.kernels import RBF
@@ -407,9 +409,9 @@ def test_accelerated_ep_reaches_the_sequential_fixed_point_in_fewer_iterations(l
     K = RBF(1.0, 5.0)(X)
     ref, _, converged, _, _, _ = run_ep(K, y, lik, method="sequential", tol=1e-12)
     assert converged
-    post, n_fast, converged, refused, hist, _ = run_ep(K, y, lik, method=method, max_sweeps=500)
+    post, n_fast, converged, refused, hist, _ = solve_ep(K, y, lik, method=method, max_sweeps=500)
     slower = "parallel" if method == "anderson" else "anderson"
-    _, n_slow, _, _, _, _ = run_ep(K, y, lik, method=slower, max_sweeps=500)
+    _, n_slow, _, _, _, _ = solve_ep(K, y, lik, method=slower, max_sweeps=500)
     assert converged and refused == 0 and hist[-1] < 1e-8
     assert n_fast < n_slow
     assert post.Linv is None                       # no n x n inverse is kept after the run
@@ -423,15 +425,15 @@ def test_newton_damped_and_warm_started_runs_reach_the_same_fixed_point():
     X, y = toy(120)
     K = RBF(1.0, 5.0)(X)
     ref = run_ep(K, y, Probit(1.0), method="sequential", tol=1e-12).posterior
-    damped = run_ep(K, y, Probit(1.0), method="newton", damping=0.5, max_sweeps=200)
+    damped = solve_ep(K, y, Probit(1.0), method="newton", damping=0.5, max_sweeps=200)
     assert damped.converged
     np.testing.assert_allclose(damped.posterior.mean, ref.mean, atol=1e-6)
-    warm = run_ep(K, y, Probit(1.0), ref.nu, ref.tau, method="newton")
+    warm = solve_ep(K, y, Probit(1.0), ref.nu, ref.tau, method="newton")
     assert warm.converged and warm.n_iter <= 1
 
 
 def test_sigma_from_the_triangular_inverse_matches_the_full_covariance():
-    from gpc_literate.ep import _sigma_lower
+    from gpc_literate.ep_fast import _sigma_lower
     X, y = toy(80)
     K = RBF(1.0, 5.0)(X)
     ref = run_ep(K, y, Probit(1.0), method="sequential", tol=1e-12).posterior
@@ -452,7 +454,7 @@ def test_newton_without_convergence_warns():
 # --------------------------------------------------------------------------- low-rank start
 
 def test_pivoted_cholesky_residual_bound_exact_rank_and_give_up():
-    from gpc_literate.ep import _pivoted_cholesky
+    from gpc_literate.ep_fast import _pivoted_cholesky
     X, _ = toy(120)
     K = RBF(1.5, 3.0)(X)
     Qt, d = _pivoted_cholesky(K, rel_tol=1e-6)
@@ -471,7 +473,7 @@ def test_pivoted_cholesky_residual_bound_exact_rank_and_give_up():
 
 
 def test_lowrank_marginals_are_those_of_the_low_rank_prior():
-    from gpc_literate.ep import _lowrank_marginals, _pivoted_cholesky
+    from gpc_literate.ep_fast import _lowrank_marginals, _pivoted_cholesky
     X, _ = toy(90)
     Qt, _ = _pivoted_cholesky(RBF(1.5, 3.0)(X))
     rng = np.random.default_rng(4)
@@ -483,24 +485,24 @@ def test_lowrank_marginals_are_those_of_the_low_rank_prior():
 
 
 def test_newton_with_the_low_rank_start_reaches_the_same_fixed_point_in_fewer_steps():
-    from gpc_literate.ep import _lowrank_start
+    from gpc_literate.ep_fast import _lowrank_start
     X, y = toy(400, noise=0.3)
     K = RBF(3.0, 3.0)(X)                      # smooth kernel, 2-D inputs: rank 28 at 1e-6
     zeros = np.zeros(len(y))
     assert _lowrank_start(K, y, Probit(1.0), zeros, zeros) is not None
     ref = run_ep(K, y, Probit(1.0), method="sequential", tol=1e-12).posterior
-    post, n_start, converged, _, hist, _ = run_ep(K, y, Probit(1.0), method="newton")
-    _, n_prior, _, _, _, _ = run_ep(K, y, Probit(1.0), method="newton", lowrank_start=False)
+    post, n_start, converged, _, hist, _ = solve_ep(K, y, Probit(1.0), method="newton")
+    _, n_prior, _, _, _, _ = solve_ep(K, y, Probit(1.0), method="newton", lowrank_start=False)
     assert converged and n_start <= 2 < n_prior and hist[0] < 1e-4
     np.testing.assert_allclose(post.mean, ref.mean, atol=1e-6)
     np.testing.assert_allclose(post.cavities()[1], ref.cavities()[1], rtol=1e-6)
-    warm = run_ep(K, y, Probit(1.0), ref.nu * 1.1, ref.tau * 0.9, method="newton")
+    warm = solve_ep(K, y, Probit(1.0), ref.nu * 1.1, ref.tau * 0.9, method="newton")
     assert warm.converged and warm.n_iter <= 1           # warm sites are refined on the low-rank prior too
 
 
 @pytest.mark.parametrize("case", ["not low rank", "negative sites"])
 def test_no_low_rank_start_leaves_the_run_unchanged(case):
-    from gpc_literate.ep import _lowrank_start, _pivoted_cholesky
+    from gpc_literate.ep_fast import _lowrank_start, _pivoted_cholesky
     X, y = toy(400, noise=0.3)
     if case == "not low rank":
         K, lik = RBF(0.05, 3.0)(X), Probit(1.0)
@@ -510,8 +512,8 @@ def test_no_low_rank_start_leaves_the_run_unchanged(case):
     assert low_rank == (case == "negative sites")
     zeros = np.zeros(len(y))
     assert _lowrank_start(K, y, lik, zeros, zeros) is None
-    a = run_ep(K, y, lik, method="newton", max_sweeps=200)
-    b = run_ep(K, y, lik, method="newton", max_sweeps=200, lowrank_start=False)
+    a = solve_ep(K, y, lik, method="newton", max_sweeps=200)
+    b = solve_ep(K, y, lik, method="newton", max_sweeps=200, lowrank_start=False)
     assert a.converged and a.n_iter == b.n_iter and np.array_equal(a.posterior.mean, b.posterior.mean)
     assert np.any(a.posterior.tau < 0.0) == (case == "negative sites")
 

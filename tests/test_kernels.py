@@ -384,7 +384,7 @@ def test_no_runtime_warnings_extreme_theta(X):
 
 @pytest.mark.parametrize("bad", ["rbf", 2.0, lambda X, Z=None: X @ X.T])
 def test_every_estimator_rejects_a_kernel_that_is_not_a_Kernel(bad):
-    from gpc_literate.ep import EP
+    from gpc_literate.ep_classifier import EP
     from gpc_literate.laplace import Laplace
     from gpc_literate.meanfield import NaiveMeanField
     from gpc_literate.selection import LSCV, BiasedEP

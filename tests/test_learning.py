@@ -7,7 +7,7 @@ import pytest
 from sklearn.base import clone
 
 from gpc_literate.base import ConvergenceWarning, LearnedHyperparameters, maximize_criterion
-from gpc_literate.ep import EP
+from gpc_literate.ep_classifier import EP
 from gpc_literate.kernels import RBF, default_kernel
 from gpc_literate.laplace import Laplace
 from gpc_literate.meanfield import NaiveMeanField

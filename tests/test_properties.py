@@ -12,7 +12,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from gpc_literate.base import ConvergenceWarning
-from gpc_literate.ep import EP
+from gpc_literate.ep_classifier import EP
 from gpc_literate.kernels import RBF
 from gpc_literate.laplace import Laplace
 from gpc_literate.meanfield import NaiveMeanField

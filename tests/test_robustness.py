@@ -8,7 +8,7 @@ import pytest
 
 from gpc_literate import datasets
 from gpc_literate.base import ConvergenceWarning
-from gpc_literate.ep import EP
+from gpc_literate.ep_classifier import EP
 from gpc_literate.kernels import RBF
 from gpc_literate.laplace import Laplace, Logistic
 from gpc_literate.likelihoods import Probit, StepFlip

@@ -6,7 +6,7 @@ import pytest
 from scipy.special import ndtr
 
 from gpc_literate.base import ConvergenceWarning
-from gpc_literate.ep import EP
+from gpc_literate.ep_classifier import EP
 from gpc_literate.kernels import RBF
 from gpc_literate.laplace import Laplace, Logistic
 from gpc_literate.likelihoods import Gaussian, Probit

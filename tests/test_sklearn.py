@@ -24,7 +24,7 @@ from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from gpc_literate.base import ConvergenceWarning, GPClassifierBase, NotFittedError
 from gpc_literate.comparison import LeastSquaresDiscriminant
-from gpc_literate.ep import EP
+from gpc_literate.ep_classifier import EP
 from gpc_literate.kernels import RBF, ArcSin, Cauchy, Linear
 from gpc_literate.laplace import Laplace
 from gpc_literate.likelihoods import Probit
