@@ -145,6 +145,35 @@ def _models_probabilities(estimator):
     return type(estimator)._predict_proba_positive is not GPClassifierBase._predict_proba_positive
 
 
+# %% book/01_gp_classification.md, code cell 19
+def _binary_dense_tags(tags):
+    """Declare binary classification on dense, finite input in scikit-learn's tags; return them."""
+    tags.classifier_tags.multi_class = False
+    tags.input_tags.sparse = False
+    tags.input_tags.allow_nan = False
+    return tags
+
+
+# %% book/01_gp_classification.md, code cell 20
+def _validated_labels(estimator, X, y):
+    """Validate a training set for ``estimator.fit``: return (X, y_pm), setting classes_.
+
+    X becomes a float64 copy (``validate_data`` also records ``n_features_in_``), y must be
+    classification targets, and y_pm holds them as -1/+1 (``encode_labels``).
+    """
+    X, y = validate_data(estimator, X, y, dtype=np.float64, copy=True, reset=True)
+    check_classification_targets(y)
+    y_pm, estimator.classes_ = encode_labels(y)
+    return X, y_pm
+
+
+def _forget_fit(estimator):
+    """Remove the attributes set by _validated_labels: the estimator is unfitted again."""
+    for name in ("classes_", "n_features_in_", "feature_names_in_"):
+        estimator.__dict__.pop(name, None)
+
+
+# %% book/01_gp_classification.md, code cell 21
 class GPClassifierBase(ClassifierMixin, BaseEstimator):
     """Base class of the book's binary classifiers: a scikit-learn classifier.
 
@@ -159,17 +188,12 @@ class GPClassifierBase(ClassifierMixin, BaseEstimator):
 
     def __sklearn_tags__(self):
         """Binary classification only, dense finite input (see the text of chapter 1)."""
-        tags = super().__sklearn_tags__()
-        tags.classifier_tags.multi_class = False
-        tags.input_tags.sparse = False
-        tags.input_tags.allow_nan = False
-        return tags
+        return _binary_dense_tags(super().__sklearn_tags__())
 
     def __sklearn_is_fitted__(self):
         """Fitted means that fit has completed: classes_ is set (used by check_is_fitted)."""
         return hasattr(self, "classes_")
 
-    # -- fitting ---------------------------------------------------------------------------
     def fit(self, X, y, **fit_params):
         """Fit to a training set: validate X and y, encode the labels as -1/+1, call _fit.
 
@@ -178,13 +202,10 @@ class GPClassifierBase(ClassifierMixin, BaseEstimator):
         """
         self._validate_params()
         try:
-            X, y = validate_data(self, X, y, dtype=np.float64, copy=True, reset=True)
-            check_classification_targets(y)
-            y_pm, self.classes_ = encode_labels(y)
+            X, y_pm = _validated_labels(self, X, y)
             self._fit(X, y_pm, **fit_params)
         except BaseException:
-            for name in ("classes_", "n_features_in_", "feature_names_in_"):
-                self.__dict__.pop(name, None)           # leave the estimator unfitted
+            _forget_fit(self)                           # leave the estimator unfitted
             raise
         return self
 
@@ -195,7 +216,6 @@ class GPClassifierBase(ClassifierMixin, BaseEstimator):
         """Fit to validated X of shape (n, d) and labels y_pm in {-1, +1}; set attributes_."""
         raise NotImplementedError(f"{type(self).__name__} must implement _fit(X, y_pm)")
 
-    # -- prediction ------------------------------------------------------------------------
     def _check_predict_input(self, X):
         """Check that the estimator is fitted and X valid with the fitted number of features."""
         check_is_fitted(self)
@@ -203,8 +223,7 @@ class GPClassifierBase(ClassifierMixin, BaseEstimator):
 
     def decision_function(self, X):
         """Latent activation at each row of X, e.g. the posterior mean <f(x)>; > 0 means classes_[1]."""
-        X = self._check_predict_input(X)
-        return np.asarray(self._decision_function(X), dtype=np.float64)
+        return np.asarray(self._decision_function(self._check_predict_input(X)), dtype=np.float64)
 
     def _decision_function(self, X):
         """Latent activation at each row of validated X (to be implemented by a subclass)."""
@@ -213,8 +232,7 @@ class GPClassifierBase(ClassifierMixin, BaseEstimator):
     @available_if(_models_probabilities)
     def predict_proba(self, X):
         """Predictive class probabilities p(y | x, D), shape (n, 2), columns ordered as classes_."""
-        X = self._check_predict_input(X)
-        p = np.asarray(self._predict_proba_positive(X), dtype=np.float64)
+        p = np.asarray(self._predict_proba_positive(self._check_predict_input(X)), dtype=np.float64)
         return np.column_stack([1.0 - p, p])
 
     def _predict_proba_positive(self, X):
@@ -227,7 +245,7 @@ class GPClassifierBase(ClassifierMixin, BaseEstimator):
         return self.classes_[positive.astype(np.intp)]
 
 
-# %% book/01_gp_classification.md, code cell 23
+# %% book/01_gp_classification.md, code cell 26
 @dataclass
 class LearnedHyperparameters:
     """How ``fit`` learned the kernel (the fitted attribute ``learning_``, section sec-gpc-learning).
@@ -265,10 +283,7 @@ def check_bounds(bounds, name="hyperparameter_bounds"):
     return float(np.log(low)), float(np.log(high))
 
 
-# %% book/01_gp_classification.md, code cell 24
-_ON_BOUND = 1e-3            # a log-hyperparameter this close to a bound (relative) is "on" it
-
-
+# %% book/01_gp_classification.md, code cell 27
 def _failed_point(theta, good, gradient):
     """Objective at a trial point where the criterion cannot be computed: a wall.
 
@@ -282,6 +297,80 @@ def _failed_point(theta, good, gradient):
     return value, 1e3 * (1.0 + abs(worst)) * (np.asarray(theta, dtype=float) - good["theta"])
 
 
+# %% book/01_gp_classification.md, code cell 28
+def _search_objective(criterion, gradient, good):
+    """Objective of the search: -criterion(theta) (and minus its gradient if ``gradient``).
+
+    ``good`` holds "theta" (the last point where the criterion was finite), "worst" (the
+    largest objective value seen, or None) and "n_evaluations" (the number of calls); the
+    objective updates them, and returns _failed_point where the criterion fails.
+    """
+    def objective(theta):
+        good["n_evaluations"] += 1
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", ConvergenceWarning)
+                out = criterion(theta)
+            value, grad = out if gradient else (out, None)
+            value = -float(value)
+            if not np.isfinite(value):
+                raise FloatingPointError
+        except (ValueError, FloatingPointError, np.linalg.LinAlgError):
+            return _failed_point(theta, good, gradient)
+        good["theta"] = np.array(theta, dtype=float)
+        good["worst"] = value if good["worst"] is None else max(good["worst"], value)
+        return (value, -np.asarray(grad, dtype=float)) if gradient else value
+
+    return objective
+
+
+# %% book/01_gp_classification.md, code cell 29
+def _best_run(objective, starts, box, gradient, max_iter):
+    """Minimise ``objective`` from each start within ``box``; return the best scipy result.
+
+    L-BFGS-B with the gradient if ``gradient``, else Nelder-Mead (its iteration budget grows
+    with the number of hyperparameters, ``len(box)``).
+    """
+    best = None
+    for start in starts:
+        if gradient:
+            run = minimize(objective, start, jac=True, method="L-BFGS-B", bounds=box,
+                           options={"maxiter": max_iter})
+        else:
+            run = minimize(objective, start, method="Nelder-Mead", bounds=box,
+                           options={"maxiter": 2 * max_iter * len(box), "xatol": 1e-4,
+                                    "fatol": 1e-8})
+        if best is None or run.fun < best.fun:
+            best = run
+    return best
+
+
+# %% book/01_gp_classification.md, code cell 30
+_ON_BOUND = 1e-3            # a log-hyperparameter this close to a bound (relative) is "on" it
+
+
+def _report_search(best, theta, names, bounds, owner, stacklevel):
+    """Warn if the best run did not converge or a hyperparameter is on a bound; return those names.
+
+    ``stacklevel`` is that of maximize_criterion (counted from its caller).
+    """
+    low, high = bounds
+    width = _ON_BOUND * (high - low)
+    at_bound = tuple(name for name, t in zip(names, theta) if t <= low + width or t >= high - width)
+    if not best.success:
+        warnings.warn(f"{owner}: the hyperparameter search stopped without converging "
+                      f"({best.message}); increase max_iter or fix the kernel (optimizer=None)",
+                      ConvergenceWarning, stacklevel=stacklevel + 2)
+    for name in at_bound:
+        value = float(np.exp(theta[names.index(name)]))
+        warnings.warn(f"{owner}: the learned {name.replace('log_', '')} = {value:.3g} is on a "
+                      f"bound of hyperparameter_bounds ({np.exp(low):.3g}, {np.exp(high):.3g}); "
+                      "widen the bounds and fit again, or fix the kernel (optimizer=None)",
+                      ConvergenceWarning, stacklevel=stacklevel + 2)
+    return at_bound
+
+
+# %% book/01_gp_classification.md, code cell 31
 def maximize_criterion(criterion, theta0, *, bounds, gradient=True, n_restarts=0,
                        random_state=None, max_iter=100, names=None, owner="fit", stacklevel=2):
     """Maximise criterion(theta) over log-hyperparameters in [low, high]^p (section sec-gpc-learning).
@@ -298,61 +387,21 @@ def maximize_criterion(criterion, theta0, *, bounds, gradient=True, n_restarts=0
     low, high = bounds
     theta0 = np.asarray(theta0, dtype=float)
     names = tuple(names) if names is not None else tuple(f"theta[{j}]" for j in range(theta0.size))
-    n_evaluations = 0
-    good = {"theta": np.clip(theta0, low, high), "worst": None}   # last finite point, worst value
-
-    def objective(theta):
-        nonlocal n_evaluations
-        n_evaluations += 1
-        try:
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore", ConvergenceWarning)
-                out = criterion(theta)
-            value, grad = out if gradient else (out, None)
-            value = -float(value)
-            if not np.isfinite(value):
-                raise FloatingPointError
-        except (ValueError, FloatingPointError, np.linalg.LinAlgError):
-            return _failed_point(theta, good, gradient)
-        good["theta"] = np.array(theta, dtype=float)
-        good["worst"] = value if good["worst"] is None else max(good["worst"], value)
-        return (value, -np.asarray(grad, dtype=float)) if gradient else value
-
+    good = {"theta": np.clip(theta0, low, high), "worst": None,   # last finite point, worst value
+            "n_evaluations": 0}
+    objective = _search_objective(criterion, gradient, good)
     rng = check_random_state(random_state)
     starts = [np.clip(theta0, low, high)]
     starts += [rng.uniform(low, high, size=theta0.size) for _ in range(n_restarts)]
-    box = [(low, high)] * theta0.size
-    best = None
-    for start in starts:
-        if gradient:
-            run = minimize(objective, start, jac=True, method="L-BFGS-B", bounds=box,
-                           options={"maxiter": max_iter})
-        else:
-            run = minimize(objective, start, method="Nelder-Mead", bounds=box,
-                           options={"maxiter": 2 * max_iter * theta0.size, "xatol": 1e-4,
-                                    "fatol": 1e-8})
-        if best is None or run.fun < best.fun:
-            best = run
+    best = _best_run(objective, starts, [(low, high)] * theta0.size, gradient, max_iter)
     theta = np.clip(best.x, low, high)
-    width = _ON_BOUND * (high - low)
-    at_bound = tuple(name for name, t in zip(names, theta) if t <= low + width or t >= high - width)
-    message = str(best.message)
-    if not best.success:
-        warnings.warn(f"{owner}: the hyperparameter search stopped without converging "
-                      f"({message}); increase max_iter or fix the kernel (optimizer=None)",
-                      ConvergenceWarning, stacklevel=stacklevel + 1)
-    for name in at_bound:
-        value = float(np.exp(theta[names.index(name)]))
-        warnings.warn(f"{owner}: the learned {name.replace('log_', '')} = {value:.3g} is on a "
-                      f"bound of hyperparameter_bounds ({np.exp(low):.3g}, {np.exp(high):.3g}); "
-                      "widen the bounds and fit again, or fix the kernel (optimizer=None)",
-                      ConvergenceWarning, stacklevel=stacklevel + 1)
+    at_bound = _report_search(best, theta, names, (low, high), owner, stacklevel)
     return theta, LearnedHyperparameters("", -float(best.fun), theta, starts[0], names,
-                                         n_evaluations, len(starts), bool(best.success),
-                                         message, at_bound)
+                                         good["n_evaluations"], len(starts), bool(best.success),
+                                         str(best.message), at_bound)
 
 
-# %% book/01_gp_classification.md, code cell 25
+# %% book/01_gp_classification.md, code cell 32
 class LearnsHyperparameters:
     """Mixin for a GPClassifierBase whose ``fit`` learns the kernel (section sec-gpc-learning).
 

@@ -42,6 +42,7 @@ def _read_text(*parts: str) -> str:
     return _read_bytes(*parts).decode("latin-1")
 
 
+# %% book/04_data.md, code cell 2
 def _read_table(*parts: str, delimiter=None) -> list[list[str]]:
     """Split a text file into rows of fields, skipping blank lines."""
     rows = []
@@ -52,6 +53,7 @@ def _read_table(*parts: str, delimiter=None) -> list[list[str]]:
     return rows
 
 
+# %% book/04_data.md, code cell 3
 def _frozen(array, dtype=np.float64) -> np.ndarray:
     """A C-contiguous read-only copy, for the cache."""
     out = np.array(array, dtype=dtype, order="C")
@@ -64,6 +66,7 @@ def _labels(positive) -> np.ndarray:
     return _frozen(np.where(np.asarray(positive, dtype=bool), 1, -1), dtype=np.int64)
 
 
+# %% book/04_data.md, code cell 4
 class _Raw(NamedTuple):
     """A whole data set as parsed: inputs, labels and any partitions its source gives."""
 
@@ -72,7 +75,7 @@ class _Raw(NamedTuple):
     given: tuple = ()              # ((train_index, test_index), ...) fixed by the source
 
 
-# %% book/04_data.md, code cell 2
+# %% book/04_data.md, code cell 5
 def _rng(key: str, *words: int) -> np.random.Generator:
     """A random generator seeded by a name and integers; the same on every run and machine."""
     return np.random.default_rng([zlib.crc32(key.encode("ascii")), *words])
@@ -120,7 +123,7 @@ def stratified_folds(y, k: int = 10, seed: int = 0) -> np.ndarray:
     return folds
 
 
-# %% book/04_data.md, code cell 4
+# %% book/04_data.md, code cell 7
 _MODES = ("paper", "train", "all", "none")
 
 
@@ -147,6 +150,7 @@ class _Spec:
     stored: str = "the values of the data file"
 
 
+# %% book/04_data.md, code cell 8
 _SPECS: dict[str, _Spec] = {}
 ALIASES: dict[str, str] = {}
 
@@ -163,6 +167,7 @@ def available(aliases: bool = False) -> list[str]:
     return sorted(names)
 
 
+# %% book/04_data.md, code cell 9
 def _spec(name) -> _Spec:
     if not isinstance(name, str):
         raise TypeError(f"data set name must be a str, got {type(name).__name__}")
@@ -174,6 +179,7 @@ def _spec(name) -> _Spec:
     return _SPECS[key]
 
 
+# %% book/04_data.md, code cell 10
 def _check_index(i, n_splits: int, name: str) -> int:
     if isinstance(i, bool) or not isinstance(i, (int, np.integer)):
         raise TypeError(f"realisation index must be an int, got {type(i).__name__}")
@@ -183,6 +189,7 @@ def _check_index(i, n_splits: int, name: str) -> int:
     return int(i)
 
 
+# %% book/04_data.md, code cell 11
 def _partition(spec: _Spec, raw: _Raw, i: int, n_train):
     """(train_index, test_index) of realisation ``i``."""
     if n_train is not None:
@@ -199,6 +206,7 @@ def _partition(spec: _Spec, raw: _Raw, i: int, n_train):
                              spec.scheme == "stratified")
 
 
+# %% book/04_data.md, code cell 12
 def _scale(X: np.ndarray, train: np.ndarray, mode: str) -> np.ndarray:
     """A new array: X standardised over the training rows ("train"), all rows ("all"), or not."""
     if mode == "none":
@@ -210,6 +218,7 @@ def _scale(X: np.ndarray, train: np.ndarray, mode: str) -> np.ndarray:
     return (X - mean) / std
 
 
+# %% book/04_data.md, code cell 13
 def _preprocessing(spec: _Spec, mode: str, n_rows: int, n_train: int) -> str:
     coding = spec.coding + " " if spec.coding else ""
     if mode == "none":
@@ -226,6 +235,7 @@ def _preprocessing(spec: _Spec, mode: str, n_rows: int, n_train: int) -> str:
     return f"{coding}{scaling} Option standardize={mode!r} ({default})."
 
 
+# %% book/04_data.md, code cell 14
 def _describe(spec: _Spec, raw: _Raw, n_splits: int, n_train, preprocessing: str) -> str:
     n_rows, d = raw.X.shape
     n_pos = int((raw.y == 1).sum())
@@ -250,6 +260,7 @@ def _describe(spec: _Spec, raw: _Raw, n_splits: int, n_train, preprocessing: str
     return "\n".join(textwrap.fill(p, width=96, subsequent_indent="    ") for p in parts)
 
 
+# %% book/04_data.md, code cell 15
 @dataclass(frozen=True, eq=False)
 class Dataset:
     """One train/test realisation of a binary data set; labels are +1/-1.
@@ -308,6 +319,7 @@ class Dataset:
                 f"{self.n_features} inputs)")
 
 
+# %% book/04_data.md, code cell 16
 def _build(spec: _Spec, i, standardize: str, n_train) -> Dataset:
     n_splits = spec.n_splits if n_train is None else max(spec.n_splits, 10)
     i = _check_index(i, n_splits, spec.name)
@@ -327,6 +339,7 @@ def _build(spec: _Spec, i, standardize: str, n_train) -> Dataset:
     )
 
 
+# %% book/04_data.md, code cell 17
 def load(name: str, *, standardize: str = "paper", n_train: int | None = None) -> Dataset:
     """Load realisation 0 of data set ``name``; ``available()`` lists the names.
 
@@ -349,7 +362,7 @@ def load(name: str, *, standardize: str = "paper", n_train: int | None = None) -
     return _build(spec, 0, standardize, n_train)
 
 
-# %% book/04_data.md, code cell 5
+# %% book/04_data.md, code cell 18
 @lru_cache(maxsize=None)
 def _read_wisconsin() -> _Raw:
     rows = _read_table("wisconsin", "breast-cancer-wisconsin.data", delimiter=",")
@@ -380,7 +393,7 @@ _register(_Spec(
 ))
 
 
-# %% book/04_data.md, code cell 7
+# %% book/04_data.md, code cell 20
 _SONAR_PATTERN = re.compile(r"^(\*?)(C[MR]\d+):\s*\{([^}]*)\}", re.MULTILINE)
 
 
@@ -416,7 +429,7 @@ _register(_Spec(
 ))
 
 
-# %% book/04_data.md, code cell 9
+# %% book/04_data.md, code cell 22
 @lru_cache(maxsize=None)
 def _read_pima() -> _Raw:
     rows = _read_table("pima", "pima.tr") + _read_table("pima", "pima.te")
@@ -443,7 +456,7 @@ _register(_Spec(
 ))
 
 
-# %% book/04_data.md, code cell 11
+# %% book/04_data.md, code cell 24
 @lru_cache(maxsize=None)
 def _read_crabs() -> _Raw:
     rows = list(csv.DictReader(io.StringIO(_read_text("crabs", "crabs.csv"))))
@@ -471,7 +484,7 @@ _register(_Spec(
 ))
 
 
-# %% book/04_data.md, code cell 14
+# %% book/04_data.md, code cell 27
 @lru_cache(maxsize=None)
 def _read_synth() -> _Raw:
     rows = _read_table("synth", "synth.tr") + _read_table("synth", "synth.te")
@@ -495,7 +508,7 @@ _register(_Spec(
 ))
 
 
-# %% book/04_data.md, code cell 16
+# %% book/04_data.md, code cell 29
 _WDBC_FEATURES = ("radius", "texture", "perimeter", "area", "smoothness", "compactness",
                   "concavity", "concave_points", "symmetry", "fractal_dimension")
 
@@ -524,7 +537,7 @@ _register(_Spec(
 ))
 
 
-# %% book/04_data.md, code cell 18
+# %% book/04_data.md, code cell 31
 _IDA_SIZES = {  # name: (n_train, n_test, n_splits), Sundararajan & Keerthi Table 3 / IDA
     "banana": (400, 4900, 100), "breast_cancer": (200, 77, 100), "diabetis": (468, 300, 100),
     "flare_solar": (666, 400, 100), "german": (700, 300, 100), "heart": (170, 100, 100),
@@ -540,6 +553,7 @@ _IDA_NOT_ORIGINAL = ("IDA's original realisations are not available: ours are se
                      "partitions of the whole set with the paper's sizes")
 
 
+# %% book/04_data.md, code cell 32
 def _ida_asc(name: str) -> _Raw:
     """IDA realisation 1 (.asc files): the whole set, with realisation 1 as the given split."""
     def part(kind):
@@ -552,6 +566,7 @@ def _ida_asc(name: str) -> _Raw:
     return _Raw(_frozen(X), _labels(y > 0), given=given)
 
 
+# %% book/04_data.md, code cell 33
 def _ida_mat(name: str, filename: str):
     """Inputs (N x d) and labels of an IDA whole set stored as a MATLAB file."""
     from scipy.io import loadmat       # scipy is a dependency; imported only when needed
@@ -563,6 +578,7 @@ def _standardised_rows(X) -> np.ndarray:
     return (X - X.mean(axis=0)) / X.std(axis=0, ddof=1)
 
 
+# %% book/04_data.md, code cell 34
 def _register_ida(name, title, reader, standardize, feature_names, positive, negative,
                   source, task, ours, coding="", stored="IDA's standardised values"):
     n_train, n_test, n_splits = _IDA_SIZES[name]
@@ -577,7 +593,7 @@ def _register_ida(name, title, reader, standardize, feature_names, positive, neg
         ours=f"{_IDA_NOT_ORIGINAL}{first}. {ours}", coding=coding, stored=stored))
 
 
-# %% book/04_data.md, code cell 19
+# %% book/04_data.md, code cell 35
 @lru_cache(maxsize=None)
 def _read_banana() -> _Raw:
     return _ida_asc("banana")
@@ -612,6 +628,7 @@ def _read_thyroid() -> _Raw:
                 _labels([float(r[5]) > 0 for r in rows]))
 
 
+# %% book/04_data.md, code cell 36
 _register_ida(
     "banana", "IDA banana (two-dimensional, two banana-shaped clusters)", _read_banana, "none",
     ("x1", "x2"), "IDA label +1", "IDA label -1",
@@ -664,7 +681,7 @@ _register_ida(
     "(column standard deviations 0.89-1.29).")
 
 
-# %% book/04_data.md, code cell 21
+# %% book/04_data.md, code cell 38
 @lru_cache(maxsize=None)
 def _read_diabetis() -> _Raw:
     rows = _read_table("ida", "diabetis", "pima-indians-diabetes.data", delimiter=",")
@@ -695,6 +712,7 @@ def _read_heart() -> _Raw:
                 _labels([r[13] == "2" for r in rows]))
 
 
+# %% book/04_data.md, code cell 39
 _IMAGE_POSITIVE = ("BRICKFACE", "FOLIAGE", "PATH", "SKY")
 
 
@@ -709,6 +727,7 @@ def _read_image() -> _Raw:
     return _Raw(_frozen(X), _labels([r[0] in _IMAGE_POSITIVE for r in rows]))
 
 
+# %% book/04_data.md, code cell 40
 _SPLICE_CODE = {"A": 1.0, "G": 2.0, "C": 3.0, "T": 4.0}
 
 
@@ -720,6 +739,7 @@ def _read_splice() -> _Raw:
     return _Raw(_frozen(X), _labels([c == "N" for c, _ in rows]))
 
 
+# %% book/04_data.md, code cell 41
 _TITANIC_CODE = {"Class": {"1st": 1, "2nd": 2, "3rd": 3, "Crew": 4},
                  "Age": {"Adult": 0, "Child": 1}, "Sex": {"Female": 0, "Male": 1}}
 
@@ -734,6 +754,7 @@ def _read_titanic() -> _Raw:
     return _Raw(_frozen(X), _labels(survived))
 
 
+# %% book/04_data.md, code cell 42
 _register_ida(
     "diabetis", "IDA diabetis (Pima Indians diabetes, all 768 rows)", _read_diabetis, "all",
     ("npreg", "glucose", "bp", "skin", "insulin", "bmi", "pedigree", "age"),
@@ -775,6 +796,9 @@ _register_ida(
     "Presence of heart disease (IDA's sign not verified).",
     "Standardised over all rows by the loader.",
     coding="Inputs are the 13 attributes as numbers.", stored="the raw attribute values")
+
+
+# %% book/04_data.md, code cell 43
 _register_ida(
     "image", "IDA image (UCI image segmentation, 4 classes against 3)", _read_image, "all",
     ("region_centroid_col", "region_centroid_row", "short_line_density_5",
@@ -807,7 +831,7 @@ _register_ida(
     stored="the ordinal codes")
 
 
-# %% book/04_data.md, code cell 23
+# %% book/04_data.md, code cell 45
 _IMBALANCED_PAPER = ("Sundararajan & Keerthi (Table 6, F-measure experiment): {paper_name}, "
                      "{n_train} training / {n_test} test points, {n_splits} stratified "
                      "partitions, about {ppe}% positives; preprocessing not stated.")
@@ -829,6 +853,7 @@ def _read_multiclass(name: str) -> tuple[np.ndarray, tuple]:
     return _frozen(X), tuple(r[-1] for r in rows)
 
 
+# %% book/04_data.md, code cell 46
 def _one_versus_rest(name: str, positive: str) -> _Raw:
     X, classes = _read_multiclass(name)
     return _Raw(X, _labels([c == positive for c in classes]))
@@ -851,6 +876,7 @@ def _register_imbalanced(name, paper_name, data, positive, n_train, n_test, ppe,
         coding=coding, stored="the values of the data file"), aliases=aliases)
 
 
+# %% book/04_data.md, code cell 47
 _YEAST_SOURCE = ("UCI 'Yeast' (Nakai & Kanehisa 1992; donated by P. Horton): 1484 proteins, 8 "
                  "numeric sequence features, 10 localisation sites.")
 _YEAST_FEATURES = ("mcg", "gvh", "alm", "mit", "erl", "pox", "vac", "nuc")

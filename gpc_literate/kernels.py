@@ -58,6 +58,80 @@ def _check_inputs(X, name="X"):
 
 
 # %% book/03_covariance_functions.md, code cell 3
+def _check_ard_inputs(X, name, ard):
+    """Return X checked as in _check_inputs, with one column per entry of each ARD array.
+
+    ``ard`` maps the names of the kernel's per-dimension hyperparameters to their values
+    (a float for an isotropic one, which fits any number of columns).
+    """
+    X = _check_inputs(X, name)
+    for param, value in ard.items():
+        if np.ndim(value) == 1 and value.size != X.shape[1]:
+            raise ValueError(
+                f"{param} has {value.size} entries (one per input dimension, ARD) "
+                f"but {name} has {X.shape[1]} columns")
+    return X
+
+
+# %% book/03_covariance_functions.md, code cell 4
+def _theta_names(values):
+    """Names of the entries of theta for ``values`` (hyperparameter name -> value), in order."""
+    names = []
+    for param, value in values.items():
+        if np.ndim(value) == 1:
+            names.extend(f"log_{param}[{i}]" for i in range(value.size))
+        else:
+            names.append(f"log_{param}")
+    return tuple(names)
+
+
+# %% book/03_covariance_functions.md, code cell 5
+def _split_theta(theta, values, names):
+    """Validate a new theta for the hyperparameters ``values`` (name -> current value).
+
+    Returns the new values exp(theta) in the same order and shapes; raises TypeError or
+    ValueError (listing ``names``, the entries of theta) if theta is not a finite 1-D array of
+    the right length with |theta_j| <= _THETA_MAX.
+    """
+    raw = np.asarray(theta)
+    if raw.dtype.kind not in "iuf":
+        raise TypeError(f"theta must be a 1-D array of real numbers, got {theta!r}")
+    theta = raw.astype(float)
+    sizes = [np.size(value) for value in values.values()]
+    if theta.ndim != 1 or theta.size != sum(sizes):
+        raise ValueError(f"theta must be a 1-D array of length {sum(sizes)} "
+                         f"{names}, got shape {theta.shape}")
+    if not np.all(np.isfinite(theta)):
+        raise ValueError(f"theta must be finite, got {theta}")
+    if np.any(np.abs(theta) > _THETA_MAX):
+        raise ValueError(f"theta out of range: |theta_j| must not exceed {_THETA_MAX:.1f}, "
+                         f"got {theta}")
+    new, start = [], 0
+    for current, size in zip(values.values(), sizes):
+        value = np.exp(theta[start:start + size])
+        new.append(value if np.ndim(current) == 1 else value[0])
+        start += size
+    return new
+
+
+# %% book/03_covariance_functions.md, code cell 6
+def _check_param_names(kernel, params):
+    """Raise ValueError if a key of ``params`` is not a constructor argument of ``kernel``."""
+    unknown = sorted(set(params) - set(kernel._hyperparameters))
+    if unknown:
+        raise ValueError(f"Invalid parameter(s) {unknown} for kernel {type(kernel).__name__}; "
+                         f"valid parameters are {list(kernel._hyperparameters)}")
+
+
+# %% book/03_covariance_functions.md, code cell 7
+def _constructor_call(kernel):
+    """The text type(kernel).__name__(param=value, ...) that rebuilds ``kernel``."""
+    args = ", ".join(f"{p}={v.tolist() if isinstance(v, np.ndarray) else v!r}"
+                     for p, v in kernel.get_params().items())
+    return f"{type(kernel).__name__}({args})"
+
+
+# %% book/03_covariance_functions.md, code cell 8
 class Kernel:
     """Base class of the covariance functions of chapter 3 (eq-kern-psd).
 
@@ -79,7 +153,6 @@ class Kernel:
                                           allow_vector=name in self._vector)
         super().__setattr__(name, value)
 
-    # -- evaluation --------------------------------------------------------------------
     def __call__(self, X, Z=None):
         """Covariance matrix k(X, Z), shape (n, m); k(X, X), exactly symmetric, if Z is None."""
         X = self._check_X(X, "X")
@@ -99,16 +172,8 @@ class Kernel:
         return np.moveaxis(self._gradient(self._check_X(X, "X")), 0, -1)
 
     def _check_X(self, X, name):
-        X = _check_inputs(X, name)
-        for param in self._vector:
-            value = getattr(self, param)
-            if np.ndim(value) == 1 and value.size != X.shape[1]:
-                raise ValueError(
-                    f"{param} has {value.size} entries (one per input dimension, ARD) "
-                    f"but {name} has {X.shape[1]} columns")
-        return X
+        return _check_ard_inputs(X, name, {p: getattr(self, p) for p in self._vector})
 
-    # -- hyperparameters ---------------------------------------------------------------
     def _active(self):
         """Names of the hyperparameters in ``theta``: all but the optional ones that are 0."""
         return tuple(p for p in self._hyperparameters
@@ -122,36 +187,14 @@ class Kernel:
 
     @theta.setter
     def theta(self, theta):
-        raw = np.asarray(theta)
-        if raw.dtype.kind not in "iuf":
-            raise TypeError(f"theta must be a 1-D array of real numbers, got {theta!r}")
-        theta = raw.astype(float)
-        sizes = [np.size(getattr(self, p)) for p in self._active()]
-        if theta.ndim != 1 or theta.size != sum(sizes):
-            raise ValueError(f"theta must be a 1-D array of length {sum(sizes)} "
-                             f"{self.hyperparameter_names}, got shape {theta.shape}")
-        if not np.all(np.isfinite(theta)):
-            raise ValueError(f"theta must be finite, got {theta}")
-        if np.any(np.abs(theta) > _THETA_MAX):
-            raise ValueError(f"theta out of range: |theta_j| must not exceed {_THETA_MAX:.1f}, "
-                             f"got {theta}")
-        start = 0
-        for param, size in zip(self._active(), sizes):
-            value = np.exp(theta[start:start + size])
-            setattr(self, param, value if np.ndim(getattr(self, param)) == 1 else value[0])
-            start += size
+        values = {p: getattr(self, p) for p in self._active()}
+        for param, value in zip(values, _split_theta(theta, values, self.hyperparameter_names)):
+            setattr(self, param, value)
 
     @property
     def hyperparameter_names(self):
         """Names of the entries of ``theta``, e.g. ('log_length_scale[0]', 'log_variance')."""
-        names = []
-        for param in self._active():
-            value = getattr(self, param)
-            if np.ndim(value) == 1:
-                names.extend(f"log_{param}[{i}]" for i in range(value.size))
-            else:
-                names.append(f"log_{param}")
-        return tuple(names)
+        return _theta_names({p: getattr(self, p) for p in self._active()})
 
     def with_theta(self, theta):
         """Return a new kernel of the same kind with log-hyperparameters ``theta``."""
@@ -159,7 +202,6 @@ class Kernel:
         new.theta = theta
         return new
 
-    # -- scikit-learn's parameter protocol (chapter 1) --------------------------------------
     def get_params(self, deep=True):
         """Constructor arguments as a dict (arrays copied): type(k)(**k.get_params()) == k.
 
@@ -175,10 +217,7 @@ class Kernel:
         Raises ValueError for a name that is not a constructor argument; the values are
         validated as in the constructor, and nothing is changed if any of them is refused.
         """
-        unknown = sorted(set(params) - set(self._hyperparameters))
-        if unknown:
-            raise ValueError(f"Invalid parameter(s) {unknown} for kernel {type(self).__name__}; "
-                             f"valid parameters are {list(self._hyperparameters)}")
+        _check_param_names(self, params)
         checked = type(self)(**{**self.get_params(), **params})     # validates all, or raises
         for name in params:
             setattr(self, name, getattr(checked, name))
@@ -189,11 +228,8 @@ class Kernel:
         return type(self)(**self.get_params())
 
     def __repr__(self):
-        args = ", ".join(f"{p}={v.tolist() if isinstance(v, np.ndarray) else v!r}"
-                         for p, v in self.get_params().items())
-        return f"{type(self).__name__}({args})"
+        return _constructor_call(self)
 
-    # -- to be implemented by subclasses -------------------------------------------------
     def _matrix(self, X, Z):
         raise NotImplementedError
 
@@ -204,7 +240,7 @@ class Kernel:
         raise NotImplementedError
 
 
-# %% book/03_covariance_functions.md, code cell 4
+# %% book/03_covariance_functions.md, code cell 9
 def check_kernel(kernel, name="kernel"):
     """Return ``kernel`` if it is a Kernel or None; raise TypeError naming ``name`` otherwise."""
     if kernel is not None and not isinstance(kernel, Kernel):
@@ -213,7 +249,7 @@ def check_kernel(kernel, name="kernel"):
     return kernel
 
 
-# %% book/03_covariance_functions.md, code cell 6
+# %% book/03_covariance_functions.md, code cell 11
 def _sqdist(X, Z=None):
     """Squared Euclidean distances between the rows of X and Z, shape (n, m), clipped at 0."""
     xx = np.einsum("ij,ij->i", X, X)
@@ -227,7 +263,41 @@ def _sqdist(X, Z=None):
     return np.maximum(D, 0.0, out=D)
 
 
-# %% book/03_covariance_functions.md, code cell 8
+# %% book/03_covariance_functions.md, code cell 13
+def _check_n_features(n_features):
+    """Validate an input dimension N (a positive integer)."""
+    if isinstance(n_features, bool) or not isinstance(n_features, (int, np.integer)):
+        raise TypeError(f"n_features must be a positive integer, got {n_features!r}")
+    if n_features < 1:
+        raise ValueError(f"n_features must be a positive integer, got {n_features!r}")
+    return int(n_features)
+
+
+# %% book/03_covariance_functions.md, code cell 14
+def _rbf_gradient(X, length_scale, variance, bias):
+    """Eq. (eq-kern-grad-rbf): dK/dtheta_j of the RBF kernel, shape (p, n, n), in theta's order."""
+    n, d = X.shape
+    ls = length_scale
+    ard = np.ndim(ls) == 1
+    n_theta = (d if ard else 1) + 1 + (bias > 0)
+    G = np.empty((n_theta, n, n))
+    Xs = X / ls
+    D = _sqdist(Xs)
+    E = variance * np.exp(-0.5 * D)
+    if ard:
+        for i in range(d):
+            diff = np.subtract.outer(Xs[:, i], Xs[:, i])
+            np.multiply(E, diff * diff, out=G[i])
+    else:
+        np.multiply(E, D, out=G[0])
+    j = d if ard else 1
+    G[j] = E
+    if bias > 0:
+        G[j + 1] = bias
+    return G
+
+
+# %% book/03_covariance_functions.md, code cell 15
 class RBF(Kernel):
     """Squared-exponential kernel with ARD, eq-kern-rbf (Opper & Winther 1999 eq 2, Seeger eq 8).
 
@@ -275,37 +345,10 @@ class RBF(Kernel):
         return np.full(X.shape[0], self.variance + self.bias)
 
     def _gradient(self, X):
-        n, d = X.shape
-        ls = self.length_scale
-        ard = np.ndim(ls) == 1
-        n_theta = (d if ard else 1) + 1 + (self.bias > 0)
-        G = np.empty((n_theta, n, n))
-        Xs = X / ls
-        D = _sqdist(Xs)
-        E = self.variance * np.exp(-0.5 * D)
-        if ard:
-            for i in range(d):
-                diff = np.subtract.outer(Xs[:, i], Xs[:, i])
-                np.multiply(E, diff * diff, out=G[i])
-        else:
-            np.multiply(E, D, out=G[0])
-        j = d if ard else 1
-        G[j] = E
-        if self.bias > 0:
-            G[j + 1] = self.bias
-        return G
+        return _rbf_gradient(X, self.length_scale, self.variance, self.bias)
 
 
-def _check_n_features(n_features):
-    """Validate an input dimension N (a positive integer)."""
-    if isinstance(n_features, bool) or not isinstance(n_features, (int, np.integer)):
-        raise TypeError(f"n_features must be a positive integer, got {n_features!r}")
-    if n_features < 1:
-        raise ValueError(f"n_features must be a positive integer, got {n_features!r}")
-    return int(n_features)
-
-
-# %% book/03_covariance_functions.md, code cell 10
+# %% book/03_covariance_functions.md, code cell 17
 def default_kernel(X):
     """RBF with the data-scaled length scale eq-kern-default-length, sqrt(sum_i Var x_i), variance 1.
 
@@ -318,7 +361,53 @@ def default_kernel(X):
                variance=1.0)
 
 
-# %% book/03_covariance_functions.md, code cell 12
+# %% book/03_covariance_functions.md, code cell 19
+def _arcsin_inner(X, Z, weight_variance, bias_variance):
+    """c(x, z) = b + sum_i w_i x_i z_i of eq-kern-arcsin for the rows of X and Z (None: symmetric)."""
+    C = (X * weight_variance) @ (X if Z is None else Z).T + bias_variance
+    return 0.5 * (C + C.T) if Z is None else C
+
+
+# %% book/03_covariance_functions.md, code cell 20
+def _arcsin_self_inner(X, weight_variance, bias_variance):
+    """s(x) = c(x, x) of eq-kern-arcsin for each row of X."""
+    return np.einsum("ij,ij->i", X * weight_variance, X) + bias_variance
+
+
+# %% book/03_covariance_functions.md, code cell 21
+def _arcsin_gradient(X, weight_variance, variance, bias_variance):
+    """Eq. (eq-kern-grad-arcsin): dK/dtheta_j of the ArcSin kernel, shape (p, n, n), theta's order."""
+    n, d = X.shape
+    w, b = weight_variance, bias_variance
+    ard = np.ndim(w) == 1
+    n_theta = (d if ard else 1) + 1 + (b > 0)
+    G = np.empty((n_theta, n, n))
+    C = _arcsin_inner(X, None, w, b)
+    s = _arcsin_self_inner(X, w, b)
+    q = 1.0 + s
+    qq = np.outer(q, q)
+    # q q' - c^2 >= 1 + s + s' by Cauchy-Schwarz; the maximum only guards rounding
+    pref = (2.0 * variance / np.pi) / np.sqrt(
+        np.maximum(qq - C * C, q[:, None] + q[None, :] - 1.0))
+
+    def fill(out, dc, ds):
+        r = ds / q
+        np.multiply(pref, dc - 0.5 * C * (r[:, None] + r[None, :]), out=out)
+
+    if ard:
+        for i in range(d):
+            xi = X[:, i]
+            fill(G[i], w[i] * np.outer(xi, xi), w[i] * xi * xi)
+    else:
+        fill(G[0], C - b, s - b)
+    j = d if ard else 1
+    G[j] = variance * (2.0 / np.pi) * np.arcsin(np.clip(C / np.sqrt(qq), -1.0, 1.0))
+    if b > 0:
+        fill(G[j + 1], b, np.full(n, b))
+    return G
+
+
+# %% book/03_covariance_functions.md, code cell 22
 class ArcSin(Kernel):
     """Infinite-network (arcsin) kernel, eq-kern-arcsin (Opper & Winther 1999 eq 1; Williams 1998).
 
@@ -363,58 +452,23 @@ class ArcSin(Kernel):
         return cls(weight_variance=1.0 / (sigma2 * n_features), variance=variance,
                    bias_variance=bias_variance)
 
-    def _inner(self, X, Z):
-        """c(x, z) = b + sum_i w_i x_i z_i for the rows of X and Z (Z=None: exactly symmetric)."""
-        C = (X * self.weight_variance) @ (X if Z is None else Z).T + self.bias_variance
-        return 0.5 * (C + C.T) if Z is None else C
-
-    def _self_inner(self, X):
-        """s(x) = c(x, x) for each row of X."""
-        return np.einsum("ij,ij->i", X * self.weight_variance, X) + self.bias_variance
-
     def _matrix(self, X, Z):
-        C = self._inner(X, Z)
-        qx = 1.0 + self._self_inner(X)
-        qz = qx if Z is None else 1.0 + self._self_inner(Z)
+        w, b = self.weight_variance, self.bias_variance
+        C = _arcsin_inner(X, Z, w, b)
+        qx = 1.0 + _arcsin_self_inner(X, w, b)
+        qz = qx if Z is None else 1.0 + _arcsin_self_inner(Z, w, b)
         rho = np.clip(C / np.sqrt(np.outer(qx, qz)), -1.0, 1.0)
         return self.variance * (2.0 / np.pi) * np.arcsin(rho)
 
     def _diag(self, X):
-        s = self._self_inner(X)
+        s = _arcsin_self_inner(X, self.weight_variance, self.bias_variance)
         return self.variance * (2.0 / np.pi) * np.arcsin(s / (1.0 + s))
 
     def _gradient(self, X):
-        n, d = X.shape
-        w, b = self.weight_variance, self.bias_variance
-        ard = np.ndim(w) == 1
-        n_theta = (d if ard else 1) + 1 + (b > 0)
-        G = np.empty((n_theta, n, n))
-        C = self._inner(X, None)
-        s = self._self_inner(X)
-        q = 1.0 + s
-        qq = np.outer(q, q)
-        # q q' - c^2 >= 1 + s + s' by Cauchy-Schwarz; the maximum only guards rounding
-        pref = (2.0 * self.variance / np.pi) / np.sqrt(
-            np.maximum(qq - C * C, q[:, None] + q[None, :] - 1.0))
-
-        def fill(out, dc, ds):
-            r = ds / q
-            np.multiply(pref, dc - 0.5 * C * (r[:, None] + r[None, :]), out=out)
-
-        if ard:
-            for i in range(d):
-                xi = X[:, i]
-                fill(G[i], w[i] * np.outer(xi, xi), w[i] * xi * xi)
-        else:
-            fill(G[0], C - b, s - b)
-        j = d if ard else 1
-        G[j] = self.variance * (2.0 / np.pi) * np.arcsin(np.clip(C / np.sqrt(qq), -1.0, 1.0))
-        if b > 0:
-            fill(G[j + 1], b, np.full(n, b))
-        return G
+        return _arcsin_gradient(X, self.weight_variance, self.variance, self.bias_variance)
 
 
-# %% book/03_covariance_functions.md, code cell 17
+# %% book/03_covariance_functions.md, code cell 27
 class Linear(Kernel):
     """Linear (perceptron) kernel, eq-kern-linear (Opper & Winther 1999, after eq 2).
 
@@ -457,6 +511,28 @@ class Linear(Kernel):
         return G
 
 
+# %% book/03_covariance_functions.md, code cell 28
+def _cauchy_gradient(X, length_scale, variance):
+    """Eq. (eq-kern-grad-cauchy): dK/dtheta_j of the Cauchy kernel, shape (p, n, n), theta's order."""
+    n, d = X.shape
+    ls = length_scale
+    ard = np.ndim(ls) == 1
+    G = np.empty(((d if ard else 1) + 1, n, n))
+    Xs = X / ls
+    D = _sqdist(Xs)
+    R = 1.0 / (1.0 + D)
+    R2 = 2.0 * variance * R * R
+    if ard:
+        for i in range(d):
+            diff = np.subtract.outer(Xs[:, i], Xs[:, i])
+            np.multiply(R2, diff * diff, out=G[i])
+    else:
+        np.multiply(R2, D, out=G[0])
+    G[-1] = variance * R
+    return G
+
+
+# %% book/03_covariance_functions.md, code cell 29
 class Cauchy(Kernel):
     """Cauchy kernel, eq-kern-cauchy (Opper & Winther 2000b, appendix on covariance functions).
 
@@ -487,19 +563,4 @@ class Cauchy(Kernel):
         return np.full(X.shape[0], self.variance)
 
     def _gradient(self, X):
-        n, d = X.shape
-        ls = self.length_scale
-        ard = np.ndim(ls) == 1
-        G = np.empty(((d if ard else 1) + 1, n, n))
-        Xs = X / ls
-        D = _sqdist(Xs)
-        R = 1.0 / (1.0 + D)
-        R2 = 2.0 * self.variance * R * R
-        if ard:
-            for i in range(d):
-                diff = np.subtract.outer(Xs[:, i], Xs[:, i])
-                np.multiply(R2, diff * diff, out=G[i])
-        else:
-            np.multiply(R2, D, out=G[0])
-        G[-1] = self.variance * R
-        return G
+        return _cauchy_gradient(X, self.length_scale, self.variance)
