@@ -24,8 +24,8 @@ from scipy.special import expit, log_expit, log_ndtr, logsumexp, ndtr
 from gpc_literate.base import (ConvergenceWarning, GPClassifierBase, LearnsHyperparameters,
                                NotFittedError, check_integer, check_scalar)
 from gpc_literate.kernels import check_kernel, default_kernel
-from gpc_literate.likelihoods import (Likelihood, Probit, _check_finite, _check_labels,
-                                      _check_var)
+from gpc_literate.likelihoods import (Likelihood, Probit, check_finite_array,
+                                      check_latent_variance, check_pm_labels)
 
 __all__ = ["Logistic", "LaplaceMode", "laplace_mode", "laplace_log_evidence", "Laplace"]
 
@@ -91,14 +91,14 @@ class Logistic(Likelihood):
 
     def log_prob(self, y, f):
         """Eq. (eq-lap-logistic): log sigma(y f), without overflow or cancellation."""
-        y = _check_labels(y)
-        f = _check_finite(f, "f")
+        y = check_pm_labels(y)
+        f = check_finite_array(f, "f")
         return log_expit(y * f)[()]
 
     def log_prob_derivatives(self, y, f):
         """Eq. (eq-lap-logistic-derivs): d/df, d2/df2 and d3/df3 of log sigma(y f), three arrays."""
-        y = _check_labels(y)
-        f = _check_finite(f, "f")
+        y = check_pm_labels(y)
+        f = check_finite_array(f, "f")
         y, f = np.broadcast_arrays(y, f)
         p, q = expit(y * f), expit(-y * f)        # sigma(u), sigma(-u) with u = y f
         pq = p * q
@@ -111,9 +111,9 @@ class Logistic(Likelihood):
         t = (f - mu) / sqrt(var); the derivatives are averages under the tilted density.
         The arguments broadcast together; var = 0 gives log p(y|mu) and its derivatives.
         """
-        y = _check_labels(y)
-        mu = _check_finite(mu, "mu")
-        var = _check_var(var, positive=False)
+        y = check_pm_labels(y)
+        mu = check_finite_array(mu, "mu")
+        var = check_latent_variance(var, positive=False)
         y, mu, var = np.broadcast_arrays(y, mu, var)
         s = np.sqrt(var)
         wide = s > _WIDE_S                                    # eq-lap-logistic-wide instead
@@ -137,7 +137,7 @@ class Logistic(Likelihood):
 
     def predictive(self, mu, var):
         """Eq. (eq-lap-logistic-pred): P(y=+1) = int sigma(f) N(f; mu, var) df, by quadrature."""
-        mu = _check_finite(mu, "mu")
+        mu = check_finite_array(mu, "mu")
         return np.exp(self.log_Z(np.ones(np.shape(mu)), mu, var)[0])[()]
 
 
