@@ -24,8 +24,8 @@ from scipy.special import expit, log_expit, log_ndtr, logsumexp, ndtr
 from gpc_literate.base import (ConvergenceWarning, GPClassifierBase, LearnsHyperparameters,
                                NotFittedError, check_integer, check_scalar)
 from gpc_literate.kernels import check_kernel, default_kernel
-from gpc_literate.likelihoods import (Likelihood, Probit, _check_finite, _check_labels,
-                                      _check_var)
+from gpc_literate.likelihoods import (Likelihood, Probit, check_finite_array,
+                                      check_latent_variance, check_pm_labels)
 
 __all__ = ["Logistic", "LaplaceMode", "laplace_mode", "laplace_log_evidence", "Laplace"]
 
@@ -44,6 +44,7 @@ def _trapezoid_grid(s_max):
     return t, np.log(h) - 0.5 * t * t - 0.5 * _LOG_2PI
 
 
+# %% book/11_laplace.md, code cell 6
 _WIDE_S = 10.0       # above this s, log_Z splits off a probit (eq-lap-logistic-wide)
 _WIDE_NODES = np.arange(-60.0, 60.25, 0.5)   # the remainder r is below e^-60 outside
 _LAMBDA = float(np.sqrt(np.pi / 8.0))
@@ -78,6 +79,42 @@ def _log_z_wide(y, mu, s):
     return log_z, y * np.where(flip, 1.0 - z1, z1), z2
 
 
+# %% book/11_laplace.md, code cell 7
+def _log_sigmoid_derivatives(y, f):
+    """Eq. (eq-lap-logistic-derivs): the three f-derivatives of log sigma(y f), as arrays."""
+    y, f = np.broadcast_arrays(y, f)
+    p, q = expit(y * f), expit(-y * f)        # sigma(u), sigma(-u) with u = y f
+    pq = p * q
+    return y * q, -pq, -y * pq * (q - p)
+
+
+def _logistic_log_z(y, mu, var):
+    """Eqs (eq-lap-trapezoid), (eq-lap-logistic-logz): log Z, d log Z/d mu, d2 log Z/d mu2.
+
+    ``y``, ``mu`` and ``var`` are checked arrays of one shape; returns three arrays of it.
+    """
+    s = np.sqrt(var)
+    wide = s > _WIDE_S                                    # eq-lap-logistic-wide instead
+    t, log_w = _trapezoid_grid(float(np.where(wide, 0.0, s).max(initial=0.0)))
+    u = (y * mu)[..., None] + np.where(wide, 0.0, s)[..., None] * t   # y f at the nodes
+    log_terms = log_w + log_expit(u)
+    log_z = np.array(logsumexp(log_terms, axis=-1))
+    tilted = np.exp(log_terms - log_z[..., None])         # weights of the tilted density
+    q = expit(-u)
+    mean_q = np.sum(tilted * q, axis=-1)                  # <sigma(-u)>
+    var_q = np.sum(tilted * (q - mean_q[..., None]) ** 2, axis=-1)
+    mean_pq = np.sum(tilted * q * (1.0 - q), axis=-1)     # <sigma(u) sigma(-u)>
+    d1, d2 = np.array(y * mean_q), np.array(var_q - mean_pq)
+    point = s == 0.0                                      # no average: the likelihood itself
+    if np.any(point):
+        log_z[point] = log_expit((y * mu)[point])
+        d1[point], d2[point] = _log_sigmoid_derivatives(y[point], mu[point])[:2]
+    if np.any(wide):
+        log_z[wide], d1[wide], d2[wide] = _log_z_wide(y[wide], mu[wide], s[wide])
+    return log_z, d1, d2
+
+
+# %% book/11_laplace.md, code cell 8
 class Logistic(Likelihood):
     """Eq. (eq-lap-logistic): p(y|f) = sigma(y f) = 1 / (1 + exp(-y f)), the logistic likelihood.
 
@@ -91,18 +128,15 @@ class Logistic(Likelihood):
 
     def log_prob(self, y, f):
         """Eq. (eq-lap-logistic): log sigma(y f), without overflow or cancellation."""
-        y = _check_labels(y)
-        f = _check_finite(f, "f")
+        y = check_pm_labels(y)
+        f = check_finite_array(f, "f")
         return log_expit(y * f)[()]
 
     def log_prob_derivatives(self, y, f):
         """Eq. (eq-lap-logistic-derivs): d/df, d2/df2 and d3/df3 of log sigma(y f), three arrays."""
-        y = _check_labels(y)
-        f = _check_finite(f, "f")
-        y, f = np.broadcast_arrays(y, f)
-        p, q = expit(y * f), expit(-y * f)        # sigma(u), sigma(-u) with u = y f
-        pq = p * q
-        return (y * q)[()], (-pq)[()], (-y * pq * (q - p))[()]
+        y = check_pm_labels(y)
+        f = check_finite_array(f, "f")
+        return tuple(d[()] for d in _log_sigmoid_derivatives(y, f))
 
     def log_Z(self, y, mu, var):
         """Eqs (eq-lap-trapezoid), (eq-lap-logistic-logz): log Z and its first two mu-derivatives.
@@ -111,37 +145,19 @@ class Logistic(Likelihood):
         t = (f - mu) / sqrt(var); the derivatives are averages under the tilted density.
         The arguments broadcast together; var = 0 gives log p(y|mu) and its derivatives.
         """
-        y = _check_labels(y)
-        mu = _check_finite(mu, "mu")
-        var = _check_var(var, positive=False)
-        y, mu, var = np.broadcast_arrays(y, mu, var)
-        s = np.sqrt(var)
-        wide = s > _WIDE_S                                    # eq-lap-logistic-wide instead
-        t, log_w = _trapezoid_grid(float(np.where(wide, 0.0, s).max(initial=0.0)))
-        u = (y * mu)[..., None] + np.where(wide, 0.0, s)[..., None] * t   # y f at the nodes
-        log_terms = log_w + log_expit(u)
-        log_z = np.array(logsumexp(log_terms, axis=-1))
-        tilted = np.exp(log_terms - log_z[..., None])         # weights of the tilted density
-        q = expit(-u)
-        mean_q = np.sum(tilted * q, axis=-1)                  # <sigma(-u)>
-        var_q = np.sum(tilted * (q - mean_q[..., None]) ** 2, axis=-1)
-        mean_pq = np.sum(tilted * q * (1.0 - q), axis=-1)     # <sigma(u) sigma(-u)>
-        d1, d2 = np.array(y * mean_q), np.array(var_q - mean_pq)
-        point = s == 0.0                                      # no average: the likelihood itself
-        if np.any(point):
-            log_z[point] = log_expit((y * mu)[point])
-            d1[point], d2[point] = self.log_prob_derivatives(y[point], mu[point])[:2]
-        if np.any(wide):
-            log_z[wide], d1[wide], d2[wide] = _log_z_wide(y[wide], mu[wide], s[wide])
+        y = check_pm_labels(y)
+        mu = check_finite_array(mu, "mu")
+        var = check_latent_variance(var, positive=False)
+        log_z, d1, d2 = _logistic_log_z(*np.broadcast_arrays(y, mu, var))
         return log_z[()], d1[()], d2[()]
 
     def predictive(self, mu, var):
         """Eq. (eq-lap-logistic-pred): P(y=+1) = int sigma(f) N(f; mu, var) df, by quadrature."""
-        mu = _check_finite(mu, "mu")
+        mu = check_finite_array(mu, "mu")
         return np.exp(self.log_Z(np.ones(np.shape(mu)), mu, var)[0])[()]
 
 
-# %% book/11_laplace.md, code cell 9
+# %% book/11_laplace.md, code cell 12
 class LaplaceMode(NamedTuple):
     """The posterior mode and what the evidence, its gradient and the predictions reuse.
 
@@ -199,7 +215,53 @@ def _factor_b(K, sqrt_w):
     return cholesky(B, lower=True, overwrite_a=True, check_finite=False)
 
 
-# %% book/11_laplace.md, code cell 10
+# %% book/11_laplace.md, code cell 13
+def _newton_start(K, y, likelihood, alpha_init):
+    """Start of the mode search: alpha = 0, or the warm start ``alpha_init`` if its Psi is higher.
+
+    Returns (alpha, f = K alpha, log p(y_i|f_i), Psi(f) without its constant terms).
+    """
+    n = len(y)
+    a, f = np.zeros(n), np.zeros(n)
+    ell = likelihood.log_prob(y, f)
+    obj = float(np.sum(ell))
+    if alpha_init is not None:            # warm start, kept only if it beats f = 0
+        a0 = np.array(alpha_init, dtype=float)
+        if a0.shape != (n,) or not np.all(np.isfinite(a0)):
+            raise ValueError(f"alpha_init must be a finite array of shape ({n},), got {a0.shape}")
+        f0 = K @ a0
+        ell0 = likelihood.log_prob(y, f0)
+        obj0 = float(np.sum(ell0)) - 0.5 * float(a0 @ f0)
+        if obj0 > obj:
+            a, f, ell, obj = a0, f0, ell0, obj0
+    return a, f, ell, obj
+
+
+def _newton_step(K, y, likelihood, current, g, w, sqrt_w, L):
+    """Eqs (eq-lap-newton-stable), (eq-lap-armijo): one Newton step, halved until Armijo holds.
+
+    ``current`` = (alpha, f, log p(y_i|f_i), Psi) and g, W, W^1/2, L at f.  Returns (step,
+    alpha, f, log p, Psi) at the step taken; a step below 1e-10 means no progress is possible.
+    """
+    a, f, ell, obj = current
+    # eq-lap-newton-stable: alpha_new = b - W^1/2 B^{-1} W^1/2 K b
+    b = w * f + g
+    a_new = b - sqrt_w * cho_solve((L, True), sqrt_w * (K @ b), check_finite=False)
+    da, df = a_new - a, K @ a_new - f
+    slope = float((g - a) @ df)                        # grad Psi . delta f > 0
+    noise = 1e-12 * (1.0 + float(np.sum(np.abs(ell))) + 0.5 * abs(float(a @ f)))
+    step = 1.0
+    while True:                                        # eq-lap-armijo, halving
+        a_try, f_try = a + step * da, f + step * df
+        ell_try = likelihood.log_prob(y, f_try)
+        obj_try = float(np.sum(ell_try)) - 0.5 * float(a_try @ f_try)
+        if obj_try >= obj + 1e-4 * step * slope - noise or step < 1e-10:
+            break
+        step *= 0.5
+    return step, a_try, f_try, ell_try, obj_try
+
+
+# %% book/11_laplace.md, code cell 14
 def laplace_mode(K, y, likelihood, *, alpha_init=None, max_iter=100, tol=1e-8):
     """Eqs (eq-lap-newton-stable), (eq-lap-armijo): the posterior mode by safeguarded Newton.
 
@@ -219,19 +281,7 @@ def laplace_mode(K, y, likelihood, *, alpha_init=None, max_iter=100, tol=1e-8):
         raise ValueError(f"K must be a square matrix matching y: y has shape {y.shape}, "
                          f"K has shape {K.shape}")
 
-    a, f = np.zeros(n), np.zeros(n)
-    ell = likelihood.log_prob(y, f)
-    obj = float(np.sum(ell))
-    if alpha_init is not None:            # warm start, kept only if it beats f = 0
-        a0 = np.array(alpha_init, dtype=float)
-        if a0.shape != (n,) or not np.all(np.isfinite(a0)):
-            raise ValueError(f"alpha_init must be a finite array of shape ({n},), got {a0.shape}")
-        f0 = K @ a0
-        ell0 = likelihood.log_prob(y, f0)
-        obj0 = float(np.sum(ell0)) - 0.5 * float(a0 @ f0)
-        if obj0 > obj:
-            a, f, ell, obj = a0, f0, ell0, obj0
-
+    a, f, ell, obj = _newton_start(K, y, likelihood, alpha_init)
     n_iter, converged = 0, False
     objective, step_sizes = [obj], []
     while True:
@@ -244,24 +294,11 @@ def laplace_mode(K, y, likelihood, *, alpha_init=None, max_iter=100, tol=1e-8):
             break
         if n_iter == max_iter:
             break
-        # eq-lap-newton-stable: alpha_new = b - W^1/2 B^{-1} W^1/2 K b
-        b = w * f + g
-        a_new = b - sqrt_w * cho_solve((L, True), sqrt_w * (K @ b), check_finite=False)
-        da, df = a_new - a, K @ a_new - f
-        slope = float((g - a) @ df)                        # grad Psi . delta f > 0
-        noise = 1e-12 * (1.0 + float(np.sum(np.abs(ell))) + 0.5 * abs(float(a @ f)))
-        step = 1.0
-        while True:                                        # eq-lap-armijo, halving
-            a_try, f_try = a + step * da, f + step * df
-            ell_try = likelihood.log_prob(y, f_try)
-            obj_try = float(np.sum(ell_try)) - 0.5 * float(a_try @ f_try)
-            if obj_try >= obj + 1e-4 * step * slope - noise or step < 1e-10:
-                break
-            step *= 0.5
+        step, *trial = _newton_step(K, y, likelihood, (a, f, ell, obj), g, w, sqrt_w, L)
         n_iter += 1
         if step < 1e-10:                                   # no progress possible
             break
-        a, f, ell, obj = a_try, f_try, ell_try, obj_try
+        a, f, ell, obj = trial
         objective.append(obj)
         step_sizes.append(step)
     if not converged:
@@ -272,7 +309,7 @@ def laplace_mode(K, y, likelihood, *, alpha_init=None, max_iter=100, tol=1e-8):
                        np.array(objective), np.array(step_sizes))
 
 
-# %% book/11_laplace.md, code cell 16
+# %% book/11_laplace.md, code cell 20
 def laplace_log_evidence(mode, K=None, dK=None):
     """Eqs (eq-lap-evidence), (eq-lap-grad): the Laplace log evidence and, with dK, its gradient.
 
@@ -311,38 +348,32 @@ def laplace_log_evidence(mode, K=None, dK=None):
     return value, grad
 
 
-# %% book/11_laplace.md, code cell 18
-class Laplace(LearnsHyperparameters, GPClassifierBase):
-    """GP classification with the Laplace approximation, eqs (eq-lap-psi)-(eq-lap-predprob).
+# %% book/11_laplace.md, code cell 22
+def _laplace_latent(mode, kernel, X_train, X):
+    """Eq. (eq-lap-predictive): mean k*^T alpha and variance k** - |L^-1 W^1/2 k*|^2 at X.
 
-    Parameters: ``kernel`` (a Kernel; default default_kernel(X), eq-kern-default-length),
-    ``likelihood`` (twice differentiable and log-concave: Probit with kappa=0, Logistic or
-    Gaussian; default Probit(noise_var=1.0)), ``max_iter`` and ``tol`` of the Newton
-    iteration (tol bounds max |grad log p(y|f) - K^-1 f|); ``optimizer`` ("fmin_l_bfgs_b",
-    "nelder-mead", or None to keep the kernel fixed), ``n_restarts_optimizer``,
-    ``random_state`` and ``hyperparameter_bounds``: ``fit`` learns the kernel by maximising
-    the evidence eq-lap-evidence with its gradient eq-lap-grad (chapter 1, sec-gpc-learning).
-
-    Fitted attributes: ``kernel_``, ``likelihood_``, ``f_hat_`` (the mode), ``alpha_``
-    (= K^-1 f_hat = grad log p(y|f_hat); Opper & Winther's y_i alpha_i),
-    ``log_marginal_likelihood_``, ``n_iter_``, ``converged_``, ``X_train_``, ``y_train_``
-    (+-1), ``learning_`` (None for a fixed kernel).  ``fit`` accepts a warm start
-    ``alpha_init``.
+    ``mode`` is a LaplaceMode found with ``kernel`` on ``X_train``; negative variances from
+    rounding are set to 0.  Returns two arrays of length len(X).
     """
+    mean, var = np.empty(len(X)), np.empty(len(X))
+    for start in range(0, len(X), 1024):              # bounded memory: (n, 1024) blocks
+        rows = slice(start, start + 1024)
+        Ks = kernel(X_train, X[rows])
+        mean[rows] = Ks.T @ mode.alpha
+        V = solve_triangular(mode.L, mode.sqrt_w[:, None] * Ks, lower=True,
+                             check_finite=False)
+        var[rows] = kernel.diag(X[rows]) - np.einsum("ij,ij->j", V, V)
+    return mean, np.maximum(var, 0.0)
 
-    _criterion_name = "log evidence (Laplace)"
 
-    def __init__(self, kernel=None, likelihood=None, max_iter=100, tol=1e-8,
-                 optimizer="fmin_l_bfgs_b", n_restarts_optimizer=0, random_state=None,
-                 hyperparameter_bounds=(1e-5, 1e5)):
-        self.kernel = kernel
-        self.likelihood = likelihood
-        self.max_iter = max_iter
-        self.tol = tol
-        self.optimizer = optimizer
-        self.n_restarts_optimizer = n_restarts_optimizer
-        self.random_state = random_state
-        self.hyperparameter_bounds = hyperparameter_bounds
+# %% book/11_laplace.md, code cell 23
+class _LaplaceFit(LearnsHyperparameters, GPClassifierBase):
+    """Laplace at a given kernel: parameter checks, the mode, fitted attributes, predictions.
+
+    Laplace adds the parameters and the public methods; chapter 1's LearnsHyperparameters
+    calls ``_fit_fixed`` at the starting kernel and again at the learned one.  Predictions
+    follow eqs (eq-lap-predictive) and (eq-lap-predprob).
+    """
 
     def _validate_params(self):
         self._validate_learning()
@@ -354,9 +385,6 @@ class Laplace(LearnsHyperparameters, GPClassifierBase):
 
     def _default_kernel(self, X):
         return default_kernel(X)
-
-    def _criterion(self, theta, eval_gradient):
-        return self.log_marginal_likelihood(theta, eval_gradient)
 
     def _warm_start(self):
         return {"alpha_init": self.alpha_}
@@ -393,6 +421,51 @@ class Laplace(LearnsHyperparameters, GPClassifierBase):
             raise NotFittedError(f"This {type(self).__name__} is not fitted yet; "
                                  "call fit(X, y) first")
 
+    def _decision_function(self, X):
+        return _laplace_latent(self._mode, self.kernel_, self.X_train_, X)[0]
+
+    def _predict_proba_positive(self, X):
+        """Eq. (eq-lap-predprob): the likelihood averaged over f(x) ~ N(mean, var)."""
+        return self.likelihood_.predictive(*_laplace_latent(self._mode, self.kernel_,
+                                                              self.X_train_, X))
+
+
+# %% book/11_laplace.md, code cell 24
+class Laplace(_LaplaceFit):
+    """GP classification with the Laplace approximation, eqs (eq-lap-psi)-(eq-lap-predprob).
+
+    Parameters: ``kernel`` (a Kernel; default default_kernel(X), eq-kern-default-length),
+    ``likelihood`` (twice differentiable and log-concave: Probit with kappa=0, Logistic or
+    Gaussian; default Probit(noise_var=1.0)), ``max_iter`` and ``tol`` of the Newton
+    iteration (tol bounds max |grad log p(y|f) - K^-1 f|); ``optimizer`` ("fmin_l_bfgs_b",
+    "nelder-mead", or None to keep the kernel fixed), ``n_restarts_optimizer``,
+    ``random_state`` and ``hyperparameter_bounds``: ``fit`` learns the kernel by maximising
+    the evidence eq-lap-evidence with its gradient eq-lap-grad (chapter 1, sec-gpc-learning).
+
+    Fitted attributes: ``kernel_``, ``likelihood_``, ``f_hat_`` (the mode), ``alpha_``
+    (= K^-1 f_hat = grad log p(y|f_hat); Opper & Winther's y_i alpha_i),
+    ``log_marginal_likelihood_``, ``n_iter_``, ``converged_``, ``X_train_``, ``y_train_``
+    (+-1), ``learning_`` (None for a fixed kernel).  ``fit`` accepts a warm start
+    ``alpha_init``.
+    """
+
+    _criterion_name = "log evidence (Laplace)"
+
+    def __init__(self, kernel=None, likelihood=None, max_iter=100, tol=1e-8,
+                 optimizer="fmin_l_bfgs_b", n_restarts_optimizer=0, random_state=None,
+                 hyperparameter_bounds=(1e-5, 1e5)):
+        self.kernel = kernel
+        self.likelihood = likelihood
+        self.max_iter = max_iter
+        self.tol = tol
+        self.optimizer = optimizer
+        self.n_restarts_optimizer = n_restarts_optimizer
+        self.random_state = random_state
+        self.hyperparameter_bounds = hyperparameter_bounds
+
+    def _criterion(self, theta, eval_gradient):
+        return self.log_marginal_likelihood(theta, eval_gradient)
+
     def log_marginal_likelihood(self, theta=None, eval_gradient=False):
         """Eqs (eq-lap-evidence), (eq-lap-grad): the Laplace log evidence at log-hyperparameters theta.
 
@@ -414,23 +487,5 @@ class Laplace(LearnsHyperparameters, GPClassifierBase):
 
     def predict_latent(self, X):
         """Eq. (eq-lap-predictive): mean and variance of the latent f(x) at each row of X."""
-        return self._latent(self._check_predict_input(X))
-
-    def _latent(self, X):
-        mode = self._mode
-        mean, var = np.empty(len(X)), np.empty(len(X))
-        for start in range(0, len(X), 1024):              # bounded memory: (n, 1024) blocks
-            rows = slice(start, start + 1024)
-            Ks = self.kernel_(self.X_train_, X[rows])
-            mean[rows] = Ks.T @ mode.alpha
-            V = solve_triangular(mode.L, mode.sqrt_w[:, None] * Ks, lower=True,
-                                 check_finite=False)
-            var[rows] = self.kernel_.diag(X[rows]) - np.einsum("ij,ij->j", V, V)
-        return mean, np.maximum(var, 0.0)
-
-    def _decision_function(self, X):
-        return self._latent(X)[0]
-
-    def _predict_proba_positive(self, X):
-        """Eq. (eq-lap-predprob): the likelihood averaged over f(x) ~ N(mean, var)."""
-        return self.likelihood_.predictive(*self._latent(X))
+        X = self._check_predict_input(X)
+        return _laplace_latent(self._mode, self.kernel_, self.X_train_, X)

@@ -14,32 +14,36 @@ from scipy.special import erfcx, log_ndtr, ndtr
 
 from gpc_literate.base import check_scalar
 
-__all__ = ["normal_ratio", "Likelihood", "StepFlip", "Probit", "Gaussian"]
+__all__ = ["check_finite_array", "check_pm_labels", "check_latent_variance",
+           "normal_ratio", "Likelihood", "StepFlip", "Probit", "Gaussian"]
 
 _LOG_2PI = float(np.log(2.0 * np.pi))
 _SQRT_2_OVER_PI = float(np.sqrt(2.0 / np.pi))
 _SQRT_HALF = float(np.sqrt(0.5))
 
 
-def _check_finite(a, name):
-    """Return ``a`` as a float array, raising ValueError if an entry is NaN or infinite."""
+def check_finite_array(a, name):
+    """Return ``a`` as a float array; ValueError, naming ``name``, if an entry is NaN or inf."""
     a = np.asarray(a, dtype=float)
     if not np.all(np.isfinite(a)):
         raise ValueError(f"{name} must be finite (no NaN or inf)")
     return a
 
 
-def _check_labels(y):
-    """Return ``y`` as a float array, raising ValueError unless every entry is -1 or +1."""
+def check_pm_labels(y):
+    """Return the labels ``y`` as a float array; ValueError unless every entry is -1 or +1."""
     y = np.asarray(y, dtype=float)
     if not np.all((y == 1.0) | (y == -1.0)):
         raise ValueError("y must contain only the labels -1 and +1")
     return y
 
 
-def _check_var(var, *, positive):
-    """Return the latent variance(s) ``var`` as a float array, checking var >= 0 (or > 0)."""
-    var = _check_finite(var, "var")
+def check_latent_variance(var, *, positive):
+    """Return the latent variance(s) ``var`` as a float array; ValueError unless var >= 0.
+
+    With ``positive=True`` (the step likelihood, which has no width of its own) var > 0.
+    """
+    var = check_finite_array(var, "var")
     if positive and np.any(var <= 0.0):
         raise ValueError("var must be > 0 for the step likelihood (it has no width of its own)")
     if np.any(var < 0.0):
@@ -193,9 +197,9 @@ class _FlipProbitBase(Likelihood):
         arguments broadcast together; returns three arrays (floats for scalars).
         """
         v = self._v
-        y = _check_labels(y)
-        mu = _check_finite(mu, "mu")
-        var = _check_var(var, positive=(v == 0.0))
+        y = check_pm_labels(y)
+        mu = check_finite_array(mu, "mu")
+        var = check_latent_variance(var, positive=(v == 0.0))
         y, mu, var = np.broadcast_arrays(y, mu, var)
         s2 = var + v
         s = np.sqrt(s2)
@@ -205,8 +209,8 @@ class _FlipProbitBase(Likelihood):
     def predictive(self, mu, var):
         """Eq. (eq-noise-predictive): P(y=+1) = kappa + (1 - 2 kappa) Phi(mu / sqrt(v + var))."""
         v = self._v
-        mu = _check_finite(mu, "mu")
-        var = _check_var(var, positive=(v == 0.0))
+        mu = check_finite_array(mu, "mu")
+        var = check_latent_variance(var, positive=(v == 0.0))
         return (self.kappa + (1.0 - 2.0 * self.kappa) * ndtr(mu / np.sqrt(var + v)))[()]
 
 
@@ -227,8 +231,8 @@ class StepFlip(_FlipProbitBase):
 
     def log_prob(self, y, f):
         """Eq. (eq-noise-flip): log[kappa + (1 - 2 kappa) Theta(y f)], with Theta(0) = 0."""
-        y = _check_labels(y)
-        f = _check_finite(f, "f")
+        y = check_pm_labels(y)
+        f = check_finite_array(f, "f")
         log_k = np.log(self.kappa) if self.kappa > 0.0 else -np.inf
         return np.where(y * f > 0.0, np.log1p(-self.kappa), log_k)[()]
 
@@ -255,14 +259,14 @@ class Probit(_FlipProbitBase):
 
     def log_prob(self, y, f):
         """Eq. (eq-noise-flip-probit): log[kappa + (1 - 2 kappa) Phi(y f / sqrt(v))]."""
-        y = _check_labels(y)
-        f = _check_finite(f, "f")
+        y = check_pm_labels(y)
+        f = check_finite_array(f, "f")
         return _flip_probit_parts(y * f / np.sqrt(self.noise_var), self.kappa, 0)[0][()]
 
     def log_prob_derivatives(self, y, f):
         """Eq. (eq-noise-d3): d/df, d2/df2 and d3/df3 of log p(y|f), as three arrays."""
-        y = _check_labels(y)
-        f = _check_finite(f, "f")
+        y = check_pm_labels(y)
+        f = check_finite_array(f, "f")
         y, f = np.broadcast_arrays(y, f)
         v = self.noise_var
         s = np.sqrt(v)
@@ -286,16 +290,16 @@ class Gaussian(Likelihood):
 
     def log_prob(self, y, f):
         """Eq. (eq-noise-gaussian): log N(y; f, v)."""
-        y = _check_finite(y, "y")
-        f = _check_finite(f, "f")
+        y = check_finite_array(y, "y")
+        f = check_finite_array(f, "f")
         v = self.noise_var
         return (-0.5 * (_LOG_2PI + np.log(v)) - 0.5 * (y - f) ** 2 / v)[()]
 
     def log_Z(self, y, mu, var):
         """Eq. (eq-noise-gaussian-logz): log N(y; mu, v + var) and its first two mu-derivatives."""
-        y = _check_finite(y, "y")
-        mu = _check_finite(mu, "mu")
-        var = _check_var(var, positive=False)
+        y = check_finite_array(y, "y")
+        mu = check_finite_array(mu, "mu")
+        var = check_latent_variance(var, positive=False)
         y, mu, var = np.broadcast_arrays(y, mu, var)
         s2 = var + self.noise_var
         resid = y - mu
@@ -304,14 +308,14 @@ class Gaussian(Likelihood):
 
     def predictive(self, mu, var):
         """Eq. (eq-noise-gaussian-pred): P(f + noise > 0) = Phi(mu / sqrt(v + var))."""
-        mu = _check_finite(mu, "mu")
-        var = _check_var(var, positive=False)
+        mu = check_finite_array(mu, "mu")
+        var = check_latent_variance(var, positive=False)
         return ndtr(mu / np.sqrt(var + self.noise_var))[()]
 
     def log_prob_derivatives(self, y, f):
         """Eq. (eq-noise-gaussian): (y - f)/v, -1/v and 0, the f-derivatives of log N(y; f, v)."""
-        y = _check_finite(y, "y")
-        f = _check_finite(f, "f")
+        y = check_finite_array(y, "y")
+        f = check_finite_array(f, "f")
         y, f = np.broadcast_arrays(y, f)
         v = self.noise_var
         return ((y - f) / v)[()], np.full(y.shape, -1.0 / v)[()], np.zeros(y.shape)[()]

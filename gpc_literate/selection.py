@@ -82,36 +82,16 @@ class ShiftedLikelihood(Likelihood):
         return self.base.log_prob_derivatives(y, np.asarray(f, dtype=float) + self.gamma)
 
 
+# %% book/13_loo_model_selection.md, code cell 6
 _BIAS_MODES = ("predictive", "likelihood")
 
 
-class BiasedEP(EP):
-    """EP classifier with S&K's bias gamma, eqs (eq-sel-shift), (eq-sel-loo-pred).
+class _BiasedFit(EP):
+    """EP's fit with S&K's bias gamma, eq. (eq-sel-shift): checks, EP run, LOO decisions.
 
-    The parameters of ``EP`` (``likelihood`` is the unshifted base, default Probit(1.0)), the
-    bias ``gamma`` (a real number, default 0) and ``bias_mode``:
-
-    - "predictive" (default): EP runs with the base likelihood; gamma shifts the latent mean
-      in ``predict_proba`` and in the LOO probabilities (the evidence does not depend on it);
-    - "likelihood": EP runs with ShiftedLikelihood(likelihood, gamma), stored as
-      ``likelihood_``, so the sites, the cavities and the evidence depend on gamma.
-
-    In both modes ``decision_function`` is the posterior mean of f plus gamma (``predict``
-    agrees with P(y = +1) > 1/2), ``loo_decision_`` is mu_cav_ + gamma, ``loo_predictive``
-    gives eq. (eq-sel-loo-pred), and ``gamma_`` is the fitted bias. ``predict_latent`` returns
-    the moments of f itself, without gamma. ``select_hyperparameters`` returns this class.
+    BiasedEP adds the parameters and the predictions; in the predictive mode EP runs with the
+    base likelihood, in the likelihood mode with ShiftedLikelihood(likelihood, gamma).
     """
-
-    def __init__(self, kernel=None, likelihood=None, gamma=0.0, bias_mode="predictive",
-                 method="sequential", damping=1.0, max_sweeps=100, tol=1e-8,
-                 optimizer="fmin_l_bfgs_b", n_restarts_optimizer=0, random_state=None,
-                 hyperparameter_bounds=(1e-5, 1e5)):
-        super().__init__(kernel=kernel, likelihood=likelihood, method=method, damping=damping,
-                         max_sweeps=max_sweeps, tol=tol, optimizer=optimizer,
-                         n_restarts_optimizer=n_restarts_optimizer, random_state=random_state,
-                         hyperparameter_bounds=hyperparameter_bounds)
-        self.gamma = gamma
-        self.bias_mode = bias_mode
 
     def _validate_params(self):
         super()._validate_params()
@@ -144,6 +124,36 @@ class BiasedEP(EP):
         self.loo_decision_ = self.mu_cav_ + self.gamma_
         self.loo_error_ = float(np.mean(self.y_train_ * self.loo_decision_ <= 0.0))
 
+
+# %% book/13_loo_model_selection.md, code cell 7
+class BiasedEP(_BiasedFit):
+    """EP classifier with S&K's bias gamma, eqs (eq-sel-shift), (eq-sel-loo-pred).
+
+    The parameters of ``EP`` (``likelihood`` is the unshifted base, default Probit(1.0)), the
+    bias ``gamma`` (a real number, default 0) and ``bias_mode``:
+
+    - "predictive" (default): EP runs with the base likelihood; gamma shifts the latent mean
+      in ``predict_proba`` and in the LOO probabilities (the evidence does not depend on it);
+    - "likelihood": EP runs with ShiftedLikelihood(likelihood, gamma), stored as
+      ``likelihood_``, so the sites, the cavities and the evidence depend on gamma.
+
+    In both modes ``decision_function`` is the posterior mean of f plus gamma (``predict``
+    agrees with P(y = +1) > 1/2), ``loo_decision_`` is mu_cav_ + gamma, ``loo_predictive``
+    gives eq. (eq-sel-loo-pred), and ``gamma_`` is the fitted bias. ``predict_latent`` returns
+    the moments of f itself, without gamma. ``select_hyperparameters`` returns this class.
+    """
+
+    def __init__(self, kernel=None, likelihood=None, gamma=0.0, bias_mode="predictive",
+                 method="sequential", damping=1.0, max_sweeps=100, tol=1e-8,
+                 optimizer="fmin_l_bfgs_b", n_restarts_optimizer=0, random_state=None,
+                 hyperparameter_bounds=(1e-5, 1e5)):
+        super().__init__(kernel=kernel, likelihood=likelihood, method=method, damping=damping,
+                         max_sweeps=max_sweeps, tol=tol, optimizer=optimizer,
+                         n_restarts_optimizer=n_restarts_optimizer, random_state=random_state,
+                         hyperparameter_bounds=hyperparameter_bounds)
+        self.gamma = gamma
+        self.bias_mode = bias_mode
+
     def _decision_function(self, X):
         return super()._decision_function(X) + self.gamma_
 
@@ -166,7 +176,7 @@ class BiasedEP(EP):
         return p
 
 
-# %% book/13_loo_model_selection.md, code cell 8
+# %% book/13_loo_model_selection.md, code cell 10
 CRITERIA = ("evidence", "nlp", "f-measure", "wer", "auc")
 _MAXIMISE = {"evidence": True, "nlp": False, "f-measure": True, "wer": False, "auc": True}
 _DEFAULT_PARAMS = {"evidence": {}, "nlp": {}, "f-measure": {"zeta": 0.5}, "wer": {"tau": 1.0},
@@ -199,6 +209,7 @@ def _check_labels_pm(y):
     return y
 
 
+# %% book/13_loo_model_selection.md, code cell 11
 def _measure(criterion, y, q, params):
     """Eqs (eq-sel-fs), (eq-sel-wer), (eq-sel-auc) and their derivatives in q_i = P(y_i = +1).
 
@@ -224,6 +235,7 @@ def _measure(criterion, y, q, params):
     raise ValueError(f"criterion {criterion!r} is not a function of the counts")
 
 
+# %% book/13_loo_model_selection.md, code cell 12
 def _labels_and_probabilities(y, prob_pos):
     y = _check_labels_pm(y)
     q = np.asarray(prob_pos, dtype=float)
@@ -261,7 +273,7 @@ def auc_estimate(y, prob_pos):
     return float(_measure("auc", *_labels_and_probabilities(y, prob_pos), {})[0])
 
 
-# %% book/13_loo_model_selection.md, code cell 11
+# %% book/13_loo_model_selection.md, code cell 15
 class LOOMoments(NamedTuple):
     """Eqs (eq-sel-cavity), (eq-sel-dcavity): cavity means, variances, their theta-derivatives."""
 
@@ -302,6 +314,7 @@ def loo_moments(K, site_nu, site_tau, dK=None):
     return LOOMoments(mean, var, dmean, dvar)
 
 
+# %% book/13_loo_model_selection.md, code cell 16
 def criterion_terms(criterion, y, log_p, criterion_params=None):
     """Eqs (eq-sel-nlp)-(eq-sel-dwer), S&K eqs 6-12, 15-16: a LOO criterion and J_i = dJ/dlog p_i.
 
@@ -339,7 +352,7 @@ def loo_objective(K, y, site_nu, site_tau, likelihood, gamma=0.0, criterion="nlp
     return value, np.append(grad_theta, J @ d_mean)
 
 
-# %% book/13_loo_model_selection.md, code cell 15
+# %% book/13_loo_model_selection.md, code cell 20
 @dataclass
 class SelectionHistory:
     """A run of eq. (eq-sel-epcv) or of the evidence: one entry per iterate, [0] = the start.
@@ -379,6 +392,7 @@ def _check_bounds(bounds, name="bounds"):
     return low, high
 
 
+# %% book/13_loo_model_selection.md, code cell 21
 def _loo_summary(model, zeta):
     """(smoothed F, true F, NLP) of a fitted BiasedEP's LOO predictive probabilities."""
     y, p = model.y_train_, model.loo_predictive()
@@ -405,6 +419,7 @@ class _Recorder:
                                 np.array(nb, dtype=int), n_iter, converged, n_fits, message)
 
 
+# %% book/13_loo_model_selection.md, code cell 22
 class _Problem:
     """The free hyperparameters phi: the kernel's theta (if optimised), then gamma (if so)."""
 
@@ -438,6 +453,7 @@ class _Problem:
         return np.concatenate(parts)
 
 
+# %% book/13_loo_model_selection.md, code cell 23
 class _EPRunner:
     """Fits copies of a BiasedEP at given phi, warm-started, counting fits and non-convergence."""
 
@@ -465,34 +481,14 @@ class _EPRunner:
                           stacklevel=4)
 
 
-def select_hyperparameters(estimator, X, y, criterion="nlp", *, max_iter=50, tol=1e-4,
-                           criterion_params=None, optimize_kernel=True, optimize_bias=None,
-                           m_step_iter=5, bounds=(-10.0, 10.0), progress=False):
-    """Choose the kernel's theta and the bias gamma: EP-CV, eq. (eq-sel-epcv), or the evidence.
+# %% book/13_loo_model_selection.md, code cell 24
+def _selection_model(estimator, criterion, optimize_bias):
+    """(model, optimize_bias): the model a selection run fits, with a fixed kernel.
 
-    estimator : EP or BiasedEP (every criterion), or Laplace ("evidence" only). Its parameters
-        are the starting point (gamma = 0 and bias_mode "predictive" for EP) and the inference
-        settings; it is not changed.
-    criterion : "nlp" (S&K eq. 6, minimised), "f-measure" (eq. 10; criterion_params zeta in
-        [0, 1], default 0.5), "wer" (eq. 11; tau in [0, 1], default 1) or "auc" (eq. 12), by
-        EP-CV; or "evidence": EP's (S&K's EP(ML)) or Laplace's log marginal likelihood,
-        maximised by L-BFGS-B with its gradient (in gamma only with bias_mode "likelihood").
-    max_iter, tol : EP-CV stops when the M-step or an outer iteration improves the criterion
-        by at most tol, or after max_iter outer iterations; evidence: L-BFGS-B's maxiter and tol.
-    optimize_kernel, optimize_bias : which of theta and gamma are free. optimize_bias None:
-        True for EP, except for "evidence" in the predictive bias mode (the evidence does not
-        depend on gamma there) and for Laplace (which has no gamma).
-    m_step_iter : L-BFGS-B iterations per M-step. bounds : box for the log-hyperparameters.
-    progress : show a tqdm bar.
-
-    Returns (model, history): a fitted BiasedEP (or Laplace) whose parameters are the chosen
-    ones, and a SelectionHistory. Warns with ConvergenceWarning when max_iter is reached.
+    The model is a copy of ``estimator``: an EP becomes a BiasedEP (gamma = 0, bias_mode
+    "predictive" unless it has them); a Laplace estimator allows only the criterion
+    "evidence" and no bias.
     """
-    criterion, params = _check_criterion(criterion, criterion_params)
-    max_iter = check_integer(max_iter, "max_iter")
-    m_step_iter = check_integer(m_step_iter, "m_step_iter")
-    tol = check_scalar(tol, "tol", low=0.0, low_inclusive=False)
-    bounds = _check_bounds(bounds)
     if isinstance(estimator, EP):
         est_params = copy.deepcopy(estimator.get_params(deep=False))
         est_params.setdefault("gamma", 0.0)
@@ -521,6 +517,39 @@ def select_hyperparameters(estimator, X, y, criterion="nlp", *, max_iter=50, tol
     else:
         raise TypeError("estimator must be an EP, BiasedEP or Laplace classifier; "
                         f"got {type(estimator).__name__}")
+    return model, optimize_bias
+
+
+# %% book/13_loo_model_selection.md, code cell 25
+def select_hyperparameters(estimator, X, y, criterion="nlp", *, max_iter=50, tol=1e-4,
+                           criterion_params=None, optimize_kernel=True, optimize_bias=None,
+                           m_step_iter=5, bounds=(-10.0, 10.0), progress=False):
+    """Choose the kernel's theta and the bias gamma: EP-CV, eq. (eq-sel-epcv), or the evidence.
+
+    estimator : EP or BiasedEP (every criterion), or Laplace ("evidence" only). Its parameters
+        are the starting point (gamma = 0 and bias_mode "predictive" for EP) and the inference
+        settings; it is not changed.
+    criterion : "nlp" (S&K eq. 6, minimised), "f-measure" (eq. 10; criterion_params zeta in
+        [0, 1], default 0.5), "wer" (eq. 11; tau in [0, 1], default 1) or "auc" (eq. 12), by
+        EP-CV; or "evidence": EP's (S&K's EP(ML)) or Laplace's log marginal likelihood,
+        maximised by L-BFGS-B with its gradient (in gamma only with bias_mode "likelihood").
+    max_iter, tol : EP-CV stops when the M-step or an outer iteration improves the criterion
+        by at most tol, or after max_iter outer iterations; evidence: L-BFGS-B's maxiter and tol.
+    optimize_kernel, optimize_bias : which of theta and gamma are free. optimize_bias None:
+        True for EP, except for "evidence" in the predictive bias mode (the evidence does not
+        depend on gamma there) and for Laplace (which has no gamma).
+    m_step_iter : L-BFGS-B iterations per M-step. bounds : box for the log-hyperparameters.
+    progress : show a tqdm bar.
+
+    Returns (model, history): a fitted BiasedEP (or Laplace) whose parameters are the chosen
+    ones, and a SelectionHistory. Warns with ConvergenceWarning when max_iter is reached.
+    """
+    criterion, params = _check_criterion(criterion, criterion_params)
+    max_iter = check_integer(max_iter, "max_iter")
+    m_step_iter = check_integer(m_step_iter, "m_step_iter")
+    tol = check_scalar(tol, "tol", low=0.0, low_inclusive=False)
+    bounds = _check_bounds(bounds)
+    model, optimize_bias = _selection_model(estimator, criterion, optimize_bias)
     X, y = check_X_y(X, y)
     y_pm, _ = encode_labels(y)
     problem = _Problem(model.kernel, getattr(model, "gamma", 0.0), optimize_kernel,
@@ -532,39 +561,46 @@ def select_hyperparameters(estimator, X, y, criterion="nlp", *, max_iter=50, tol
                   zeta, progress)
 
 
+# %% book/13_loo_model_selection.md, code cell 26
 _MAX_HALVINGS = 3
 
 
+def _loo_criterion(fitted, criterion, y_pm, params):
+    """The LOO criterion of a fitted BiasedEP, from its predictive probabilities."""
+    return criterion_terms(criterion, y_pm, np.log(fitted.loo_predictive()), params)[0]
+
+
+def _m_step_objective(phi, sites, problem, X, y_pm, base, criterion, params, sign):
+    """Eqs (eq-sel-chain), (eq-sel-dgamma): sign * criterion and its phi-gradient, sites fixed."""
+    theta, gamma = problem.split(phi)
+    kernel = problem.kernel.with_theta(theta)
+    try:
+        value, grad = loo_objective(kernel(X), y_pm, sites.site_nu_, sites.site_tau_, base,
+                                    gamma, criterion, params, kernel.gradient(X))
+    except (ImproperPosteriorError, LinAlgError):
+        return np.inf, np.zeros_like(phi)
+    return sign * value, sign * problem.free(grad[:-1], grad[-1])
+
+
+# %% book/13_loo_model_selection.md, code cell 27
 def _ep_cv(model, X, y, y_pm, problem, criterion, params, max_iter, tol, m_step_iter, zeta,
            progress):
     """The EP-CV algorithm, eq. (eq-sel-epcv), with the safeguarded step of the text."""
     sign = -1.0 if _MAXIMISE[criterion] else 1.0        # minimise sign * criterion
     runner = _EPRunner(model, X, y, problem)
     base = Probit(noise_var=1.0) if model.likelihood is None else model.likelihood
-
-    def criterion_of(fitted):
-        return criterion_terms(criterion, y_pm, np.log(fitted.loo_predictive()), params)[0]
-
-    def m_step_objective(phi, sites):
-        theta, gamma = problem.split(phi)
-        kernel = problem.kernel.with_theta(theta)
-        try:
-            value, grad = loo_objective(kernel(X), y_pm, sites.site_nu_, sites.site_tau_, base,
-                                        gamma, criterion, params, kernel.gradient(X))
-        except (ImproperPosteriorError, LinAlgError):
-            return np.inf, np.zeros_like(phi)
-        return sign * value, sign * problem.free(grad[:-1], grad[-1])
-
+    m_step_args = (problem, X, y_pm, base, criterion, params, sign)
     phi = problem.start()
     current = runner.fit(phi)
-    value = criterion_of(current)
+    value = _loo_criterion(current, criterion, y_pm, params)
     record = _Recorder()
     record.add(value, _loo_summary(current, zeta), *problem.split(phi))
     converged, message, n_iter = False, "", 0
     bar = tqdm(total=max_iter, desc=f"EP-CV({criterion})", disable=not progress)
     for it in range(1, max_iter + 1):
-        result = minimize(m_step_objective, phi, args=(current,), jac=True, method="L-BFGS-B",
-                          bounds=problem.bounds, options={"maxiter": m_step_iter})
+        result = minimize(_m_step_objective, phi, args=(current, *m_step_args), jac=True,
+                          method="L-BFGS-B", bounds=problem.bounds,
+                          options={"maxiter": m_step_iter})
         predicted = sign * value - result.fun            # M-step improvement, sites fixed
         if not predicted > tol:
             converged = True
@@ -573,7 +609,7 @@ def _ep_cv(model, X, y, y_pm, problem, criterion, params, max_iter, tol, m_step_
         step = result.x - phi
         for halvings in range(_MAX_HALVINGS + 1):
             trial = runner.fit(phi + step, warm=current)
-            new = criterion_of(trial)
+            new = _loo_criterion(trial, criterion, y_pm, params)
             if sign * new <= sign * value:
                 break
             step = 0.5 * step
@@ -599,12 +635,13 @@ def _ep_cv(model, X, y, y_pm, problem, criterion, params, max_iter, tol, m_step_
     return current, record.history(criterion, params, n_iter, converged, runner.n_fits, message)
 
 
-# %% book/13_loo_model_selection.md, code cell 17
-def _maximise_evidence(model, X, y, problem, max_iter, tol, zeta, progress):
-    """EP(ML) or Laplace evidence by L-BFGS-B, gradients (eq-ep-gradient), (eq-sel-dlogz-gamma)."""
-    is_ep = isinstance(model, EP)
-    cache = {}                                   # phi -> (log Z, LOO summary) for the history
-    if is_ep:
+# %% book/13_loo_model_selection.md, code cell 29
+def _evidence_function(model, X, y, problem, zeta, cache):
+    """(evaluate, runner, state): phi -> (log evidence, phi-gradient), eq. (eq-sel-dlogz-gamma).
+
+    For EP, ``runner`` is the _EPRunner and state["last"] the last fit; for Laplace both None.
+    """
+    if isinstance(model, EP):
         runner = _EPRunner(model, X, y, problem)
         state = {"last": None}
 
@@ -625,6 +662,16 @@ def _maximise_evidence(model, X, y, problem, max_iter, tol, zeta, progress):
                 value, grad = fitted0.log_marginal_likelihood(theta, eval_gradient=True)
             cache[phi.tobytes()] = (value, (np.nan, np.nan, np.nan))
             return value, grad
+        runner = state = None
+    return evaluate, runner, state
+
+
+# %% book/13_loo_model_selection.md, code cell 30
+def _maximise_evidence(model, X, y, problem, max_iter, tol, zeta, progress):
+    """EP(ML) or Laplace evidence by L-BFGS-B, gradients (eq-ep-gradient), (eq-sel-dlogz-gamma)."""
+    is_ep = isinstance(model, EP)
+    cache = {}                                   # phi -> (log Z, LOO summary) for the history
+    evaluate, runner, state = _evidence_function(model, X, y, problem, zeta, cache)
 
     def objective(phi):
         value, grad = evaluate(phi)
@@ -667,7 +714,7 @@ def _maximise_evidence(model, X, y, problem, max_iter, tol, zeta, progress):
                                   str(result.message))
 
 
-# %% book/13_loo_model_selection.md, code cell 19
+# %% book/13_loo_model_selection.md, code cell 32
 _PROBIT1 = Probit(noise_var=1.0)
 
 
@@ -702,6 +749,7 @@ def lscv_loo(K, y, noise_var, dK=None):
     return LOOMoments(mean, var, dmean, dvar)
 
 
+# %% book/13_loo_model_selection.md, code cell 33
 def lscv_objective(K, y, noise_var, scale, offset, dK=None):
     """Eqs (eq-sel-lscv-pred), (eq-sel-nlp): LOO NLP of Phi(y (a mu + b) / sqrt(1 + a^2 s^2)).
 
@@ -720,7 +768,80 @@ def lscv_objective(K, y, noise_var, scale, offset, dK=None):
     return value, np.concatenate([grad_k, [grad_log_scale, J * np.sum(d1)]])
 
 
-class LSCV(GPClassifierBase):
+# %% book/13_loo_model_selection.md, code cell 34
+def _lscv_unpack(kernel, phi, lam, free_lam):
+    """(kernel, lambda, a, b) at the free parameters phi of LSCV; lambda = lam if not free."""
+    p = kernel.theta.size
+    lam_j = float(np.exp(phi[p])) if free_lam else lam
+    return kernel.with_theta(phi[:p]), lam_j, float(np.exp(phi[-2])), float(phi[-1])
+
+
+def _lscv_minimise(kernel, X, y_pm, lam, noise_var_bounds, phi, max_iter, tol):
+    """Eq. (eq-sel-lscv-pred): minimise the LOO NLP by L-BFGS-B from phi; scipy's result."""
+    free_lam, p = noise_var_bounds is not None, kernel.theta.size
+
+    def objective(phi):
+        k, lam_j, a, b = _lscv_unpack(kernel, phi, lam, free_lam)
+        try:
+            value, grad = lscv_objective(k(X), y_pm, lam_j, a, b, k.gradient(X))
+        except LinAlgError:
+            return np.inf, np.zeros_like(phi)
+        return value, (grad if free_lam else np.delete(grad, p))
+
+    box = ([(-10.0, 10.0)] * p
+           + ([tuple(np.log(noise_var_bounds))] if free_lam else [])
+           + [(-10.0, 10.0), (None, None)])
+    return minimize(objective, phi, jac=True, method="L-BFGS-B", bounds=box,
+                    tol=tol, options={"maxiter": max_iter})
+
+
+# %% book/13_loo_model_selection.md, code cell 35
+class _LSCVFit(GPClassifierBase):
+    """The fit of LSCV: parameter checks, the optimisation of phi, the regression and its LOO."""
+
+    def _validate_params(self):
+        check_kernel(self.kernel)
+        lam = check_scalar(self.noise_var, "noise_var", low=0.0, low_inclusive=False)
+        if self.noise_var_bounds is not None:
+            low, high = _check_bounds(self.noise_var_bounds, "noise_var_bounds")
+            if low <= 0.0 or not low <= lam <= high:
+                raise ValueError("noise_var_bounds must satisfy 0 < low <= noise_var <= high; "
+                                 f"got {self.noise_var_bounds!r} with noise_var={lam}")
+        if not isinstance(self.optimize, (bool, np.bool_)):
+            raise TypeError(f"optimize must be True or False; got {self.optimize!r}")
+        check_integer(self.max_iter, "max_iter")
+        check_scalar(self.tol, "tol", low=0.0, low_inclusive=False)
+
+    def _fit(self, X, y_pm):
+        kernel = RBF() if self.kernel is None else copy.deepcopy(self.kernel)
+        lam, free_lam = float(self.noise_var), self.noise_var_bounds is not None
+        phi = np.concatenate([kernel.theta, [np.log(lam)] if free_lam else [], [0.0, 0.0]])
+        self.optimizer_result_, self.n_iter_, self.converged_ = None, 0, True
+        if self.optimize:
+            result = _lscv_minimise(kernel, X, y_pm, lam, self.noise_var_bounds, phi,
+                                    self.max_iter, self.tol)
+            self.optimizer_result_, phi = result, result.x
+            self.n_iter_, self.converged_ = int(result.nit), bool(result.success)
+            if not result.success:
+                warnings.warn(f"LSCV: L-BFGS-B stopped without converging ({result.message}); "
+                              "increase max_iter", ConvergenceWarning, stacklevel=3)
+        self.kernel_, self.noise_var_, self.scale_, self.offset_ = _lscv_unpack(kernel, phi, lam,
+                                                                               free_lam)
+        self.X_train_, self.y_train_ = X, y_pm
+        K = self.kernel_(X)
+        Ky = K.copy()
+        Ky[np.diag_indices_from(Ky)] += self.noise_var_
+        self._factor = cho_factor(Ky, lower=True, check_finite=False)
+        self.weights_ = cho_solve(self._factor, y_pm, check_finite=False)
+        mom = lscv_loo(K, y_pm, self.noise_var_)
+        self.loo_mean_, self.loo_var_ = mom.mean, mom.var
+        self.loo_log_predictive_ = loo_log_predictive(
+            y_pm, self.scale_ * mom.mean, self.scale_ ** 2 * mom.var, _PROBIT1, self.offset_)[0]
+        self.loo_nlp_ = float(-np.mean(self.loo_log_predictive_))
+
+
+# %% book/13_loo_model_selection.md, code cell 36
+class LSCV(_LSCVFit):
     """LS-CV(NLP), S&K eq. 14 and section 5: GP regression on +-1 labels, squashed by a probit.
 
     Parameters
@@ -752,62 +873,6 @@ class LSCV(GPClassifierBase):
         self.max_iter = max_iter
         self.tol = tol
 
-    def _validate_params(self):
-        check_kernel(self.kernel)
-        lam = check_scalar(self.noise_var, "noise_var", low=0.0, low_inclusive=False)
-        if self.noise_var_bounds is not None:
-            low, high = _check_bounds(self.noise_var_bounds, "noise_var_bounds")
-            if low <= 0.0 or not low <= lam <= high:
-                raise ValueError("noise_var_bounds must satisfy 0 < low <= noise_var <= high; "
-                                 f"got {self.noise_var_bounds!r} with noise_var={lam}")
-        if not isinstance(self.optimize, (bool, np.bool_)):
-            raise TypeError(f"optimize must be True or False; got {self.optimize!r}")
-        check_integer(self.max_iter, "max_iter")
-        check_scalar(self.tol, "tol", low=0.0, low_inclusive=False)
-
-    def _fit(self, X, y_pm):
-        kernel = RBF() if self.kernel is None else copy.deepcopy(self.kernel)
-        lam, free_lam = float(self.noise_var), self.noise_var_bounds is not None
-        p = kernel.theta.size
-        phi = np.concatenate([kernel.theta, [np.log(lam)] if free_lam else [], [0.0, 0.0]])
-
-        def unpack(phi):
-            lam_j = float(np.exp(phi[p])) if free_lam else lam
-            return kernel.with_theta(phi[:p]), lam_j, float(np.exp(phi[-2])), float(phi[-1])
-
-        self.optimizer_result_, self.n_iter_, self.converged_ = None, 0, True
-        if self.optimize:
-            def objective(phi):
-                k, lam_j, a, b = unpack(phi)
-                try:
-                    value, grad = lscv_objective(k(X), y_pm, lam_j, a, b, k.gradient(X))
-                except LinAlgError:
-                    return np.inf, np.zeros_like(phi)
-                return value, (grad if free_lam else np.delete(grad, p))
-
-            box = ([(-10.0, 10.0)] * p
-                   + ([tuple(np.log(self.noise_var_bounds))] if free_lam else [])
-                   + [(-10.0, 10.0), (None, None)])
-            result = minimize(objective, phi, jac=True, method="L-BFGS-B", bounds=box,
-                              tol=self.tol, options={"maxiter": self.max_iter})
-            self.optimizer_result_, phi = result, result.x
-            self.n_iter_, self.converged_ = int(result.nit), bool(result.success)
-            if not result.success:
-                warnings.warn(f"LSCV: L-BFGS-B stopped without converging ({result.message}); "
-                              "increase max_iter", ConvergenceWarning, stacklevel=3)
-        self.kernel_, self.noise_var_, self.scale_, self.offset_ = unpack(phi)
-        self.X_train_, self.y_train_ = X, y_pm
-        K = self.kernel_(X)
-        Ky = K.copy()
-        Ky[np.diag_indices_from(Ky)] += self.noise_var_
-        self._factor = cho_factor(Ky, lower=True, check_finite=False)
-        self.weights_ = cho_solve(self._factor, y_pm, check_finite=False)
-        mom = lscv_loo(K, y_pm, self.noise_var_)
-        self.loo_mean_, self.loo_var_ = mom.mean, mom.var
-        self.loo_log_predictive_ = loo_log_predictive(
-            y_pm, self.scale_ * mom.mean, self.scale_ ** 2 * mom.var, _PROBIT1, self.offset_)[0]
-        self.loo_nlp_ = float(-np.mean(self.loo_log_predictive_))
-
     def predict_regression(self, X):
         """Eq. (eq-sel-lscv-test): mean and noisy-target variance of the regression at rows of X."""
         return self._regression(self._check_predict_input(X))
@@ -827,7 +892,7 @@ class LSCV(GPClassifierBase):
         return ndtr((self.scale_ * mean + self.offset_) / np.sqrt(1.0 + self.scale_ ** 2 * var))
 
 
-# %% book/13_loo_model_selection.md, code cell 21
+# %% book/13_loo_model_selection.md, code cell 38
 def nlp_fm_bias(estimator, X, y, *, zeta=0.5, **options):
     """S&K's two-step NLP-FM(BIAS): EP-CV(NLP) for theta and gamma, then EP-CV(FM) for gamma alone.
 
