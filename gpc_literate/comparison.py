@@ -27,11 +27,11 @@ from gpc_literate import datasets
 from gpc_literate.base import (GPClassifierBase, check_integer, check_scalar, check_X_y,
                                encode_labels)
 from gpc_literate.kernels import RBF
-from gpc_literate.experiments import (ResultsFileError, _check_jobs, _int_at_least, check_indices,
-                                      _jobs_argument, _run_jobs, load_results)
+from gpc_literate.experiments import (ResultsFileError, check_indices, check_jobs, int_at_least,
+                                      jobs_argument, load_results, run_jobs)
 from gpc_literate.laplace import Laplace, Logistic
 from gpc_literate.selection import select_hyperparameters
-from gpc_literate.svm import (AdatronResult, KernelAdatron, _largest_eigenvalue,
+from gpc_literate.svm import (AdatronResult, KernelAdatron, largest_eigenvalue,
                               project_box_hyperplane)
 from gpc_literate.variational import VariationalGP, VariationalSVM
 
@@ -116,7 +116,7 @@ def svm_dual_accelerated(K, y, *, C, tol=1e-3, max_iter=20000, alpha_init=None):
     C = check_scalar(C, "C", low=0.0, low_inclusive=False)
     tol = check_scalar(tol, "tol", low=0.0, low_inclusive=False)
     max_iter = check_integer(max_iter, "max_iter")
-    eta = 1.0 / _largest_eigenvalue(K)
+    eta = 1.0 / largest_eigenvalue(K)
     start = np.zeros(n) if alpha_init is None else np.asarray(alpha_init, dtype=float)
     alpha, lam = project_box_hyperplane(start, y, C)
 
@@ -357,7 +357,7 @@ def _comparison_tasks(dataset_names, splits, fitters, jobs, config):
         raise ValueError("fitters must name at least one fitter")
     for fitter in fitters:
         _check_fitter(fitter)
-    _check_jobs(jobs)
+    check_jobs(jobs)
     unknown = set(config or {}) - set(DEFAULT_CONFIG)
     if unknown:
         raise ValueError(f"unknown config keys {sorted(unknown)}; known: {sorted(DEFAULT_CONFIG)}")
@@ -379,7 +379,7 @@ def run_comparison(dataset_names=None, splits=10, fitters=None, *, jobs=1, out=N
     """
     tasks = _comparison_tasks(dataset_names, splits, fitters, jobs, config)
     config = dict(DEFAULT_CONFIG, **(config or {}))
-    return _run_jobs(tasks, kind="seeger_table1", key=_key, config=config, out=out, jobs=jobs,
+    return run_jobs(tasks, kind="seeger_table1", key=_key, config=config, out=out, jobs=jobs,
                      job=run_one, retry_failed=retry_failed, progress=progress,
                      label="Seeger Table 1")
 
@@ -509,10 +509,10 @@ def main(argv=None):
                     "Var.SVM, SVM 10-CV and the linear discriminant.")
     parser.add_argument("--datasets", nargs="+", default=None, choices=DATASETS,
                         help="data sets (default: all six)")
-    parser.add_argument("--splits", type=_int_at_least(1, "splits"), default=10,
+    parser.add_argument("--splits", type=int_at_least(1, "splits"), default=10,
                         help="run splits 0..N-1 of each set (default 10)")
     parser.add_argument("--fitters", nargs="+", default=None, choices=list(FITTERS))
-    parser.add_argument("--jobs", type=_jobs_argument, default=1,
+    parser.add_argument("--jobs", type=jobs_argument, default=1,
                         help="worker processes (joblib; -1: all cores)")
     parser.add_argument("--out", default=os.path.join("results", "seeger_table1.json"),
                         help="results file (default results/seeger_table1.json); reruns "
