@@ -35,7 +35,7 @@ from gpc_literate.svm import kernel_adatron
 __all__ = ["expected_hinge", "expected_log_z_svc", "expected_logistic", "expected_loss",
            "svc_log_z", "PriorFactor", "factor_prior", "free_energy",
            "free_energy_theta_gradient", "InnerResult", "initial_p", "minimize_free_energy",
-           "VariationalGP", "VariationalSVM"]
+           "variational_objective", "VariationalGP", "VariationalSVM"]
 
 _LOG_2PI = float(np.log(2.0 * np.pi))
 LOSSES = ("logistic", "svc")
@@ -452,6 +452,27 @@ def minimize_free_energy(y, prior, loss="logistic", *, mu, log_v, C, max_iter=50
 
 
 # %% book/15_variational.md, code cell 24
+def variational_objective(theta, kernel, X, y, loss="logistic", n_factors=2, *, start=None,
+                          jitter=JITTER, max_iter=500, tol=1e-8):
+    """Eqs. (eq-var-bound), (eq-var-envelope): h(theta) = min_P F(P, theta) and dh/dtheta.
+
+    ``kernel`` is evaluated at log-hyperparameters ``theta`` on X (labels y in {-1, +1}); with
+    theta None, ``kernel`` is used exactly as given.  The inner loop (minimize_free_energy with ``max_iter``, ``tol``) starts from ``start`` =
+    (mu, log_v, C), or, when it is None, from initial_p(prior, n_factors, default_rng(0)).
+    The result depends on theta and start only.  Returns (h, gradient, prior, InnerResult).
+    """
+    k = kernel if theta is None else kernel.with_theta(np.asarray(theta, dtype=float))
+    prior = factor_prior(k(X), jitter)
+    if start is None:
+        start = initial_p(prior, n_factors, np.random.default_rng(0))
+    mu, log_v, C = start
+    res = minimize_free_energy(y, prior, loss, mu=mu, log_v=log_v, C=C, max_iter=max_iter,
+                               tol=tol)
+    grad = free_energy_theta_gradient(res.mu, res.log_v, res.C, prior, _kernel_contraction(k, X))
+    return res.free_energy, grad, prior, res
+
+
+# %% book/15_variational.md, code cell 25
 _SVM_TOL = 1e-4   # Kuhn-Tucker violation of the SVM at theta_ (use="mode"), margin units
 
 
@@ -468,8 +489,9 @@ class VariationalGP(GPClassifierBase):
     ``inner_max_iter``, ``inner_tol``) and, if ``optimize``, over the kernel's
     log-hyperparameters theta (outer loop, L-BFGS-B with ``max_iter``, ``tol``, every theta_j
     within ``bounds``; a starting theta outside them is clipped with a UserWarning),
-    warm-starting each inner loop from the last P.  With ``optimize=False`` the kernel is used
-    exactly as given, ``bounds`` or not.  ``loss`` is
+    starting every inner loop from P_0, the minimiser of F at the starting theta (see
+    variational_objective: F at theta never depends on the order of evaluation).  With
+    ``optimize=False`` the kernel is used exactly as given, ``bounds`` or not.  ``loss`` is
     "logistic" or "svc" (the normalised SVC loss).  ``kernel=None``: ARD RBF with length
     scales sqrt(d), variance 1, bias 0.1.  ``progress``: a tqdm bar over outer iterations.
 
@@ -520,15 +542,11 @@ class VariationalGP(GPClassifierBase):
             raise ValueError(f"bounds must satisfy low < high; got {self.bounds!r}")
 
     # -- fitting ----------------------------------------------------------------------------
-    def _inner(self, kernel, X, y, start):
-        """Factor K(theta) once, minimise F over P from ``start``; return (prior, InnerResult)."""
-        prior = factor_prior(kernel(X), self._jitter)
-        if start is None:
-            start = initial_p(prior, self.n_factors, np.random.default_rng(0))
-        mu, log_v, C = start
-        result = minimize_free_energy(y, prior, self.loss, mu=mu, log_v=log_v, C=C,
-                                      max_iter=self.inner_max_iter, tol=self.inner_tol)
-        return prior, result
+    def _objective(self, kernel, X, y, theta, start):
+        """variational_objective at theta with this estimator's settings, from ``start``."""
+        return variational_objective(theta, kernel, X, y, self.loss, self.n_factors, start=start,
+                                     jitter=self._jitter, max_iter=self.inner_max_iter,
+                                     tol=self.inner_tol)
 
     def _fit(self, X, y_pm):
         kernel = _default_kernel(X.shape[1]) if self.kernel is None else self.kernel
@@ -543,20 +561,16 @@ class VariationalGP(GPClassifierBase):
                           stacklevel=3)
             theta0 = np.clip(theta0, low, high)
         self.X_train_, self.y_train_ = X, y_pm
-        state = {"start": None, "inner_failures": 0}
         history = []
-
-        def objective(theta):
-            k = kernel.with_theta(theta)
-            prior, res = self._inner(k, X, y_pm, state["start"])
-            state["start"] = (res.mu, res.log_v, res.C)
-            state["inner_failures"] += not res.converged
-            grad = free_energy_theta_gradient(res.mu, res.log_v, res.C, prior,
-                                              _kernel_contraction(k, X))
-            return res.free_energy, grad
-
+        start = None                            # initial_p's fixed start (fixed kernel)
         result = None
         if self.optimize and theta0.size:
+            res0 = self._objective(kernel, X, y_pm, theta0, None)[3]
+            start = (res0.mu, res0.log_v, res0.C)          # P_0: every inner loop starts here
+
+            def objective(theta):
+                return self._objective(kernel, X, y_pm, theta, start)[:2]
+
             from tqdm import tqdm
             with tqdm(total=self.max_iter, disable=not self.progress, desc="outer") as bar:
                 def callback(intermediate_result):
@@ -571,7 +585,7 @@ class VariationalGP(GPClassifierBase):
             self.kernel_ = kernel.with_theta(theta)
         else:                                   # a fixed kernel is used exactly as given
             self.kernel_ = copy.deepcopy(kernel)
-        prior, res = self._inner(self.kernel_, X, y_pm, state["start"])   # P at the final theta
+        _, _, prior, res = self._objective(self.kernel_, X, y_pm, None, start)   # P at theta_
         self._store(prior, res)
         self.optimizer_result_ = result
         self.n_iter_ = 0 if result is None else int(result.nit)
