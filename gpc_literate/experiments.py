@@ -85,6 +85,7 @@ def _select(method, X, y, config):
     raise ValueError(f"unknown method {method!r}; the methods are {list(ALL_METHODS)}")
 
 
+# %% book/14_ep_experiments.md, code cell 3
 def run_one(dataset, realisation, method, config=None):
     """One job of the protocol: select on the training part of a realisation, score on its test part.
 
@@ -134,7 +135,7 @@ def run_one(dataset, realisation, method, config=None):
     return record
 
 
-# %% book/14_ep_experiments.md, code cell 3
+# %% book/14_ep_experiments.md, code cell 4
 try:                                   # POSIX file locks; elsewhere runs must not share a file
     import fcntl
 except ImportError:                    # pragma: no cover
@@ -190,6 +191,7 @@ def _read_results(path, kind=None, key=None):
     return data["config"], records
 
 
+# %% book/14_ep_experiments.md, code cell 5
 def load_results(path, kind=None):
     """The records of a results file ([] if it does not exist); ResultsFileError if malformed.
 
@@ -216,6 +218,7 @@ def _check_config(path, stored, records, config):
                                f"settings or write to a new output file")
 
 
+# %% book/14_ep_experiments.md, code cell 6
 @contextlib.contextmanager
 def _locked(path):
     """Hold an exclusive lock on the sidecar file path + ".lock" (fcntl.flock; waits for it)."""
@@ -268,6 +271,7 @@ def _merge(path, kind, config, new, key):
     return records
 
 
+# %% book/14_ep_experiments.md, code cell 7
 def _git_commit():
     """The commit the package runs from (``git rev-parse HEAD``), or None without git."""
     try:
@@ -299,6 +303,7 @@ def _parallel_results(tasks, jobs, config, job=None):
         yield job(*task, config)
 
 
+# %% book/14_ep_experiments.md, code cell 8
 def run_jobs(tasks, *, kind, key, config, out, jobs, job, retry_failed, progress, label):
     """Run the tasks whose job is not yet in ``out`` (all when out is None): the shared runner.
 
@@ -333,7 +338,7 @@ def run_jobs(tasks, *, kind, key, config, out, jobs, job, retry_failed, progress
     return records
 
 
-# %% book/14_ep_experiments.md, code cell 4
+# %% book/14_ep_experiments.md, code cell 9
 def check_jobs(jobs):
     """The number of worker processes: an int >= 1, or -1 for all cores.
 
@@ -364,6 +369,7 @@ def check_indices(value, name, item):
     return indices
 
 
+# %% book/14_ep_experiments.md, code cell 10
 def _experiment_tasks(kind, dataset_names, realisations, methods):
     """The (dataset, realisation, method) jobs of run_experiment, its arguments validated."""
     if kind not in METHODS:
@@ -418,7 +424,7 @@ def run_experiment(kind, dataset_names=None, realisations=None, *, jobs=1, out=N
                      retry_failed=retry_failed, progress=progress, label=kind)
 
 
-# %% book/14_ep_experiments.md, code cell 6
+# %% book/14_ep_experiments.md, code cell 12
 _METRICS = ("nlp", "error", "f_measure")
 
 
@@ -459,6 +465,7 @@ def mean_table(summary, metric, methods=None):
     return table
 
 
+# %% book/14_ep_experiments.md, code cell 13
 def friedman_nemenyi(table, methods=None, *, alpha=0.05, higher_is_better=False):
     """Eqs (eq-exp4-friedman), (eq-exp4-cd): Friedman test and Nemenyi CD (Demsar 2006).
 
@@ -500,7 +507,7 @@ def friedman_nemenyi(table, methods=None, *, alpha=0.05, higher_is_better=False)
             "significant": np.abs(R[:, None] - R[None, :]) > cd}
 
 
-# %% book/14_ep_experiments.md, code cell 9
+# %% book/14_ep_experiments.md, code cell 16
 def _format_summary(summary, metrics=_METRICS):
     lines = []
     for name, by_method in summary.items():
@@ -550,6 +557,7 @@ def _check_out(parser, out):
         parser.error(f"--out {out} is a directory; give a file name")
 
 
+# %% book/14_ep_experiments.md, code cell 17
 def main(argv=None):
     """``python -m gpc_literate.experiments {ida,imbalanced} [options]``: run, save, summarise.
 
