@@ -171,6 +171,7 @@ def _check_grid(values, name):
     return values
 
 
+# %% book/16_variational_experiments.md, code cell 10
 def select_svm_cv(X, y, *, scales=SVM_SCALES, Cs=SVM_CS, n_folds=10, seed=0, tol=1e-2,
                   max_iter=20000):
     """Seeger's SVM 10-CV: isotropic RBF width and box C by stratified k-fold CV, SVM with bias.
@@ -212,7 +213,7 @@ def select_svm_cv(X, y, *, scales=SVM_SCALES, Cs=SVM_CS, n_folds=10, seed=0, tol
     return model, SVMCVResult(scales, Cs, cv_errors, scale, length_scale, C, n_not_converged)
 
 
-# %% book/16_variational_experiments.md, code cell 11
+# %% book/16_variational_experiments.md, code cell 12
 DEFAULT_CONFIG = {
     "n_factors": 2, "var_max_iter": 100, "var_tol": 1e-6, "inner_max_iter": 500,
     "inner_tol": 1e-8, "bounds": [-8.0, 8.0], "laplace_max_iter": 200,
@@ -253,6 +254,7 @@ def _weights(kernel):
     return [float(w) for w in 1.0 / np.asarray(kernel.length_scale, dtype=float) ** 2]
 
 
+# %% book/16_variational_experiments.md, code cell 13
 def _fit(fitter, X, y, X_test, config):
     """Fit one fitter on (X, y); return ({method: predictions on X_test}, details)."""
     d = X.shape[1]
@@ -293,6 +295,7 @@ def _fit(fitter, X, y, X_test, config):
              "converged": True})
 
 
+# %% book/16_variational_experiments.md, code cell 14
 def run_one(dataset, split, fitter, config=None):
     """One job: fit ``fitter`` on the training part of split ``split`` of ``dataset``, count test errors.
 
@@ -327,7 +330,7 @@ def run_one(dataset, split, fitter, config=None):
     return record
 
 
-# %% book/16_variational_experiments.md, code cell 12
+# %% book/16_variational_experiments.md, code cell 15
 def _key(record):
     return (record["dataset"], int(record["split"]), record["fitter"])
 
@@ -384,7 +387,7 @@ def run_comparison(dataset_names=None, splits=10, fitters=None, *, jobs=1, out=N
                      label="Seeger Table 1")
 
 
-# %% book/16_variational_experiments.md, code cell 13
+# %% book/16_variational_experiments.md, code cell 16
 def prediction_interval(values, level=0.95):
     """Eq. (eq-var16-rule): the normal prediction interval for one more value, widened by 1/2.
 
@@ -438,6 +441,7 @@ def summarise_counts(records):
     return ordered
 
 
+# %% book/16_variational_experiments.md, code cell 17
 def compare_with_paper(summary, level=0.95):
     """For every cell with at least two splits: the paper's count, our interval, the verdict.
 
@@ -484,7 +488,7 @@ def relevance_summary(records, dataset, fitter, threshold=0.01):
     return relative, np.sum(relative < threshold, axis=1)
 
 
-# %% book/16_variational_experiments.md, code cell 14
+# %% book/16_variational_experiments.md, code cell 18
 def _format_table(summary):
     lines = [f"{'data set':9s} {'method':12s} {'paper':>6s} {'mean':>8s} {'sd':>7s} "
              f"{'min-max':>11s} {'n':>3s}"]
