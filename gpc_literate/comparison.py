@@ -27,11 +27,11 @@ from gpc_literate import datasets
 from gpc_literate.base import (GPClassifierBase, check_integer, check_scalar, check_X_y,
                                encode_labels)
 from gpc_literate.kernels import RBF
-from gpc_literate.experiments import (ResultsFileError, _check_jobs, _int_at_least, check_indices,
-                                      _jobs_argument, _run_jobs, load_results)
+from gpc_literate.experiments import (ResultsFileError, check_indices, check_jobs, int_at_least,
+                                      jobs_argument, load_results, run_jobs)
 from gpc_literate.laplace import Laplace, Logistic
 from gpc_literate.selection import select_hyperparameters
-from gpc_literate.svm import (AdatronResult, KernelAdatron, _largest_eigenvalue,
+from gpc_literate.svm import (AdatronResult, KernelAdatron, largest_eigenvalue,
                               project_box_hyperplane)
 from gpc_literate.variational import VariationalGP, VariationalSVM
 
@@ -116,7 +116,7 @@ def svm_dual_accelerated(K, y, *, C, tol=1e-3, max_iter=20000, alpha_init=None):
     C = check_scalar(C, "C", low=0.0, low_inclusive=False)
     tol = check_scalar(tol, "tol", low=0.0, low_inclusive=False)
     max_iter = check_integer(max_iter, "max_iter")
-    eta = 1.0 / _largest_eigenvalue(K)
+    eta = 1.0 / largest_eigenvalue(K)
     start = np.zeros(n) if alpha_init is None else np.asarray(alpha_init, dtype=float)
     alpha, lam = project_box_hyperplane(start, y, C)
 
@@ -171,6 +171,7 @@ def _check_grid(values, name):
     return values
 
 
+# %% book/16_variational_experiments.md, code cell 10
 def select_svm_cv(X, y, *, scales=SVM_SCALES, Cs=SVM_CS, n_folds=10, seed=0, tol=1e-2,
                   max_iter=20000):
     """Seeger's SVM 10-CV: isotropic RBF width and box C by stratified k-fold CV, SVM with bias.
@@ -212,7 +213,7 @@ def select_svm_cv(X, y, *, scales=SVM_SCALES, Cs=SVM_CS, n_folds=10, seed=0, tol
     return model, SVMCVResult(scales, Cs, cv_errors, scale, length_scale, C, n_not_converged)
 
 
-# %% book/16_variational_experiments.md, code cell 11
+# %% book/16_variational_experiments.md, code cell 12
 DEFAULT_CONFIG = {
     "n_factors": 2, "var_max_iter": 100, "var_tol": 1e-6, "inner_max_iter": 500,
     "inner_tol": 1e-8, "bounds": [-8.0, 8.0], "laplace_max_iter": 200,
@@ -253,6 +254,7 @@ def _weights(kernel):
     return [float(w) for w in 1.0 / np.asarray(kernel.length_scale, dtype=float) ** 2]
 
 
+# %% book/16_variational_experiments.md, code cell 13
 def _fit(fitter, X, y, X_test, config):
     """Fit one fitter on (X, y); return ({method: predictions on X_test}, details)."""
     d = X.shape[1]
@@ -293,6 +295,7 @@ def _fit(fitter, X, y, X_test, config):
              "converged": True})
 
 
+# %% book/16_variational_experiments.md, code cell 14
 def run_one(dataset, split, fitter, config=None):
     """One job: fit ``fitter`` on the training part of split ``split`` of ``dataset``, count test errors.
 
@@ -327,7 +330,7 @@ def run_one(dataset, split, fitter, config=None):
     return record
 
 
-# %% book/16_variational_experiments.md, code cell 12
+# %% book/16_variational_experiments.md, code cell 15
 def _key(record):
     return (record["dataset"], int(record["split"]), record["fitter"])
 
@@ -357,7 +360,7 @@ def _comparison_tasks(dataset_names, splits, fitters, jobs, config):
         raise ValueError("fitters must name at least one fitter")
     for fitter in fitters:
         _check_fitter(fitter)
-    _check_jobs(jobs)
+    check_jobs(jobs)
     unknown = set(config or {}) - set(DEFAULT_CONFIG)
     if unknown:
         raise ValueError(f"unknown config keys {sorted(unknown)}; known: {sorted(DEFAULT_CONFIG)}")
@@ -379,12 +382,12 @@ def run_comparison(dataset_names=None, splits=10, fitters=None, *, jobs=1, out=N
     """
     tasks = _comparison_tasks(dataset_names, splits, fitters, jobs, config)
     config = dict(DEFAULT_CONFIG, **(config or {}))
-    return _run_jobs(tasks, kind="seeger_table1", key=_key, config=config, out=out, jobs=jobs,
+    return run_jobs(tasks, kind="seeger_table1", key=_key, config=config, out=out, jobs=jobs,
                      job=run_one, retry_failed=retry_failed, progress=progress,
                      label="Seeger Table 1")
 
 
-# %% book/16_variational_experiments.md, code cell 13
+# %% book/16_variational_experiments.md, code cell 16
 def prediction_interval(values, level=0.95):
     """Eq. (eq-var16-rule): the normal prediction interval for one more value, widened by 1/2.
 
@@ -438,6 +441,7 @@ def summarise_counts(records):
     return ordered
 
 
+# %% book/16_variational_experiments.md, code cell 17
 def compare_with_paper(summary, level=0.95):
     """For every cell with at least two splits: the paper's count, our interval, the verdict.
 
@@ -484,7 +488,7 @@ def relevance_summary(records, dataset, fitter, threshold=0.01):
     return relative, np.sum(relative < threshold, axis=1)
 
 
-# %% book/16_variational_experiments.md, code cell 14
+# %% book/16_variational_experiments.md, code cell 18
 def _format_table(summary):
     lines = [f"{'data set':9s} {'method':12s} {'paper':>6s} {'mean':>8s} {'sd':>7s} "
              f"{'min-max':>11s} {'n':>3s}"]
@@ -509,10 +513,10 @@ def main(argv=None):
                     "Var.SVM, SVM 10-CV and the linear discriminant.")
     parser.add_argument("--datasets", nargs="+", default=None, choices=DATASETS,
                         help="data sets (default: all six)")
-    parser.add_argument("--splits", type=_int_at_least(1, "splits"), default=10,
+    parser.add_argument("--splits", type=int_at_least(1, "splits"), default=10,
                         help="run splits 0..N-1 of each set (default 10)")
     parser.add_argument("--fitters", nargs="+", default=None, choices=list(FITTERS))
-    parser.add_argument("--jobs", type=_jobs_argument, default=1,
+    parser.add_argument("--jobs", type=jobs_argument, default=1,
                         help="worker processes (joblib; -1: all cores)")
     parser.add_argument("--out", default=os.path.join("results", "seeger_table1.json"),
                         help="results file (default results/seeger_table1.json); reruns "

@@ -34,8 +34,8 @@ from gpc_literate.kernels import RBF
 from gpc_literate.selection import LSCV, f_measure, nlp_fm_bias, select_hyperparameters
 
 __all__ = ["METHODS", "DEFAULT_DATASETS", "DEFAULT_CONFIG", "ResultsFileError", "check_indices",
-           "run_one", "run_experiment", "load_results", "summarise", "mean_table", "friedman_nemenyi",
-           "main"]
+           "check_jobs", "run_jobs", "int_at_least", "jobs_argument", "run_one", "run_experiment",
+           "load_results", "summarise", "mean_table", "friedman_nemenyi", "main"]
 
 METHODS = {"ida": ("EP(ML)", "EP-CV(NLP)", "LS-CV(NLP)"),
            "imbalanced": ("EP-CV(NLP)", "EP-CV(FM)", "NLP-FM(BIAS)")}
@@ -85,6 +85,7 @@ def _select(method, X, y, config):
     raise ValueError(f"unknown method {method!r}; the methods are {list(ALL_METHODS)}")
 
 
+# %% book/14_ep_experiments.md, code cell 3
 def run_one(dataset, realisation, method, config=None):
     """One job of the protocol: select on the training part of a realisation, score on its test part.
 
@@ -134,7 +135,7 @@ def run_one(dataset, realisation, method, config=None):
     return record
 
 
-# %% book/14_ep_experiments.md, code cell 3
+# %% book/14_ep_experiments.md, code cell 4
 try:                                   # POSIX file locks; elsewhere runs must not share a file
     import fcntl
 except ImportError:                    # pragma: no cover
@@ -190,6 +191,7 @@ def _read_results(path, kind=None, key=None):
     return data["config"], records
 
 
+# %% book/14_ep_experiments.md, code cell 5
 def load_results(path, kind=None):
     """The records of a results file ([] if it does not exist); ResultsFileError if malformed.
 
@@ -216,6 +218,7 @@ def _check_config(path, stored, records, config):
                                f"settings or write to a new output file")
 
 
+# %% book/14_ep_experiments.md, code cell 6
 @contextlib.contextmanager
 def _locked(path):
     """Hold an exclusive lock on the sidecar file path + ".lock" (fcntl.flock; waits for it)."""
@@ -268,6 +271,7 @@ def _merge(path, kind, config, new, key):
     return records
 
 
+# %% book/14_ep_experiments.md, code cell 7
 def _git_commit():
     """The commit the package runs from (``git rev-parse HEAD``), or None without git."""
     try:
@@ -299,7 +303,8 @@ def _parallel_results(tasks, jobs, config, job=None):
         yield job(*task, config)
 
 
-def _run_jobs(tasks, *, kind, key, config, out, jobs, job, retry_failed, progress, label):
+# %% book/14_ep_experiments.md, code cell 8
+def run_jobs(tasks, *, kind, key, config, out, jobs, job, retry_failed, progress, label):
     """Run the tasks whose job is not yet in ``out`` (all when out is None): the shared runner.
 
     tasks: tuples equal to key(record) of their records. Each new record gets the config,
@@ -333,8 +338,12 @@ def _run_jobs(tasks, *, kind, key, config, out, jobs, job, retry_failed, progres
     return records
 
 
-# %% book/14_ep_experiments.md, code cell 4
-def _check_jobs(jobs):
+# %% book/14_ep_experiments.md, code cell 9
+def check_jobs(jobs):
+    """The number of worker processes: an int >= 1, or -1 for all cores.
+
+    Returns the int; raises TypeError for a non-integer and ValueError for 0 or below -1.
+    """
     jobs = check_integer(jobs, "jobs", low=-1)
     if jobs == 0:
         raise ValueError("jobs must be a positive number of worker processes or -1 (all cores)")
@@ -360,6 +369,7 @@ def check_indices(value, name, item):
     return indices
 
 
+# %% book/14_ep_experiments.md, code cell 10
 def _experiment_tasks(kind, dataset_names, realisations, methods):
     """The (dataset, realisation, method) jobs of run_experiment, its arguments validated."""
     if kind not in METHODS:
@@ -405,16 +415,16 @@ def run_experiment(kind, dataset_names=None, realisations=None, *, jobs=1, out=N
     configuration, naming the differing keys.
     """
     tasks = _experiment_tasks(kind, dataset_names, realisations, methods)
-    jobs = _check_jobs(jobs)
+    jobs = check_jobs(jobs)
     unknown = set(config or {}) - set(DEFAULT_CONFIG)
     if unknown:
         raise ValueError(f"unknown config keys {sorted(unknown)}; known: {sorted(DEFAULT_CONFIG)}")
     config = dict(DEFAULT_CONFIG, **(config or {}))
-    return _run_jobs(tasks, kind=kind, key=_key, config=config, out=out, jobs=jobs, job=None,
+    return run_jobs(tasks, kind=kind, key=_key, config=config, out=out, jobs=jobs, job=None,
                      retry_failed=retry_failed, progress=progress, label=kind)
 
 
-# %% book/14_ep_experiments.md, code cell 6
+# %% book/14_ep_experiments.md, code cell 12
 _METRICS = ("nlp", "error", "f_measure")
 
 
@@ -455,6 +465,7 @@ def mean_table(summary, metric, methods=None):
     return table
 
 
+# %% book/14_ep_experiments.md, code cell 13
 def friedman_nemenyi(table, methods=None, *, alpha=0.05, higher_is_better=False):
     """Eqs (eq-exp4-friedman), (eq-exp4-cd): Friedman test and Nemenyi CD (Demsar 2006).
 
@@ -496,7 +507,7 @@ def friedman_nemenyi(table, methods=None, *, alpha=0.05, higher_is_better=False)
             "significant": np.abs(R[:, None] - R[None, :]) > cd}
 
 
-# %% book/14_ep_experiments.md, code cell 9
+# %% book/14_ep_experiments.md, code cell 16
 def _format_summary(summary, metrics=_METRICS):
     lines = []
     for name, by_method in summary.items():
@@ -508,7 +519,7 @@ def _format_summary(summary, metrics=_METRICS):
     return "\n".join(lines)
 
 
-def _int_at_least(low, what):
+def int_at_least(low, what):
     """An argparse type: an integer >= low (a clear message otherwise)."""
     def parse(text):
         try:
@@ -521,9 +532,10 @@ def _int_at_least(low, what):
     return parse
 
 
-def _jobs_argument(text):
+def jobs_argument(text):
+    """An argparse type for ``--jobs``: the text as check_jobs accepts it (a clear message otherwise)."""
     try:
-        return _check_jobs(int(text))
+        return check_jobs(int(text))
     except ValueError:
         raise argparse.ArgumentTypeError(f"must be a positive number of worker processes or "
                                          f"-1 (all cores); got {text!r}") from None
@@ -545,6 +557,7 @@ def _check_out(parser, out):
         parser.error(f"--out {out} is a directory; give a file name")
 
 
+# %% book/14_ep_experiments.md, code cell 17
 def main(argv=None):
     """``python -m gpc_literate.experiments {ida,imbalanced} [options]``: run, save, summarise.
 
@@ -560,20 +573,20 @@ def main(argv=None):
     parser.add_argument("--datasets", nargs="+", default=None, metavar="NAME",
                         help=f"data sets (default: all of the experiment); any of "
                              f"{', '.join(datasets.available())}")
-    parser.add_argument("--realisations", type=_int_at_least(1, "realisations"), default=None,
+    parser.add_argument("--realisations", type=int_at_least(1, "realisations"), default=None,
                         metavar="N", help="the first N realisations of each set (default: all)")
     parser.add_argument("--methods", nargs="+", default=None, choices=ALL_METHODS,
                         metavar="METHOD", help=f"default: those of KIND; any of "
                                                f"{', '.join(ALL_METHODS)}")
-    parser.add_argument("--jobs", type=_jobs_argument, default=1,
+    parser.add_argument("--jobs", type=jobs_argument, default=1,
                         help="worker processes (joblib; -1: all cores)")
     parser.add_argument("--out", default=None,
                         help="results file (default results/KIND.json); reruns resume it")
     parser.add_argument("--retry-failed", action="store_true",
                         help="run again the jobs whose record in the file has failed")
-    parser.add_argument("--max-iter", type=_int_at_least(1, "max-iter"),
+    parser.add_argument("--max-iter", type=int_at_least(1, "max-iter"),
                         default=DEFAULT_CONFIG["max_iter"])
-    parser.add_argument("--max-sweeps", type=_int_at_least(1, "max-sweeps"),
+    parser.add_argument("--max-sweeps", type=int_at_least(1, "max-sweeps"),
                         default=DEFAULT_CONFIG["max_sweeps"])
     parser.add_argument("--damping", type=_damping_argument, default=DEFAULT_CONFIG["damping"])
     parser.add_argument("--no-progress", action="store_true")

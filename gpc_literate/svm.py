@@ -23,7 +23,7 @@ from gpc_literate.base import (ConvergenceWarning, GPClassifierBase, check_bool,
 from gpc_literate.kernels import check_kernel, default_kernel
 
 __all__ = ["AdatronResult", "KKTCheck", "KernelAdatron", "conditional_variances", "kernel_adatron",
-           "kkt_violation", "project_box_hyperplane", "svm_groups"]
+           "kkt_violation", "largest_eigenvalue", "project_box_hyperplane", "svm_groups"]
 
 
 # %% book/05_svm.md, code cell 4
@@ -150,8 +150,12 @@ def _project(z, y, C, lam0):
 
 
 # %% book/05_svm.md, code cell 12
-def _largest_eigenvalue(K):
-    """Largest eigenvalue of the symmetric matrix K (Lanczos for n > 64, else dense)."""
+def largest_eigenvalue(K):
+    """Largest eigenvalue of the symmetric matrix K, for the step size eq-svm-learning-rate.
+
+    Lanczos (``eigsh``, started from the vector of ones) for n > 64, falling back to the
+    dense ``eigh`` when it does not converge; dense for smaller K. Returns a float.
+    """
     n = K.shape[0]
     if n > 64:
         try:
@@ -197,7 +201,7 @@ def kernel_adatron(K, y, *, C=np.inf, v=0.0, fit_bias=False, max_iter=20000, tol
         raise ValueError(f"K must have shape ({n}, {n}), got {K.shape}")
     if fit_bias and not (np.any(y > 0) and np.any(y < 0)):
         raise ValueError("a bias needs both labels +1 and -1 in y")
-    lam_max = _largest_eigenvalue(K) + v
+    lam_max = largest_eigenvalue(K) + v
     if not lam_max > 0.0:
         raise ValueError("the kernel matrix (plus v I) has no positive eigenvalue")
     eta = learning_rate / lam_max

@@ -26,8 +26,8 @@ from scipy.linalg import cho_solve, cholesky, solve_triangular
 from scipy.optimize import minimize
 from scipy.special import expit, log_expit, ndtr, roots_hermitenorm, roots_laguerre, roots_legendre
 
-from gpc_literate.base import (ConvergenceWarning, GPClassifierBase, NotFittedError,
-                               check_integer, check_scalar)
+from gpc_literate.base import (ConvergenceWarning, GPClassifierBase, check_integer,
+                               check_scalar)
 from gpc_literate.kernels import RBF, check_kernel
 from gpc_literate.laplace import Logistic, laplace_mode
 from gpc_literate.svm import kernel_adatron
@@ -35,7 +35,7 @@ from gpc_literate.svm import kernel_adatron
 __all__ = ["expected_hinge", "expected_log_z_svc", "expected_logistic", "expected_loss",
            "svc_log_z", "PriorFactor", "factor_prior", "free_energy",
            "free_energy_theta_gradient", "InnerResult", "initial_p", "minimize_free_energy",
-           "VariationalGP", "VariationalSVM"]
+           "variational_objective", "VariationalGP", "VariationalSVM"]
 
 _LOG_2PI = float(np.log(2.0 * np.pi))
 LOSSES = ("logistic", "svc")
@@ -166,6 +166,7 @@ _JUMPS = _kink_jumps(_KINK_ORDER)
 _JUMP_COEF = _JUMPS / np.array([factorial(k) for k in range(1, _KINK_ORDER + 1)])
 
 
+# %% book/15_variational.md, code cell 10
 def _partial_moments(d, order):
     """J_k(d) = E[(z - d)_+^k], z ~ N(0, 1), k = 0..order, by J_k = -d J_{k-1} + (k-1) J_{k-2}."""
     J = [ndtr(-d), _std_normal_pdf(d) - d * ndtr(-d)]
@@ -190,6 +191,7 @@ def _kink_terms(c, s):
     return value, d_c, d_var
 
 
+# %% book/15_variational.md, code cell 11
 def _log_z_small(mu, var):
     """Eq. (eq-var-quad-small): E[log Z(f)], s < 0.8, by Gauss-Hermite after removing the kinks."""
     s = np.sqrt(var)
@@ -216,7 +218,7 @@ def _log_z_small(mu, var):
     return e, d_mu, d_var
 
 
-# %% book/15_variational.md, code cell 10
+# %% book/15_variational.md, code cell 12
 def _log_z_large(mu, var):
     """Eq. (eq-var-quad-large): E[log Z(f)], s >= 0.8, by fixed nodes in f: Legendre and Laguerre."""
     m, v = mu[:, None], var[:, None]
@@ -251,7 +253,7 @@ def expected_log_z_svc(mu, var):
     return tuple(o.reshape(shape) for o in out)
 
 
-# %% book/15_variational.md, code cell 12
+# %% book/15_variational.md, code cell 14
 def expected_logistic(y, mu, var):
     """Eqs (eq-var-quad-small), (eq-var-logistic-large): E[log(1 + exp(-y f))], d/dmu, d/dvar.
 
@@ -302,7 +304,7 @@ def expected_loss(y, mu, var, loss):
     raise ValueError(f"loss must be one of {LOSSES}, got {loss!r}")
 
 
-# %% book/15_variational.md, code cell 15
+# %% book/15_variational.md, code cell 17
 def free_energy(mu, log_v, C, y, prior, loss="logistic"):
     """Eqs (eq-var-free-energy-gauss), (eq-var-grad-p): F(P, theta) and its gradient in P.
 
@@ -331,7 +333,7 @@ def free_energy(mu, log_v, C, y, prior, loss="logistic"):
     return float(np.sum(e)) + kl, g_mu, g_log_v, g_C
 
 
-# %% book/15_variational.md, code cell 17
+# %% book/15_variational.md, code cell 19
 def free_energy_theta_gradient(mu, log_v, C, prior, dK):
     """Eq. (eq-var-grad-theta): dF/dtheta_j = -1/2 tr((K^-1 (Sigma + mu mu^T) K^-1 - K^-1) dK_j).
 
@@ -378,7 +380,7 @@ def _kernel_contraction(kernel, X):
     return contract
 
 
-# %% book/15_variational.md, code cell 19
+# %% book/15_variational.md, code cell 21
 class InnerResult(NamedTuple):
     """Output of ``minimize_free_energy``: P at the minimum and how it was reached.
 
@@ -408,6 +410,7 @@ def initial_p(prior, n_factors, rng):
     return np.zeros(n), -np.log(prior.diag_inv), prior.L @ D0
 
 
+# %% book/15_variational.md, code cell 22
 def minimize_free_energy(y, prior, loss="logistic", *, mu, log_v, C, max_iter=500, tol=1e-8):
     """Eq. (eq-var-whiten): minimise F over P for fixed theta by L-BFGS-B, from (mu, log_v, C).
 
@@ -451,7 +454,29 @@ def minimize_free_energy(y, prior, loss="logistic", *, mu, log_v, C, max_iter=50
                        float(np.max(np.abs(grad))))
 
 
-# %% book/15_variational.md, code cell 24
+# %% book/15_variational.md, code cell 27
+def variational_objective(theta, kernel, X, y, loss="logistic", n_factors=2, *, start=None,
+                          jitter=JITTER, max_iter=500, tol=1e-8):
+    """Eqs. (eq-var-bound), (eq-var-envelope): h(theta) = min_P F(P, theta) and dh/dtheta.
+
+    ``kernel`` is evaluated at log-hyperparameters ``theta`` on X (labels y in {-1, +1}); with
+    theta None, ``kernel`` is used exactly as given.  The inner loop (minimize_free_energy
+    with ``max_iter``, ``tol``) starts from ``start`` = (mu, log_v, C), or, when it is None,
+    from initial_p(prior, n_factors, default_rng(0)).
+    The result depends on theta and start only.  Returns (h, gradient, prior, InnerResult).
+    """
+    k = kernel if theta is None else kernel.with_theta(np.asarray(theta, dtype=float))
+    prior = factor_prior(k(X), jitter)
+    if start is None:
+        start = initial_p(prior, n_factors, np.random.default_rng(0))
+    mu, log_v, C = start
+    res = minimize_free_energy(y, prior, loss, mu=mu, log_v=log_v, C=C, max_iter=max_iter,
+                               tol=tol)
+    grad = free_energy_theta_gradient(res.mu, res.log_v, res.C, prior, _kernel_contraction(k, X))
+    return res.free_energy, grad, prior, res
+
+
+# %% book/15_variational.md, code cell 28
 _SVM_TOL = 1e-4   # Kuhn-Tucker violation of the SVM at theta_ (use="mode"), margin units
 
 
@@ -460,7 +485,205 @@ def _default_kernel(n_features):
     return RBF(length_scale=np.full(n_features, np.sqrt(n_features)), variance=1.0, bias=0.1)
 
 
-class VariationalGP(GPClassifierBase):
+def _check_variational_params(est):
+    """TypeError / ValueError, naming the parameter, for a bad setting of a VariationalGP."""
+    check_kernel(est.kernel)
+    if not isinstance(est.loss, str) or est.loss not in LOSSES:
+        raise ValueError(f"loss must be one of {LOSSES}; got {est.loss!r}")
+    check_integer(est.n_factors, "n_factors", low=0)
+    for name in ("optimize", "progress"):
+        if not isinstance(getattr(est, name), (bool, np.bool_)):
+            raise TypeError(f"{name} must be True or False; got {getattr(est, name)!r}")
+    check_integer(est.max_iter, "max_iter")
+    check_integer(est.inner_max_iter, "inner_max_iter")
+    check_scalar(est.tol, "tol", low=0.0, low_inclusive=False)
+    check_scalar(est.inner_tol, "inner_tol", low=0.0, low_inclusive=False)
+    try:
+        low, high = est.bounds
+        low, high = (check_scalar(b, "bounds", low=-300.0, high=300.0) for b in (low, high))
+    except (TypeError, ValueError) as err:
+        raise type(err)(f"bounds must be a pair (low, high) of log-hyperparameters: "
+                        f"{err}") from None
+    if not low < high:
+        raise ValueError(f"bounds must satisfy low < high; got {est.bounds!r}")
+
+
+# %% book/15_variational.md, code cell 29
+def _start_theta(kernel, bounds, name):
+    """The kernel's theta clipped into ``bounds``, with a UserWarning naming ``name`` if it moved."""
+    low, high = (float(b) for b in bounds)
+    theta0 = kernel.theta
+    outside = (theta0 < low) | (theta0 > high)
+    if outside.any():                   # only the optimiser is bounded
+        names = [n for n, o in zip(kernel.hyperparameter_names, outside) if o]
+        warnings.warn(f"{name}: the starting log-hyperparameters {names} "
+                      f"= {np.round(theta0[outside], 3).tolist()} lie outside bounds = "
+                      f"({low:g}, {high:g}); clipped to the bounds", UserWarning, stacklevel=4)
+        theta0 = np.clip(theta0, low, high)
+    return theta0
+
+
+def _outer_loop(objective, theta0, bounds, *, max_iter, tol, progress):
+    """Eq. (eq-var-envelope): minimise objective(theta) -> (h, dh) by L-BFGS-B within bounds.
+
+    Returns (scipy OptimizeResult, list of h after each outer iteration); ``progress`` shows a
+    tqdm bar.
+    """
+    from tqdm import tqdm
+    history = []
+    with tqdm(total=max_iter, disable=not progress, desc="outer") as bar:
+        def callback(intermediate_result):
+            history.append(float(intermediate_result.fun))
+            bar.update(1)
+            bar.set_postfix(F=f"{intermediate_result.fun:.4f}")
+        result = minimize(objective, theta0, jac=True, method="L-BFGS-B",
+                          bounds=[(float(bounds[0]), float(bounds[1]))] * theta0.size,
+                          callback=callback,
+                          options={"maxiter": max_iter, "ftol": tol, "gtol": tol})
+    return result, history
+
+
+# %% book/15_variational.md, code cell 30
+def _fitted_state(kernel, prior, res, n_features):
+    """The fitted attributes of P = N(mu, V + C C^T) at ``kernel`` (InnerResult ``res``)."""
+    ls = getattr(kernel, "length_scale", None)
+    V = np.exp(res.log_v)
+    return {"_prior": prior, "theta_": kernel.theta, "free_energy_": res.free_energy,
+            "mean_": res.mu, "V_": V, "C_": res.C,
+            "var_": V + np.einsum("ij,ij->i", res.C, res.C), "inner_history_": res.history,
+            "_alpha_mean": cho_solve((prior.L, True), res.mu, check_finite=False),  # K^-1 mu
+            "relevances_": (np.broadcast_to(1.0 / np.asarray(ls) ** 2, (n_features,)).copy()
+                            if isinstance(kernel, RBF) else None)}
+
+
+def _warn_unconverged(name, result, n_iter, res, inner_tol):
+    """ConvergenceWarnings for an outer loop (``result``, None if none ran) or a final inner
+    loop (``res``) that stopped without converging; returns whether both converged."""
+    outer_ok = result is None or bool(result.success)
+    if not outer_ok:
+        warnings.warn(f"{name}: the outer L-BFGS-B stopped without "
+                      f"converging after {n_iter} iterations ({result.message}); "
+                      "increase max_iter", ConvergenceWarning, stacklevel=4)
+    if not res.converged:
+        warnings.warn(f"{name}: the inner minimisation over P stopped with "
+                      f"max|gradient| = {res.grad_norm:.2e} > inner_tol = {inner_tol:g} "
+                      f"after {res.n_iter} iterations; increase inner_max_iter",
+                      ConvergenceWarning, stacklevel=4)
+    return outer_ok and res.converged
+
+
+# %% book/15_variational.md, code cell 31
+def _mode_coefficients(K, y, loss):
+    """Eq. (eq-var-mode): beta-hat with f(x) = k(x)^T beta-hat, and whether the mode converged.
+
+    logistic: beta = K^-1 f-hat (laplace_mode); svc: beta_i = y_i alpha_i, alpha the dual of the
+    SVM with hinge loss, no bias and box 0 <= alpha <= 1, accepted at violation <= _SVM_TOL.
+    """
+    if loss == "logistic":
+        with warnings.catch_warnings(record=True):     # judged by mode.converged below
+            warnings.simplefilter("always", ConvergenceWarning)
+            mode = laplace_mode(K, y, Logistic(), max_iter=200, tol=1e-8)
+        return mode.alpha, mode.converged
+    # the dual max sum(alpha) - alpha^T Q alpha / 2, Q = (y y^T) o K, by L-BFGS-B (the
+    # kernel Adatron of chapter 5 needs ~cond(K) sweeps when the variance is large);
+    # accepted when its Kuhn-Tucker violation, in margin units, is below _SVM_TOL
+    Q = K * np.outer(y, y)
+    dual = minimize(lambda a: (0.5 * a @ Q @ a - a.sum(), Q @ a - 1.0), np.zeros(len(y)),
+                    jac=True, method="L-BFGS-B", bounds=[(0.0, 1.0)] * len(y),
+                    options={"maxiter": 20000, "gtol": 1e-10, "ftol": 0.0})
+    alpha = dual.x
+    violation = np.max(np.abs(np.clip(alpha - (Q @ alpha - 1.0), 0.0, 1.0) - alpha))
+    if violation > _SVM_TOL:            # polish with the Adatron
+        res = kernel_adatron(K, y, C=1.0, max_iter=20000, tol=_SVM_TOL, alpha_init=alpha)
+        alpha, violation = res.alpha, res.step
+    return y * alpha, violation <= _SVM_TOL
+
+
+# %% book/15_variational.md, code cell 32
+def _latent_moments(kernel, X_train, X, L, alpha_mean, V, C, jitter):
+    """Eq. (eq-var-predictive): mean and variance of f(x) under P = N(mu, V + C C^T) at rows of X.
+
+    L: Cholesky factor of K + jitter I; alpha_mean = K^-1 mu; V: the diagonal of V.
+    """
+    mean, var = np.empty(len(X)), np.empty(len(X))
+    for start in range(0, len(X), 1024):              # bounded memory: (n, 1024) blocks
+        rows = slice(start, start + 1024)
+        Ks = kernel(X_train, X[rows])
+        A = cho_solve((L, True), Ks, check_finite=False)          # K^-1 k(x)
+        mean[rows] = Ks.T @ alpha_mean
+        var[rows] = (kernel.diag(X[rows]) + jitter - np.einsum("ij,ij->j", Ks, A)
+                     + (V @ (A * A)) + np.sum((C.T @ A) ** 2, axis=0))
+    return mean, np.maximum(var, 0.0)
+
+
+def _svc_predictive(mean, var):
+    """Eq. (eq-var-predprob) for the normalised SVC loss: E[p(+1|f)], f ~ N(mean, var)."""
+    t = np.linspace(-10.0, 10.0, 2001)                 # trapezoid in t = (f - mean)/s
+    w = np.exp(-0.5 * t * t - 0.5 * _LOG_2PI) * (t[1] - t[0])
+    out = np.empty(len(mean))
+    for start in range(0, len(mean), 256):
+        rows = slice(start, start + 256)
+        f = mean[rows, None] + np.sqrt(var[rows])[:, None] * t
+        out[rows] = np.exp(-np.maximum(1.0 - f, 0.0) - svc_log_z(f)[0]) @ w
+    return out
+
+
+# %% book/15_variational.md, code cell 33
+class _VariationalFit(GPClassifierBase):
+    """Fitting and prediction hooks of VariationalGP (its parameters and docs are there)."""
+
+    def _validate_params(self):
+        _check_variational_params(self)
+
+    def _objective(self, kernel, X, y, theta, start):
+        """variational_objective at theta with this estimator's settings, from ``start``."""
+        return variational_objective(theta, kernel, X, y, self.loss, self.n_factors, start=start,
+                                     jitter=self._jitter, max_iter=self.inner_max_iter,
+                                     tol=self.inner_tol)
+
+    def _fit(self, X, y_pm):
+        kernel = _default_kernel(X.shape[1]) if self.kernel is None else self.kernel
+        self.X_train_, self.y_train_ = X, y_pm
+        start, result, history = None, None, []  # fixed kernel: initial_p's start
+        if self.optimize and kernel.theta.size:
+            theta0 = _start_theta(kernel, self.bounds, type(self).__name__)
+            res0 = self._objective(kernel, X, y_pm, theta0, None)[3]
+            start = (res0.mu, res0.log_v, res0.C)          # P_0: every inner loop starts here
+            result, history = _outer_loop(
+                lambda theta: self._objective(kernel, X, y_pm, theta, start)[:2], theta0,
+                self.bounds, max_iter=self.max_iter, tol=self.tol, progress=self.progress)
+            self.kernel_ = kernel.with_theta(result.x)
+        else:                                   # a fixed kernel is used exactly as given
+            self.kernel_ = copy.deepcopy(kernel)
+        _, _, prior, res = self._objective(self.kernel_, X, y_pm, None, start)   # P at theta_
+        for name, value in _fitted_state(self.kernel_, prior, res, self.n_features_in_).items():
+            setattr(self, name, value)
+        self.optimizer_result_ = result
+        self.n_iter_ = 0 if result is None else int(result.nit)
+        self.history_ = np.array(history if history else [res.free_energy])
+        self.converged_ = _warn_unconverged(type(self).__name__, result, self.n_iter_, res,
+                                            self.inner_tol)
+        self.mode_coef_, ok = _mode_coefficients(prior.K, y_pm, self.loss)
+        if not ok:
+            warnings.warn(f"{type(self).__name__}: the posterior mode at theta_ did not "
+                          "converge; use='mode' predictions are approximate",
+                          ConvergenceWarning, stacklevel=3)
+
+    def _latent(self, X):
+        return _latent_moments(self.kernel_, self.X_train_, X, self._prior.L, self._alpha_mean,
+                               self.V_, self.C_, self._jitter)
+
+    def _decision_function(self, X):
+        return self._latent(X)[0]
+
+    def _predict_proba_positive(self, X):
+        mean, var = self._latent(X)
+        return Logistic().predictive(mean, var) if self.loss == "logistic" else \
+            _svc_predictive(mean, var)
+
+
+# %% book/15_variational.md, code cell 34
+class VariationalGP(_VariationalFit):
     """Seeger's variational model selection, eqs (eq-var-bound)-(eq-var-grad-theta), logistic loss.
 
     Minimises the free energy F(P, theta) (an upper bound on -log P(D | theta)) over the
@@ -468,8 +691,9 @@ class VariationalGP(GPClassifierBase):
     ``inner_max_iter``, ``inner_tol``) and, if ``optimize``, over the kernel's
     log-hyperparameters theta (outer loop, L-BFGS-B with ``max_iter``, ``tol``, every theta_j
     within ``bounds``; a starting theta outside them is clipped with a UserWarning),
-    warm-starting each inner loop from the last P.  With ``optimize=False`` the kernel is used
-    exactly as given, ``bounds`` or not.  ``loss`` is
+    starting every inner loop from P_0, the minimiser of F at the starting theta (see
+    variational_objective: F at theta never depends on the order of evaluation).  With
+    ``optimize=False`` the kernel is used exactly as given, ``bounds`` or not.  ``loss`` is
     "logistic" or "svc" (the normalised SVC loss).  ``kernel=None``: ARD RBF with length
     scales sqrt(d), variance 1, bias 0.1.  ``progress``: a tqdm bar over outer iterations.
 
@@ -487,169 +711,9 @@ class VariationalGP(GPClassifierBase):
     def __init__(self, kernel=None, loss="logistic", n_factors=2, optimize=True, max_iter=100,
                  tol=1e-6, inner_max_iter=500, inner_tol=1e-8, bounds=(-8.0, 8.0),
                  progress=False):
-        self.kernel = kernel
-        self.loss = loss
-        self.n_factors = n_factors
-        self.optimize = optimize
-        self.max_iter = max_iter
-        self.tol = tol
-        self.inner_max_iter = inner_max_iter
-        self.inner_tol = inner_tol
-        self.bounds = bounds
-        self.progress = progress
-
-    def _validate_params(self):
-        check_kernel(self.kernel)
-        if not isinstance(self.loss, str) or self.loss not in LOSSES:
-            raise ValueError(f"loss must be one of {LOSSES}; got {self.loss!r}")
-        check_integer(self.n_factors, "n_factors", low=0)
-        for name in ("optimize", "progress"):
-            if not isinstance(getattr(self, name), (bool, np.bool_)):
-                raise TypeError(f"{name} must be True or False; got {getattr(self, name)!r}")
-        check_integer(self.max_iter, "max_iter")
-        check_integer(self.inner_max_iter, "inner_max_iter")
-        check_scalar(self.tol, "tol", low=0.0, low_inclusive=False)
-        check_scalar(self.inner_tol, "inner_tol", low=0.0, low_inclusive=False)
-        try:
-            low, high = self.bounds
-            low, high = (check_scalar(b, "bounds", low=-300.0, high=300.0) for b in (low, high))
-        except (TypeError, ValueError) as err:
-            raise type(err)(f"bounds must be a pair (low, high) of log-hyperparameters: "
-                            f"{err}") from None
-        if not low < high:
-            raise ValueError(f"bounds must satisfy low < high; got {self.bounds!r}")
-
-    # -- fitting ----------------------------------------------------------------------------
-    def _inner(self, kernel, X, y, start):
-        """Factor K(theta) once, minimise F over P from ``start``; return (prior, InnerResult)."""
-        prior = factor_prior(kernel(X), self._jitter)
-        if start is None:
-            start = initial_p(prior, self.n_factors, np.random.default_rng(0))
-        mu, log_v, C = start
-        result = minimize_free_energy(y, prior, self.loss, mu=mu, log_v=log_v, C=C,
-                                      max_iter=self.inner_max_iter, tol=self.inner_tol)
-        return prior, result
-
-    def _fit(self, X, y_pm):
-        kernel = _default_kernel(X.shape[1]) if self.kernel is None else self.kernel
-        low, high = (float(b) for b in self.bounds)
-        theta0 = kernel.theta
-        outside = (theta0 < low) | (theta0 > high)
-        if self.optimize and theta0.size and outside.any():    # only the optimiser is bounded
-            names = [n for n, o in zip(kernel.hyperparameter_names, outside) if o]
-            warnings.warn(f"{type(self).__name__}: the starting log-hyperparameters {names} "
-                          f"= {np.round(theta0[outside], 3).tolist()} lie outside bounds = "
-                          f"({low:g}, {high:g}); clipped to the bounds", UserWarning,
-                          stacklevel=3)
-            theta0 = np.clip(theta0, low, high)
-        self.X_train_, self.y_train_ = X, y_pm
-        state = {"start": None, "inner_failures": 0}
-        history = []
-
-        def objective(theta):
-            k = kernel.with_theta(theta)
-            prior, res = self._inner(k, X, y_pm, state["start"])
-            state["start"] = (res.mu, res.log_v, res.C)
-            state["inner_failures"] += not res.converged
-            grad = free_energy_theta_gradient(res.mu, res.log_v, res.C, prior,
-                                              _kernel_contraction(k, X))
-            return res.free_energy, grad
-
-        result = None
-        if self.optimize and theta0.size:
-            from tqdm import tqdm
-            with tqdm(total=self.max_iter, disable=not self.progress, desc="outer") as bar:
-                def callback(intermediate_result):
-                    history.append(float(intermediate_result.fun))
-                    bar.update(1)
-                    bar.set_postfix(F=f"{intermediate_result.fun:.4f}")
-                result = minimize(objective, theta0, jac=True, method="L-BFGS-B",
-                                  bounds=[(low, high)] * theta0.size, callback=callback,
-                                  options={"maxiter": self.max_iter, "ftol": self.tol,
-                                           "gtol": self.tol})
-            theta = result.x
-            self.kernel_ = kernel.with_theta(theta)
-        else:                                   # a fixed kernel is used exactly as given
-            self.kernel_ = copy.deepcopy(kernel)
-        prior, res = self._inner(self.kernel_, X, y_pm, state["start"])   # P at the final theta
-        self._store(prior, res)
-        self.optimizer_result_ = result
-        self.n_iter_ = 0 if result is None else int(result.nit)
-        self.history_ = np.array(history if history else [res.free_energy])
-        outer_ok = result is None or bool(result.success)
-        self.converged_ = outer_ok and res.converged
-        if not outer_ok:
-            warnings.warn(f"{type(self).__name__}: the outer L-BFGS-B stopped without "
-                          f"converging after {self.n_iter_} iterations ({result.message}); "
-                          "increase max_iter", ConvergenceWarning, stacklevel=3)
-        if not res.converged:
-            warnings.warn(f"{type(self).__name__}: the inner minimisation over P stopped with "
-                          f"max|gradient| = {res.grad_norm:.2e} > inner_tol = {self.inner_tol:g} "
-                          f"after {res.n_iter} iterations; increase inner_max_iter",
-                          ConvergenceWarning, stacklevel=3)
-        self._fit_mode()
-
-    def _store(self, prior, res):
-        self._prior = prior
-        self.theta_ = self.kernel_.theta
-        self.free_energy_ = res.free_energy
-        self.mean_ = res.mu
-        self.V_ = np.exp(res.log_v)
-        self.C_ = res.C
-        self.var_ = self.V_ + np.einsum("ij,ij->i", res.C, res.C)
-        self.inner_history_ = res.history
-        self._alpha_mean = cho_solve((prior.L, True), res.mu, check_finite=False)   # K^-1 mu
-        ls = getattr(self.kernel_, "length_scale", None)
-        self.relevances_ = (np.broadcast_to(1.0 / np.asarray(ls) ** 2, (self.n_features_in_,)).copy()
-                            if isinstance(self.kernel_, RBF) else None)
-
-    def _fit_mode(self):
-        """Eq. (eq-var-mode): the posterior mode at theta_ of the original architecture."""
-        K, y = self._prior.K, self.y_train_
-        if self.loss == "logistic":
-            with warnings.catch_warnings(record=True):     # judged by mode.converged below
-                warnings.simplefilter("always", ConvergenceWarning)
-                mode = laplace_mode(K, y, Logistic(), max_iter=200, tol=1e-8)
-            self.mode_coef_ = mode.alpha
-            ok = mode.converged
-        else:                                   # SVM, hinge loss, no bias: box 0 <= alpha <= 1
-            # the dual max sum(alpha) - alpha^T Q alpha / 2, Q = (y y^T) o K, by L-BFGS-B (the
-            # kernel Adatron of chapter 5 needs ~cond(K) sweeps when the variance is large);
-            # accepted when its Kuhn-Tucker violation, in margin units, is below _SVM_TOL
-            Q = K * np.outer(y, y)
-            dual = minimize(lambda a: (0.5 * a @ Q @ a - a.sum(), Q @ a - 1.0), np.zeros(len(y)),
-                            jac=True, method="L-BFGS-B", bounds=[(0.0, 1.0)] * len(y),
-                            options={"maxiter": 20000, "gtol": 1e-10, "ftol": 0.0})
-            alpha = dual.x
-            violation = np.max(np.abs(np.clip(alpha - (Q @ alpha - 1.0), 0.0, 1.0) - alpha))
-            if violation > _SVM_TOL:            # polish with the Adatron
-                res = kernel_adatron(K, y, C=1.0, max_iter=20000, tol=_SVM_TOL, alpha_init=alpha)
-                alpha, violation = res.alpha, res.step
-            self.mode_coef_ = y * alpha
-            ok = violation <= _SVM_TOL
-        if not ok:
-            warnings.warn(f"{type(self).__name__}: the posterior mode at theta_ did not "
-                          "converge; use='mode' predictions are approximate",
-                          ConvergenceWarning, stacklevel=4)
-
-    # -- prediction ---------------------------------------------------------------------------
-    def _require_fitted(self):
-        if not hasattr(self, "_prior") or not hasattr(self, "classes_"):
-            raise NotFittedError(f"This {type(self).__name__} is not fitted yet; "
-                                 "call fit(X, y) first")
-
-    def _latent(self, X):
-        """Eq. (eq-var-predictive): mean and variance of f(x) under P, for each row of X."""
-        mean, var = np.empty(len(X)), np.empty(len(X))
-        L = self._prior.L
-        for start in range(0, len(X), 1024):              # bounded memory: (n, 1024) blocks
-            rows = slice(start, start + 1024)
-            Ks = self.kernel_(self.X_train_, X[rows])
-            A = cho_solve((L, True), Ks, check_finite=False)          # K^-1 k(x)
-            mean[rows] = Ks.T @ self._alpha_mean
-            var[rows] = (self.kernel_.diag(X[rows]) + self._jitter - np.einsum("ij,ij->j", Ks, A)
-                         + (self.V_ @ (A * A)) + np.sum((self.C_.T @ A) ** 2, axis=0))
-        return mean, np.maximum(var, 0.0)
+        self.kernel, self.loss, self.n_factors, self.optimize = kernel, loss, n_factors, optimize
+        self.max_iter, self.tol, self.bounds, self.progress = max_iter, tol, bounds, progress
+        self.inner_max_iter, self.inner_tol = inner_max_iter, inner_tol
 
     def predict_latent(self, X):
         """Eq. (eq-var-predictive): mean and variance of the latent f(x) under P at each row of X."""
@@ -665,29 +729,13 @@ class VariationalGP(GPClassifierBase):
             return self._latent(X)[0]
         return self.kernel_(X, self.X_train_) @ self.mode_coef_
 
-    def _decision_function(self, X):
-        return self._latent(X)[0]
-
     def predict(self, X, use="mean"):
         """Predicted labels: classes_[1] where decision_function(X, use) > 0, else classes_[0]."""
         positive = self.decision_function(X, use=use) > 0
         return self.classes_[positive.astype(np.intp)]
 
-    def _predict_proba_positive(self, X):
-        """Eq. (eq-var-predprob): P(y=+1|x) = E[p(+1|f)], f ~ N(mean, var) of P's predictive."""
-        mean, var = self._latent(X)
-        if self.loss == "logistic":
-            return Logistic().predictive(mean, var)
-        t = np.linspace(-10.0, 10.0, 2001)                 # trapezoid in t = (f - mean)/s
-        w = np.exp(-0.5 * t * t - 0.5 * _LOG_2PI) * (t[1] - t[0])
-        out = np.empty(len(mean))
-        for start in range(0, len(mean), 256):
-            rows = slice(start, start + 256)
-            f = mean[rows, None] + np.sqrt(var[rows])[:, None] * t
-            out[rows] = np.exp(-np.maximum(1.0 - f, 0.0) - svc_log_z(f)[0]) @ w
-        return out
 
-
+# %% book/15_variational.md, code cell 35
 class VariationalSVM(VariationalGP):
     """VariationalGP with Seeger's normalised SVC loss (eq-var-svc-loss) as the default loss.
 

@@ -16,7 +16,7 @@ from gpc_literate.variational import (JITTER, VariationalGP, VariationalSVM, exp
                                       expected_log_z_svc, expected_logistic, expected_loss,
                                       factor_prior, free_energy, free_energy_theta_gradient,
                                       initial_p, minimize_free_energy, svc_log_z,
-                                      _kernel_contraction)
+                                      variational_objective, _kernel_contraction)
 
 FD_RTOL = 1e-5
 
@@ -199,6 +199,32 @@ def test_envelope_gradient_of_the_optimised_bound(toy):
         fp = h_and_grad(tp, (r0.mu, r0.log_v, r0.C))[0].free_energy
         fm = h_and_grad(tm, (r0.mu, r0.log_v, r0.C))[0].free_energy
         assert abs((fp - fm) / (2 * step) - g[j]) < 1e-4 * max(1.0, abs(g[j]))
+
+
+@pytest.mark.parametrize("loss", ["logistic", "svc"])
+def test_objective_does_not_depend_on_the_order_of_evaluation(toy, loss):
+    """h(theta) is a function of theta and the explicit start: a, b, a gives a's value twice."""
+    X, y, kernel, *_ = toy
+    theta_a = kernel.theta
+    theta_b = theta_a + np.array([0.4, -0.3, 0.2, 0.5, -0.7])[:theta_a.size]
+    for start in (None, initial_p(factor_prior(kernel(X)), 2, np.random.default_rng(3))):
+        first = variational_objective(theta_a, kernel, X, y, loss, start=start)
+        other = variational_objective(theta_b, kernel, X, y, loss, start=start)
+        again = variational_objective(theta_a, kernel, X, y, loss, start=start)
+        assert first[0] == again[0] and np.array_equal(first[1], again[1])
+        assert other[0] != first[0]
+
+
+def test_fit_uses_the_objective_from_the_starting_optimum(synth_small):
+    """free_energy_ is variational_objective at theta_, started from P_0 (F's minimiser at theta_0)."""
+    X, y, _, _ = synth_small
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)    # five outer steps suffice here
+        model = VariationalGP(max_iter=5).fit(X, y)
+    kernel = RBF(length_scale=np.full(X.shape[1], np.sqrt(X.shape[1])), variance=1.0, bias=0.1)
+    res0 = variational_objective(kernel.theta, kernel, X, y)[3]
+    h = variational_objective(model.theta_, kernel, X, y, start=(res0.mu, res0.log_v, res0.C))[0]
+    assert h == pytest.approx(model.free_energy_, rel=1e-12, abs=0.0)
 
 
 # --------------------------------------------------------------------------- inner loop, bound
