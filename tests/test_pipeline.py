@@ -1,4 +1,5 @@
 """The literate pipeline: chapters -> modules, the sync check, the import contract."""
+import ast
 import re
 import shutil
 import subprocess
@@ -103,7 +104,6 @@ def test_every_registered_chapter_is_in_the_toc():
 def modules_used(chapter: Path) -> set[str]:
     """Submodules of gpc_literate that a chapter's code cells import or reach (read by ast,
     so a module named in a string or docstring does not count)."""
-    import ast
 
     import gpc_literate
     import jupytext
@@ -187,3 +187,35 @@ def test_every_public_name_resolves_and_every_module_is_exposed():
         assert module in registered, name
         assert getattr(gpc_literate, name) is getattr(
             __import__(f"gpc_literate.{module}", fromlist=[name]), name)
+
+
+def test_no_module_imports_another_modules_private_names():
+    """Shared helpers are public in the module that owns them (one naming contract)."""
+    offenders = []
+    for module in sorted((ROOT / "gpc_literate").glob("*.py")):
+        for node in ast.walk(ast.parse(module.read_text())):
+            if (isinstance(node, ast.ImportFrom) and node.module
+                    and node.module.startswith("gpc_literate")):
+                offenders += [f"{module.name}: {node.module}.{a.name}" for a in node.names
+                              if a.name.startswith("_") and a.name != "__version__"]
+    assert not offenders, "private names imported across modules: " + ", ".join(offenders)
+
+
+def test_the_gaussian_site_layer_is_defined_once():
+    """Site update, cavities, the Gaussian of the sites and the parallel site iteration have one
+    definition each, and their formulas are written nowhere else in the package."""
+    texts = {p.name: p.read_text() for p in (ROOT / "gpc_literate").glob("*.py")}
+    for pattern, owner in [(r"^def site_from_derivatives\(", "meanfield.py"),
+                           (r"^def cavities\(", "meanfield.py"),
+                           (r"^class SitePosterior\b", "meanfield.py"),
+                           (r"^def parallel_sites\(", "tap.py"),
+                           (r"^def adapt_damping\(", "tap.py")]:
+        where = [name for name, text in texts.items() if re.search(pattern, text, re.M)]
+        assert where == [owner], (pattern, where)
+    formulas = {"cavity precision 1/var - tau": r"1(\.0)? / \w*var\w* - \w*tau",
+                "cavity variance var / (1 - tau var)": r"var\w* / \(1(\.0)? - \w*tau\w* \* \w*var",
+                "site precision -d2 / (1 + var d2)": r"-d2\w* / ",
+                "site precision w / (1 - var w)": r"/ \(1(\.0)? - \w*var\w* \* (nu|w)\b"}
+    for what, pattern in formulas.items():
+        where = sorted(name for name, text in texts.items() if re.search(pattern, text))
+        assert set(where) <= {"meanfield.py"}, (what, where)
