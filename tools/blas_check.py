@@ -106,7 +106,7 @@ def compare(first: Path, second: Path) -> int:
             la, lb = ta.splitlines(), tb.splitlines()
             print(f"--- {path.name}, cell {i}")
             for line in difflib.unified_diff(la, lb, lineterm="", n=0):
-                if line.startswith(("---", "+++", "@@")):
+                if line.startswith(("---", "+++", "")):
                     continue
                 print("   ", line[:160])
             if len(la) == len(lb):
