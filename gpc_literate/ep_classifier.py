@@ -31,6 +31,125 @@ __all__ = ["EP"]
 
 
 # %% book/14_ep_classifier.md, code cell 3
+def _predict_latent(kernel, X_train, post, X):
+    """Eq. (eq-ep-predict): mean and variance of the latent f(x) under q at each row of X.
+
+    ``post`` is the SitePosterior of the fitted sites on ``X_train``; the variance is clipped
+    at zero against rounding.
+    """
+    Ks = kernel(X_train, X)
+    mean = Ks.T @ post.coef
+    var = kernel.diag(X) - post.inverse_sum_quad(Ks)
+    return mean, np.maximum(var, 0.0)
+
+
+# %% book/14_ep_classifier.md, code cell 4
+def _loo_predictive(likelihood, y, mu_cav, var_cav, gamma=0.0):
+    """Eq. (eq-ep-loo-predictive), S&K eq. 13: p(y_i | x_i, D without example i) from the cavities.
+
+    The likelihood's predictive probability of y_i (-1/+1) when f_i follows the cavity
+    N(mu_cav_i + gamma, var_cav_i); 1/2 where the cavity is improper (var_cav_i = inf).
+    """
+    proper = np.isfinite(var_cav)
+    p = np.full(len(y), 0.5)
+    p[proper] = likelihood.predictive(y[proper] * (mu_cav[proper] + gamma), var_cav[proper])
+    return p
+
+
+# %% book/14_ep_classifier.md, code cell 5
+def _check_ep_options(method, damping, max_sweeps, tol, kernel, likelihood):
+    """ValueError unless EP's options are valid: a method of EP_METHODS, damping in (0, 1],
+    an integer max_sweeps >= 1, tol > 0, a kernel (or None) and a Likelihood (or None)."""
+    if method not in EP_METHODS:
+        raise ValueError(f"method must be one of {EP_METHODS}; got {method!r}")
+    check_scalar(damping, "damping", low=0.0, high=1.0, low_inclusive=False)
+    if (isinstance(max_sweeps, (bool, np.bool_))
+            or not isinstance(max_sweeps, (int, np.integer)) or max_sweeps < 1):
+        raise ValueError(f"max_sweeps must be an integer >= 1; got {max_sweeps!r}")
+    check_scalar(tol, "tol", low=0.0, low_inclusive=False)
+    check_kernel(kernel)
+    if likelihood is not None and not isinstance(likelihood, Likelihood):
+        raise ValueError("likelihood must be a gpc_literate.likelihoods.Likelihood; "
+                         f"got {likelihood!r}")
+
+
+# %% book/14_ep_classifier.md, code cell 6
+def _run_ep_fit(K, y, likelihood, method, damping, max_sweeps, tol, site_nu_init=None,
+                site_tau_init=None, stacklevel=2):
+    """EP to convergence for a fit: solve_ep with its breakdowns explained; returns the EPRun.
+
+    Raises ImproperPosteriorError (with advice) when EP breaks down, or when a noise-free
+    likelihood meets a conflicting pair of training points; warns (ConvergenceWarning, at
+    ``stacklevel`` seen from the caller) when EP stops before ``tol``.
+    """
+    if getattr(likelihood, "kappa", None) == 0.0 and getattr(likelihood, "noise_var", 0.0) == 0.0:
+        check_no_conflicting_pair(
+            K, y, f"likelihood={likelihood!r} (noise-free)",
+            "use a likelihood with noise, e.g. Probit(noise_var=1.0) or "
+            "StepFlip(kappa=0.1), or a kernel that separates them")
+    advice = ("; the labels may be (nearly) impossible under the prior with this "
+              "likelihood: use one with more noise (larger noise_var or kappa), or a "
+              "smaller damping")
+    try:
+        run = solve_ep(K, y, likelihood, site_nu_init, site_tau_init, method=method,
+                       damping=float(damping), max_sweeps=int(max_sweeps), tol=float(tol))
+    except ImproperPosteriorError as err:
+        raise ImproperPosteriorError(f"{err}{advice}") from None
+    except LinAlgError:
+        raise ImproperPosteriorError("EP broke down: a factorisation of the EP posterior "
+                                     f"failed{advice}") from None
+    if not run.converged:
+        unit = "sweeps" if method == "sequential" else "iterations"
+        warnings.warn(f"EP ({method}, damping={damping}) did not converge in "
+                      f"{run.n_iter} {unit}: last undamped site change "
+                      f"{run.history[-1]:.3g} (tol={tol:g}), {run.n_refused} site "
+                      "update(s) refused", ConvergenceWarning, stacklevel=stacklevel + 1)
+    return run
+
+
+# %% book/14_ep_classifier.md, code cell 7
+def _fitted_attributes(post, likelihood, y):
+    """Fitted attributes of EP (name -> value) from the SitePosterior ``post`` of the final sites.
+
+    Sites (eq-sites-site), cavities (eq-sites-cavity), the leave-one-out decision and error,
+    the posterior marginals, alpha (posterior mean = K (y * alpha)) and the log marginal
+    likelihood eq-ep-logz-stable (-inf when a cavity is improper).
+    """
+    mu_cav, var_cav, proper = post.cavities()
+    nonzero = post.tau != 0.0
+    site_var = np.full(len(post.tau), np.inf)
+    site_var[nonzero] = 1.0 / post.tau[nonzero]
+    return dict(
+        site_nu_=post.nu.copy(), site_tau_=post.tau.copy(), site_var_=site_var,
+        site_mean_=np.where(nonzero, post.nu * np.where(nonzero, site_var, 0.0), 0.0),
+        mu_cav_=mu_cav, var_cav_=var_cav,
+        posterior_mean_=post.mean.copy(), posterior_var_=post.var.copy(),
+        alpha_=y * post.coef, loo_decision_=mu_cav,
+        loo_error_=float(np.mean(y * mu_cav <= 0.0)),
+        log_marginal_likelihood_=(ep_log_marginal(post, likelihood, y, mu_cav, var_cav)
+                                  if proper.all() else -np.inf))
+
+
+# %% book/14_ep_classifier.md, code cell 8
+def _ep_rerun(K, y, likelihood, site_nu, site_tau, options, theta, stacklevel=2):
+    """Eq. (eq-ep-logz-stable) at a new kernel matrix K: EP warm-started from (site_nu, site_tau).
+
+    ``options`` are solve_ep's keyword arguments; ``theta`` only names the point in the
+    ConvergenceWarning issued when EP stops early. Returns (posterior, log evidence), the
+    evidence -inf when a cavity is improper.
+    """
+    run = solve_ep(K, y, likelihood, site_nu, site_tau, **options)
+    post = run.posterior
+    if not run.converged:
+        warnings.warn(f"EP did not converge at theta={np.asarray(theta)}",
+                      ConvergenceWarning, stacklevel=stacklevel + 1)
+    mu_cav, var_cav, proper = post.cavities()
+    value = (ep_log_marginal(post, likelihood, y, mu_cav, var_cav)
+             if proper.all() else -np.inf)
+    return post, value
+
+
+# %% book/14_ep_classifier.md, code cell 9
 class EP(LearnsHyperparameters, GPClassifierBase):
     """Gaussian-process classifier by expectation propagation, S&K eqs 3-5 and 13 (chapter 12).
 
@@ -95,17 +214,8 @@ class EP(LearnsHyperparameters, GPClassifierBase):
 
     def _validate_params(self):
         self._validate_learning()
-        if self.method not in EP_METHODS:
-            raise ValueError(f"method must be one of {EP_METHODS}; got {self.method!r}")
-        check_scalar(self.damping, "damping", low=0.0, high=1.0, low_inclusive=False)
-        if (isinstance(self.max_sweeps, (bool, np.bool_))
-                or not isinstance(self.max_sweeps, (int, np.integer)) or self.max_sweeps < 1):
-            raise ValueError(f"max_sweeps must be an integer >= 1; got {self.max_sweeps!r}")
-        check_scalar(self.tol, "tol", low=0.0, low_inclusive=False)
-        check_kernel(self.kernel)
-        if self.likelihood is not None and not isinstance(self.likelihood, Likelihood):
-            raise ValueError("likelihood must be a gpc_literate.likelihoods.Likelihood; "
-                             f"got {self.likelihood!r}")
+        _check_ep_options(self.method, self.damping, self.max_sweeps, self.tol, self.kernel,
+                          self.likelihood)
 
     def _options(self):
         return dict(method=self.method, damping=float(self.damping),
@@ -126,50 +236,17 @@ class EP(LearnsHyperparameters, GPClassifierBase):
         self.likelihood_ = (Probit(noise_var=1.0) if self.likelihood is None
                             else copy.deepcopy(self.likelihood))
         self.X_train_, self.y_train_ = X, y_pm
-        K = self.kernel_(X)
-        lik = self.likelihood_
-        if getattr(lik, "kappa", None) == 0.0 and getattr(lik, "noise_var", 0.0) == 0.0:
-            check_no_conflicting_pair(
-                K, y_pm, f"likelihood={lik!r} (noise-free)",
-                "use a likelihood with noise, e.g. Probit(noise_var=1.0) or "
-                "StepFlip(kappa=0.1), or a kernel that separates them")
-        advice = ("; the labels may be (nearly) impossible under the prior with this "
-                  "likelihood: use one with more noise (larger noise_var or kappa), or a "
-                  "smaller damping")
-        try:
-            run = solve_ep(K, y_pm, lik, site_nu_init, site_tau_init, **self._options())
-        except ImproperPosteriorError as err:
-            raise ImproperPosteriorError(f"{err}{advice}") from None
-        except LinAlgError:
-            raise ImproperPosteriorError("EP broke down: a factorisation of the EP posterior "
-                                         f"failed{advice}") from None
-        if not run.converged:
-            unit = "sweeps" if self.method == "sequential" else "iterations"
-            warnings.warn(f"EP ({self.method}, damping={self.damping}) did not converge in "
-                          f"{run.n_iter} {unit}: last undamped site change "
-                          f"{run.history[-1]:.3g} (tol={self.tol:g}), {run.n_refused} site "
-                          "update(s) refused", ConvergenceWarning, stacklevel=3)
+        run = _run_ep_fit(self.kernel_(X), y_pm, self.likelihood_, self.method, self.damping,
+                          self.max_sweeps, self.tol, site_nu_init, site_tau_init, stacklevel=3)
         self.n_iter_, self.converged_, self.n_refused_ = run.n_iter, run.converged, run.n_refused
         self.change_history_ = run.history
         self._store(run.posterior)
 
     def _store(self, post):
         """Fitted attributes from the posterior of the final sites."""
-        mu_cav, var_cav, proper = post.cavities()
         self._post = post
-        self.site_nu_, self.site_tau_ = post.nu.copy(), post.tau.copy()
-        nonzero = post.tau != 0.0
-        self.site_var_ = np.full(len(post.tau), np.inf)
-        self.site_var_[nonzero] = 1.0 / post.tau[nonzero]
-        self.site_mean_ = np.where(nonzero, post.nu * np.where(nonzero, self.site_var_, 0.0), 0.0)
-        self.mu_cav_, self.var_cav_ = mu_cav, var_cav
-        self.posterior_mean_, self.posterior_var_ = post.mean.copy(), post.var.copy()
-        self.alpha_ = self.y_train_ * post.coef
-        self.loo_decision_ = mu_cav
-        self.loo_error_ = float(np.mean(self.y_train_ * mu_cav <= 0.0))
-        self.log_marginal_likelihood_ = (
-            ep_log_marginal(post, self.likelihood_, self.y_train_, mu_cav, var_cav)
-            if proper.all() else -np.inf)
+        for name, value in _fitted_attributes(post, self.likelihood_, self.y_train_).items():
+            setattr(self, name, value)
 
     def _require_fit(self):
         if not hasattr(self, "_post"):
@@ -189,15 +266,9 @@ class EP(LearnsHyperparameters, GPClassifierBase):
             kernel, post, value = self.kernel_, self._post, self.log_marginal_likelihood_
         else:
             kernel = self.kernel_.with_theta(theta)
-            run = solve_ep(kernel(self.X_train_), self.y_train_, self.likelihood_, self.site_nu_,
-                         self.site_tau_, **self._options())
-            post = run.posterior
-            if not run.converged:
-                warnings.warn(f"EP did not converge at theta={np.asarray(theta)}",
-                              ConvergenceWarning, stacklevel=2)
-            mu_cav, var_cav, proper = post.cavities()
-            value = (ep_log_marginal(post, self.likelihood_, self.y_train_, mu_cav, var_cav)
-                     if proper.all() else -np.inf)
+            post, value = _ep_rerun(kernel(self.X_train_), self.y_train_, self.likelihood_,
+                                    self.site_nu_, self.site_tau_, self._options(), theta,
+                                    stacklevel=2)
         if not eval_gradient:
             return value
         return value, ep_log_marginal_gradient(post, kernel.gradient(self.X_train_))
@@ -219,10 +290,7 @@ class EP(LearnsHyperparameters, GPClassifierBase):
     def predict_latent(self, X):
         """Eq. (eq-ep-predict): mean and variance of the latent f(x) under q at each row of X."""
         X = self._check_predict_input(X)
-        Ks = self.kernel_(self.X_train_, X)
-        mean = Ks.T @ self._post.coef
-        var = self.kernel_.diag(X) - self._post.inverse_sum_quad(Ks)
-        return mean, np.maximum(var, 0.0)
+        return _predict_latent(self.kernel_, self.X_train_, self._post, X)
 
     def _decision_function(self, X):
         return self.kernel_(X, self.X_train_) @ self._post.coef
@@ -239,9 +307,4 @@ class EP(LearnsHyperparameters, GPClassifierBase):
         """
         self._require_fit()
         gamma = check_scalar(gamma, "gamma")
-        proper = np.isfinite(self.var_cav_)
-        p = np.full(len(self.y_train_), 0.5)
-        y = self.y_train_[proper]
-        p[proper] = self.likelihood_.predictive(y * (self.mu_cav_[proper] + gamma),
-                                                self.var_cav_[proper])
-        return p
+        return _loo_predictive(self.likelihood_, self.y_train_, self.mu_cav_, self.var_cav_, gamma)

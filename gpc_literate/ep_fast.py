@@ -221,6 +221,7 @@ def _lowrank_marginals(Qt, nu, tau):
     return (W @ nu) @ W, np.einsum("ij,ij->j", W, W)
 
 
+# %% book/13_ep_fast.md, code cell 9
 def _lowrank_start(K, y, likelihood, nu, tau, tol=1e-8):
     """Sites of parallel EP on the pivoted-Cholesky approximation of K, or None.
 
@@ -249,7 +250,7 @@ def _lowrank_start(K, y, likelihood, nu, tau, tol=1e-8):
     return (nu, tau) if np.all(tau >= 0.0) else None
 
 
-# %% book/13_ep_fast.md, code cell 11
+# %% book/13_ep_fast.md, code cell 12
 EP_METHODS = ("sequential", "parallel", "anderson", "newton")
 
 

@@ -69,6 +69,16 @@ def _naive_update(K, k_diag, y, alpha, likelihood):
     return f, mu, y * dlogz, -d2logz
 
 
+# %% book/08_naive_mean_field.md, code cell 8
+def naive_residual(K, y, likelihood, alpha):
+    """max_i |alpha_i - (right side of eq-mf-alpha)|: how far alpha is from the naive fixed point."""
+    K = np.asarray(K, dtype=float)
+    y = np.asarray(y, dtype=float)
+    _, _, target, _ = _naive_update(K, np.diag(K), y, np.asarray(alpha, dtype=float), likelihood)
+    return float(np.max(np.abs(target - alpha)))
+
+
+# %% book/08_naive_mean_field.md, code cell 9
 def _newton_direction(K, tau, b):
     """(I + T K)^{-1} b of eq-mf-newton, as b - S A^{-1} S K b with A = sign(T) + S K S, S = |T|^(1/2).
 
@@ -92,6 +102,27 @@ def _newton_direction(K, tau, b):
     return b - s * x
 
 
+# %% book/08_naive_mean_field.md, code cell 10
+def _newton_step(K, k_diag, y, alpha, delta, w, error, likelihood):
+    """Eq. (eq-mf-newton) with step halving: (new alpha, step size), or (None, last step size).
+
+    ``delta`` is the residual of eq-mf-alpha at ``alpha``, ``w`` the curvatures there and
+    ``error`` = sum(delta ** 2), which the step must reduce (by a factor 1 - 1e-4 eta). A
+    singular Jacobian gives the plain step ``delta`` instead of the Newton direction.
+    """
+    one_minus = 1.0 - k_diag * w
+    step = y * _newton_direction(K, w / one_minus, y * delta / one_minus)
+    if not np.all(np.isfinite(step)):
+        step = delta                                     # singular Jacobian
+    for eta in 0.5 ** np.arange(40):
+        trial = alpha + eta * step
+        _, _, target_t, _ = _naive_update(K, k_diag, y, trial, likelihood)
+        if np.sum((target_t - trial) ** 2) <= (1.0 - 1e-4 * eta) * error:
+            return trial, eta
+    return None, eta
+
+
+# %% book/08_naive_mean_field.md, code cell 11
 def _separable(K, y):
     """Eq. (eq-mf-feasible): is there alpha >= 0 with y_i (K (y alpha))_i >= 1 for every i? (an LP)"""
     Q = y[:, None] * K * y[None, :]
@@ -106,6 +137,7 @@ _NO_SOLUTION = ("the naive mean-field equations have no solution: with the noise
                 "label flips kappa > 0, or a more flexible kernel")
 
 
+# %% book/08_naive_mean_field.md, code cell 12
 @dataclass
 class NaiveMFResult:
     """Output of ``naive_mean_field``.
@@ -127,6 +159,21 @@ class NaiveMFResult:
     message: str = ""
 
 
+# %% book/08_naive_mean_field.md, code cell 13
+def _initial_alpha(alpha_init, n):
+    """The start of the iteration: zeros (tabula rasa) or a float copy of ``alpha_init``.
+
+    Raises ValueError unless ``alpha_init`` is finite with shape (n,).
+    """
+    if alpha_init is None:
+        return np.zeros(n)
+    alpha = np.array(alpha_init, dtype=float)
+    if alpha.shape != (n,) or not np.all(np.isfinite(alpha)):
+        raise ValueError(f"alpha_init must be a finite array of shape ({n},)")
+    return alpha
+
+
+# %% book/08_naive_mean_field.md, code cell 14
 def naive_mean_field(K, y, likelihood, *, alpha_init=None, max_iter=10_000, tol=1e-6,
                      learning_rate=0.05, method="newton"):
     """Solve eq-mf-alpha by Newton's method (eq-mf-newton, default) or O&W's Algorithm 17.1 (eq-mf-update).
@@ -153,12 +200,7 @@ def naive_mean_field(K, y, likelihood, *, alpha_init=None, max_iter=10_000, tol=
     y = np.asarray(y, dtype=float)
     n = y.size
     k_diag = np.diag(K).copy()
-    if alpha_init is None:
-        alpha = np.zeros(n)
-    else:
-        alpha = np.array(alpha_init, dtype=float)
-        if alpha.shape != (n,) or not np.all(np.isfinite(alpha)):
-            raise ValueError(f"alpha_init must be a finite array of shape ({n},)")
+    alpha = _initial_alpha(alpha_init, n)
     newton = method == "newton"
     noise_free = newton and isinstance(likelihood, StepFlip) and likelihood.kappa == 0.0
     eta, previous, history, message = float(learning_rate), None, [], ""
@@ -173,16 +215,8 @@ def naive_mean_field(K, y, likelihood, *, alpha_init=None, max_iter=10_000, tol=
             previous = error
             alpha = alpha + eta * delta
         else:                                                    # eq-mf-newton, step halving
-            one_minus = 1.0 - k_diag * w
-            step = y * _newton_direction(K, w / one_minus, y * delta / one_minus)
-            if not np.all(np.isfinite(step)):
-                step = delta                                     # singular Jacobian
-            for eta in 0.5 ** np.arange(40):
-                trial = alpha + eta * step
-                _, _, target_t, _ = _naive_update(K, k_diag, y, trial, likelihood)
-                if np.sum((target_t - trial) ** 2) <= (1.0 - 1e-4 * eta) * error:
-                    break
-            else:
+            trial, eta = _newton_step(K, k_diag, y, alpha, delta, w, error, likelihood)
+            if trial is None:
                 message = "no step along the Newton direction reduces the residual"
                 break
             alpha = trial
@@ -206,15 +240,7 @@ def naive_mean_field(K, y, likelihood, *, alpha_init=None, max_iter=10_000, tol=
                          np.array(history), message)
 
 
-def naive_residual(K, y, likelihood, alpha):
-    """max_i |alpha_i - (right side of eq-mf-alpha)|: how far alpha is from the naive fixed point."""
-    K = np.asarray(K, dtype=float)
-    y = np.asarray(y, dtype=float)
-    _, _, target, _ = _naive_update(K, np.diag(K), y, np.asarray(alpha, dtype=float), likelihood)
-    return float(np.max(np.abs(target - alpha)))
-
-
-# %% book/08_naive_mean_field.md, code cell 13
+# %% book/08_naive_mean_field.md, code cell 20
 def tilted_moments(likelihood, y, mu_cav, var_cav):
     """Eq. (eq-noise-tilted-moments): (log Z, mean, variance) of p(y|f) N(f; mu_cav, var_cav) / Z."""
     log_z, d1, d2 = likelihood.log_Z(y, mu_cav, var_cav)
@@ -258,7 +284,7 @@ def cavities(mean, var, coef, tau):
     return np.where(proper, mean - np.where(proper, var_cav, 0.0) * coef, mean), var_cav, proper
 
 
-# %% book/08_naive_mean_field.md, code cell 14
+# %% book/08_naive_mean_field.md, code cell 21
 class ImproperPosteriorError(LinAlgError):
     """The sites make K^-1 + diag(site_tau) indefinite: q(f) is not a normalisable Gaussian."""
 
@@ -285,7 +311,7 @@ def selected_variances(K, Linv, s, pos, SK, rel=SELECTED_INVERSE_MIN):
     return var
 
 
-# %% book/08_naive_mean_field.md, code cell 15
+# %% book/08_naive_mean_field.md, code cell 22
 class PositiveSites(NamedTuple):
     """Output of ``positive_site_marginals``: the Gaussian Sigma_+ of the sites tau > 0."""
 
@@ -336,7 +362,7 @@ def positive_site_marginals(K, nu, tau, *, with_V=False, full=False):
     return PositiveSites(pos, s, L, V, Linv, mean, var, coef, logdet, Sigma)
 
 
-# %% book/08_naive_mean_field.md, code cell 16
+# %% book/08_naive_mean_field.md, code cell 23
 def negative_site_correction(K, tau, pos, s, L, V, allow_improper=False):
     """Eq. (eq-sites-negative): the m negative sites as a rank-m correction of Sigma_+.
 
@@ -378,7 +404,30 @@ def negative_site_correction(K, tau, pos, s, L, V, allow_improper=False):
     return logdet, proper, pair, RSp, r[:, None] * M
 
 
-# %% book/08_naive_mean_field.md, code cell 17
+# %% book/08_naive_mean_field.md, code cell 24
+def _negative_site_marginals(K, tau, plus, full=False, allow_improper=False):
+    """Eq. (eq-sites-negative): the marginals of ``plus`` (Sigma_+ of the positive sites) with
+    the negative sites of ``tau`` included.
+
+    Returns (mean, var, coef, logdet, Sigma, proper, M): ``Sigma`` is corrected in place when
+    ``full``; ``M`` the factor pair of the rank-m correction of A (eq-sites-inverse-sum).
+    """
+    neg = np.flatnonzero(tau < 0.0)
+    mean, var, coef, logdet, Sigma = plus.mean, plus.var, plus.coef, plus.logdet, plus.Sigma
+    logdet_c, proper, pair, RSp, M = negative_site_correction(
+        K, tau, plus.pos, plus.s, plus.L, plus.V, allow_improper)
+    left, right = pair(RSp)
+    shift = left.T @ pair(np.sqrt(-tau[neg]) * mean[neg])[1]     # mean - mean_+
+    var, logdet = var + np.einsum("ij,ij->j", left, right), logdet + logdet_c
+    coef = coef - np.where(tau > 0.0, tau * shift, 0.0)
+    coef[neg] -= tau[neg] * (mean[neg] + shift[neg])
+    mean = K @ coef
+    if full:
+        Sigma += left.T @ right
+    return mean, var, coef, logdet, Sigma, proper, pair(M)
+
+
+# %% book/08_naive_mean_field.md, code cell 25
 class SitePosterior:
     """Eqs (eq-sites-posterior), (eq-sites-chol), (eq-sites-negative): N(0, K) times the sites.
 
@@ -400,17 +449,8 @@ class SitePosterior:
         mean, var, coef, logdet, Sigma = plus.mean, plus.var, plus.coef, plus.logdet, plus.Sigma
         self.proper, self._M = True, None
         if neg.size:
-            logdet_c, self.proper, pair, RSp, M = negative_site_correction(
-                K, tau, plus.pos, plus.s, plus.L, plus.V, allow_improper)
-            left, right = pair(RSp)
-            shift = left.T @ pair(np.sqrt(-tau[neg]) * mean[neg])[1]     # mean - mean_+
-            var, logdet = var + np.einsum("ij,ij->j", left, right), logdet + logdet_c
-            coef = coef - np.where(tau > 0.0, tau * shift, 0.0)
-            coef[neg] -= tau[neg] * (mean[neg] + shift[neg])
-            mean = K @ coef
-            if full:
-                Sigma += left.T @ right
-            self._M = pair(M)
+            mean, var, coef, logdet, Sigma, self.proper, self._M = _negative_site_marginals(
+                K, tau, plus, full, allow_improper)
         if not (np.all(np.isfinite(mean)) and np.isfinite(logdet) and np.all(var > 0.0)):
             if not allow_improper:
                 raise ImproperPosteriorError("the posterior has a non-positive variance")
@@ -451,7 +491,7 @@ class SitePosterior:
         return A
 
 
-# %% book/08_naive_mean_field.md, code cell 19
+# %% book/08_naive_mean_field.md, code cell 27
 def naive_loo(K, y, alpha, likelihood):
     """Eqs (eq-mf-loo), (eq-mf-loo-stable), O&W 17.41-17.42: linear-response leave-one-out activations.
 
@@ -476,7 +516,49 @@ def naive_loo(K, y, alpha, likelihood):
     return f_loo, var_loo, posterior
 
 
-# %% book/08_naive_mean_field.md, code cell 21
+# %% book/08_naive_mean_field.md, code cell 29
+def _check_mf_options(method, kappa, v, tol, learning_rate, max_iter, kernel, compute_loo):
+    """ValueError unless NaiveMeanField's options are valid: method "newton" or "adaptive",
+    kappa in [0, 1/2), v >= 0, tol > 0, learning_rate > 0, an integer max_iter, a kernel (or
+    None) and a boolean compute_loo."""
+    if method not in ("newton", "adaptive"):
+        raise ValueError(f"method must be 'newton' or 'adaptive'; got {method!r}")
+    check_scalar(kappa, "kappa", low=0.0, high=0.5, high_inclusive=False)
+    check_scalar(v, "v", low=0.0)
+    check_scalar(tol, "tol", low=0.0, low_inclusive=False)
+    check_scalar(learning_rate, "learning_rate", low=0.0, low_inclusive=False)
+    check_integer(max_iter, "max_iter")
+    check_kernel(kernel)
+    check_bool(compute_loo, "compute_loo")
+
+
+# %% book/08_naive_mean_field.md, code cell 30
+def _loo_criterion(K, y, alpha, likelihood):
+    """Eq. (eq-mf-loo-criterion): mean_i log Z_i(f_loo_i, var_loo_i) at the solution ``alpha``.
+
+    The leave-one-out distributions are those of eq-mf-loo (``naive_loo``); -inf when one of
+    them is not a proper Gaussian.
+    """
+    f_loo, var_loo, _ = naive_loo(K, y, alpha, likelihood)
+    if not np.all(np.isfinite(f_loo) & np.isfinite(var_loo) & (var_loo > 0.0)):
+        return -np.inf
+    return float(np.mean(likelihood.log_Z(y, f_loo, var_loo)[0]))
+
+
+# %% book/08_naive_mean_field.md, code cell 31
+def _mf_predict_proba(kernel, X_train, coef, posterior, kappa, v, X):
+    """Eq. (eq-mf-predictive): kappa + (1 - 2 kappa) Phi(<f(x)> / sqrt(Var f(x) + v)).
+
+    At each row of X, from ``coef`` = y * alpha and the linear-response ``posterior`` on
+    ``X_train``.
+    """
+    K_cross = kernel(X, X_train)
+    var = posterior.predictive_var(K_cross, kernel.diag(X)) + float(v)
+    var = np.maximum(var, np.finfo(float).tiny)      # rounding at a training input, v = 0
+    return StepFlip(float(kappa)).predictive(K_cross @ coef, var)
+
+
+# %% book/08_naive_mean_field.md, code cell 32
 class NaiveMeanField(LearnsHyperparameters, GPClassifierBase):
     """GP classifier by naive mean-field theory, O&W section 17.6 (Algorithm 17.1, eq-mf-alpha).
 
@@ -522,15 +604,12 @@ class NaiveMeanField(LearnsHyperparameters, GPClassifierBase):
 
     def _validate_params(self):
         self._validate_learning()
-        if self.method not in ("newton", "adaptive"):
-            raise ValueError(f"method must be 'newton' or 'adaptive'; got {self.method!r}")
-        check_scalar(self.kappa, "kappa", low=0.0, high=0.5, high_inclusive=False)
-        check_scalar(self.v, "v", low=0.0)
-        check_scalar(self.tol, "tol", low=0.0, low_inclusive=False)
-        check_scalar(self.learning_rate, "learning_rate", low=0.0, low_inclusive=False)
-        check_integer(self.max_iter, "max_iter")
-        check_kernel(self.kernel)
-        check_bool(self.compute_loo, "compute_loo")
+        _check_mf_options(self.method, self.kappa, self.v, self.tol, self.learning_rate,
+                          self.max_iter, self.kernel, self.compute_loo)
+
+    def _solver_options(self):
+        return dict(max_iter=int(self.max_iter), tol=float(self.tol),
+                    learning_rate=float(self.learning_rate), method=self.method)
 
     def fit(self, X, y, alpha_init=None):
         """Fit to inputs X (n, d) and two-class labels y; ``alpha_init`` (n,) warm-starts alpha."""
@@ -550,20 +629,14 @@ class NaiveMeanField(LearnsHyperparameters, GPClassifierBase):
         alpha = self.alpha_
         if theta is not None:
             alpha = naive_mean_field(K, self._y, likelihood, alpha_init=self.alpha_,
-                                     max_iter=int(self.max_iter), tol=float(self.tol),
-                                     learning_rate=float(self.learning_rate),
-                                     method=self.method).alpha
-        f_loo, var_loo, _ = naive_loo(K, self._y, alpha, likelihood)
-        if not np.all(np.isfinite(f_loo) & np.isfinite(var_loo) & (var_loo > 0.0)):
-            return -np.inf
-        return float(np.mean(likelihood.log_Z(self._y, f_loo, var_loo)[0]))
+                                     **self._solver_options()).alpha
+        return _loo_criterion(K, self._y, alpha, likelihood)
 
     def _fit_fixed(self, X, y, kernel, alpha_init=None):
         K = kernel(X) + float(self.v) * np.eye(len(y))
         likelihood = StepFlip(float(self.kappa))
         result = naive_mean_field(K, y, likelihood, alpha_init=alpha_init,
-                                  max_iter=int(self.max_iter), tol=float(self.tol),
-                                  learning_rate=float(self.learning_rate), method=self.method)
+                                  **self._solver_options())
         self.kernel_, self.X_train_, self._y = kernel, X, y
         self.alpha_, self.coef_ = result.alpha, y * result.alpha
         self.n_iter_, self.converged_ = result.n_iter, result.converged
@@ -595,7 +668,5 @@ class NaiveMeanField(LearnsHyperparameters, GPClassifierBase):
         if self._posterior is None:                  # fitted with compute_loo=False
             K = self.kernel_(self.X_train_) + float(self.v) * np.eye(len(self._y))
             _, _, self._posterior = naive_loo(K, self._y, self.alpha_, StepFlip(float(self.kappa)))
-        K_cross = self.kernel_(X, self.X_train_)
-        var = self._posterior.predictive_var(K_cross, self.kernel_.diag(X)) + float(self.v)
-        var = np.maximum(var, np.finfo(float).tiny)      # rounding at a training input, v = 0
-        return StepFlip(float(self.kappa)).predictive(K_cross @ self.coef_, var)
+        return _mf_predict_proba(self.kernel_, self.X_train_, self.coef_, self._posterior,
+                                 self.kappa, self.v, X)

@@ -61,6 +61,7 @@ def _site_posterior(K, nu, tau):
         raise TAPBreakdownError(_BREAKDOWN.format("singular matrix")) from None
 
 
+# %% book/09_tap.md, code cell 4
 class TAPEquations(NamedTuple):
     """The TAP equations evaluated at (coef, var_cav), the output of ``tap_equations``.
 
@@ -109,7 +110,7 @@ def tap_equations(K, y, likelihood, coef, var_cav):
                         float(log_evidence))
 
 
-# %% book/09_tap.md, code cell 8
+# %% book/09_tap.md, code cell 9
 def site_change(d_nu, d_tau, var_cav):
     """Eq. (eq-sites-converged): the largest site change, max(|d tau| var_cav, |d nu| sqrt(var_cav))."""
     return float(np.max(np.maximum(np.abs(d_tau) * var_cav, np.abs(d_nu) * np.sqrt(var_cav))))
@@ -133,7 +134,7 @@ def adapt_damping(eta, damping, history, patience=1):
     return min(1.25 * eta, damping) if rises == 0 and len(history) > 1 else eta
 
 
-# %% book/09_tap.md, code cell 9
+# %% book/09_tap.md, code cell 10
 class SiteProposal(NamedTuple):
     """The undamped update at the current sites (nu, tau): changes, cavity variances, refusals."""
 
@@ -161,6 +162,7 @@ class SiteIteration(NamedTuple):
     n_factorizations: int
 
 
+# %% book/09_tap.md, code cell 11
 def parallel_sites(K, y, likelihood, site_nu, site_tau, *, damping=1.0, max_iter=100, tol=1e-8,
                    adaptive_damping=True, patience=1, step=None, residual=None):
     """Eqs (eq-sites-parallel), (eq-sites-converged): damped parallel site updates from (site_nu, site_tau).
@@ -208,7 +210,7 @@ def parallel_sites(K, y, likelihood, site_nu, site_tau, *, damping=1.0, max_iter
     return SiteIteration(post, it, converged, proposal.n_refused, np.array(history), n_fact)
 
 
-# %% book/09_tap.md, code cell 10
+# %% book/09_tap.md, code cell 12
 @dataclass
 class TAPResult:
     """Output of ``tap_fixed_point``.
@@ -236,7 +238,7 @@ class TAPResult:
     n_factorizations: int
 
 
-# %% book/09_tap.md, code cell 11
+# %% book/09_tap.md, code cell 13
 def tap_alpha_residual(y, likelihood, posterior, proposal=None):
     """max_i |d log Z_i / d mu - y_i alpha_i| at the cavities of ``posterior``: eq-tap-alpha's residual.
 
@@ -288,7 +290,7 @@ def tap_fixed_point(K, y, likelihood, *, max_iter=500, tol=1e-8, damping=0.5, co
                      n_iter, max(state.residual) < tol, max(state.residual), n_fact)
 
 
-# %% book/09_tap.md, code cell 19
+# %% book/09_tap.md, code cell 21
 def tap_evidence_gradient(coef, posterior, dK):
     """Eq. (eq-tap-evidence-gradient): d(-G_TAP)/d theta at a TAP solution, shape (p,).
 
@@ -300,7 +302,7 @@ def tap_evidence_gradient(coef, posterior, dK):
             - 0.5 * np.einsum("ijk,ij->k", dK, inv_sum))
 
 
-# %% book/09_tap.md, code cell 21
+# %% book/09_tap.md, code cell 23
 def check_no_conflicting_pair(K, y, likelihood_name, fix, rel=1e-12):
     """Raise ValueError if two examples that the prior ties have different labels.
 
@@ -320,6 +322,65 @@ def check_no_conflicting_pair(K, y, likelihood_name, fix, rel=1e-12):
             f"zero: {fix}")
 
 
+# %% book/09_tap.md, code cell 24
+def _check_tap_options(kappa, v, tol, damping, max_iter, kernel, compute_loo):
+    """ValueError unless TAP's options are valid: kappa in [0, 1/2), v >= 0, tol > 0,
+    damping in (0, 1], an integer max_iter, a kernel (or None) and a boolean compute_loo."""
+    check_scalar(kappa, "kappa", low=0.0, high=0.5, high_inclusive=False)
+    check_scalar(v, "v", low=0.0)
+    check_scalar(tol, "tol", low=0.0, low_inclusive=False)
+    check_scalar(damping, "damping", low=0.0, high=1.0, low_inclusive=False)
+    check_integer(max_iter, "max_iter")
+    check_kernel(kernel)
+    check_bool(compute_loo, "compute_loo")
+
+
+# %% book/09_tap.md, code cell 25
+def _solve_tap(K, y, likelihood, max_iter, tol, damping, coef_init=None, noise_free=False):
+    """tap_fixed_point (eq-tap-alpha, eq-tap-var-cav) with a breakdown reported with advice.
+
+    With ``noise_free`` (kappa = 0 and v = 0) a pair of tied inputs with different labels is
+    refused first, by check_no_conflicting_pair.
+    """
+    if noise_free:
+        check_no_conflicting_pair(
+            K, y, "the noise-free likelihood (kappa=0, v=0)",
+            "set v > 0 (input noise, e.g. v=0.1) or kappa > 0 (label flips), or use a "
+            "kernel that separates the inputs")
+    try:
+        return tap_fixed_point(K, y, likelihood, max_iter=int(max_iter), tol=float(tol),
+                               damping=float(damping), coef_init=coef_init)
+    except TAPBreakdownError as err:
+        raise TAPBreakdownError(
+            f"{err}; set v > 0 (input noise) or kappa > 0 (label flips), or use a smaller "
+            f"damping than {float(damping):g}") from None
+
+
+# %% book/09_tap.md, code cell 26
+def _tap_loo(likelihood, y, mu_cav, var_cav):
+    """Eqs (eq-tap-loo), (eq-tap-error-probability): (loo_decision, loo_error, error_probability).
+
+    The leave-one-out activations are the cavity means; the error probability averages the
+    predictive probability of the wrong label, likelihood.predictive(-|mu_cav|, var_cav).
+    """
+    loo_error = float(np.mean(y * mu_cav <= 0.0))
+    error_probability = float(np.mean(likelihood.predictive(-np.abs(mu_cav), var_cav)))
+    return mu_cav, loo_error, error_probability
+
+
+# %% book/09_tap.md, code cell 27
+def _tap_predict_proba(kernel, X_train, coef, posterior, likelihood, v, X):
+    """Eq. (eq-tap-predictive): kappa + (1 - 2 kappa) Phi(<f(x)> / sqrt(Var f(x) + v)).
+
+    At each row of X, from the solution's ``coef`` and ``posterior`` on ``X_train``.
+    """
+    K_cross = kernel(X, X_train)
+    var = posterior.predictive_var(K_cross, kernel.diag(X)) + float(v)
+    var = np.maximum(var, np.finfo(float).tiny)      # rounding at a training input, v = 0
+    return likelihood.predictive(K_cross @ coef, var)
+
+
+# %% book/09_tap.md, code cell 28
 class TAP(LearnsHyperparameters, GPClassifierBase):
     """GP classifier by the TAP mean-field theory of Opper & Winther (NIPS 1999, NC 2000).
 
@@ -364,13 +425,8 @@ class TAP(LearnsHyperparameters, GPClassifierBase):
 
     def _validate_params(self):
         self._validate_learning()
-        check_scalar(self.kappa, "kappa", low=0.0, high=0.5, high_inclusive=False)
-        check_scalar(self.v, "v", low=0.0)
-        check_scalar(self.tol, "tol", low=0.0, low_inclusive=False)
-        check_scalar(self.damping, "damping", low=0.0, high=1.0, low_inclusive=False)
-        check_integer(self.max_iter, "max_iter")
-        check_kernel(self.kernel)
-        check_bool(self.compute_loo, "compute_loo")
+        _check_tap_options(self.kappa, self.v, self.tol, self.damping, self.max_iter,
+                           self.kernel, self.compute_loo)
 
     def fit(self, X, y, alpha_init=None):
         """Fit to inputs X (n, d) and two-class labels y; ``alpha_init`` (n,) warm-starts alpha."""
@@ -384,14 +440,8 @@ class TAP(LearnsHyperparameters, GPClassifierBase):
 
     def _solve(self, K, y, coef_init):
         """tap_fixed_point with the estimator's settings; breakdowns reported with advice."""
-        try:
-            return tap_fixed_point(K, y, self._likelihood, max_iter=int(self.max_iter),
-                                   tol=float(self.tol), damping=float(self.damping),
-                                   coef_init=coef_init)
-        except TAPBreakdownError as err:
-            raise TAPBreakdownError(
-                f"{err}; set v > 0 (input noise) or kappa > 0 (label flips), or use a smaller "
-                f"damping than {float(self.damping):g}") from None
+        return _solve_tap(K, y, self._likelihood, self.max_iter, self.tol, self.damping,
+                          coef_init)
 
     def log_marginal_likelihood(self, theta=None, eval_gradient=False):
         """-G_TAP, eq. (eq-tap-log-evidence), at kernel log-hyperparameters theta (None: fitted).
@@ -421,12 +471,8 @@ class TAP(LearnsHyperparameters, GPClassifierBase):
         K = kernel(X) + float(self.v) * np.eye(len(y))
         self._likelihood = StepFlip(float(self.kappa))
         coef_init = None if alpha_init is None else y * np.asarray(alpha_init, dtype=float)
-        if float(self.kappa) == 0.0 and float(self.v) == 0.0:
-            check_no_conflicting_pair(
-                K, y, "the noise-free likelihood (kappa=0, v=0)",
-                "set v > 0 (input noise, e.g. v=0.1) or kappa > 0 (label flips), or use a "
-                "kernel that separates the inputs")
-        result = self._solve(K, y, coef_init)
+        result = _solve_tap(K, y, self._likelihood, self.max_iter, self.tol, self.damping,
+                            coef_init, noise_free=float(self.kappa) == 0.0 and float(self.v) == 0.0)
         self.kernel_, self.X_train_, self._posterior, self._y = kernel, X, result.posterior, y
         self.alpha_, self.coef_ = result.alpha, result.coef
         self.mu_cav_, self.var_cav_, self.var_ = result.mu_cav, result.var_cav, result.var
@@ -441,10 +487,8 @@ class TAP(LearnsHyperparameters, GPClassifierBase):
                 ConvergenceWarning, stacklevel=3)
         self.loo_decision_ = self.loo_error_ = self.error_probability_ = None
         if self.compute_loo:
-            self.loo_decision_ = result.mu_cav                                   # eq-tap-loo
-            self.loo_error_ = float(np.mean(y * result.mu_cav <= 0.0))
-            self.error_probability_ = float(np.mean(                 # eq-tap-error-probability
-                self._likelihood.predictive(-np.abs(result.mu_cav), result.var_cav)))
+            self.loo_decision_, self.loo_error_, self.error_probability_ = _tap_loo(
+                self._likelihood, y, result.mu_cav, result.var_cav)
         return self
 
     def _decision_function(self, X):
@@ -453,7 +497,5 @@ class TAP(LearnsHyperparameters, GPClassifierBase):
 
     def _predict_proba_positive(self, X):
         """Eq. (eq-tap-predictive): kappa + (1 - 2 kappa) Phi(<f(x)> / sqrt(Var f(x) + v))."""
-        K_cross = self.kernel_(X, self.X_train_)
-        var = self._posterior.predictive_var(K_cross, self.kernel_.diag(X)) + float(self.v)
-        var = np.maximum(var, np.finfo(float).tiny)      # rounding at a training input, v = 0
-        return self._likelihood.predictive(K_cross @ self.coef_, var)
+        return _tap_predict_proba(self.kernel_, self.X_train_, self.coef_, self._posterior,
+                                  self._likelihood, self.v, X)
