@@ -151,7 +151,7 @@ def _ep_rerun(K, y, likelihood, site_nu, site_tau, options, theta, stacklevel=2)
 
 # %% book/14_ep_classifier.md, code cell 9
 class EP(LearnsHyperparameters, GPClassifierBase):
-    """Gaussian-process classifier by expectation propagation, S&K eqs 3-5 and 13 (chapter 12).
+    """Gaussian-process classifier by expectation propagation, S&K eqs 3-5 and 13 (chapters 12-14).
 
     Parameters
     ----------

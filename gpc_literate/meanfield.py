@@ -40,7 +40,7 @@ from gpc_literate.kernels import check_kernel, default_kernel
 from gpc_literate.likelihoods import StepFlip
 
 __all__ = ["embedding_strength", "NaiveMFResult", "naive_mean_field", "naive_residual",
-           "tilted_moments", "site_from_derivatives", "site_update", "cavities",
+           "tilted_moments", "site_from_derivatives", "site_update", "cavity_mean", "cavities",
            "ImproperPosteriorError", "SELECTED_INVERSE_MIN", "selected_variances",
            "PositiveSites", "positive_site_marginals", "negative_site_correction",
            "SitePosterior",
@@ -64,7 +64,7 @@ def _naive_update(K, k_diag, y, alpha, likelihood):
     w_i = -d^2 log Z_i / d mu^2 at the cavity field, the curvature in eq-mf-newton.
     """
     f = K @ (y * alpha)
-    mu = f - k_diag * y * alpha
+    mu = cavity_mean(f, k_diag, y * alpha)
     _, dlogz, d2logz = likelihood.log_Z(y, mu, k_diag)
     return f, mu, y * dlogz, -d2logz
 
@@ -271,6 +271,14 @@ def site_update(likelihood, y, mu_cav, var_cav):
     return np.where(ok, nu, 0.0), np.where(ok, tau, 0.0), log_z, ok
 
 
+def cavity_mean(mean, var_cav, coef):
+    """Eq. (eq-sites-cavity), last form: the cavity mean m_i - var_cav_i c_i.
+
+    With var_cav = K_ii it is the naive cavity field of eq-mf-alpha.
+    """
+    return mean - var_cav * coef
+
+
 def cavities(mean, var, coef, tau):
     """Eq. (eq-sites-cavity): cavity means and variances from the marginals (mean, var), coef and tau.
 
@@ -281,7 +289,8 @@ def cavities(mean, var, coef, tau):
     tau_cav = 1.0 / var - tau
     proper = tau_cav > 0.0
     var_cav = np.where(proper, 1.0 / np.where(proper, tau_cav, 1.0), np.inf)
-    return np.where(proper, mean - np.where(proper, var_cav, 0.0) * coef, mean), var_cav, proper
+    return (np.where(proper, cavity_mean(mean, np.where(proper, var_cav, 0.0), coef), mean),
+            var_cav, proper)
 
 
 # %% book/08_naive_mean_field.md, code cell 21
@@ -508,7 +517,7 @@ def naive_loo(K, y, alpha, likelihood):
     coef = y * np.asarray(alpha, dtype=float)
     k_diag = np.diag(K)
     mean = K @ coef
-    mu = mean - k_diag * coef                     # the naive cavity fields of eq-mf-alpha
+    mu = cavity_mean(mean, k_diag, coef)          # the naive cavity fields of eq-mf-alpha
     _, d1, d2 = likelihood.log_Z(y, mu, k_diag)
     tau = site_from_derivatives(mu, k_diag, d1, d2)[1]          # 1 / Omega_i, eq-mf-omega
     posterior = SitePosterior(K, np.zeros_like(tau), tau, allow_improper=True)

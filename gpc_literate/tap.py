@@ -33,7 +33,7 @@ from gpc_literate.base import (ConvergenceWarning, GPClassifierBase, LearnsHyper
 from gpc_literate.kernels import check_kernel, default_kernel
 from gpc_literate.likelihoods import StepFlip
 from gpc_literate.meanfield import (ImproperPosteriorError, SitePosterior, cavities,
-                                    site_from_derivatives, site_update)
+                                    cavity_mean, site_from_derivatives, site_update)
 
 __all__ = ["TAPEquations", "tap_equations", "site_change", "DAMPING_FLOOR", "adapt_damping",
            "SiteProposal", "SiteIteration", "parallel_sites", "TAPResult", "TAPBreakdownError",
@@ -65,7 +65,7 @@ def _site_posterior(K, nu, tau):
 class TAPEquations(NamedTuple):
     """The TAP equations evaluated at (coef, var_cav), the output of ``tap_equations``.
 
-    ``mean`` = K coef, ``mu_cav`` = mean - var_cav * coef (cavity means), ``log_z``,
+    ``mean`` = K coef, ``mu_cav`` the cavity means (eq-sites-cavity), ``log_z``,
     ``coef_new`` = d log Z_i / d mu (the right side of eq-tap-alpha), ``w`` = -d^2 log Z_i /
     d mu^2, ``tau`` = w / (1 - var_cav w) (site precisions, eq-tap-sites), ``posterior`` (the
     SitePosterior of the sites eq-sites-update), ``var_cav_new`` (the right side of
@@ -97,7 +97,7 @@ def tap_equations(K, y, likelihood, coef, var_cav):
     coef = np.asarray(coef, dtype=float)
     var_cav = np.asarray(var_cav, dtype=float)
     mean = K @ coef
-    mu_cav = mean - var_cav * coef
+    mu_cav = cavity_mean(mean, var_cav, coef)
     log_z, d1, d2 = likelihood.log_Z(y, mu_cav, var_cav)
     nu, tau, _ = site_from_derivatives(mu_cav, var_cav, d1, d2)
     posterior = _site_posterior(K, nu, tau)
@@ -269,8 +269,9 @@ def tap_fixed_point(K, y, likelihood, *, max_iter=500, tol=1e-8, damping=0.5, co
         if coef0.shape != (n,) or not np.all(np.isfinite(coef0)):
             raise ValueError(f"coef_init must be a finite array of shape ({n},)")
         mean0 = K @ coef0                              # sites at the naive cavities
-        _, d1, d2 = likelihood.log_Z(y, mean0 - k_diag * coef0, k_diag)
-        tau = np.maximum(site_from_derivatives(mean0 - k_diag * coef0, k_diag, d1, d2)[1], 0.0)
+        mu0 = cavity_mean(mean0, k_diag, coef0)
+        _, d1, d2 = likelihood.log_Z(y, mu0, k_diag)
+        tau = np.maximum(site_from_derivatives(mu0, k_diag, d1, d2)[1], 0.0)
         nu = coef0 + tau * mean0                       # eq-sites-coef: mean K coef0
     residual, n_iter, n_fact = partial(tap_alpha_residual, y, likelihood), 0, 0
     for attempt in range(4):            # tighten the tolerance until the TAP equations hold
@@ -309,7 +310,7 @@ def check_no_conflicting_pair(K, y, likelihood_name, fix, rel=1e-12):
     Var(f_i - f_j) = K_ii + K_jj - 2 K_ij <= rel (K_ii + K_jj): identical inputs, or inputs
     the kernel cannot tell apart in floating point.  A noise-free likelihood gives such a
     pair probability zero, so no posterior exists; the message names the pair, the
-    likelihood (``likelihood_name``) and the ``fix``.  EP (chapter 12) uses it too.
+    likelihood (``likelihood_name``) and the ``fix``.  The EP classifier (chapter 14) uses it too.
     """
     d = np.diag(K)
     gap = d[:, None] + d[None, :] - 2.0 * K

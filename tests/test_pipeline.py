@@ -207,6 +207,7 @@ def test_the_gaussian_site_layer_is_defined_once():
     texts = {p.name: p.read_text() for p in (ROOT / "gpc_literate").glob("*.py")}
     for pattern, owner in [(r"^def site_from_derivatives\(", "meanfield.py"),
                            (r"^def cavities\(", "meanfield.py"),
+                           (r"^def cavity_mean\(", "meanfield.py"),
                            (r"^class SitePosterior\b", "meanfield.py"),
                            (r"^def parallel_sites\(", "tap.py"),
                            (r"^def adapt_damping\(", "tap.py")]:
@@ -215,7 +216,8 @@ def test_the_gaussian_site_layer_is_defined_once():
     formulas = {"cavity precision 1/var - tau": r"1(\.0)? / \w*var\w* - \w*tau",
                 "cavity variance var / (1 - tau var)": r"var\w* / \(1(\.0)? - \w*tau\w* \* \w*var",
                 "site precision -d2 / (1 + var d2)": r"-d2\w* / ",
-                "site precision w / (1 - var w)": r"/ \(1(\.0)? - \w*var\w* \* (nu|w)\b"}
+                "site precision w / (1 - var w)": r"/ \(1(\.0)? - \w*var\w* \* (nu|w)\b",
+                "cavity mean m - var_cav c": r"\b\w+ - \w*(var_cav|k_diag)\w* \* \w*(coef|alpha)"}
     for what, pattern in formulas.items():
         where = sorted(name for name, text in texts.items() if re.search(pattern, text))
         assert set(where) <= {"meanfield.py"}, (what, where)
