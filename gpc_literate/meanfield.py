@@ -58,6 +58,13 @@ def embedding_strength(z, kappa=0.0):
 
 
 # %% book/08_naive_mean_field.md, code cell 7
+def cavity_mean(mean, var_cav, coef):
+    """Eq. (eq-mf-alpha), the cavity field <f_i> - K_ii c_i, with c = y alpha; with the cavity
+    variance var_cav in place of K_ii it is the last form of eq-sites-cavity."""
+    return mean - var_cav * coef
+
+
+# %% book/08_naive_mean_field.md, code cell 8
 def _naive_update(K, k_diag, y, alpha, likelihood):
     """<f> = K (y alpha), cavity fields mu_i = <f_i> - k_ii y_i alpha_i, the right side of eq-mf-alpha, w.
 
@@ -69,7 +76,7 @@ def _naive_update(K, k_diag, y, alpha, likelihood):
     return f, mu, y * dlogz, -d2logz
 
 
-# %% book/08_naive_mean_field.md, code cell 8
+# %% book/08_naive_mean_field.md, code cell 9
 def naive_residual(K, y, likelihood, alpha):
     """max_i |alpha_i - (right side of eq-mf-alpha)|: how far alpha is from the naive fixed point."""
     K = np.asarray(K, dtype=float)
@@ -78,7 +85,7 @@ def naive_residual(K, y, likelihood, alpha):
     return float(np.max(np.abs(target - alpha)))
 
 
-# %% book/08_naive_mean_field.md, code cell 9
+# %% book/08_naive_mean_field.md, code cell 10
 def _newton_direction(K, tau, b):
     """(I + T K)^{-1} b of eq-mf-newton, as b - S A^{-1} S K b with A = sign(T) + S K S, S = |T|^(1/2).
 
@@ -102,7 +109,7 @@ def _newton_direction(K, tau, b):
     return b - s * x
 
 
-# %% book/08_naive_mean_field.md, code cell 10
+# %% book/08_naive_mean_field.md, code cell 11
 def _newton_step(K, k_diag, y, alpha, delta, w, error, likelihood):
     """Eq. (eq-mf-newton) with step halving: (new alpha, step size), or (None, last step size).
 
@@ -122,7 +129,7 @@ def _newton_step(K, k_diag, y, alpha, delta, w, error, likelihood):
     return None, eta
 
 
-# %% book/08_naive_mean_field.md, code cell 11
+# %% book/08_naive_mean_field.md, code cell 12
 def _separable(K, y):
     """Eq. (eq-mf-feasible): is there alpha >= 0 with y_i (K (y alpha))_i >= 1 for every i? (an LP)"""
     Q = y[:, None] * K * y[None, :]
@@ -137,7 +144,7 @@ _NO_SOLUTION = ("the naive mean-field equations have no solution: with the noise
                 "label flips kappa > 0, or a more flexible kernel")
 
 
-# %% book/08_naive_mean_field.md, code cell 12
+# %% book/08_naive_mean_field.md, code cell 13
 @dataclass
 class NaiveMFResult:
     """Output of ``naive_mean_field``.
@@ -159,7 +166,7 @@ class NaiveMFResult:
     message: str = ""
 
 
-# %% book/08_naive_mean_field.md, code cell 13
+# %% book/08_naive_mean_field.md, code cell 14
 def _initial_alpha(alpha_init, n):
     """The start of the iteration: zeros (tabula rasa) or a float copy of ``alpha_init``.
 
@@ -173,7 +180,7 @@ def _initial_alpha(alpha_init, n):
     return alpha
 
 
-# %% book/08_naive_mean_field.md, code cell 14
+# %% book/08_naive_mean_field.md, code cell 15
 def naive_mean_field(K, y, likelihood, *, alpha_init=None, max_iter=10_000, tol=1e-6,
                      learning_rate=0.05, method="newton"):
     """Solve eq-mf-alpha by Newton's method (eq-mf-newton, default) or O&W's Algorithm 17.1 (eq-mf-update).
@@ -240,7 +247,7 @@ def naive_mean_field(K, y, likelihood, *, alpha_init=None, max_iter=10_000, tol=
                          np.array(history), message)
 
 
-# %% book/08_naive_mean_field.md, code cell 20
+# %% book/08_naive_mean_field.md, code cell 21
 def tilted_moments(likelihood, y, mu_cav, var_cav):
     """Eq. (eq-noise-tilted-moments): (log Z, mean, variance) of p(y|f) N(f; mu_cav, var_cav) / Z."""
     log_z, d1, d2 = likelihood.log_Z(y, mu_cav, var_cav)
@@ -250,13 +257,18 @@ def tilted_moments(likelihood, y, mu_cav, var_cav):
 def site_from_derivatives(mu_cav, var_cav, d1, d2):
     """Eq. (eq-sites-update) from the mu-derivatives d1, d2 of log Z at the cavity: (nu, tau, ok).
 
-    ``ok`` is False (and nu = tau = 0) wherever the tilted variance var_cav (1 + var_cav d2)
-    is not a positive finite number, so that no NaN can reach the sites.
+    For arrays or scalars (sequential EP updates one example at a time, and plain floats
+    keep that loop fast). ``ok`` is False (and nu = tau = 0) wherever the tilted variance
+    var_cav (1 + var_cav d2) is not a positive finite number, so that no NaN can reach the
+    sites.
     """
     ratio = 1.0 + var_cav * d2                 # tilted variance / cavity variance
     ok = (ratio > 0.0) & np.isfinite(ratio) & np.isfinite(d1)
-    safe = np.where(ok, ratio, 1.0)
-    return (np.where(ok, (d1 - mu_cav * d2) / safe, 0.0), np.where(ok, -d2 / safe, 0.0), ok)
+    safe = np.where(ok, ratio, 1.0) if np.ndim(ok) else (ratio if ok else 1.0)
+    nu, tau = (d1 - mu_cav * d2) / safe, -d2 / safe
+    if np.ndim(ok):
+        return np.where(ok, nu, 0.0), np.where(ok, tau, 0.0), ok
+    return (nu, tau, True) if ok else (0.0, 0.0, False)
 
 
 def site_update(likelihood, y, mu_cav, var_cav):
@@ -271,14 +283,6 @@ def site_update(likelihood, y, mu_cav, var_cav):
     return np.where(ok, nu, 0.0), np.where(ok, tau, 0.0), log_z, ok
 
 
-def cavity_mean(mean, var_cav, coef):
-    """Eq. (eq-sites-cavity), last form: the cavity mean m_i - var_cav_i c_i.
-
-    With var_cav = K_ii it is the naive cavity field of eq-mf-alpha.
-    """
-    return mean - var_cav * coef
-
-
 def cavities(mean, var, coef, tau):
     """Eq. (eq-sites-cavity): cavity means and variances from the marginals (mean, var), coef and tau.
 
@@ -288,12 +292,15 @@ def cavities(mean, var, coef, tau):
     """
     tau_cav = 1.0 / var - tau
     proper = tau_cav > 0.0
+    if not np.ndim(proper):                    # one example: plain floats
+        var_cav = 1.0 / tau_cav if proper else np.inf
+        return (cavity_mean(mean, var_cav, coef) if proper else mean), var_cav, bool(proper)
     var_cav = np.where(proper, 1.0 / np.where(proper, tau_cav, 1.0), np.inf)
     return (np.where(proper, cavity_mean(mean, np.where(proper, var_cav, 0.0), coef), mean),
             var_cav, proper)
 
 
-# %% book/08_naive_mean_field.md, code cell 21
+# %% book/08_naive_mean_field.md, code cell 22
 class ImproperPosteriorError(LinAlgError):
     """The sites make K^-1 + diag(site_tau) indefinite: q(f) is not a normalisable Gaussian."""
 
@@ -320,7 +327,7 @@ def selected_variances(K, Linv, s, pos, SK, rel=SELECTED_INVERSE_MIN):
     return var
 
 
-# %% book/08_naive_mean_field.md, code cell 22
+# %% book/08_naive_mean_field.md, code cell 23
 class PositiveSites(NamedTuple):
     """Output of ``positive_site_marginals``: the Gaussian Sigma_+ of the sites tau > 0."""
 
@@ -371,7 +378,7 @@ def positive_site_marginals(K, nu, tau, *, with_V=False, full=False):
     return PositiveSites(pos, s, L, V, Linv, mean, var, coef, logdet, Sigma)
 
 
-# %% book/08_naive_mean_field.md, code cell 23
+# %% book/08_naive_mean_field.md, code cell 24
 def negative_site_correction(K, tau, pos, s, L, V, allow_improper=False):
     """Eq. (eq-sites-negative): the m negative sites as a rank-m correction of Sigma_+.
 
@@ -413,7 +420,7 @@ def negative_site_correction(K, tau, pos, s, L, V, allow_improper=False):
     return logdet, proper, pair, RSp, r[:, None] * M
 
 
-# %% book/08_naive_mean_field.md, code cell 24
+# %% book/08_naive_mean_field.md, code cell 25
 def _negative_site_marginals(K, tau, plus, full=False, allow_improper=False):
     """Eq. (eq-sites-negative): the marginals of ``plus`` (Sigma_+ of the positive sites) with
     the negative sites of ``tau`` included.
@@ -436,7 +443,7 @@ def _negative_site_marginals(K, tau, plus, full=False, allow_improper=False):
     return mean, var, coef, logdet, Sigma, proper, pair(M)
 
 
-# %% book/08_naive_mean_field.md, code cell 25
+# %% book/08_naive_mean_field.md, code cell 26
 class SitePosterior:
     """Eqs (eq-sites-posterior), (eq-sites-chol), (eq-sites-negative): N(0, K) times the sites.
 
@@ -500,7 +507,7 @@ class SitePosterior:
         return A
 
 
-# %% book/08_naive_mean_field.md, code cell 27
+# %% book/08_naive_mean_field.md, code cell 28
 def naive_loo(K, y, alpha, likelihood):
     """Eqs (eq-mf-loo), (eq-mf-loo-stable), O&W 17.41-17.42: linear-response leave-one-out activations.
 
@@ -525,7 +532,7 @@ def naive_loo(K, y, alpha, likelihood):
     return f_loo, var_loo, posterior
 
 
-# %% book/08_naive_mean_field.md, code cell 29
+# %% book/08_naive_mean_field.md, code cell 30
 def _check_mf_options(method, kappa, v, tol, learning_rate, max_iter, kernel, compute_loo):
     """ValueError unless NaiveMeanField's options are valid: method "newton" or "adaptive",
     kappa in [0, 1/2), v >= 0, tol > 0, learning_rate > 0, an integer max_iter, a kernel (or
@@ -541,7 +548,7 @@ def _check_mf_options(method, kappa, v, tol, learning_rate, max_iter, kernel, co
     check_bool(compute_loo, "compute_loo")
 
 
-# %% book/08_naive_mean_field.md, code cell 30
+# %% book/08_naive_mean_field.md, code cell 31
 def _loo_criterion(K, y, alpha, likelihood):
     """Eq. (eq-mf-loo-criterion): mean_i log Z_i(f_loo_i, var_loo_i) at the solution ``alpha``.
 
@@ -554,7 +561,7 @@ def _loo_criterion(K, y, alpha, likelihood):
     return float(np.mean(likelihood.log_Z(y, f_loo, var_loo)[0]))
 
 
-# %% book/08_naive_mean_field.md, code cell 31
+# %% book/08_naive_mean_field.md, code cell 32
 def _mf_predict_proba(kernel, X_train, coef, posterior, kappa, v, X):
     """Eq. (eq-mf-predictive): kappa + (1 - 2 kappa) Phi(<f(x)> / sqrt(Var f(x) + v)).
 
@@ -567,7 +574,7 @@ def _mf_predict_proba(kernel, X_train, coef, posterior, kappa, v, X):
     return StepFlip(float(kappa)).predictive(K_cross @ coef, var)
 
 
-# %% book/08_naive_mean_field.md, code cell 32
+# %% book/08_naive_mean_field.md, code cell 33
 class NaiveMeanField(LearnsHyperparameters, GPClassifierBase):
     """GP classifier by naive mean-field theory, O&W section 17.6 (Algorithm 17.1, eq-mf-alpha).
 

@@ -113,7 +113,8 @@ def tap_equations(K, y, likelihood, coef, var_cav):
 # %% book/09_tap.md, code cell 9
 def site_change(d_nu, d_tau, var_cav):
     """Eq. (eq-sites-converged): the largest site change, max(|d tau| var_cav, |d nu| sqrt(var_cav))."""
-    return float(np.max(np.maximum(np.abs(d_tau) * var_cav, np.abs(d_nu) * np.sqrt(var_cav))))
+    change = np.maximum(np.abs(d_tau) * var_cav, np.abs(d_nu) * np.sqrt(var_cav))
+    return float(np.max(change) if np.ndim(change) else change)
 
 
 DAMPING_FLOOR = 1.0 / 64.0         # the adaptive damping never falls below damping / 64
