@@ -5,10 +5,10 @@
 """Leave-one-out errors: exact (by retraining) and comparisons with approximate estimates.
 
 Built from chapter 6 of the book (book/06_loo.md). ``lr_loo_activations`` is the SVM's
-linear-response leave-one-out estimate eq-svm-loo, derived by the partitioned inverse
-eq-loo-partitioned and the bordered inverse eq-loo-bordered-inverse. ``exact_loo_error`` retrains any
-estimator of the package on the n leave-one-out training sets (warm-started when the
-estimator's ``fit`` accepts ``alpha_init``), eq-loo-error; ``approximate_vs_exact``
+linear-response leave-one-out estimate eq-svm-loo, derived in chapter 5 by the partitioned
+inverse eq-loo-partitioned and the bordered inverse eq-loo-bordered-inverse.
+``exact_loo_error`` retrains any estimator of the package on the n leave-one-out training
+sets (warm-started when the estimator's ``fit`` accepts ``alpha_init``), eq-loo-error; ``approximate_vs_exact``
 compares it with an estimator's built-in approximate estimate (``loo_error_`` and
 ``loo_decision_``), such as the SVM's linear-response estimate eq-svm-loo.
 """
@@ -27,7 +27,7 @@ __all__ = ["LOOComparison", "LOOResult", "approximate_vs_exact", "exact_loo_erro
            "lr_loo_activations"]
 
 
-# %% book/06_loo.md, code cell 5
+# %% book/06_loo.md, code cell 3
 def lr_loo_activations(K, y, alpha, bias=0.0, *, C=np.inf, v=0.0, fit_bias=False):
     """Linear-response leave-one-out activations h_i^{-i}, eq-svm-loo (O&W eqs 17.29-17.32).
 
@@ -50,7 +50,7 @@ def lr_loo_activations(K, y, alpha, bias=0.0, *, C=np.inf, v=0.0, fit_bias=False
     return h - u * conditional_variances(K, alpha, C=C, v=v, fit_bias=fit_bias)
 
 
-# %% book/06_loo.md, code cell 7
+# %% book/06_loo.md, code cell 5
 @dataclass(frozen=True)
 class LOOResult:
     """Exact leave-one-out result, eq-loo-error.
@@ -71,7 +71,7 @@ class LOOResult:
     warm_start: bool
 
 
-# %% book/06_loo.md, code cell 8
+# %% book/06_loo.md, code cell 6
 def _clone(estimator, **overrides):
     """A new, unfitted estimator with the same (deep-copied) parameters."""
     params = copy.deepcopy(estimator.get_params(deep=False))
@@ -79,7 +79,7 @@ def _clone(estimator, **overrides):
     return type(estimator)(**params)
 
 
-# %% book/06_loo.md, code cell 9
+# %% book/06_loo.md, code cell 7
 def _accepts_alpha_init(estimator):
     """Whether ``estimator.fit`` takes ``alpha_init`` (directly or forwarded to ``_fit``)."""
     for method in (getattr(estimator, "fit", None), getattr(estimator, "_fit", None)):
@@ -88,7 +88,7 @@ def _accepts_alpha_init(estimator):
     return False
 
 
-# %% book/06_loo.md, code cell 10
+# %% book/06_loo.md, code cell 8
 def exact_loo_error(estimator, X, y, *, warm_start=True, progress=False):
     """Exact leave-one-out error eq-loo-error by n refits of a clone of ``estimator``.
 
@@ -142,7 +142,7 @@ def exact_loo_error(estimator, X, y, *, warm_start=True, progress=False):
                      alpha_full is not None)
 
 
-# %% book/06_loo.md, code cell 12
+# %% book/06_loo.md, code cell 10
 @dataclass(frozen=True)
 class LOOComparison:
     """An approximate leave-one-out estimate beside the exact one (``exact``, a LOOResult).
@@ -167,7 +167,7 @@ class LOOComparison:
         return int(round(self.n_examples * self.approx_error_rate)) - self.exact.n_errors
 
 
-# %% book/06_loo.md, code cell 13
+# %% book/06_loo.md, code cell 11
 def approximate_vs_exact(estimator, X, y, *, warm_start=True, progress=False):
     """Compare an estimator's approximate leave-one-out error with the exact one, eq-loo-error.
 

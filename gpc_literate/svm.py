@@ -7,8 +7,9 @@
 Built from chapter 5 of the book (book/05_svm.md): the dual of the MAP problem
 (eq-svm-dual), the Kuhn-Tucker conditions (eq-svm-kkt), the parallel kernel Adatron with
 and without bias (eq-svm-adatron, eq-svm-projection), the conditional variances of the
-linear-response leave-one-out estimate eq-svm-loo (whose derivation, and the function
-``lr_loo_activations``, are in chapter 6, gpc_literate.loo) and the estimator ``KernelAdatron``.
+linear-response leave-one-out estimate eq-svm-loo (by the partitioned inverse
+eq-loo-partitioned and the bordered inverse eq-loo-bordered-inverse) and the estimator
+``KernelAdatron``.
 """
 import copy
 import warnings
@@ -232,7 +233,7 @@ def kernel_adatron(K, y, *, C=np.inf, v=0.0, fit_bias=False, max_iter=20000, tol
     return AdatronResult(alpha, float(bias), n_iter, converged, step, eta)
 
 
-# %% book/05_svm.md, code cell 19
+# %% book/05_svm.md, code cell 21
 def _cholesky_with_jitter(A):
     """Lower Cholesky factor of the symmetric positive (semi)definite A, adding jitter if needed."""
     jitter = 0.0
@@ -245,7 +246,7 @@ def _cholesky_with_jitter(A):
     raise LinAlgError("the margin support vector block is not positive definite")
 
 
-# %% book/05_svm.md, code cell 20
+# %% book/05_svm.md, code cell 22
 def conditional_variances(K, alpha, *, C=np.inf, v=0.0, fit_bias=False):
     """Conditional variances sigma_i of eq-svm-loo, from one Cholesky factor of the margin block.
 
@@ -281,7 +282,7 @@ def conditional_variances(K, alpha, *, C=np.inf, v=0.0, fit_bias=False):
     return sigma
 
 
-# %% book/05_svm.md, code cell 21
+# %% book/05_svm.md, code cell 23
 def _check_adatron_params(est):
     """ValueError/TypeError for a ``KernelAdatron`` hyperparameter outside its domain."""
     if not (isinstance(est.C, (float, np.floating)) and est.C == np.inf):
@@ -296,7 +297,7 @@ def _check_adatron_params(est):
     check_bool(est.compute_loo, "compute_loo")
 
 
-# %% book/05_svm.md, code cell 22
+# %% book/05_svm.md, code cell 24
 def _fit_adatron(K, X, y, *, C, v, fit_bias, max_iter, tol, learning_rate, alpha_init,
                  compute_loo):
     """Fitted attributes of ``KernelAdatron`` for the kernel matrix K of X (eq-svm-dual).
@@ -326,7 +327,7 @@ def _fit_adatron(K, X, y, *, C, v, fit_bias, max_iter, tol, learning_rate, alpha
     return fitted
 
 
-# %% book/05_svm.md, code cell 23
+# %% book/05_svm.md, code cell 25
 class KernelAdatron(GPClassifierBase):
     """Support vector machine as the MAP of a GP, solved by the parallel kernel Adatron.
 
