@@ -1,5 +1,6 @@
-"""gpc_literate.loo (chapter 6): the partitioned-inverse identities, the exact leave-one-out
-error for any estimator, and the linear-response estimate of the SVM against it."""
+"""gpc_literate.loo (chapter 6): the partitioned-inverse identities (derived in chapter 5), the
+exact leave-one-out error for any estimator, and the linear-response estimate of the SVM
+against it."""
 import warnings
 
 import numpy as np
