@@ -523,24 +523,38 @@ def _start_theta(kernel, bounds, name):
     return theta0
 
 
-def _outer_loop(objective, theta0, bounds, *, max_iter, tol, progress):
-    """Eq. (eq-var-envelope): minimise objective(theta) -> (h, dh) by L-BFGS-B within bounds.
+def _outer_loop(objective, theta0, start, bounds, *, max_iter, tol, progress):
+    """Eq. (eq-var-envelope): minimise h(theta) by L-BFGS-B within bounds.
 
-    Returns (scipy OptimizeResult, list of h after each outer iteration); ``progress`` shows a
-    tqdm bar.
+    ``objective(theta, start)`` -> (h, dh, prior, InnerResult), with start = (mu, log_v, C).
+    The first line search starts every inner loop from ``start``, each later one from the P
+    found at the last accepted iterate, so that trial points of one line search share their
+    start.  Returns (scipy OptimizeResult, list of h after each outer iteration, the
+    objective's output at result.x or None); ``progress`` shows a tqdm bar.
     """
     from tqdm import tqdm
-    history = []
+    history, evaluated, current = [], {}, {"start": start}
+
+    def fun(theta):                     # the start is the accepted iterate's P, not the last one
+        out = evaluated[theta.tobytes()] = objective(theta, current["start"])
+        return out[:2]
+
     with tqdm(total=max_iter, disable=not progress, desc="outer") as bar:
         def callback(intermediate_result):
+            key = intermediate_result.x.tobytes()
+            if key in evaluated:        # keep the accepted iterate only; its P starts the next
+                accepted = evaluated[key]
+                evaluated.clear()
+                evaluated[key] = accepted
+                current["start"] = (accepted[3].mu, accepted[3].log_v, accepted[3].C)
             history.append(float(intermediate_result.fun))
             bar.update(1)
             bar.set_postfix(F=f"{intermediate_result.fun:.4f}")
-        result = minimize(objective, theta0, jac=True, method="L-BFGS-B",
+        result = minimize(fun, theta0, jac=True, method="L-BFGS-B",
                           bounds=[(float(bounds[0]), float(bounds[1]))] * theta0.size,
                           callback=callback,
                           options={"maxiter": max_iter, "ftol": tol, "gtol": tol})
-    return result, history
+    return result, history, evaluated.get(result.x.tobytes())
 
 
 # %% book/17_variational.md, code cell 30
@@ -644,18 +658,20 @@ class _VariationalFit(GPClassifierBase):
     def _fit(self, X, y_pm):
         kernel = _default_kernel(X.shape[1]) if self.kernel is None else self.kernel
         self.X_train_, self.y_train_ = X, y_pm
-        start, result, history = None, None, []  # fixed kernel: initial_p's start
+        start, result, history, final = None, None, [], None  # fixed kernel: initial_p's start
         if self.optimize and kernel.theta.size:
             theta0 = _start_theta(kernel, self.bounds, type(self).__name__)
             res0 = self._objective(kernel, X, y_pm, theta0, None)[3]
-            start = (res0.mu, res0.log_v, res0.C)          # P_0: every inner loop starts here
-            result, history = _outer_loop(
-                lambda theta: self._objective(kernel, X, y_pm, theta, start)[:2], theta0,
+            start = (res0.mu, res0.log_v, res0.C)          # P_0 starts the first line search
+            result, history, final = _outer_loop(
+                lambda theta, p: self._objective(kernel, X, y_pm, theta, p), theta0, start,
                 self.bounds, max_iter=self.max_iter, tol=self.tol, progress=self.progress)
             self.kernel_ = kernel.with_theta(result.x)
         else:                                   # a fixed kernel is used exactly as given
             self.kernel_ = copy.deepcopy(kernel)
-        _, _, prior, res = self._objective(self.kernel_, X, y_pm, None, start)   # P at theta_
+        if final is None:                       # P at theta_ (no outer loop, or not cached)
+            final = self._objective(self.kernel_, X, y_pm, None, start)
+        prior, res = final[2:]
         for name, value in _fitted_state(self.kernel_, prior, res, self.n_features_in_).items():
             setattr(self, name, value)
         self.optimizer_result_ = result
@@ -691,8 +707,9 @@ class VariationalGP(_VariationalFit):
     ``inner_max_iter``, ``inner_tol``) and, if ``optimize``, over the kernel's
     log-hyperparameters theta (outer loop, L-BFGS-B with ``max_iter``, ``tol``, every theta_j
     within ``bounds``; a starting theta outside them is clipped with a UserWarning),
-    starting every inner loop from P_0, the minimiser of F at the starting theta (see
-    variational_objective: F at theta never depends on the order of evaluation).  With
+    starting the inner loops of each line search from the P of the last accepted iterate
+    (P_0, the minimiser of F at the starting theta, for the first), so that the value at a
+    trial theta never depends on the order of evaluation (see variational_objective).  With
     ``optimize=False`` the kernel is used exactly as given, ``bounds`` or not.  ``loss`` is
     "logistic" or "svc" (the normalised SVC loss).  ``kernel=None``: ARD RBF with length
     scales sqrt(d), variance 1, bias 0.1.  ``progress``: a tqdm bar over outer iterations.

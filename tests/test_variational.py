@@ -16,7 +16,8 @@ from gpc_literate.variational import (JITTER, VariationalGP, VariationalSVM, exp
                                       expected_log_z_svc, expected_logistic, expected_loss,
                                       factor_prior, free_energy, free_energy_theta_gradient,
                                       initial_p, minimize_free_energy, svc_log_z,
-                                      variational_objective, _kernel_contraction)
+                                      variational_objective, _kernel_contraction, _outer_loop)
+from gpc_literate import variational
 
 FD_RTOL = 1e-5
 
@@ -215,16 +216,66 @@ def test_objective_does_not_depend_on_the_order_of_evaluation(toy, loss):
         assert other[0] != first[0]
 
 
-def test_fit_uses_the_objective_from_the_starting_optimum(synth_small):
-    """free_energy_ is variational_objective at theta_, started from P_0 (F's minimiser at theta_0)."""
+def _recorded_outer_loop(toy, loss="logistic"):
+    """_outer_loop on the toy problem; every evaluation recorded as (theta, start, output)."""
+    X, y, kernel, *_ = toy
+    calls = []
+
+    def objective(theta, start):
+        out = variational_objective(theta, kernel, X, y, loss, start=start)
+        calls.append((theta.copy(), start, out))
+        return out
+
+    res0 = variational_objective(kernel.theta, kernel, X, y, loss)[3]
+    start0 = (res0.mu, res0.log_v, res0.C)
+    result, history, final = _outer_loop(objective, kernel.theta, start0, (-8.0, 8.0),
+                                         max_iter=100, tol=1e-6, progress=False)
+    return calls, start0, result, history, final
+
+
+@pytest.mark.parametrize("loss", ["logistic", "svc"])
+def test_line_search_trial_points_share_their_start(toy, loss):
+    """Each line search starts every inner loop from the P of the last accepted iterate."""
+    X, y, kernel, *_ = toy
+    calls, start0, result, history, final = _recorded_outer_loop(toy, loss)
+    runs = []                                     # consecutive evaluations with one start
+    for call in calls:
+        if runs and call[1] is runs[-1][0][1]:
+            runs[-1].append(call)
+        else:
+            runs.append([call])
+    assert result.success and runs[0][0][1] is start0
+    assert len(runs) == result.nit and max(len(run) for run in runs) >= 2
+    for k in range(1, len(runs)):                 # the accepted iterate ends each line search
+        accepted = runs[k - 1][-1][2]
+        assert all(a is b for a, b in zip(runs[k][0][1], (accepted[3].mu, accepted[3].log_v,
+                                                          accepted[3].C)))
+        assert history[k - 1] == accepted[0]
+    assert np.array_equal(calls[-1][0], result.x) and final is calls[-1][2]
+    for theta, start, out in reversed(calls):     # any order: the same values, bitwise
+        again = variational_objective(theta, kernel, X, y, loss, start=start)
+        assert again[0] == out[0] and np.array_equal(again[1], out[1])
+
+
+def test_fit_free_energy_is_the_accepted_value(synth_small, monkeypatch):
+    """free_energy_ is the last value L-BFGS-B accepted: the objective at theta_ from its start."""
     X, y, _, _ = synth_small
+    calls = []
+
+    def recording(theta, *args, **kwargs):
+        out = variational_objective(theta, *args, **kwargs)
+        calls.append((None if theta is None else np.array(theta), kwargs["start"]))
+        return out
+
+    monkeypatch.setattr(variational, "variational_objective", recording)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)    # five outer steps suffice here
         model = VariationalGP(max_iter=5).fit(X, y)
+    assert calls[0][1] is None and all(theta is not None for theta, _ in calls)
+    assert model.free_energy_ == model.history_[-1]
+    start = [s for theta, s in calls if np.array_equal(theta, model.theta_)][-1]
     kernel = RBF(length_scale=np.full(X.shape[1], np.sqrt(X.shape[1])), variance=1.0, bias=0.1)
-    res0 = variational_objective(kernel.theta, kernel, X, y)[3]
-    h = variational_objective(model.theta_, kernel, X, y, start=(res0.mu, res0.log_v, res0.C))[0]
-    assert h == pytest.approx(model.free_energy_, rel=1e-12, abs=0.0)
+    assert variational_objective(model.theta_, kernel, X, y, start=start)[0] == model.free_energy_
 
 
 # --------------------------------------------------------------------------- inner loop, bound
