@@ -371,10 +371,10 @@ def positive_site_marginals(K, nu, tau, *, with_V=False, full=False):
                           overwrite_c=1)
             Sigma = np.asfortranarray(np.tril(Sigma) + np.tril(Sigma, -1).T)
     elif pos.size:                               # eq-sites-diag-selected: no V
-            Linv, info = dtrtri(L, lower=1)
-            if info != 0:
-                raise LinAlgError(f"dtrtri failed (info={info})")
-            var = selected_variances(K, Linv, s, pos, SK)
+        Linv, info = dtrtri(L, lower=1)
+        if info != 0:
+            raise LinAlgError(f"dtrtri failed (info={info})")
+        var = selected_variances(K, Linv, s, pos, SK)
     return PositiveSites(pos, s, L, V, Linv, mean, var, coef, logdet, Sigma)
 
 
@@ -521,14 +521,12 @@ def naive_loo(K, y, alpha, likelihood):
     """
     K = np.asarray(K, dtype=float)
     y = np.asarray(y, dtype=float)
-    coef = y * np.asarray(alpha, dtype=float)
+    alpha = np.asarray(alpha, dtype=float)
     k_diag = np.diag(K)
-    mean = K @ coef
-    mu = cavity_mean(mean, k_diag, coef)          # the naive cavity fields of eq-mf-alpha
-    _, d1, d2 = likelihood.log_Z(y, mu, k_diag)
-    tau = site_from_derivatives(mu, k_diag, d1, d2)[1]          # 1 / Omega_i, eq-mf-omega
+    mean, mu, target, w = _naive_update(K, k_diag, y, alpha, likelihood)
+    tau = site_from_derivatives(mu, k_diag, y * target, -w)[1]   # 1 / Omega_i, eq-mf-omega
     posterior = SitePosterior(K, np.zeros_like(tau), tau, allow_improper=True)
-    f_loo, var_loo, _ = cavities(mean, posterior.var, coef, tau)
+    f_loo, var_loo, _ = cavities(mean, posterior.var, y * alpha, tau)
     return f_loo, var_loo, posterior
 
 
