@@ -108,6 +108,14 @@ def _run_ep_fit(K, y, likelihood, method, damping, max_sweeps, tol, site_nu_init
 
 
 # %% book/14_ep_classifier.md, code cell 7
+def _cavities_and_evidence(post, likelihood, y):
+    """The cavities of ``post`` and EP's log evidence there (eq-ep-logz-stable), -inf when a
+    cavity is improper: (mu_cav, var_cav, log evidence)."""
+    mu_cav, var_cav, proper = post.cavities()
+    value = ep_log_marginal(post, likelihood, y, mu_cav, var_cav) if proper.all() else -np.inf
+    return mu_cav, var_cav, value
+
+
 def _fitted_attributes(post, likelihood, y):
     """Fitted attributes of EP (name -> value) from the SitePosterior ``post`` of the final sites.
 
@@ -115,7 +123,7 @@ def _fitted_attributes(post, likelihood, y):
     the posterior marginals, alpha (posterior mean = K (y * alpha)) and the log marginal
     likelihood eq-ep-logz-stable (-inf when a cavity is improper).
     """
-    mu_cav, var_cav, proper = post.cavities()
+    mu_cav, var_cav, log_evidence = _cavities_and_evidence(post, likelihood, y)
     nonzero = post.tau != 0.0
     site_var = np.full(len(post.tau), np.inf)
     site_var[nonzero] = 1.0 / post.tau[nonzero]
@@ -125,9 +133,7 @@ def _fitted_attributes(post, likelihood, y):
         mu_cav_=mu_cav, var_cav_=var_cav,
         posterior_mean_=post.mean.copy(), posterior_var_=post.var.copy(),
         alpha_=y * post.coef, loo_decision_=mu_cav,
-        loo_error_=float(np.mean(y * mu_cav <= 0.0)),
-        log_marginal_likelihood_=(ep_log_marginal(post, likelihood, y, mu_cav, var_cav)
-                                  if proper.all() else -np.inf))
+        loo_error_=float(np.mean(y * mu_cav <= 0.0)), log_marginal_likelihood_=log_evidence)
 
 
 # %% book/14_ep_classifier.md, code cell 8
@@ -143,10 +149,7 @@ def _ep_rerun(K, y, likelihood, site_nu, site_tau, options, theta, stacklevel=2)
     if not run.converged:
         warnings.warn(f"EP did not converge at theta={np.asarray(theta)}",
                       ConvergenceWarning, stacklevel=stacklevel + 1)
-    mu_cav, var_cav, proper = post.cavities()
-    value = (ep_log_marginal(post, likelihood, y, mu_cav, var_cav)
-             if proper.all() else -np.inf)
-    return post, value
+    return post, _cavities_and_evidence(post, likelihood, y)[2]
 
 
 # %% book/14_ep_classifier.md, code cell 9
