@@ -274,6 +274,18 @@ def _check_n_features(n_features):
 
 
 # %% book/03_covariance_functions.md, code cell 14
+def _length_scale_slices(F, Xs, D, ard, G):
+    """dK/dlog l for a kernel of the scaled squared distance D: F * (x_id - x_jd)^2 / l_d^2 into
+    G[d] per input (``ard``), or F * D into G[0]; F = -2 dK/dD, Xs = X / l."""
+    if ard:
+        for i in range(Xs.shape[1]):
+            diff = np.subtract.outer(Xs[:, i], Xs[:, i])
+            np.multiply(F, diff * diff, out=G[i])
+    else:
+        np.multiply(F, D, out=G[0])
+
+
+# %% book/03_covariance_functions.md, code cell 15
 def _rbf_gradient(X, length_scale, variance, bias):
     """Eq. (eq-kern-grad-rbf): dK/dtheta_j of the RBF kernel, shape (p, n, n), in theta's order."""
     n, d = X.shape
@@ -284,12 +296,7 @@ def _rbf_gradient(X, length_scale, variance, bias):
     Xs = X / ls
     D = _sqdist(Xs)
     E = variance * np.exp(-0.5 * D)
-    if ard:
-        for i in range(d):
-            diff = np.subtract.outer(Xs[:, i], Xs[:, i])
-            np.multiply(E, diff * diff, out=G[i])
-    else:
-        np.multiply(E, D, out=G[0])
+    _length_scale_slices(E, Xs, D, ard, G)
     j = d if ard else 1
     G[j] = E
     if bias > 0:
@@ -297,7 +304,7 @@ def _rbf_gradient(X, length_scale, variance, bias):
     return G
 
 
-# %% book/03_covariance_functions.md, code cell 15
+# %% book/03_covariance_functions.md, code cell 16
 class RBF(Kernel):
     """Squared-exponential kernel with ARD, eq-kern-rbf (Opper & Winther 1999 eq 2, Seeger eq 8).
 
@@ -348,7 +355,7 @@ class RBF(Kernel):
         return _rbf_gradient(X, self.length_scale, self.variance, self.bias)
 
 
-# %% book/03_covariance_functions.md, code cell 17
+# %% book/03_covariance_functions.md, code cell 18
 def default_kernel(X):
     """RBF with the data-scaled length scale eq-kern-default-length, sqrt(sum_i Var x_i), variance 1.
 
@@ -361,20 +368,20 @@ def default_kernel(X):
                variance=1.0)
 
 
-# %% book/03_covariance_functions.md, code cell 19
+# %% book/03_covariance_functions.md, code cell 20
 def _arcsin_inner(X, Z, weight_variance, bias_variance):
     """c(x, z) = b + sum_i w_i x_i z_i of eq-kern-arcsin for the rows of X and Z (None: symmetric)."""
     C = (X * weight_variance) @ (X if Z is None else Z).T + bias_variance
     return 0.5 * (C + C.T) if Z is None else C
 
 
-# %% book/03_covariance_functions.md, code cell 20
+# %% book/03_covariance_functions.md, code cell 21
 def _arcsin_self_inner(X, weight_variance, bias_variance):
     """s(x) = c(x, x) of eq-kern-arcsin for each row of X."""
     return np.einsum("ij,ij->i", X * weight_variance, X) + bias_variance
 
 
-# %% book/03_covariance_functions.md, code cell 21
+# %% book/03_covariance_functions.md, code cell 22
 def _arcsin_gradient(X, weight_variance, variance, bias_variance):
     """Eq. (eq-kern-grad-arcsin): dK/dtheta_j of the ArcSin kernel, shape (p, n, n), theta's order."""
     n, d = X.shape
@@ -407,7 +414,7 @@ def _arcsin_gradient(X, weight_variance, variance, bias_variance):
     return G
 
 
-# %% book/03_covariance_functions.md, code cell 22
+# %% book/03_covariance_functions.md, code cell 23
 class ArcSin(Kernel):
     """Infinite-network (arcsin) kernel, eq-kern-arcsin (Opper & Winther 1999 eq 1; Williams 1998).
 
@@ -468,7 +475,7 @@ class ArcSin(Kernel):
         return _arcsin_gradient(X, self.weight_variance, self.variance, self.bias_variance)
 
 
-# %% book/03_covariance_functions.md, code cell 27
+# %% book/03_covariance_functions.md, code cell 28
 class Linear(Kernel):
     """Linear (perceptron) kernel, eq-kern-linear (Opper & Winther 1999, after eq 2).
 
@@ -511,7 +518,7 @@ class Linear(Kernel):
         return G
 
 
-# %% book/03_covariance_functions.md, code cell 28
+# %% book/03_covariance_functions.md, code cell 29
 def _cauchy_gradient(X, length_scale, variance):
     """Eq. (eq-kern-grad-cauchy): dK/dtheta_j of the Cauchy kernel, shape (p, n, n), theta's order."""
     n, d = X.shape
@@ -522,17 +529,12 @@ def _cauchy_gradient(X, length_scale, variance):
     D = _sqdist(Xs)
     R = 1.0 / (1.0 + D)
     R2 = 2.0 * variance * R * R
-    if ard:
-        for i in range(d):
-            diff = np.subtract.outer(Xs[:, i], Xs[:, i])
-            np.multiply(R2, diff * diff, out=G[i])
-    else:
-        np.multiply(R2, D, out=G[0])
+    _length_scale_slices(R2, Xs, D, ard, G)
     G[-1] = variance * R
     return G
 
 
-# %% book/03_covariance_functions.md, code cell 29
+# %% book/03_covariance_functions.md, code cell 30
 class Cauchy(Kernel):
     """Cauchy kernel, eq-kern-cauchy (Opper & Winther 2000b, appendix on covariance functions).
 
