@@ -42,8 +42,9 @@ _PUBLIC = {
     "VariationalSVM": "variational",
     "check_kernel": "kernels",
 }
-_SUBMODULES = {"base", "likelihoods", "kernels", "datasets", "svm", "loo", "reference", "meanfield", "tap",
-               "laplace", "ep", "ep_fast", "ep_classifier", "selection", "experiments", "variational", "comparison"}
+_SUBMODULES = {"base", "likelihoods", "kernels", "datasets", "svm", "loo", "reference",
+               "meanfield", "tap", "laplace", "ep", "ep_fast", "ep_classifier", "selection",
+               "experiments", "variational", "comparison"}
 
 __all__ = sorted(_PUBLIC) + sorted(_SUBMODULES)
 
