@@ -1,4 +1,4 @@
-"""gpc_literate.variational (chapter 17): Seeger's free energy, its pieces and the estimators."""
+"""gpc_literate.variational (chapter 18): Seeger's free energy, its pieces and the estimators."""
 import warnings
 
 import numpy as np
