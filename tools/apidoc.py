@@ -106,14 +106,22 @@ def _equations(text: str, labels: set[str]) -> list[str]:
 
 
 def _methods(cls) -> list[tuple[str, object]]:
-    """Public methods and properties defined by the class itself (not by scikit-learn)."""
-    out = []
-    for name, member in vars(cls).items():
-        if name.startswith("_"):
-            continue
-        if inspect.isfunction(member) or isinstance(member, (property, classmethod,
-                                                             staticmethod)):
-            out.append((name, member))
+    """Public methods and properties defined by the class itself (not by scikit-learn).
+
+    A class built over several cells takes some methods from private mixins of its own
+    module (``class _EPPrediction``); those count as the class's own.
+    """
+    owners = [cls] + [base for base in cls.__mro__[1:]
+                      if base.__name__.startswith("_") and base.__module__ == cls.__module__]
+    out, seen = [], set()
+    for owner in owners:
+        for name, member in vars(owner).items():
+            if name.startswith("_") or name in seen:
+                continue
+            seen.add(name)
+            if inspect.isfunction(member) or isinstance(member, (property, classmethod,
+                                                                 staticmethod)):
+                out.append((name, member))
     return out
 
 
