@@ -48,3 +48,31 @@ def test_check_mode_detects_a_stale_page(tmp_path, monkeypatch):
     assert apidoc.main(["--check"]) == 1
     stale.write_text(PAGE)
     assert apidoc.main(["--check"]) == 0
+
+
+def test_equation_code_index_names_the_implementers_and_links_to_their_entries():
+    """The index _ext/eqcode.py writes under each equation: every API label it links to is on
+    the page, every chapter exists, and equations the package computes are in it."""
+    index = apidoc.equation_code()
+    page_labels = set(re.findall(r"^\((api-[a-z0-9_-]+)\)=$", PAGE, re.M))
+    chapters = {Path(c).stem for c in tangle.registry(ROOT)}
+    assert index
+    for label, entries in index.items():
+        assert label in apidoc.book_labels(), label
+        assert entries, label
+        for shown, target, chapter in entries:
+            assert target is None or target in page_labels, (label, shown, target)
+            assert chapter in chapters, (label, chapter)
+    names = {label: [shown for shown, _, _ in entries] for label, entries in index.items()}
+    assert "normal_ratio" in names["eq-noise-ratio"]
+    assert "SitePosterior" in names["eq-sites-posterior"]
+    assert "EP.predict_latent" in names["eq-ep-predict"]        # a method, under its class
+    assert names["eq-noise-cf-a"] == ["_ratio_parts"]            # private only when alone
+
+
+def test_labels_in_list_items_and_with_capitals_are_found(tmp_path):
+    chapter = tmp_path / "x.md"
+    chapter.write_text("1. item\n\n   $$\n   a = b\n   $$ (eq-indented)\n\n"
+                       "$$\nP = Q\n$$ (eq-sel-P)\n\n$$\nc\n$$ (eq-plain)\n\n"
+                       "Text citing {eq}`eq-cited` is not a definition.\n")
+    assert apidoc.chapter_labels(chapter) == {"eq-indented", "eq-sel-P", "eq-plain"}

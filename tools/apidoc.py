@@ -31,7 +31,7 @@ sys.path.insert(0, str(ROOT))
 import tangle  # noqa: E402
 
 OUT = ROOT / "book" / "api.md"
-EQ = re.compile(r"\beq-[a-z0-9]+(?:-[a-z0-9]+)*")
+EQ = re.compile(r"\beq-[A-Za-z0-9]+(?:-[A-Za-z0-9]+)*")
 WIDTH = 96
 
 HEADER = """\
@@ -47,11 +47,17 @@ docstrings by `tools/apidoc.py`; `make test` checks that it is up to date.
 """
 
 
+def chapter_labels(chapter: Path) -> set[str]:
+    """Equation labels a chapter defines: the ``(eq-...)`` after a display's closing $$
+    (indented when the display sits in a list item)."""
+    return set(re.findall(r"^[ \t]*\$\$\s*\((eq-[A-Za-z0-9-]+)\)\s*$", chapter.read_text(), re.M))
+
+
 def book_labels(root: Path = ROOT) -> set[str]:
-    """Equation labels defined in the chapters: the ``(eq-...)`` after a display's closing $$."""
+    """Equation labels defined in the chapters."""
     labels = set()
     for chapter in sorted((root / "book").glob("*.md")):
-        labels |= set(re.findall(r"^\$\$\s*\((eq-[a-z0-9-]+)\)\s*$", chapter.read_text(), re.M))
+        labels |= chapter_labels(chapter)
     return labels
 
 
@@ -138,7 +144,7 @@ def render(root: Path = ROOT) -> tuple[str, dict[str, list[str]]]:
         for name in getattr(module, "__all__", []):
             obj = getattr(module, name)
             texts = [inspect.getdoc(obj) or ""]
-            blocks = [f"\n### `{name}`\n"]
+            blocks = [f"\n({api_label(module_name, name)})=\n### `{name}`\n"]
             constant = not (inspect.isclass(obj) or inspect.isroutine(obj))
             if constant:
                 value = textwrap.shorten(repr(obj), WIDTH - len(name) - 3, placeholder=" ...")
@@ -167,6 +173,71 @@ def render(root: Path = ROOT) -> tuple[str, dict[str, list[str]]]:
                 blocks.append("\nPublic methods:\n\n" + "\n".join(rows) + "\n")
             parts.append("".join(blocks))
     return "".join(parts), index
+
+
+def api_label(module_name: str, name: str) -> str:
+    """The label of a public name's entry on the API page, e.g. ``api-tap-tap_equations``."""
+    return f"api-{module_name.rsplit('.', 1)[-1]}-{name}".lower()
+
+
+def _implementers(module, module_name: str):
+    """Yield ``(label, shown name, API label or None)`` for every object of ``module`` (public or
+    private, methods included) whose docstring names an equation label.
+
+    Methods are shown under the public class that offers them, including the methods a class
+    takes from its private same-module mixins; private module-level functions and classes have
+    no API entry (None).
+    """
+    public = list(getattr(module, "__all__", []))
+    owners = {}
+    for name in public:
+        obj = getattr(module, name)
+        if inspect.isclass(obj):
+            for base in [obj] + [b for b in obj.__mro__[1:]
+                                 if b.__name__.startswith("_") and b.__module__ == module_name]:
+                owners.setdefault(base, name)
+    for name, obj in vars(module).items():
+        if getattr(obj, "__module__", None) != module_name:
+            continue
+        if not (inspect.isclass(obj) or inspect.isfunction(obj)):
+            continue
+        shown = owners.get(obj, name) if inspect.isclass(obj) else name
+        target = api_label(module_name, shown) if shown in public else None
+        for label in EQ.findall(inspect.getdoc(obj) or ""):
+            yield label, shown, target
+        if not inspect.isclass(obj):
+            continue
+        for mname, member in vars(obj).items():
+            member = member.fget if isinstance(member, property) else member
+            member = getattr(member, "__func__", member)
+            if inspect.isfunction(member):
+                for label in EQ.findall(inspect.getdoc(member) or ""):
+                    yield label, f"{shown}.{mname}", target
+
+
+def equation_code(root: Path = ROOT) -> dict[str, list[tuple[str, str | None, str]]]:
+    """For each equation label the book defines: the code whose docstrings name it.
+
+    Each entry is ``(shown name, API label or None, chapter that builds it)``, public names
+    first, in reading order; ``_ext/eqcode.py`` writes them under the equation.
+    """
+    labels = book_labels(root)
+    found: dict[str, list[tuple[str, str | None, str]]] = {}
+    for chapter, module_path in tangle.registry(root).items():
+        module_name = Path(module_path).with_suffix("").as_posix().replace("/", ".")
+        module = importlib.import_module(module_name)
+        for label, shown, target in _implementers(module, module_name):
+            entry = (shown, target, Path(chapter).stem)
+            if label in labels and entry not in found.setdefault(label, []):
+                found[label].append(entry)
+    for label, entries in found.items():
+        def private(entry):
+            return any(part.startswith("_") for part in entry[0].split("."))
+        if not all(map(private, entries)):              # private helpers only when nothing else
+            entries = [e for e in entries if not private(e)]
+        owners = {e[0] for e in entries if "." not in e[0]}   # a class, not also its methods
+        found[label] = [e for e in entries if e[0].split(".")[0] not in owners or "." not in e[0]]
+    return found
 
 
 def _escape(text: str) -> str:
