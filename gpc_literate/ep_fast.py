@@ -109,7 +109,7 @@ def _sigma_lower(K, post, rel=SELECTED_INVERSE_MIN):
 def _newton_model(Sigma, P, post, nu, tau):
     """Eq. (eq-ep-newton): the model's marginals (mean, var) at the sites (nu, tau).
 
-    Linear response around ``post``'s sites; Sigma its covariance and P = Sigma * Sigma
+    Linear response (eq-ep-linear-response) around ``post``'s sites; Sigma its covariance and P = Sigma * Sigma
     (lower triangles read).
     """
     d_tau = tau - post.tau

@@ -187,7 +187,7 @@ class AdatronResult:
 # %% book/05_svm.md, code cell 14
 def kernel_adatron(K, y, *, C=np.inf, v=0.0, fit_bias=False, max_iter=20000, tol=1e-5,
                    learning_rate=1.0, alpha_init=None):
-    """Parallel kernel Adatron, eq-svm-adatron (projection eq-svm-projection with bias).
+    """Parallel kernel Adatron, eq-svm-adatron (projection eq-svm-projection, bias eq-svm-bias).
 
     Maximises the SVM dual eq-svm-dual for the kernel matrix ``K`` (without the noise
     variance ``v``, which is added to its diagonal), labels ``y`` in {-1, +1}, box [0, C].
@@ -252,7 +252,8 @@ def conditional_variances(K, alpha, *, C=np.inf, v=0.0, fit_bias=False):
 
     For a margin support vector, 1 / [A_M^{-1}]_ii; for a bound support vector, the Schur
     complement of its column against A_M (both eq-loo-partitioned, with the bordered inverse
-    eq-loo-bordered-inverse when ``fit_bias``). ``K`` is the kernel matrix without the noise
+    eq-loo-bordered-inverse when ``fit_bias``): the systems eq-loo-system and
+    eq-loo-bias-system solved in closed form. ``K`` is the kernel matrix without the noise
     variance ``v``. Returns an array of shape (n,), 0 for the non-support vectors.
     """
     alpha = np.asarray(alpha, dtype=float)
