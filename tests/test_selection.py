@@ -1,4 +1,4 @@
-"""Tests of gpc_literate.selection (chapter 15): LOO criteria, their gradients, EP-CV, baselines."""
+"""Tests of gpc_literate.selection (chapter 16): LOO criteria, their gradients, EP-CV, baselines."""
 import warnings
 
 import numpy as np
