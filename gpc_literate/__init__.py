@@ -35,7 +35,7 @@ _PUBLIC = {
     "EP": "ep_classifier",
     "select_hyperparameters": "selection",
     "LSCV": "selection",
-    "BiasedEP": "selection",
+    "BiasedEP": "criteria",
     "available": "datasets",
     "Dataset": "datasets",
     "VariationalGP": "variational",
@@ -43,8 +43,8 @@ _PUBLIC = {
     "check_kernel": "kernels",
 }
 _SUBMODULES = {"base", "likelihoods", "kernels", "datasets", "svm", "loo", "reference",
-               "meanfield", "tap", "laplace", "ep", "ep_fast", "ep_classifier", "selection",
-               "experiments", "variational", "comparison"}
+               "meanfield", "tap", "laplace", "ep", "ep_fast", "ep_classifier", "criteria",
+               "selection", "experiments", "variational", "comparison"}
 
 __all__ = sorted(_PUBLIC) + sorted(_SUBMODULES)
 

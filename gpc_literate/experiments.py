@@ -31,7 +31,8 @@ from gpc_literate import __version__, datasets
 from gpc_literate.base import check_integer
 from gpc_literate.ep_classifier import EP
 from gpc_literate.kernels import RBF
-from gpc_literate.selection import LSCV, f_measure, nlp_fm_bias, select_hyperparameters
+from gpc_literate.criteria import f_measure
+from gpc_literate.selection import LSCV, nlp_fm_bias, select_hyperparameters
 
 __all__ = ["METHODS", "DEFAULT_DATASETS", "DEFAULT_CONFIG", "ResultsFileError", "check_indices",
            "check_jobs", "run_jobs", "int_at_least", "jobs_argument", "run_one", "run_experiment",

@@ -387,7 +387,8 @@ def test_every_estimator_rejects_a_kernel_that_is_not_a_Kernel(bad):
     from gpc_literate.ep_classifier import EP
     from gpc_literate.laplace import Laplace
     from gpc_literate.meanfield import NaiveMeanField
-    from gpc_literate.selection import LSCV, BiasedEP
+    from gpc_literate.criteria import BiasedEP
+    from gpc_literate.selection import LSCV
     from gpc_literate.svm import KernelAdatron
     from gpc_literate.tap import TAP
     from gpc_literate.kernels import check_kernel

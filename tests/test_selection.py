@@ -1,4 +1,5 @@
-"""Tests of gpc_literate.selection (chapter 15): LOO criteria, their gradients, EP-CV, baselines."""
+"""Tests of gpc_literate.criteria and selection (chapters 15, 16): LOO criteria, their gradients,
+EP-CV, baselines."""
 import warnings
 
 import numpy as np
@@ -10,11 +11,11 @@ from gpc_literate.ep_classifier import EP
 from gpc_literate.kernels import RBF
 from gpc_literate.laplace import Laplace, Logistic
 from gpc_literate.likelihoods import Gaussian, Probit
-from gpc_literate.selection import (CRITERIA, LSCV, BiasedEP, SelectionHistory,
-                                    ShiftedLikelihood, auc_estimate, criterion_terms, f_measure,
-                                    loo_log_predictive, loo_moments, loo_objective, lscv_loo,
-                                    lscv_objective, negative_log_predictive, nlp_fm_bias,
-                                    select_hyperparameters, weighted_error_rate)
+from gpc_literate.criteria import (CRITERIA, BiasedEP, ShiftedLikelihood, auc_estimate,
+                                   criterion_terms, f_measure, loo_log_predictive, loo_moments,
+                                   loo_objective, negative_log_predictive, weighted_error_rate)
+from gpc_literate.selection import (LSCV, SelectionHistory, lscv_loo, lscv_objective,
+                                    nlp_fm_bias, select_hyperparameters)
 
 FAST = dict(method="parallel", damping=0.7, tol=1e-6, max_sweeps=300)
 H = 1e-5

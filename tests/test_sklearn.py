@@ -24,12 +24,13 @@ from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from gpc_literate.base import ConvergenceWarning, GPClassifierBase, NotFittedError
 from gpc_literate.comparison import LeastSquaresDiscriminant
+from gpc_literate.criteria import BiasedEP
 from gpc_literate.ep_classifier import EP
 from gpc_literate.kernels import RBF, ArcSin, Cauchy, Linear
 from gpc_literate.laplace import Laplace
 from gpc_literate.likelihoods import Probit
 from gpc_literate.meanfield import NaiveMeanField
-from gpc_literate.selection import LSCV, BiasedEP
+from gpc_literate.selection import LSCV
 from gpc_literate.svm import KernelAdatron
 from gpc_literate.tap import TAP
 from gpc_literate.variational import VariationalGP, VariationalSVM
