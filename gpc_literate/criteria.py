@@ -203,7 +203,8 @@ def _check_labels_pm(y):
 
 # %% book/15_loo_criteria.md, code cell 11
 def measure_from_counts(criterion, y, q, params):
-    """Eqs (eq-sel-fs), (eq-sel-wer), (eq-sel-auc) and their derivatives in q_i = P(y_i = +1).
+    """Eqs (eq-sel-fs), (eq-sel-wer), (eq-sel-auc) and their derivatives in q_i = P(y_i = +1)
+    (eq-sel-df for the F-measure).
 
     Returns (value, d value / d q) from the smoothed counts (eq-sel-counts); hard 0/1 values
     of q give the true counts.
@@ -283,6 +284,7 @@ def loo_moments(K, site_nu, site_tau, dK=None):
     site parameters (either sign), held fixed; dK (n, n, p): dK/dtheta_j (Kernel.gradient).
     Returns LOOMoments(mean, var, dmean, dvar), dmean and dvar None without dK. Raises
     ImproperPosteriorError if K^-1 + T is not positive definite or a cavity is improper.
+    The derivatives go through P = (I + K T)^-1 = I - K A (eq-sel-P).
     """
     post = SitePosterior(K, site_nu, site_tau)
     nu, tau, m, s = post.nu, post.tau, post.mean, post.var     # s = diag(Sigma)
@@ -294,7 +296,7 @@ def loo_moments(K, site_nu, site_tau, dK=None):
     mean = var * (m / s - nu)
     if dK is None:
         return LOOMoments(mean, var, None, None)
-    P = -(np.asarray(K, dtype=float) @ post.inverse_sum())         # P = I - K A = (I + K T)^-1
+    P = -(np.asarray(K, dtype=float) @ post.inverse_sum())         # P = I - K A, eq-sel-P
     P[np.diag_indices_from(P)] += 1.0
     dK = np.asarray(dK, dtype=float)
     ds = np.empty((len(s), dK.shape[2]))
