@@ -44,7 +44,7 @@ _PUBLIC = {
 }
 _SUBMODULES = {"base", "likelihoods", "kernels", "datasets", "svm", "loo", "reference",
                "meanfield", "tap", "laplace", "ep", "ep_fast", "ep_classifier", "selection",
-               "experiments", "variational", "comparison"}
+               "experiments", "free_energy", "variational", "comparison"}
 
 __all__ = sorted(_PUBLIC) + sorted(_SUBMODULES)
 
