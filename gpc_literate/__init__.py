@@ -44,7 +44,7 @@ _PUBLIC = {
 }
 _SUBMODULES = {"base", "likelihoods", "kernels", "datasets", "svm", "loo", "reference",
                "meanfield", "tap", "laplace", "ep", "ep_fast", "ep_classifier", "criteria",
-               "selection", "experiments", "variational", "comparison"}
+               "selection", "experiments", "free_energy", "variational", "comparison"}
 
 __all__ = sorted(_PUBLIC) + sorted(_SUBMODULES)
 

@@ -1,4 +1,5 @@
-"""gpc_literate.variational (chapter 18): Seeger's free energy, its pieces and the estimators."""
+"""gpc_literate.free_energy (chapter 18), Seeger's free energy and its pieces, and
+gpc_literate.variational (chapter 19), the estimators."""
 import warnings
 
 import numpy as np
@@ -12,11 +13,12 @@ from gpc_literate.datasets import load
 from gpc_literate.kernels import RBF, ArcSin
 from gpc_literate.laplace import Laplace, Logistic, laplace_log_evidence, laplace_mode
 from gpc_literate.svm import KernelAdatron
-from gpc_literate.variational import (JITTER, VariationalGP, VariationalSVM, expected_hinge,
-                                      expected_log_z_svc, expected_logistic, expected_loss,
-                                      factor_prior, free_energy, free_energy_theta_gradient,
-                                      initial_p, minimize_free_energy, svc_log_z,
-                                      variational_objective, _kernel_contraction, _outer_loop)
+from gpc_literate.free_energy import (JITTER, expected_hinge, expected_log_z_svc,
+                                      expected_logistic, expected_loss, factor_prior,
+                                      free_energy, free_energy_theta_gradient, initial_p,
+                                      kernel_contraction, minimize_free_energy, svc_log_z)
+from gpc_literate.variational import (VariationalGP, VariationalSVM, variational_objective,
+                                      _outer_loop)
 from gpc_literate import variational
 
 FD_RTOL = 1e-5
@@ -163,7 +165,7 @@ def test_free_energy_gradient_matches_finite_differences(toy, loss, M):
 def test_theta_gradient_matches_finite_differences(toy, kernel):
     X, y, _, mu, log_v, C = toy
     prior = factor_prior(kernel(X))
-    g = free_energy_theta_gradient(mu, log_v, C, prior, _kernel_contraction(kernel, X))
+    g = free_energy_theta_gradient(mu, log_v, C, prior, kernel_contraction(kernel, X))
     g_tensor = free_energy_theta_gradient(mu, log_v, C, prior, kernel.gradient(X))
     assert rel_err(g, g_tensor) < 1e-10
     h = 1e-4
