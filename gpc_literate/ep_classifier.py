@@ -153,7 +153,117 @@ def _ep_rerun(K, y, likelihood, site_nu, site_tau, options, theta, stacklevel=2)
 
 
 # %% book/14_ep_classifier.md, code cell 9
-class EP(LearnsHyperparameters, GPClassifierBase):
+class _EPFit:
+    """EP at a given kernel: the options checked, solve_ep run, the fitted attributes stored."""
+
+    def _validate_params(self):
+        self._validate_learning()
+        _check_ep_options(self.method, self.damping, self.max_sweeps, self.tol, self.kernel,
+                          self.likelihood)
+
+    def _options(self):
+        return dict(method=self.method, damping=float(self.damping),
+                    max_sweeps=int(self.max_sweeps), tol=float(self.tol))
+
+    def _default_kernel(self, X):
+        return default_kernel(X)
+
+    def _warm_start(self):
+        return {"site_nu_init": self.site_nu_, "site_tau_init": self.site_tau_}
+
+    def _fit_fixed(self, X, y_pm, kernel, site_nu_init=None, site_tau_init=None):
+        """Run EP from the given sites (default: all zero, i.e. q = prior) to convergence."""
+        self.kernel_ = kernel
+        self.likelihood_ = (Probit(noise_var=1.0) if self.likelihood is None
+                            else copy.deepcopy(self.likelihood))
+        self.X_train_, self.y_train_ = X, y_pm
+        run = _run_ep_fit(self.kernel_(X), y_pm, self.likelihood_, self.method, self.damping,
+                          self.max_sweeps, self.tol, site_nu_init, site_tau_init, stacklevel=3)
+        self.n_iter_, self.converged_, self.n_refused_ = run.n_iter, run.converged, run.n_refused
+        self.change_history_ = run.history
+        self._store(run.posterior)
+
+    def _store(self, post):
+        """Fitted attributes from the posterior of the final sites."""
+        self._post = post
+        for name, value in _fitted_attributes(post, self.likelihood_, self.y_train_).items():
+            setattr(self, name, value)
+
+    def _require_fit(self):
+        if not hasattr(self, "_post"):
+            raise NotFittedError(f"This {type(self).__name__} is not fitted yet; "
+                                 "call fit(X, y) first")
+
+
+# %% book/14_ep_classifier.md, code cell 10
+class _EPEvidence:
+    """EP's evidence (eq-ep-logz-stable) and cavities (eq-sites-cavity) at other theta."""
+
+    def log_marginal_likelihood(self, theta=None, eval_gradient=False):
+        """Eq. (eq-ep-logz-stable) at kernel log-hyperparameters ``theta`` (None: the fitted kernel).
+
+        A new ``theta`` re-runs EP on the training data, warm-started from the fitted sites
+        (the estimator itself is not changed). With ``eval_gradient`` also returns the
+        gradient in theta, eq. (eq-ep-gradient), shape (len(theta),).
+        """
+        self._require_fit()
+        if theta is None:
+            kernel, post, value = self.kernel_, self._post, self.log_marginal_likelihood_
+        else:
+            kernel = self.kernel_.with_theta(theta)
+            post, value = _ep_rerun(kernel(self.X_train_), self.y_train_, self.likelihood_,
+                                    self.site_nu_, self.site_tau_, self._options(), theta,
+                                    stacklevel=2)
+        if not eval_gradient:
+            return value
+        return value, ep_log_marginal_gradient(post, kernel.gradient(self.X_train_))
+
+    def _criterion(self, theta, eval_gradient):
+        return self.log_marginal_likelihood(theta, eval_gradient)
+
+    def cavities(self, theta=None):
+        """Eq. (eq-sites-cavity) with the fitted sites held fixed: (mu_cav, var_cav) at kernel log-hyperparameters theta.
+
+        Sundararajan & Keerthi's M-step keeps the sites of the last EP run and moves theta;
+        theta=None returns the fitted ``mu_cav_``, ``var_cav_``.
+        """
+        self._require_fit()
+        if theta is None:
+            return self.mu_cav_.copy(), self.var_cav_.copy()
+        K = self.kernel_.with_theta(theta)(self.X_train_)
+        mu_cav, var_cav, _ = SitePosterior(K, self.site_nu_, self.site_tau_).cavities()
+        return mu_cav, var_cav
+
+
+# %% book/14_ep_classifier.md, code cell 11
+class _EPPrediction:
+    """Predictions under q (eq-ep-predict) and leave-one-out (eq-ep-loo-predictive)."""
+
+    def predict_latent(self, X):
+        """Eq. (eq-ep-predict): mean and variance of the latent f(x) under q at each row of X."""
+        X = self._check_predict_input(X)
+        return _predict_latent(self.kernel_, self.X_train_, self._post, X)
+
+    def _decision_function(self, X):
+        return self.kernel_(X, self.X_train_) @ self._post.coef
+
+    def _predict_proba_positive(self, X):
+        return self.likelihood_.predictive(*self.predict_latent(X))
+
+    def loo_predictive(self, gamma=0.0):
+        """Eq. (eq-ep-loo-predictive), S&K eq. 13: p(y_i | x_i, D without example i), bias ``gamma``.
+
+        The likelihood's predictive probability of the observed label y_i when f_i follows the
+        cavity N(mu_cav_i + gamma, var_cav_i); for Probit(1.0) this is
+        Phi(y_i (mu_cav_i + gamma) / sqrt(1 + var_cav_i)). An improper cavity gives 1/2.
+        """
+        self._require_fit()
+        gamma = check_scalar(gamma, "gamma")
+        return _loo_predictive(self.likelihood_, self.y_train_, self.mu_cav_, self.var_cav_, gamma)
+
+
+# %% book/14_ep_classifier.md, code cell 12
+class EP(_EPFit, _EPEvidence, _EPPrediction, LearnsHyperparameters, GPClassifierBase):
     """Gaussian-process classifier by expectation propagation, S&K eqs 3-5 and 13 (chapters 12-14).
 
     Parameters
@@ -214,100 +324,3 @@ class EP(LearnsHyperparameters, GPClassifierBase):
         self.n_restarts_optimizer = n_restarts_optimizer
         self.random_state = random_state
         self.hyperparameter_bounds = hyperparameter_bounds
-
-    def _validate_params(self):
-        self._validate_learning()
-        _check_ep_options(self.method, self.damping, self.max_sweeps, self.tol, self.kernel,
-                          self.likelihood)
-
-    def _options(self):
-        return dict(method=self.method, damping=float(self.damping),
-                    max_sweeps=int(self.max_sweeps), tol=float(self.tol))
-
-    def _default_kernel(self, X):
-        return default_kernel(X)
-
-    def _criterion(self, theta, eval_gradient):
-        return self.log_marginal_likelihood(theta, eval_gradient)
-
-    def _warm_start(self):
-        return {"site_nu_init": self.site_nu_, "site_tau_init": self.site_tau_}
-
-    def _fit_fixed(self, X, y_pm, kernel, site_nu_init=None, site_tau_init=None):
-        """Run EP from the given sites (default: all zero, i.e. q = prior) to convergence."""
-        self.kernel_ = kernel
-        self.likelihood_ = (Probit(noise_var=1.0) if self.likelihood is None
-                            else copy.deepcopy(self.likelihood))
-        self.X_train_, self.y_train_ = X, y_pm
-        run = _run_ep_fit(self.kernel_(X), y_pm, self.likelihood_, self.method, self.damping,
-                          self.max_sweeps, self.tol, site_nu_init, site_tau_init, stacklevel=3)
-        self.n_iter_, self.converged_, self.n_refused_ = run.n_iter, run.converged, run.n_refused
-        self.change_history_ = run.history
-        self._store(run.posterior)
-
-    def _store(self, post):
-        """Fitted attributes from the posterior of the final sites."""
-        self._post = post
-        for name, value in _fitted_attributes(post, self.likelihood_, self.y_train_).items():
-            setattr(self, name, value)
-
-    def _require_fit(self):
-        if not hasattr(self, "_post"):
-            raise NotFittedError(f"This {type(self).__name__} is not fitted yet; "
-                                 "call fit(X, y) first")
-
-    # -- evidence and hyperparameters ------------------------------------------------------
-    def log_marginal_likelihood(self, theta=None, eval_gradient=False):
-        """Eq. (eq-ep-logz-stable) at kernel log-hyperparameters ``theta`` (None: the fitted kernel).
-
-        A new ``theta`` re-runs EP on the training data, warm-started from the fitted sites
-        (the estimator itself is not changed). With ``eval_gradient`` also returns the
-        gradient in theta, eq. (eq-ep-gradient), shape (len(theta),).
-        """
-        self._require_fit()
-        if theta is None:
-            kernel, post, value = self.kernel_, self._post, self.log_marginal_likelihood_
-        else:
-            kernel = self.kernel_.with_theta(theta)
-            post, value = _ep_rerun(kernel(self.X_train_), self.y_train_, self.likelihood_,
-                                    self.site_nu_, self.site_tau_, self._options(), theta,
-                                    stacklevel=2)
-        if not eval_gradient:
-            return value
-        return value, ep_log_marginal_gradient(post, kernel.gradient(self.X_train_))
-
-    def cavities(self, theta=None):
-        """Eq. (eq-sites-cavity) with the fitted sites held fixed: (mu_cav, var_cav) at kernel log-hyperparameters theta.
-
-        Sundararajan & Keerthi's M-step keeps the sites of the last EP run and moves theta;
-        theta=None returns the fitted ``mu_cav_``, ``var_cav_``.
-        """
-        self._require_fit()
-        if theta is None:
-            return self.mu_cav_.copy(), self.var_cav_.copy()
-        K = self.kernel_.with_theta(theta)(self.X_train_)
-        mu_cav, var_cav, _ = SitePosterior(K, self.site_nu_, self.site_tau_).cavities()
-        return mu_cav, var_cav
-
-    # -- prediction ------------------------------------------------------------------------
-    def predict_latent(self, X):
-        """Eq. (eq-ep-predict): mean and variance of the latent f(x) under q at each row of X."""
-        X = self._check_predict_input(X)
-        return _predict_latent(self.kernel_, self.X_train_, self._post, X)
-
-    def _decision_function(self, X):
-        return self.kernel_(X, self.X_train_) @ self._post.coef
-
-    def _predict_proba_positive(self, X):
-        return self.likelihood_.predictive(*self.predict_latent(X))
-
-    def loo_predictive(self, gamma=0.0):
-        """Eq. (eq-ep-loo-predictive), S&K eq. 13: p(y_i | x_i, D without example i), bias ``gamma``.
-
-        The likelihood's predictive probability of the observed label y_i when f_i follows the
-        cavity N(mu_cav_i + gamma, var_cav_i); for Probit(1.0) this is
-        Phi(y_i (mu_cav_i + gamma) / sqrt(1 + var_cav_i)). An improper cavity gives 1/2.
-        """
-        self._require_fit()
-        gamma = check_scalar(gamma, "gamma")
-        return _loo_predictive(self.likelihood_, self.y_train_, self.mu_cav_, self.var_cav_, gamma)

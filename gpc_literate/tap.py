@@ -383,7 +383,90 @@ def _tap_predict_proba(kernel, X_train, coef, posterior, likelihood, v, X):
 
 
 # %% book/09_tap.md, code cell 28
-class TAP(LearnsHyperparameters, GPClassifierBase):
+class _TAPFit:
+    """TAP at a given kernel: the equations solved, the solution and its leave-one-out stored."""
+
+    def _default_kernel(self, X):
+        return default_kernel(X)
+
+    def _warm_start(self):
+        return {}                  # from the prior: see log_marginal_likelihood
+
+    def _fit_fixed(self, X, y, kernel, alpha_init=None):
+        K = kernel(X) + float(self.v) * np.eye(len(y))
+        self._likelihood = StepFlip(float(self.kappa))
+        coef_init = None if alpha_init is None else y * np.asarray(alpha_init, dtype=float)
+        result = _solve_tap(K, y, self._likelihood, self.max_iter, self.tol, self.damping,
+                            coef_init, noise_free=float(self.kappa) == 0.0 and float(self.v) == 0.0)
+        self.kernel_, self.X_train_, self._posterior, self._y = kernel, X, result.posterior, y
+        self.alpha_, self.coef_ = result.alpha, result.coef
+        self.mu_cav_, self.var_cav_, self.var_ = result.mu_cav, result.var_cav, result.var
+        self.log_evidence_ = result.log_evidence
+        self.n_iter_, self.converged_, self.residual_ = (result.n_iter, result.converged,
+                                                         result.residual)
+        if not result.converged:
+            warnings.warn(
+                f"TAP did not converge in {result.n_iter} iterations (residual "
+                f"{result.residual:.2e} > tol = {self.tol:g}); increase max_iter, use a smaller "
+                "damping, or v > 0 or kappa > 0 for data that may not be separable",
+                ConvergenceWarning, stacklevel=3)
+        self.loo_decision_ = self.loo_error_ = self.error_probability_ = None
+        if self.compute_loo:
+            self.loo_decision_, self.loo_error_, self.error_probability_ = _tap_loo(
+                self._likelihood, y, result.mu_cav, result.var_cav)
+        return self
+
+
+# %% book/09_tap.md, code cell 29
+class _TAPEvidence:
+    """-G_TAP (eq-tap-log-evidence) and its gradient (eq-tap-evidence-gradient) at any theta."""
+
+    def _solve(self, K, y, coef_init):
+        """tap_fixed_point with the estimator's settings; breakdowns reported with advice."""
+        return _solve_tap(K, y, self._likelihood, self.max_iter, self.tol, self.damping,
+                          coef_init)
+
+    def log_marginal_likelihood(self, theta=None, eval_gradient=False):
+        """-G_TAP, eq. (eq-tap-log-evidence), at kernel log-hyperparameters theta (None: fitted).
+
+        A new theta solves the TAP equations again from the prior (the estimator is not
+        changed): a start from the fitted solution is no help when theta is far from the
+        fitted kernel, and the damped iteration can break down from it. With
+        ``eval_gradient`` also returns the gradient, eq. (eq-tap-evidence-gradient).
+        """
+        check_is_fitted(self)
+        if theta is None:
+            kernel, coef, posterior = self.kernel_, self.coef_, self._posterior
+            value = self.log_evidence_
+        else:
+            kernel = self.kernel_.with_theta(theta)
+            K = kernel(self.X_train_) + float(self.v) * np.eye(len(self._y))
+            result = self._solve(K, self._y, None)
+            coef, posterior, value = result.coef, result.posterior, result.log_evidence
+        if not eval_gradient:
+            return value
+        return value, tap_evidence_gradient(coef, posterior, kernel.gradient(self.X_train_))
+
+    def _criterion(self, theta, eval_gradient):
+        return self.log_marginal_likelihood(theta, eval_gradient)
+
+
+# %% book/09_tap.md, code cell 30
+class _TAPPrediction:
+    """Decision function (eq-exact-mean-rep) and class probability (eq-tap-predictive)."""
+
+    def _decision_function(self, X):
+        """Posterior mean sum_i k(x, x_i) y_i alpha_i (eq-exact-mean-rep, no noise variance)."""
+        return self.kernel_(X, self.X_train_) @ self.coef_
+
+    def _predict_proba_positive(self, X):
+        """Eq. (eq-tap-predictive): kappa + (1 - 2 kappa) Phi(<f(x)> / sqrt(Var f(x) + v))."""
+        return _tap_predict_proba(self.kernel_, self.X_train_, self.coef_, self._posterior,
+                                  self._likelihood, self.v, X)
+
+
+# %% book/09_tap.md, code cell 31
+class TAP(_TAPFit, _TAPEvidence, _TAPPrediction, LearnsHyperparameters, GPClassifierBase):
     """GP classifier by the TAP mean-field theory of Opper & Winther (NIPS 1999, NC 2000).
 
     Likelihood kappa + (1 - 2 kappa) Theta(y f) on the noisy process with covariance
@@ -433,71 +516,3 @@ class TAP(LearnsHyperparameters, GPClassifierBase):
     def fit(self, X, y, alpha_init=None):
         """Fit to inputs X (n, d) and two-class labels y; ``alpha_init`` (n,) warm-starts alpha."""
         return super().fit(X, y, alpha_init=alpha_init)
-
-    def _default_kernel(self, X):
-        return default_kernel(X)
-
-    def _warm_start(self):
-        return {}                  # from the prior: see log_marginal_likelihood
-
-    def _solve(self, K, y, coef_init):
-        """tap_fixed_point with the estimator's settings; breakdowns reported with advice."""
-        return _solve_tap(K, y, self._likelihood, self.max_iter, self.tol, self.damping,
-                          coef_init)
-
-    def log_marginal_likelihood(self, theta=None, eval_gradient=False):
-        """-G_TAP, eq. (eq-tap-log-evidence), at kernel log-hyperparameters theta (None: fitted).
-
-        A new theta solves the TAP equations again from the prior (the estimator is not
-        changed): a start from the fitted solution is no help when theta is far from the
-        fitted kernel, and the damped iteration can break down from it. With ``eval_gradient`` also returns the gradient,
-        eq. (eq-tap-evidence-gradient).
-        """
-        check_is_fitted(self)
-        if theta is None:
-            kernel, coef, posterior = self.kernel_, self.coef_, self._posterior
-            value = self.log_evidence_
-        else:
-            kernel = self.kernel_.with_theta(theta)
-            K = kernel(self.X_train_) + float(self.v) * np.eye(len(self._y))
-            result = self._solve(K, self._y, None)
-            coef, posterior, value = result.coef, result.posterior, result.log_evidence
-        if not eval_gradient:
-            return value
-        return value, tap_evidence_gradient(coef, posterior, kernel.gradient(self.X_train_))
-
-    def _criterion(self, theta, eval_gradient):
-        return self.log_marginal_likelihood(theta, eval_gradient)
-
-    def _fit_fixed(self, X, y, kernel, alpha_init=None):
-        K = kernel(X) + float(self.v) * np.eye(len(y))
-        self._likelihood = StepFlip(float(self.kappa))
-        coef_init = None if alpha_init is None else y * np.asarray(alpha_init, dtype=float)
-        result = _solve_tap(K, y, self._likelihood, self.max_iter, self.tol, self.damping,
-                            coef_init, noise_free=float(self.kappa) == 0.0 and float(self.v) == 0.0)
-        self.kernel_, self.X_train_, self._posterior, self._y = kernel, X, result.posterior, y
-        self.alpha_, self.coef_ = result.alpha, result.coef
-        self.mu_cav_, self.var_cav_, self.var_ = result.mu_cav, result.var_cav, result.var
-        self.log_evidence_ = result.log_evidence
-        self.n_iter_, self.converged_, self.residual_ = (result.n_iter, result.converged,
-                                                         result.residual)
-        if not result.converged:
-            warnings.warn(
-                f"TAP did not converge in {result.n_iter} iterations (residual "
-                f"{result.residual:.2e} > tol = {self.tol:g}); increase max_iter, use a smaller "
-                "damping, or v > 0 or kappa > 0 for data that may not be separable",
-                ConvergenceWarning, stacklevel=3)
-        self.loo_decision_ = self.loo_error_ = self.error_probability_ = None
-        if self.compute_loo:
-            self.loo_decision_, self.loo_error_, self.error_probability_ = _tap_loo(
-                self._likelihood, y, result.mu_cav, result.var_cav)
-        return self
-
-    def _decision_function(self, X):
-        """Posterior mean sum_i k(x, x_i) y_i alpha_i (eq-exact-mean-rep, no noise variance)."""
-        return self.kernel_(X, self.X_train_) @ self.coef_
-
-    def _predict_proba_positive(self, X):
-        """Eq. (eq-tap-predictive): kappa + (1 - 2 kappa) Phi(<f(x)> / sqrt(Var f(x) + v))."""
-        return _tap_predict_proba(self.kernel_, self.X_train_, self.coef_, self._posterior,
-                                  self._likelihood, self.v, X)
