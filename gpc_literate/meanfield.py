@@ -547,6 +547,36 @@ def _check_mf_options(method, kappa, v, tol, learning_rate, max_iter, kernel, co
 
 
 # %% book/08_naive_mean_field.md, code cell 31
+class _NaiveMFSolve:
+    """NaiveMeanField at a given kernel: eq-mf-alpha solved by naive_mean_field, attributes set."""
+
+    def _solver_options(self):
+        return dict(max_iter=int(self.max_iter), tol=float(self.tol),
+                    learning_rate=float(self.learning_rate), method=self.method)
+
+    def _fit_fixed(self, X, y, kernel, alpha_init=None):
+        K = kernel(X) + float(self.v) * np.eye(len(y))
+        likelihood = StepFlip(float(self.kappa))
+        result = naive_mean_field(K, y, likelihood, alpha_init=alpha_init,
+                                  **self._solver_options())
+        self.kernel_, self.X_train_, self._y = kernel, X, y
+        self.alpha_, self.coef_ = result.alpha, y * result.alpha
+        self.n_iter_, self.converged_ = result.n_iter, result.converged
+        self.residual_, self.learning_rate_ = result.residual, result.learning_rate
+        if not result.converged:
+            warnings.warn(
+                f"NaiveMeanField did not converge in {result.n_iter} iterations (max_i |delta "
+                f"alpha_i| = {result.residual:.2e} > tol = {self.tol:g}); increase max_iter, or "
+                "use v > 0 or kappa > 0 for data that may not be separable",
+                ConvergenceWarning, stacklevel=3)
+        self._posterior = None
+        self.loo_decision_ = self.loo_error_ = self.loo_var_ = None
+        if self.compute_loo:
+            self._linear_response(K, y, likelihood)
+        return self
+
+
+# %% book/08_naive_mean_field.md, code cell 32
 def _loo_criterion(K, y, alpha, likelihood):
     """Eq. (eq-mf-loo-criterion): mean_i log Z_i(f_loo_i, var_loo_i) at the solution ``alpha``.
 
@@ -559,7 +589,29 @@ def _loo_criterion(K, y, alpha, likelihood):
     return float(np.mean(likelihood.log_Z(y, f_loo, var_loo)[0]))
 
 
-# %% book/08_naive_mean_field.md, code cell 32
+# %% book/08_naive_mean_field.md, code cell 33
+class _NaiveMFLOO:
+    """NaiveMeanField's leave-one-out by linear response, eq-mf-loo, and eq-mf-loo-criterion."""
+
+    def _criterion(self, theta, eval_gradient=False):
+        """Eq. (eq-mf-loo-criterion) at kernel log-hyperparameters theta (None: the fitted kernel)."""
+        likelihood = StepFlip(float(self.kappa))
+        kernel = self.kernel_ if theta is None else self.kernel_.with_theta(theta)
+        K = kernel(self.X_train_) + float(self.v) * np.eye(len(self._y))
+        alpha = self.alpha_
+        if theta is not None:
+            alpha = naive_mean_field(K, self._y, likelihood, alpha_init=self.alpha_,
+                                     **self._solver_options()).alpha
+        return _loo_criterion(K, self._y, alpha, likelihood)
+
+    def _linear_response(self, K, y, likelihood):
+        """Leave-one-out activations and the linear-response Gaussian (eq-mf-loo, eq-mf-predictive)."""
+        f_loo, var_loo, self._posterior = naive_loo(K, y, self.alpha_, likelihood)
+        self.loo_decision_, self.loo_var_ = f_loo, var_loo
+        self.loo_error_ = float(np.mean(y * f_loo <= 0.0))
+
+
+# %% book/08_naive_mean_field.md, code cell 34
 def _mf_predict_proba(kernel, X_train, coef, posterior, kappa, v, X):
     """Eq. (eq-mf-predictive): kappa + (1 - 2 kappa) Phi(<f(x)> / sqrt(Var f(x) + v)).
 
@@ -572,8 +624,26 @@ def _mf_predict_proba(kernel, X_train, coef, posterior, kappa, v, X):
     return StepFlip(float(kappa)).predictive(K_cross @ coef, var)
 
 
-# %% book/08_naive_mean_field.md, code cell 33
-class NaiveMeanField(LearnsHyperparameters, GPClassifierBase):
+# %% book/08_naive_mean_field.md, code cell 35
+class _NaiveMFPrediction:
+    """NaiveMeanField's predictions: mean (eq-exact-mean-rep), probability (eq-mf-predictive)."""
+
+    def _decision_function(self, X):
+        """Posterior mean sum_i k(x, x_i) y_i alpha_i, eq-exact-mean-rep (no noise variance)."""
+        return self.kernel_(X, self.X_train_) @ self.coef_
+
+    def _predict_proba_positive(self, X):
+        """Eq. (eq-mf-predictive): kappa + (1 - 2 kappa) Phi(<f(x)> / sqrt(Var f(x) + v))."""
+        if self._posterior is None:                  # fitted with compute_loo=False
+            K = self.kernel_(self.X_train_) + float(self.v) * np.eye(len(self._y))
+            _, _, self._posterior = naive_loo(K, self._y, self.alpha_, StepFlip(float(self.kappa)))
+        return _mf_predict_proba(self.kernel_, self.X_train_, self.coef_, self._posterior,
+                                 self.kappa, self.v, X)
+
+
+# %% book/08_naive_mean_field.md, code cell 36
+class NaiveMeanField(_NaiveMFSolve, _NaiveMFLOO, _NaiveMFPrediction, LearnsHyperparameters,
+                     GPClassifierBase):
     """GP classifier by naive mean-field theory, O&W section 17.6 (Algorithm 17.1, eq-mf-alpha).
 
     Likelihood kappa + (1 - 2 kappa) Theta(y f) on the noisy process with covariance
@@ -621,10 +691,6 @@ class NaiveMeanField(LearnsHyperparameters, GPClassifierBase):
         _check_mf_options(self.method, self.kappa, self.v, self.tol, self.learning_rate,
                           self.max_iter, self.kernel, self.compute_loo)
 
-    def _solver_options(self):
-        return dict(max_iter=int(self.max_iter), tol=float(self.tol),
-                    learning_rate=float(self.learning_rate), method=self.method)
-
     def fit(self, X, y, alpha_init=None):
         """Fit to inputs X (n, d) and two-class labels y; ``alpha_init`` (n,) warm-starts alpha."""
         return super().fit(X, y, alpha_init=alpha_init)
@@ -634,53 +700,3 @@ class NaiveMeanField(LearnsHyperparameters, GPClassifierBase):
 
     def _warm_start(self):
         return {"alpha_init": self.alpha_}
-
-    def _criterion(self, theta, eval_gradient=False):
-        """Eq. (eq-mf-loo-criterion) at kernel log-hyperparameters theta (None: the fitted kernel)."""
-        likelihood = StepFlip(float(self.kappa))
-        kernel = self.kernel_ if theta is None else self.kernel_.with_theta(theta)
-        K = kernel(self.X_train_) + float(self.v) * np.eye(len(self._y))
-        alpha = self.alpha_
-        if theta is not None:
-            alpha = naive_mean_field(K, self._y, likelihood, alpha_init=self.alpha_,
-                                     **self._solver_options()).alpha
-        return _loo_criterion(K, self._y, alpha, likelihood)
-
-    def _fit_fixed(self, X, y, kernel, alpha_init=None):
-        K = kernel(X) + float(self.v) * np.eye(len(y))
-        likelihood = StepFlip(float(self.kappa))
-        result = naive_mean_field(K, y, likelihood, alpha_init=alpha_init,
-                                  **self._solver_options())
-        self.kernel_, self.X_train_, self._y = kernel, X, y
-        self.alpha_, self.coef_ = result.alpha, y * result.alpha
-        self.n_iter_, self.converged_ = result.n_iter, result.converged
-        self.residual_, self.learning_rate_ = result.residual, result.learning_rate
-        if not result.converged:
-            warnings.warn(
-                f"NaiveMeanField did not converge in {result.n_iter} iterations (max_i |delta "
-                f"alpha_i| = {result.residual:.2e} > tol = {self.tol:g}); increase max_iter, or "
-                "use v > 0 or kappa > 0 for data that may not be separable",
-                ConvergenceWarning, stacklevel=3)
-        self._posterior = None
-        self.loo_decision_ = self.loo_error_ = self.loo_var_ = None
-        if self.compute_loo:
-            self._linear_response(K, y, likelihood)
-        return self
-
-    def _linear_response(self, K, y, likelihood):
-        """Leave-one-out activations and the linear-response Gaussian (eq-mf-loo, eq-mf-predictive)."""
-        f_loo, var_loo, self._posterior = naive_loo(K, y, self.alpha_, likelihood)
-        self.loo_decision_, self.loo_var_ = f_loo, var_loo
-        self.loo_error_ = float(np.mean(y * f_loo <= 0.0))
-
-    def _decision_function(self, X):
-        """Posterior mean sum_i k(x, x_i) y_i alpha_i, eq-exact-mean-rep (no noise variance)."""
-        return self.kernel_(X, self.X_train_) @ self.coef_
-
-    def _predict_proba_positive(self, X):
-        """Eq. (eq-mf-predictive): kappa + (1 - 2 kappa) Phi(<f(x)> / sqrt(Var f(x) + v))."""
-        if self._posterior is None:                  # fitted with compute_loo=False
-            K = self.kernel_(self.X_train_) + float(self.v) * np.eye(len(self._y))
-            _, _, self._posterior = naive_loo(K, self._y, self.alpha_, StepFlip(float(self.kappa)))
-        return _mf_predict_proba(self.kernel_, self.X_train_, self.coef_, self._posterior,
-                                 self.kappa, self.v, X)
