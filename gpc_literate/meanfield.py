@@ -444,7 +444,39 @@ def _negative_site_marginals(K, tau, plus, full=False, allow_improper=False):
 
 
 # %% book/08_naive_mean_field.md, code cell 26
-class SitePosterior:
+class _InverseSum:
+    """SitePosterior's A = (K + T^-1)^-1: the quadratic forms k^T A k and the dense A."""
+
+    def inverse_sum_quad(self, Kx):
+        """diag(Kx^T A Kx) for A = (K + T^-1)^-1 (eq-sites-inverse-sum) and Kx of shape (n, m)."""
+        W = solve_triangular(self.L, self.s[:, None] * Kx[self.pos], lower=True,
+                             check_finite=False)
+        out = np.einsum("ij,ij->j", W, W)
+        if self._M is not None:
+            out -= np.einsum("ij,ij->j", self._M[0] @ Kx, self._M[1] @ Kx)
+        return out
+
+    def predictive_var(self, K_cross, k_diag):
+        """Var f(x) = k(x, x) - k_x^T A k_x for rows K_cross = k(X_new, X_train) (eq-mf-predictive)."""
+        K_cross = np.asarray(K_cross, dtype=float)
+        return np.asarray(k_diag, dtype=float) - self.inverse_sum_quad(K_cross.T)
+
+    def inverse_sum(self):
+        """A = (K + T^-1)^-1 (eq-sites-inverse-sum) as a dense n x n matrix, O(n^3)."""
+        n, pos = len(self.tau), self.pos
+        A = np.zeros((n, n))
+        inv, info = dpotri(self.L, lower=1) if pos.size else (np.zeros((0, 0)), 0)
+        if info != 0:
+            raise LinAlgError(f"dpotri failed (info={info})")
+        A[np.ix_(pos, pos)] = ((np.tril(inv) + np.tril(inv, -1).T)
+                               * self.s[:, None] * self.s[None, :])
+        if self._M is not None:
+            A -= self._M[0].T @ self._M[1]
+        return A
+
+
+# %% book/08_naive_mean_field.md, code cell 27
+class SitePosterior(_InverseSum):
     """Eqs (eq-sites-posterior), (eq-sites-chol), (eq-sites-negative): N(0, K) times the sites.
 
     q(f) = N(mean, Sigma), Sigma = (K^-1 + T)^-1, mean = Sigma nu = K coef, for site
@@ -479,35 +511,8 @@ class SitePosterior:
         """Eq. (eq-sites-cavity): (mu_cav, var_cav, proper) of every example."""
         return cavities(self.mean, self.var, self.coef, self.tau)
 
-    def inverse_sum_quad(self, Kx):
-        """diag(Kx^T A Kx) for A = (K + T^-1)^-1 (eq-sites-inverse-sum) and Kx of shape (n, m)."""
-        W = solve_triangular(self.L, self.s[:, None] * Kx[self.pos], lower=True,
-                             check_finite=False)
-        out = np.einsum("ij,ij->j", W, W)
-        if self._M is not None:
-            out -= np.einsum("ij,ij->j", self._M[0] @ Kx, self._M[1] @ Kx)
-        return out
 
-    def predictive_var(self, K_cross, k_diag):
-        """Var f(x) = k(x, x) - k_x^T A k_x for rows K_cross = k(X_new, X_train) (eq-mf-predictive)."""
-        K_cross = np.asarray(K_cross, dtype=float)
-        return np.asarray(k_diag, dtype=float) - self.inverse_sum_quad(K_cross.T)
-
-    def inverse_sum(self):
-        """A = (K + T^-1)^-1 (eq-sites-inverse-sum) as a dense n x n matrix, O(n^3)."""
-        n, pos = len(self.tau), self.pos
-        A = np.zeros((n, n))
-        inv, info = dpotri(self.L, lower=1) if pos.size else (np.zeros((0, 0)), 0)
-        if info != 0:
-            raise LinAlgError(f"dpotri failed (info={info})")
-        A[np.ix_(pos, pos)] = ((np.tril(inv) + np.tril(inv, -1).T)
-                               * self.s[:, None] * self.s[None, :])
-        if self._M is not None:
-            A -= self._M[0].T @ self._M[1]
-        return A
-
-
-# %% book/08_naive_mean_field.md, code cell 28
+# %% book/08_naive_mean_field.md, code cell 29
 def naive_loo(K, y, alpha, likelihood):
     """Eqs (eq-mf-loo), (eq-mf-loo-stable), O&W 17.41-17.42: linear-response leave-one-out activations.
 
@@ -530,7 +535,7 @@ def naive_loo(K, y, alpha, likelihood):
     return f_loo, var_loo, posterior
 
 
-# %% book/08_naive_mean_field.md, code cell 30
+# %% book/08_naive_mean_field.md, code cell 31
 def _check_mf_options(method, kappa, v, tol, learning_rate, max_iter, kernel, compute_loo):
     """ValueError unless NaiveMeanField's options are valid: method "newton" or "adaptive",
     kappa in [0, 1/2), v >= 0, tol > 0, learning_rate > 0, an integer max_iter, a kernel (or
@@ -546,7 +551,7 @@ def _check_mf_options(method, kappa, v, tol, learning_rate, max_iter, kernel, co
     check_bool(compute_loo, "compute_loo")
 
 
-# %% book/08_naive_mean_field.md, code cell 31
+# %% book/08_naive_mean_field.md, code cell 32
 class _NaiveMFSolve:
     """NaiveMeanField at a given kernel: eq-mf-alpha solved by naive_mean_field, attributes set."""
 
@@ -576,7 +581,7 @@ class _NaiveMFSolve:
         return self
 
 
-# %% book/08_naive_mean_field.md, code cell 32
+# %% book/08_naive_mean_field.md, code cell 33
 def _loo_criterion(K, y, alpha, likelihood):
     """Eq. (eq-mf-loo-criterion): mean_i log Z_i(f_loo_i, var_loo_i) at the solution ``alpha``.
 
@@ -589,7 +594,7 @@ def _loo_criterion(K, y, alpha, likelihood):
     return float(np.mean(likelihood.log_Z(y, f_loo, var_loo)[0]))
 
 
-# %% book/08_naive_mean_field.md, code cell 33
+# %% book/08_naive_mean_field.md, code cell 34
 class _NaiveMFLOO:
     """NaiveMeanField's leave-one-out by linear response, eq-mf-loo, and eq-mf-loo-criterion."""
 
@@ -611,7 +616,7 @@ class _NaiveMFLOO:
         self.loo_error_ = float(np.mean(y * f_loo <= 0.0))
 
 
-# %% book/08_naive_mean_field.md, code cell 34
+# %% book/08_naive_mean_field.md, code cell 35
 def _mf_predict_proba(kernel, X_train, coef, posterior, kappa, v, X):
     """Eq. (eq-mf-predictive): kappa + (1 - 2 kappa) Phi(<f(x)> / sqrt(Var f(x) + v)).
 
@@ -624,7 +629,7 @@ def _mf_predict_proba(kernel, X_train, coef, posterior, kappa, v, X):
     return StepFlip(float(kappa)).predictive(K_cross @ coef, var)
 
 
-# %% book/08_naive_mean_field.md, code cell 35
+# %% book/08_naive_mean_field.md, code cell 36
 class _NaiveMFPrediction:
     """NaiveMeanField's predictions: mean (eq-exact-mean-rep), probability (eq-mf-predictive)."""
 
@@ -641,7 +646,7 @@ class _NaiveMFPrediction:
                                  self.kappa, self.v, X)
 
 
-# %% book/08_naive_mean_field.md, code cell 36
+# %% book/08_naive_mean_field.md, code cell 37
 class NaiveMeanField(_NaiveMFSolve, _NaiveMFLOO, _NaiveMFPrediction, LearnsHyperparameters,
                      GPClassifierBase):
     """GP classifier by naive mean-field theory, O&W section 17.6 (Algorithm 17.1, eq-mf-alpha).
