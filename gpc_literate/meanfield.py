@@ -181,6 +181,14 @@ def _initial_alpha(alpha_init, n):
 
 
 # %% book/08_naive_mean_field.md, code cell 15
+def _naive_state(K, k_diag, y, alpha, likelihood):
+    """At ``alpha``: (<f>, w, delta alpha, sum delta^2, max |delta|), delta of eq-mf-alpha."""
+    f, _, target, w = _naive_update(K, k_diag, y, alpha, likelihood)
+    delta = target - alpha
+    return f, w, delta, float(delta @ delta), float(np.max(np.abs(delta)))
+
+
+# %% book/08_naive_mean_field.md, code cell 16
 def naive_mean_field(K, y, likelihood, *, alpha_init=None, max_iter=10_000, tol=1e-6,
                      learning_rate=0.05, method="newton"):
     """Solve eq-mf-alpha by Newton's method (eq-mf-newton, default) or O&W's Algorithm 17.1 (eq-mf-update).
@@ -211,9 +219,7 @@ def naive_mean_field(K, y, likelihood, *, alpha_init=None, max_iter=10_000, tol=
     newton = method == "newton"
     noise_free = newton and isinstance(likelihood, StepFlip) and likelihood.kappa == 0.0
     eta, previous, history, message = float(learning_rate), None, [], ""
-    f, _, target, w = _naive_update(K, k_diag, y, alpha, likelihood)
-    delta = target - alpha
-    error, residual = float(delta @ delta), float(np.max(np.abs(delta)))
+    f, w, delta, error, residual = _naive_state(K, k_diag, y, alpha, likelihood)
     converged, n_iter = residual < tol, 0
     while not converged and n_iter < max_iter:
         if not newton:                                           # O&W's adaptive rate
@@ -228,9 +234,7 @@ def naive_mean_field(K, y, likelihood, *, alpha_init=None, max_iter=10_000, tol=
                 break
             alpha = trial
         n_iter += 1
-        f, _, target, w = _naive_update(K, k_diag, y, alpha, likelihood)
-        delta = target - alpha
-        error, residual = float(delta @ delta), float(np.max(np.abs(delta)))
+        f, w, delta, error, residual = _naive_state(K, k_diag, y, alpha, likelihood)
         history.append(residual)
         converged = residual < tol
         if noise_free and n_iter == 30 and not converged and not _separable(K, y):
@@ -247,7 +251,7 @@ def naive_mean_field(K, y, likelihood, *, alpha_init=None, max_iter=10_000, tol=
                          np.array(history), message)
 
 
-# %% book/08_naive_mean_field.md, code cell 21
+# %% book/08_naive_mean_field.md, code cell 22
 def tilted_moments(likelihood, y, mu_cav, var_cav):
     """Eq. (eq-noise-tilted-moments): (log Z, mean, variance) of p(y|f) N(f; mu_cav, var_cav) / Z."""
     log_z, d1, d2 = likelihood.log_Z(y, mu_cav, var_cav)
@@ -300,7 +304,7 @@ def cavities(mean, var, coef, tau):
             var_cav, proper)
 
 
-# %% book/08_naive_mean_field.md, code cell 22
+# %% book/08_naive_mean_field.md, code cell 23
 class ImproperPosteriorError(LinAlgError):
     """The sites make K^-1 + diag(site_tau) indefinite: q(f) is not a normalisable Gaussian."""
 
@@ -327,7 +331,7 @@ def selected_variances(K, Linv, s, pos, SK, rel=SELECTED_INVERSE_MIN):
     return var
 
 
-# %% book/08_naive_mean_field.md, code cell 23
+# %% book/08_naive_mean_field.md, code cell 24
 class PositiveSites(NamedTuple):
     """Output of ``positive_site_marginals``: the Gaussian Sigma_+ of the sites tau > 0."""
 
@@ -378,7 +382,7 @@ def positive_site_marginals(K, nu, tau, *, with_V=False, full=False):
     return PositiveSites(pos, s, L, V, Linv, mean, var, coef, logdet, Sigma)
 
 
-# %% book/08_naive_mean_field.md, code cell 24
+# %% book/08_naive_mean_field.md, code cell 25
 def negative_site_correction(K, tau, pos, s, L, V, allow_improper=False):
     """Eq. (eq-sites-negative): the m negative sites as a rank-m correction of Sigma_+.
 
@@ -420,7 +424,7 @@ def negative_site_correction(K, tau, pos, s, L, V, allow_improper=False):
     return logdet, proper, pair, RSp, r[:, None] * M
 
 
-# %% book/08_naive_mean_field.md, code cell 25
+# %% book/08_naive_mean_field.md, code cell 26
 def _negative_site_marginals(K, tau, plus, full=False, allow_improper=False):
     """Eq. (eq-sites-negative): the marginals of ``plus`` (Sigma_+ of the positive sites) with
     the negative sites of ``tau`` included.
@@ -443,7 +447,7 @@ def _negative_site_marginals(K, tau, plus, full=False, allow_improper=False):
     return mean, var, coef, logdet, Sigma, proper, pair(M)
 
 
-# %% book/08_naive_mean_field.md, code cell 26
+# %% book/08_naive_mean_field.md, code cell 27
 class _InverseSum:
     """SitePosterior's A = (K + T^-1)^-1: the quadratic forms k^T A k and the dense A."""
 
@@ -475,7 +479,7 @@ class _InverseSum:
         return A
 
 
-# %% book/08_naive_mean_field.md, code cell 27
+# %% book/08_naive_mean_field.md, code cell 28
 class SitePosterior(_InverseSum):
     """Eqs (eq-sites-posterior), (eq-sites-chol), (eq-sites-negative): N(0, K) times the sites.
 
@@ -512,7 +516,7 @@ class SitePosterior(_InverseSum):
         return cavities(self.mean, self.var, self.coef, self.tau)
 
 
-# %% book/08_naive_mean_field.md, code cell 29
+# %% book/08_naive_mean_field.md, code cell 30
 def naive_loo(K, y, alpha, likelihood):
     """Eqs (eq-mf-loo), (eq-mf-loo-stable), O&W 17.41-17.42: linear-response leave-one-out activations.
 
@@ -535,7 +539,7 @@ def naive_loo(K, y, alpha, likelihood):
     return f_loo, var_loo, posterior
 
 
-# %% book/08_naive_mean_field.md, code cell 31
+# %% book/08_naive_mean_field.md, code cell 32
 def _check_mf_options(method, kappa, v, tol, learning_rate, max_iter, kernel, compute_loo):
     """ValueError unless NaiveMeanField's options are valid: method "newton" or "adaptive",
     kappa in [0, 1/2), v >= 0, tol > 0, learning_rate > 0, an integer max_iter, a kernel (or
@@ -551,7 +555,7 @@ def _check_mf_options(method, kappa, v, tol, learning_rate, max_iter, kernel, co
     check_bool(compute_loo, "compute_loo")
 
 
-# %% book/08_naive_mean_field.md, code cell 32
+# %% book/08_naive_mean_field.md, code cell 33
 class _NaiveMFSolve:
     """NaiveMeanField at a given kernel: eq-mf-alpha solved by naive_mean_field, attributes set."""
 
@@ -581,7 +585,7 @@ class _NaiveMFSolve:
         return self
 
 
-# %% book/08_naive_mean_field.md, code cell 33
+# %% book/08_naive_mean_field.md, code cell 34
 def _loo_criterion(K, y, alpha, likelihood):
     """Eq. (eq-mf-loo-criterion): mean_i log Z_i(f_loo_i, var_loo_i) at the solution ``alpha``.
 
@@ -594,7 +598,7 @@ def _loo_criterion(K, y, alpha, likelihood):
     return float(np.mean(likelihood.log_Z(y, f_loo, var_loo)[0]))
 
 
-# %% book/08_naive_mean_field.md, code cell 34
+# %% book/08_naive_mean_field.md, code cell 35
 class _NaiveMFLOO:
     """NaiveMeanField's leave-one-out by linear response, eq-mf-loo, and eq-mf-loo-criterion."""
 
@@ -616,7 +620,7 @@ class _NaiveMFLOO:
         self.loo_error_ = float(np.mean(y * f_loo <= 0.0))
 
 
-# %% book/08_naive_mean_field.md, code cell 35
+# %% book/08_naive_mean_field.md, code cell 36
 def _mf_predict_proba(kernel, X_train, coef, posterior, kappa, v, X):
     """Eq. (eq-mf-predictive): kappa + (1 - 2 kappa) Phi(<f(x)> / sqrt(Var f(x) + v)).
 
@@ -629,7 +633,7 @@ def _mf_predict_proba(kernel, X_train, coef, posterior, kappa, v, X):
     return StepFlip(float(kappa)).predictive(K_cross @ coef, var)
 
 
-# %% book/08_naive_mean_field.md, code cell 36
+# %% book/08_naive_mean_field.md, code cell 37
 class _NaiveMFPrediction:
     """NaiveMeanField's predictions: mean (eq-exact-mean-rep), probability (eq-mf-predictive)."""
 
@@ -646,7 +650,7 @@ class _NaiveMFPrediction:
                                  self.kappa, self.v, X)
 
 
-# %% book/08_naive_mean_field.md, code cell 37
+# %% book/08_naive_mean_field.md, code cell 38
 class NaiveMeanField(_NaiveMFSolve, _NaiveMFLOO, _NaiveMFPrediction, LearnsHyperparameters,
                      GPClassifierBase):
     """GP classifier by naive mean-field theory, O&W section 17.6 (Algorithm 17.1, eq-mf-alpha).
