@@ -174,7 +174,40 @@ def _forget_fit(estimator):
 
 
 # %% book/01_gp_classification.md, code cell 21
-class GPClassifierBase(ClassifierMixin, BaseEstimator):
+class _GPClassifierPrediction:
+    """GPClassifierBase's predictions: decision_function, predict_proba, predict on checked X."""
+
+    def _check_predict_input(self, X):
+        """Check that the estimator is fitted and X valid with the fitted number of features."""
+        check_is_fitted(self)
+        return validate_data(self, X, dtype=np.float64, reset=False)
+
+    def decision_function(self, X):
+        """Latent activation at each row of X, e.g. the posterior mean <f(x)>; > 0 means classes_[1]."""
+        return np.asarray(self._decision_function(self._check_predict_input(X)), dtype=np.float64)
+
+    def _decision_function(self, X):
+        """Latent activation at each row of validated X (to be implemented by a subclass)."""
+        raise NotImplementedError(f"{type(self).__name__} must implement _decision_function(X)")
+
+    @available_if(_models_probabilities)
+    def predict_proba(self, X):
+        """Predictive class probabilities p(y | x, D), shape (n, 2), columns ordered as classes_."""
+        p = np.asarray(self._predict_proba_positive(self._check_predict_input(X)), dtype=np.float64)
+        return np.column_stack([1.0 - p, p])
+
+    def _predict_proba_positive(self, X):
+        """P(y = +1 | x, D) at each row of validated X; implemented by models with probabilities."""
+        raise NotImplementedError(f"{type(self).__name__} does not model class probabilities")
+
+    def predict(self, X):
+        """Predicted labels: classes_[1] where the decision function is positive, else classes_[0]."""
+        positive = self.decision_function(X) > 0  # checks fitted-ness before classes_ is read
+        return self.classes_[positive.astype(np.intp)]
+
+
+# %% book/01_gp_classification.md, code cell 22
+class GPClassifierBase(_GPClassifierPrediction, ClassifierMixin, BaseEstimator):
     """Base class of the book's binary classifiers: a scikit-learn classifier.
 
     A subclass stores each ``__init__`` argument unchanged under its own name, checks the
@@ -216,36 +249,8 @@ class GPClassifierBase(ClassifierMixin, BaseEstimator):
         """Fit to validated X of shape (n, d) and labels y_pm in {-1, +1}; set attributes_."""
         raise NotImplementedError(f"{type(self).__name__} must implement _fit(X, y_pm)")
 
-    def _check_predict_input(self, X):
-        """Check that the estimator is fitted and X valid with the fitted number of features."""
-        check_is_fitted(self)
-        return validate_data(self, X, dtype=np.float64, reset=False)
 
-    def decision_function(self, X):
-        """Latent activation at each row of X, e.g. the posterior mean <f(x)>; > 0 means classes_[1]."""
-        return np.asarray(self._decision_function(self._check_predict_input(X)), dtype=np.float64)
-
-    def _decision_function(self, X):
-        """Latent activation at each row of validated X (to be implemented by a subclass)."""
-        raise NotImplementedError(f"{type(self).__name__} must implement _decision_function(X)")
-
-    @available_if(_models_probabilities)
-    def predict_proba(self, X):
-        """Predictive class probabilities p(y | x, D), shape (n, 2), columns ordered as classes_."""
-        p = np.asarray(self._predict_proba_positive(self._check_predict_input(X)), dtype=np.float64)
-        return np.column_stack([1.0 - p, p])
-
-    def _predict_proba_positive(self, X):
-        """P(y = +1 | x, D) at each row of validated X; implemented by models with probabilities."""
-        raise NotImplementedError(f"{type(self).__name__} does not model class probabilities")
-
-    def predict(self, X):
-        """Predicted labels: classes_[1] where the decision function is positive, else classes_[0]."""
-        positive = self.decision_function(X) > 0  # checks fitted-ness before classes_ is read
-        return self.classes_[positive.astype(np.intp)]
-
-
-# %% book/01_gp_classification.md, code cell 26
+# %% book/01_gp_classification.md, code cell 27
 @dataclass
 class LearnedHyperparameters:
     """How ``fit`` learned the kernel (the fitted attribute ``learning_``, section sec-gpc-learning).
@@ -283,7 +288,7 @@ def check_bounds(bounds, name="hyperparameter_bounds"):
     return float(np.log(low)), float(np.log(high))
 
 
-# %% book/01_gp_classification.md, code cell 27
+# %% book/01_gp_classification.md, code cell 28
 def _failed_point(theta, good, gradient):
     """Objective at a trial point where the criterion cannot be computed: a wall.
 
@@ -297,7 +302,7 @@ def _failed_point(theta, good, gradient):
     return value, 1e3 * (1.0 + abs(worst)) * (np.asarray(theta, dtype=float) - good["theta"])
 
 
-# %% book/01_gp_classification.md, code cell 28
+# %% book/01_gp_classification.md, code cell 29
 def _search_objective(criterion, gradient, good):
     """Objective of the search: -criterion(theta) (and minus its gradient if ``gradient``).
 
@@ -324,7 +329,7 @@ def _search_objective(criterion, gradient, good):
     return objective
 
 
-# %% book/01_gp_classification.md, code cell 29
+# %% book/01_gp_classification.md, code cell 30
 def _best_run(objective, starts, box, gradient, max_iter):
     """Minimise ``objective`` from each start within ``box``; return the best scipy result.
 
@@ -345,7 +350,7 @@ def _best_run(objective, starts, box, gradient, max_iter):
     return best
 
 
-# %% book/01_gp_classification.md, code cell 30
+# %% book/01_gp_classification.md, code cell 31
 _ON_BOUND = 1e-3            # a log-hyperparameter this close to a bound (relative) is "on" it
 
 
@@ -370,7 +375,7 @@ def _report_search(best, theta, names, bounds, owner, stacklevel):
     return at_bound
 
 
-# %% book/01_gp_classification.md, code cell 31
+# %% book/01_gp_classification.md, code cell 32
 def maximize_criterion(criterion, theta0, *, bounds, gradient=True, n_restarts=0,
                        random_state=None, max_iter=100, names=None, owner="fit", stacklevel=2):
     """Maximise criterion(theta) over log-hyperparameters in [low, high]^p (section sec-gpc-learning).
@@ -401,7 +406,7 @@ def maximize_criterion(criterion, theta0, *, bounds, gradient=True, n_restarts=0
                                          str(best.message), at_bound)
 
 
-# %% book/01_gp_classification.md, code cell 32
+# %% book/01_gp_classification.md, code cell 33
 class LearnsHyperparameters:
     """Mixin for a GPClassifierBase whose ``fit`` learns the kernel (section sec-gpc-learning).
 

@@ -132,26 +132,8 @@ def _constructor_call(kernel):
 
 
 # %% book/03_covariance_functions.md, code cell 8
-class Kernel:
-    """Base class of the covariance functions of chapter 3 (eq-kern-psd).
-
-    Subclasses set the class attributes ``_hyperparameters`` (constructor arguments that are
-    positive hyperparameters, in the order of ``theta``), ``_optional`` (those that may be
-    zero, meaning "term absent"; a zero one is left out of ``theta``) and ``_vector`` (those
-    that may be a 1-D array with one entry per input dimension, ARD), and implement
-    ``_matrix(X, Z)``, ``_diag(X)`` and ``_gradient(X)``. Assigning a hyperparameter
-    attribute validates it.
-    """
-
-    _hyperparameters: tuple = ()
-    _optional: tuple = ()
-    _vector: tuple = ()
-
-    def __setattr__(self, name, value):
-        if name in self._hyperparameters:
-            value = _check_hyperparameter(value, name, allow_zero=name in self._optional,
-                                          allow_vector=name in self._vector)
-        super().__setattr__(name, value)
+class _KernelEvaluation:
+    """Kernel's K = k(X, Z) (eq-kern-psd), its diagonal and dK/dtheta, on checked inputs."""
 
     def __call__(self, X, Z=None):
         """Covariance matrix k(X, Z), shape (n, m); k(X, X), exactly symmetric, if Z is None."""
@@ -173,6 +155,11 @@ class Kernel:
 
     def _check_X(self, X, name):
         return _check_ard_inputs(X, name, {p: getattr(self, p) for p in self._vector})
+
+
+# %% book/03_covariance_functions.md, code cell 9
+class _KernelTheta:
+    """Kernel's log-hyperparameter vector theta_j = log p_j: get, set, names, modified copy."""
 
     def _active(self):
         """Names of the hyperparameters in ``theta``: all but the optional ones that are 0."""
@@ -202,6 +189,11 @@ class Kernel:
         new.theta = theta
         return new
 
+
+# %% book/03_covariance_functions.md, code cell 10
+class _KernelParams:
+    """Kernel's scikit-learn parameter protocol: get_params, set_params, clone and repr."""
+
     def get_params(self, deep=True):
         """Constructor arguments as a dict (arrays copied): type(k)(**k.get_params()) == k.
 
@@ -230,6 +222,29 @@ class Kernel:
     def __repr__(self):
         return _constructor_call(self)
 
+
+# %% book/03_covariance_functions.md, code cell 11
+class Kernel(_KernelEvaluation, _KernelTheta, _KernelParams):
+    """Base class of the covariance functions of chapter 3 (eq-kern-psd).
+
+    Subclasses set the class attributes ``_hyperparameters`` (constructor arguments that are
+    positive hyperparameters, in the order of ``theta``), ``_optional`` (those that may be
+    zero, meaning "term absent"; a zero one is left out of ``theta``) and ``_vector`` (those
+    that may be a 1-D array with one entry per input dimension, ARD), and implement
+    ``_matrix(X, Z)``, ``_diag(X)`` and ``_gradient(X)``. Assigning a hyperparameter
+    attribute validates it.
+    """
+
+    _hyperparameters: tuple = ()
+    _optional: tuple = ()
+    _vector: tuple = ()
+
+    def __setattr__(self, name, value):
+        if name in self._hyperparameters:
+            value = _check_hyperparameter(value, name, allow_zero=name in self._optional,
+                                          allow_vector=name in self._vector)
+        super().__setattr__(name, value)
+
     def _matrix(self, X, Z):
         raise NotImplementedError
 
@@ -240,7 +255,7 @@ class Kernel:
         raise NotImplementedError
 
 
-# %% book/03_covariance_functions.md, code cell 9
+# %% book/03_covariance_functions.md, code cell 12
 def check_kernel(kernel, name="kernel"):
     """Return ``kernel`` if it is a Kernel or None; raise TypeError naming ``name`` otherwise."""
     if kernel is not None and not isinstance(kernel, Kernel):
@@ -249,7 +264,7 @@ def check_kernel(kernel, name="kernel"):
     return kernel
 
 
-# %% book/03_covariance_functions.md, code cell 11
+# %% book/03_covariance_functions.md, code cell 14
 def _sqdist(X, Z=None):
     """Squared Euclidean distances between the rows of X and Z, shape (n, m), clipped at 0."""
     xx = np.einsum("ij,ij->i", X, X)
@@ -263,7 +278,7 @@ def _sqdist(X, Z=None):
     return np.maximum(D, 0.0, out=D)
 
 
-# %% book/03_covariance_functions.md, code cell 13
+# %% book/03_covariance_functions.md, code cell 16
 def _check_n_features(n_features):
     """Validate an input dimension N (a positive integer)."""
     if isinstance(n_features, bool) or not isinstance(n_features, (int, np.integer)):
@@ -273,7 +288,7 @@ def _check_n_features(n_features):
     return int(n_features)
 
 
-# %% book/03_covariance_functions.md, code cell 14
+# %% book/03_covariance_functions.md, code cell 17
 def _length_scale_slices(F, Xs, D, ard, G):
     """dK/dlog l for a kernel of the scaled squared distance D: F * (x_id - x_jd)^2 / l_d^2 into
     G[d] per input (``ard``), or F * D into G[0]; F = -2 dK/dD, Xs = X / l."""
@@ -285,7 +300,7 @@ def _length_scale_slices(F, Xs, D, ard, G):
         np.multiply(F, D, out=G[0])
 
 
-# %% book/03_covariance_functions.md, code cell 15
+# %% book/03_covariance_functions.md, code cell 18
 def _rbf_gradient(X, length_scale, variance, bias):
     """Eq. (eq-kern-grad-rbf): dK/dtheta_j of the RBF kernel, shape (p, n, n), in theta's order."""
     n, d = X.shape
@@ -304,7 +319,7 @@ def _rbf_gradient(X, length_scale, variance, bias):
     return G
 
 
-# %% book/03_covariance_functions.md, code cell 16
+# %% book/03_covariance_functions.md, code cell 19
 class RBF(Kernel):
     """Squared-exponential kernel with ARD, eq-kern-rbf (Opper & Winther 1999 eq 2, Seeger eq 8).
 
@@ -355,7 +370,7 @@ class RBF(Kernel):
         return _rbf_gradient(X, self.length_scale, self.variance, self.bias)
 
 
-# %% book/03_covariance_functions.md, code cell 18
+# %% book/03_covariance_functions.md, code cell 21
 def default_kernel(X):
     """RBF with the data-scaled length scale eq-kern-default-length, sqrt(sum_i Var x_i), variance 1.
 
@@ -368,20 +383,20 @@ def default_kernel(X):
                variance=1.0)
 
 
-# %% book/03_covariance_functions.md, code cell 20
+# %% book/03_covariance_functions.md, code cell 23
 def _arcsin_inner(X, Z, weight_variance, bias_variance):
     """c(x, z) = b + sum_i w_i x_i z_i of eq-kern-arcsin for the rows of X and Z (None: symmetric)."""
     C = (X * weight_variance) @ (X if Z is None else Z).T + bias_variance
     return 0.5 * (C + C.T) if Z is None else C
 
 
-# %% book/03_covariance_functions.md, code cell 21
+# %% book/03_covariance_functions.md, code cell 24
 def _arcsin_self_inner(X, weight_variance, bias_variance):
     """s(x) = c(x, x) of eq-kern-arcsin for each row of X."""
     return np.einsum("ij,ij->i", X * weight_variance, X) + bias_variance
 
 
-# %% book/03_covariance_functions.md, code cell 22
+# %% book/03_covariance_functions.md, code cell 25
 def _arcsin_gradient(X, weight_variance, variance, bias_variance):
     """Eq. (eq-kern-grad-arcsin): dK/dtheta_j of the ArcSin kernel, shape (p, n, n), theta's order."""
     n, d = X.shape
@@ -414,7 +429,7 @@ def _arcsin_gradient(X, weight_variance, variance, bias_variance):
     return G
 
 
-# %% book/03_covariance_functions.md, code cell 23
+# %% book/03_covariance_functions.md, code cell 26
 class ArcSin(Kernel):
     """Infinite-network (arcsin) kernel, eq-kern-arcsin (Opper & Winther 1999 eq 1; Williams 1998).
 
@@ -475,7 +490,7 @@ class ArcSin(Kernel):
         return _arcsin_gradient(X, self.weight_variance, self.variance, self.bias_variance)
 
 
-# %% book/03_covariance_functions.md, code cell 28
+# %% book/03_covariance_functions.md, code cell 31
 class Linear(Kernel):
     """Linear (perceptron) kernel, eq-kern-linear (Opper & Winther 1999, after eq 2).
 
@@ -518,7 +533,7 @@ class Linear(Kernel):
         return G
 
 
-# %% book/03_covariance_functions.md, code cell 29
+# %% book/03_covariance_functions.md, code cell 32
 def _cauchy_gradient(X, length_scale, variance):
     """Eq. (eq-kern-grad-cauchy): dK/dtheta_j of the Cauchy kernel, shape (p, n, n), theta's order."""
     n, d = X.shape
@@ -534,7 +549,7 @@ def _cauchy_gradient(X, length_scale, variance):
     return G
 
 
-# %% book/03_covariance_functions.md, code cell 30
+# %% book/03_covariance_functions.md, code cell 33
 class Cauchy(Kernel):
     """Cauchy kernel, eq-kern-cauchy (Opper & Winther 2000b, appendix on covariance functions).
 

@@ -367,7 +367,20 @@ def _laplace_latent(mode, kernel, X_train, X):
 
 
 # %% book/11_laplace.md, code cell 23
-class _LaplaceFit(LearnsHyperparameters, GPClassifierBase):
+class _LaplacePrediction:
+    """Laplace's predictions from the stored mode: eqs (eq-lap-predictive), (eq-lap-predprob)."""
+
+    def _decision_function(self, X):
+        return _laplace_latent(self._mode, self.kernel_, self.X_train_, X)[0]
+
+    def _predict_proba_positive(self, X):
+        """Eq. (eq-lap-predprob): the likelihood averaged over f(x) ~ N(mean, var)."""
+        return self.likelihood_.predictive(*_laplace_latent(self._mode, self.kernel_,
+                                                              self.X_train_, X))
+
+
+# %% book/11_laplace.md, code cell 24
+class _LaplaceFit(_LaplacePrediction, LearnsHyperparameters, GPClassifierBase):
     """Laplace at a given kernel: parameter checks, the mode, fitted attributes, predictions.
 
     Laplace adds the parameters and the public methods; chapter 1's LearnsHyperparameters
@@ -421,16 +434,8 @@ class _LaplaceFit(LearnsHyperparameters, GPClassifierBase):
             raise NotFittedError(f"This {type(self).__name__} is not fitted yet; "
                                  "call fit(X, y) first")
 
-    def _decision_function(self, X):
-        return _laplace_latent(self._mode, self.kernel_, self.X_train_, X)[0]
 
-    def _predict_proba_positive(self, X):
-        """Eq. (eq-lap-predprob): the likelihood averaged over f(x) ~ N(mean, var)."""
-        return self.likelihood_.predictive(*_laplace_latent(self._mode, self.kernel_,
-                                                              self.X_train_, X))
-
-
-# %% book/11_laplace.md, code cell 24
+# %% book/11_laplace.md, code cell 25
 class Laplace(_LaplaceFit):
     """GP classification with the Laplace approximation, eqs (eq-lap-psi)-(eq-lap-predprob).
 

@@ -185,6 +185,7 @@ class Likelihood:
         raise NotImplementedError(f"{type(self).__name__} does not provide derivatives in f")
 
 
+# %% book/02_noise_models.md, code cell 14
 class _FlipProbitBase(Likelihood):
     """Shared code of StepFlip and Probit: p(y|f) = kappa + (1 - 2 kappa) Phi(y f / sqrt(v))."""
 
@@ -214,7 +215,7 @@ class _FlipProbitBase(Likelihood):
         return (self.kappa + (1.0 - 2.0 * self.kappa) * ndtr(mu / np.sqrt(var + v)))[()]
 
 
-# %% book/02_noise_models.md, code cell 14
+# %% book/02_noise_models.md, code cell 15
 class StepFlip(_FlipProbitBase):
     """Eq. (eq-noise-flip), O&W 17.17: p(y|f) = kappa + (1 - 2 kappa) Theta(y f).
 
@@ -274,7 +275,7 @@ class Probit(_FlipProbitBase):
         return (y * g1 / s)[()], (g2 / v)[()], (y * g3 / (s * v))[()]
 
 
-# %% book/02_noise_models.md, code cell 15
+# %% book/02_noise_models.md, code cell 16
 class Gaussian(Likelihood):
     """Eq. (eq-noise-gaussian): p(y|f) = N(y; f, v), the regression likelihood.
 

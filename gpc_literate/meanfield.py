@@ -181,6 +181,14 @@ def _initial_alpha(alpha_init, n):
 
 
 # %% book/08_naive_mean_field.md, code cell 15
+def _naive_state(K, k_diag, y, alpha, likelihood):
+    """At ``alpha``: (<f>, w, delta alpha, sum delta^2, max |delta|), delta of eq-mf-alpha."""
+    f, _, target, w = _naive_update(K, k_diag, y, alpha, likelihood)
+    delta = target - alpha
+    return f, w, delta, float(delta @ delta), float(np.max(np.abs(delta)))
+
+
+# %% book/08_naive_mean_field.md, code cell 16
 def naive_mean_field(K, y, likelihood, *, alpha_init=None, max_iter=10_000, tol=1e-6,
                      learning_rate=0.05, method="newton"):
     """Solve eq-mf-alpha by Newton's method (eq-mf-newton, default) or O&W's Algorithm 17.1 (eq-mf-update).
@@ -211,9 +219,7 @@ def naive_mean_field(K, y, likelihood, *, alpha_init=None, max_iter=10_000, tol=
     newton = method == "newton"
     noise_free = newton and isinstance(likelihood, StepFlip) and likelihood.kappa == 0.0
     eta, previous, history, message = float(learning_rate), None, [], ""
-    f, _, target, w = _naive_update(K, k_diag, y, alpha, likelihood)
-    delta = target - alpha
-    error, residual = float(delta @ delta), float(np.max(np.abs(delta)))
+    f, w, delta, error, residual = _naive_state(K, k_diag, y, alpha, likelihood)
     converged, n_iter = residual < tol, 0
     while not converged and n_iter < max_iter:
         if not newton:                                           # O&W's adaptive rate
@@ -228,9 +234,7 @@ def naive_mean_field(K, y, likelihood, *, alpha_init=None, max_iter=10_000, tol=
                 break
             alpha = trial
         n_iter += 1
-        f, _, target, w = _naive_update(K, k_diag, y, alpha, likelihood)
-        delta = target - alpha
-        error, residual = float(delta @ delta), float(np.max(np.abs(delta)))
+        f, w, delta, error, residual = _naive_state(K, k_diag, y, alpha, likelihood)
         history.append(residual)
         converged = residual < tol
         if noise_free and n_iter == 30 and not converged and not _separable(K, y):
@@ -247,7 +251,7 @@ def naive_mean_field(K, y, likelihood, *, alpha_init=None, max_iter=10_000, tol=
                          np.array(history), message)
 
 
-# %% book/08_naive_mean_field.md, code cell 21
+# %% book/08_naive_mean_field.md, code cell 22
 def tilted_moments(likelihood, y, mu_cav, var_cav):
     """Eq. (eq-noise-tilted-moments): (log Z, mean, variance) of p(y|f) N(f; mu_cav, var_cav) / Z."""
     log_z, d1, d2 = likelihood.log_Z(y, mu_cav, var_cav)
@@ -300,7 +304,7 @@ def cavities(mean, var, coef, tau):
             var_cav, proper)
 
 
-# %% book/08_naive_mean_field.md, code cell 22
+# %% book/08_naive_mean_field.md, code cell 23
 class ImproperPosteriorError(LinAlgError):
     """The sites make K^-1 + diag(site_tau) indefinite: q(f) is not a normalisable Gaussian."""
 
@@ -327,7 +331,7 @@ def selected_variances(K, Linv, s, pos, SK, rel=SELECTED_INVERSE_MIN):
     return var
 
 
-# %% book/08_naive_mean_field.md, code cell 23
+# %% book/08_naive_mean_field.md, code cell 24
 class PositiveSites(NamedTuple):
     """Output of ``positive_site_marginals``: the Gaussian Sigma_+ of the sites tau > 0."""
 
@@ -378,7 +382,7 @@ def positive_site_marginals(K, nu, tau, *, with_V=False, full=False):
     return PositiveSites(pos, s, L, V, Linv, mean, var, coef, logdet, Sigma)
 
 
-# %% book/08_naive_mean_field.md, code cell 24
+# %% book/08_naive_mean_field.md, code cell 25
 def negative_site_correction(K, tau, pos, s, L, V, allow_improper=False):
     """Eq. (eq-sites-negative): the m negative sites as a rank-m correction of Sigma_+.
 
@@ -420,7 +424,7 @@ def negative_site_correction(K, tau, pos, s, L, V, allow_improper=False):
     return logdet, proper, pair, RSp, r[:, None] * M
 
 
-# %% book/08_naive_mean_field.md, code cell 25
+# %% book/08_naive_mean_field.md, code cell 26
 def _negative_site_marginals(K, tau, plus, full=False, allow_improper=False):
     """Eq. (eq-sites-negative): the marginals of ``plus`` (Sigma_+ of the positive sites) with
     the negative sites of ``tau`` included.
@@ -443,8 +447,40 @@ def _negative_site_marginals(K, tau, plus, full=False, allow_improper=False):
     return mean, var, coef, logdet, Sigma, proper, pair(M)
 
 
-# %% book/08_naive_mean_field.md, code cell 26
-class SitePosterior:
+# %% book/08_naive_mean_field.md, code cell 27
+class _InverseSum:
+    """SitePosterior's A = (K + T^-1)^-1: the quadratic forms k^T A k and the dense A."""
+
+    def inverse_sum_quad(self, Kx):
+        """diag(Kx^T A Kx) for A = (K + T^-1)^-1 (eq-sites-inverse-sum) and Kx of shape (n, m)."""
+        W = solve_triangular(self.L, self.s[:, None] * Kx[self.pos], lower=True,
+                             check_finite=False)
+        out = np.einsum("ij,ij->j", W, W)
+        if self._M is not None:
+            out -= np.einsum("ij,ij->j", self._M[0] @ Kx, self._M[1] @ Kx)
+        return out
+
+    def predictive_var(self, K_cross, k_diag):
+        """Var f(x) = k(x, x) - k_x^T A k_x for rows K_cross = k(X_new, X_train) (eq-mf-predictive)."""
+        K_cross = np.asarray(K_cross, dtype=float)
+        return np.asarray(k_diag, dtype=float) - self.inverse_sum_quad(K_cross.T)
+
+    def inverse_sum(self):
+        """A = (K + T^-1)^-1 (eq-sites-inverse-sum) as a dense n x n matrix, O(n^3)."""
+        n, pos = len(self.tau), self.pos
+        A = np.zeros((n, n))
+        inv, info = dpotri(self.L, lower=1) if pos.size else (np.zeros((0, 0)), 0)
+        if info != 0:
+            raise LinAlgError(f"dpotri failed (info={info})")
+        A[np.ix_(pos, pos)] = ((np.tril(inv) + np.tril(inv, -1).T)
+                               * self.s[:, None] * self.s[None, :])
+        if self._M is not None:
+            A -= self._M[0].T @ self._M[1]
+        return A
+
+
+# %% book/08_naive_mean_field.md, code cell 28
+class SitePosterior(_InverseSum):
     """Eqs (eq-sites-posterior), (eq-sites-chol), (eq-sites-negative): N(0, K) times the sites.
 
     q(f) = N(mean, Sigma), Sigma = (K^-1 + T)^-1, mean = Sigma nu = K coef, for site
@@ -479,35 +515,8 @@ class SitePosterior:
         """Eq. (eq-sites-cavity): (mu_cav, var_cav, proper) of every example."""
         return cavities(self.mean, self.var, self.coef, self.tau)
 
-    def inverse_sum_quad(self, Kx):
-        """diag(Kx^T A Kx) for A = (K + T^-1)^-1 (eq-sites-inverse-sum) and Kx of shape (n, m)."""
-        W = solve_triangular(self.L, self.s[:, None] * Kx[self.pos], lower=True,
-                             check_finite=False)
-        out = np.einsum("ij,ij->j", W, W)
-        if self._M is not None:
-            out -= np.einsum("ij,ij->j", self._M[0] @ Kx, self._M[1] @ Kx)
-        return out
 
-    def predictive_var(self, K_cross, k_diag):
-        """Var f(x) = k(x, x) - k_x^T A k_x for rows K_cross = k(X_new, X_train) (eq-mf-predictive)."""
-        K_cross = np.asarray(K_cross, dtype=float)
-        return np.asarray(k_diag, dtype=float) - self.inverse_sum_quad(K_cross.T)
-
-    def inverse_sum(self):
-        """A = (K + T^-1)^-1 (eq-sites-inverse-sum) as a dense n x n matrix, O(n^3)."""
-        n, pos = len(self.tau), self.pos
-        A = np.zeros((n, n))
-        inv, info = dpotri(self.L, lower=1) if pos.size else (np.zeros((0, 0)), 0)
-        if info != 0:
-            raise LinAlgError(f"dpotri failed (info={info})")
-        A[np.ix_(pos, pos)] = ((np.tril(inv) + np.tril(inv, -1).T)
-                               * self.s[:, None] * self.s[None, :])
-        if self._M is not None:
-            A -= self._M[0].T @ self._M[1]
-        return A
-
-
-# %% book/08_naive_mean_field.md, code cell 28
+# %% book/08_naive_mean_field.md, code cell 30
 def naive_loo(K, y, alpha, likelihood):
     """Eqs (eq-mf-loo), (eq-mf-loo-stable), O&W 17.41-17.42: linear-response leave-one-out activations.
 
@@ -530,7 +539,7 @@ def naive_loo(K, y, alpha, likelihood):
     return f_loo, var_loo, posterior
 
 
-# %% book/08_naive_mean_field.md, code cell 30
+# %% book/08_naive_mean_field.md, code cell 32
 def _check_mf_options(method, kappa, v, tol, learning_rate, max_iter, kernel, compute_loo):
     """ValueError unless NaiveMeanField's options are valid: method "newton" or "adaptive",
     kappa in [0, 1/2), v >= 0, tol > 0, learning_rate > 0, an integer max_iter, a kernel (or
@@ -546,7 +555,37 @@ def _check_mf_options(method, kappa, v, tol, learning_rate, max_iter, kernel, co
     check_bool(compute_loo, "compute_loo")
 
 
-# %% book/08_naive_mean_field.md, code cell 31
+# %% book/08_naive_mean_field.md, code cell 33
+class _NaiveMFSolve:
+    """NaiveMeanField at a given kernel: eq-mf-alpha solved by naive_mean_field, attributes set."""
+
+    def _solver_options(self):
+        return dict(max_iter=int(self.max_iter), tol=float(self.tol),
+                    learning_rate=float(self.learning_rate), method=self.method)
+
+    def _fit_fixed(self, X, y, kernel, alpha_init=None):
+        K = kernel(X) + float(self.v) * np.eye(len(y))
+        likelihood = StepFlip(float(self.kappa))
+        result = naive_mean_field(K, y, likelihood, alpha_init=alpha_init,
+                                  **self._solver_options())
+        self.kernel_, self.X_train_, self._y = kernel, X, y
+        self.alpha_, self.coef_ = result.alpha, y * result.alpha
+        self.n_iter_, self.converged_ = result.n_iter, result.converged
+        self.residual_, self.learning_rate_ = result.residual, result.learning_rate
+        if not result.converged:
+            warnings.warn(
+                f"NaiveMeanField did not converge in {result.n_iter} iterations (max_i |delta "
+                f"alpha_i| = {result.residual:.2e} > tol = {self.tol:g}); increase max_iter, or "
+                "use v > 0 or kappa > 0 for data that may not be separable",
+                ConvergenceWarning, stacklevel=3)
+        self._posterior = None
+        self.loo_decision_ = self.loo_error_ = self.loo_var_ = None
+        if self.compute_loo:
+            self._linear_response(K, y, likelihood)
+        return self
+
+
+# %% book/08_naive_mean_field.md, code cell 34
 def _loo_criterion(K, y, alpha, likelihood):
     """Eq. (eq-mf-loo-criterion): mean_i log Z_i(f_loo_i, var_loo_i) at the solution ``alpha``.
 
@@ -559,7 +598,29 @@ def _loo_criterion(K, y, alpha, likelihood):
     return float(np.mean(likelihood.log_Z(y, f_loo, var_loo)[0]))
 
 
-# %% book/08_naive_mean_field.md, code cell 32
+# %% book/08_naive_mean_field.md, code cell 35
+class _NaiveMFLOO:
+    """NaiveMeanField's leave-one-out by linear response, eq-mf-loo, and eq-mf-loo-criterion."""
+
+    def _criterion(self, theta, eval_gradient=False):
+        """Eq. (eq-mf-loo-criterion) at kernel log-hyperparameters theta (None: the fitted kernel)."""
+        likelihood = StepFlip(float(self.kappa))
+        kernel = self.kernel_ if theta is None else self.kernel_.with_theta(theta)
+        K = kernel(self.X_train_) + float(self.v) * np.eye(len(self._y))
+        alpha = self.alpha_
+        if theta is not None:
+            alpha = naive_mean_field(K, self._y, likelihood, alpha_init=self.alpha_,
+                                     **self._solver_options()).alpha
+        return _loo_criterion(K, self._y, alpha, likelihood)
+
+    def _linear_response(self, K, y, likelihood):
+        """Leave-one-out activations and the linear-response Gaussian (eq-mf-loo, eq-mf-predictive)."""
+        f_loo, var_loo, self._posterior = naive_loo(K, y, self.alpha_, likelihood)
+        self.loo_decision_, self.loo_var_ = f_loo, var_loo
+        self.loo_error_ = float(np.mean(y * f_loo <= 0.0))
+
+
+# %% book/08_naive_mean_field.md, code cell 36
 def _mf_predict_proba(kernel, X_train, coef, posterior, kappa, v, X):
     """Eq. (eq-mf-predictive): kappa + (1 - 2 kappa) Phi(<f(x)> / sqrt(Var f(x) + v)).
 
@@ -572,8 +633,26 @@ def _mf_predict_proba(kernel, X_train, coef, posterior, kappa, v, X):
     return StepFlip(float(kappa)).predictive(K_cross @ coef, var)
 
 
-# %% book/08_naive_mean_field.md, code cell 33
-class NaiveMeanField(LearnsHyperparameters, GPClassifierBase):
+# %% book/08_naive_mean_field.md, code cell 37
+class _NaiveMFPrediction:
+    """NaiveMeanField's predictions: mean (eq-exact-mean-rep), probability (eq-mf-predictive)."""
+
+    def _decision_function(self, X):
+        """Posterior mean sum_i k(x, x_i) y_i alpha_i, eq-exact-mean-rep (no noise variance)."""
+        return self.kernel_(X, self.X_train_) @ self.coef_
+
+    def _predict_proba_positive(self, X):
+        """Eq. (eq-mf-predictive): kappa + (1 - 2 kappa) Phi(<f(x)> / sqrt(Var f(x) + v))."""
+        if self._posterior is None:                  # fitted with compute_loo=False
+            K = self.kernel_(self.X_train_) + float(self.v) * np.eye(len(self._y))
+            _, _, self._posterior = naive_loo(K, self._y, self.alpha_, StepFlip(float(self.kappa)))
+        return _mf_predict_proba(self.kernel_, self.X_train_, self.coef_, self._posterior,
+                                 self.kappa, self.v, X)
+
+
+# %% book/08_naive_mean_field.md, code cell 38
+class NaiveMeanField(_NaiveMFSolve, _NaiveMFLOO, _NaiveMFPrediction, LearnsHyperparameters,
+                     GPClassifierBase):
     """GP classifier by naive mean-field theory, O&W section 17.6 (Algorithm 17.1, eq-mf-alpha).
 
     Likelihood kappa + (1 - 2 kappa) Theta(y f) on the noisy process with covariance
@@ -621,10 +700,6 @@ class NaiveMeanField(LearnsHyperparameters, GPClassifierBase):
         _check_mf_options(self.method, self.kappa, self.v, self.tol, self.learning_rate,
                           self.max_iter, self.kernel, self.compute_loo)
 
-    def _solver_options(self):
-        return dict(max_iter=int(self.max_iter), tol=float(self.tol),
-                    learning_rate=float(self.learning_rate), method=self.method)
-
     def fit(self, X, y, alpha_init=None):
         """Fit to inputs X (n, d) and two-class labels y; ``alpha_init`` (n,) warm-starts alpha."""
         return super().fit(X, y, alpha_init=alpha_init)
@@ -634,53 +709,3 @@ class NaiveMeanField(LearnsHyperparameters, GPClassifierBase):
 
     def _warm_start(self):
         return {"alpha_init": self.alpha_}
-
-    def _criterion(self, theta, eval_gradient=False):
-        """Eq. (eq-mf-loo-criterion) at kernel log-hyperparameters theta (None: the fitted kernel)."""
-        likelihood = StepFlip(float(self.kappa))
-        kernel = self.kernel_ if theta is None else self.kernel_.with_theta(theta)
-        K = kernel(self.X_train_) + float(self.v) * np.eye(len(self._y))
-        alpha = self.alpha_
-        if theta is not None:
-            alpha = naive_mean_field(K, self._y, likelihood, alpha_init=self.alpha_,
-                                     **self._solver_options()).alpha
-        return _loo_criterion(K, self._y, alpha, likelihood)
-
-    def _fit_fixed(self, X, y, kernel, alpha_init=None):
-        K = kernel(X) + float(self.v) * np.eye(len(y))
-        likelihood = StepFlip(float(self.kappa))
-        result = naive_mean_field(K, y, likelihood, alpha_init=alpha_init,
-                                  **self._solver_options())
-        self.kernel_, self.X_train_, self._y = kernel, X, y
-        self.alpha_, self.coef_ = result.alpha, y * result.alpha
-        self.n_iter_, self.converged_ = result.n_iter, result.converged
-        self.residual_, self.learning_rate_ = result.residual, result.learning_rate
-        if not result.converged:
-            warnings.warn(
-                f"NaiveMeanField did not converge in {result.n_iter} iterations (max_i |delta "
-                f"alpha_i| = {result.residual:.2e} > tol = {self.tol:g}); increase max_iter, or "
-                "use v > 0 or kappa > 0 for data that may not be separable",
-                ConvergenceWarning, stacklevel=3)
-        self._posterior = None
-        self.loo_decision_ = self.loo_error_ = self.loo_var_ = None
-        if self.compute_loo:
-            self._linear_response(K, y, likelihood)
-        return self
-
-    def _linear_response(self, K, y, likelihood):
-        """Leave-one-out activations and the linear-response Gaussian (eq-mf-loo, eq-mf-predictive)."""
-        f_loo, var_loo, self._posterior = naive_loo(K, y, self.alpha_, likelihood)
-        self.loo_decision_, self.loo_var_ = f_loo, var_loo
-        self.loo_error_ = float(np.mean(y * f_loo <= 0.0))
-
-    def _decision_function(self, X):
-        """Posterior mean sum_i k(x, x_i) y_i alpha_i, eq-exact-mean-rep (no noise variance)."""
-        return self.kernel_(X, self.X_train_) @ self.coef_
-
-    def _predict_proba_positive(self, X):
-        """Eq. (eq-mf-predictive): kappa + (1 - 2 kappa) Phi(<f(x)> / sqrt(Var f(x) + v))."""
-        if self._posterior is None:                  # fitted with compute_loo=False
-            K = self.kernel_(self.X_train_) + float(self.v) * np.eye(len(self._y))
-            _, _, self._posterior = naive_loo(K, self._y, self.alpha_, StepFlip(float(self.kappa)))
-        return _mf_predict_proba(self.kernel_, self.X_train_, self.coef_, self._posterior,
-                                 self.kappa, self.v, X)

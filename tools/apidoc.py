@@ -115,10 +115,16 @@ def _methods(cls) -> list[tuple[str, object]]:
     """Public methods and properties defined by the class itself (not by scikit-learn).
 
     A class built over several cells takes some methods from private mixins of its own
-    module (``class _EPPrediction``); those count as the class's own.
+    module (``class _EPPrediction``); those count as the class's own. The mixins of a public
+    base class (``RBF`` takes ``theta`` from the mixins of ``Kernel``) belong to that base:
+    the search stops at the first public class after ``cls`` in its method resolution order.
     """
-    owners = [cls] + [base for base in cls.__mro__[1:]
-                      if base.__name__.startswith("_") and base.__module__ == cls.__module__]
+    owners = [cls]
+    for base in cls.__mro__[1:]:
+        if not base.__name__.startswith("_"):
+            break
+        if base.__module__ == cls.__module__:
+            owners.append(base)
     out, seen = [], set()
     for owner in owners:
         for name, member in vars(owner).items():
