@@ -66,7 +66,7 @@ def test_equation_code_index_names_the_implementers_and_links_to_their_entries()
     names = {label: [shown for shown, _, _ in entries] for label, entries in index.items()}
     assert "normal_ratio" in names["eq-noise-ratio"]
     assert "SitePosterior" in names["eq-sites-posterior"]
-    assert "EP.predict_latent" in names["eq-ep-predict"]        # a method, under its class
+    assert "SitePosterior.inverse_sum" in names["eq-sites-inverse-sum"]   # a method, by class
     assert names["eq-noise-cf-a"] == ["_ratio_parts"]            # private only when alone
 
 
