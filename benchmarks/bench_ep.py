@@ -7,7 +7,7 @@ hyperparameters (RBF kernel, probit likelihood, tol = 1e-8 unless stated):
 * cold: from zero sites, as ``EP.fit`` does -- sequential (damping 1), parallel (damping 1),
   parallel with Anderson acceleration (also to tol = 1e-4, the looser tolerance of GPML's EP)
   and Newton-type EP, which starts from EP on a pivoted-Cholesky approximation of K when K is
-  close to low rank, as here (also to tol = 1e-6, the tolerance of the chapter 17 experiments);
+  close to low rank, as here (also to tol = 1e-6, the tolerance of the chapter 18 experiments);
 * warm: at hyperparameters moved by 0.05 in every log-hyperparameter, started from the sites
   converged at the original ones (what ``log_marginal_likelihood(theta)`` does inside an
   optimiser).

@@ -1,4 +1,4 @@
-"""Laplace approximation (chapter 11): a converged fit and the evidence gradient in Cholesky-equivalents.
+"""Laplace approximation (chapter 12): a converged fit and the evidence gradient in Cholesky-equivalents.
 
 Data are drawn like Ripley's synth set (two classes, each a mixture of two Gaussians with
 covariance 0.03 I, in the plane); the kernel is RBF(length_scale=0.5, variance=10) with fixed

@@ -1,7 +1,7 @@
 """Approximate against exact leave-one-out at n = 614 (a Wisconsin training fold), in Cholesky-equivalents.
 
 For the SVM (kernel Adatron, quadratic slack), naive mean field and TAP, with the kernel and
-noise of Opper & Winther's Wisconsin experiment (chapter 10): the time of a fit without the
+noise of Opper & Winther's Wisconsin experiment (chapter 11): the time of a fit without the
 leave-one-out estimator, the extra time of ``compute_loo=True`` (the approximate estimator:
 ``lr_loo_activations`` for the SVM and ``naive_loo`` for naive mean field, timed on their own
 at the fitted solution, which is steadier than the difference of two fits; TAP's estimate is
@@ -39,7 +39,7 @@ K0 = kernel(X)
 K = K0 + v * np.eye(n)
 t_chol = cholesky_time(K)
 
-ESTIMATORS = {   # the settings of chapter 10
+ESTIMATORS = {   # the settings of chapter 11
     "SVM (Adatron)": KernelAdatron(kernel=kernel, C=np.inf, v=v, tol=1e-3, learning_rate=1.9),
     "naive MF": NaiveMeanField(kernel=kernel, kappa=0.0, v=v, tol=1e-4, optimizer=None),
     "TAP": TAP(kernel=kernel, kappa=0.0, v=v, tol=1e-5, optimizer=None),

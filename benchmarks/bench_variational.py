@@ -1,4 +1,4 @@
-"""Seeger's variational model selection (chapter 19): cost of a full fit, and where it goes.
+"""Seeger's variational model selection (chapter 20): cost of a full fit, and where it goes.
 
 Data: random training sets of the twonorm task (d = 20, so the ARD kernel has 22
 hyperparameters) of n = 100, 200, 400, 800 rows, the default estimator settings

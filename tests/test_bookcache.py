@@ -96,7 +96,7 @@ def test_a_results_file_reruns_only_the_chapter_that_reads_it(scratch_repo):
     data["records"] = data["records"][:-1]
     path.write_text(json.dumps(data))
     stale = bookcache.stale_chapters(chapters, stamps, scratch_repo)
-    assert [c.name for c in stale] == ["20_variational_experiments.md"]
+    assert [c.name for c in stale] == ["21_variational_experiments.md"]
 
 
 def test_main_records_fingerprints_and_drops_nothing_on_a_fresh_cache(tmp_path, capsys):

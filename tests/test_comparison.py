@@ -1,4 +1,4 @@
-"""Tests of gpc_literate.comparison (chapter 20): Seeger's Table 1, baselines, runner, CLI."""
+"""Tests of gpc_literate.comparison (chapter 21): Seeger's Table 1, baselines, runner, CLI."""
 import json
 import os
 import subprocess
@@ -217,7 +217,7 @@ def test_run_one_laplace_uses_the_start_kernel_and_bounds():
     assert all(-8.0 <= t <= 8.0 for t in r["theta"])
 
 
-# --- the results file, shared with chapter 17: concurrent runs, resume checks, bad input ------
+# --- the results file, shared with chapter 18: concurrent runs, resume checks, bad input ------
 
 def _fake(dataset, split, fitter, status="ok"):
     return {"dataset": dataset, "split": split, "fitter": fitter, "status": status,

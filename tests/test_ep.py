@@ -1,4 +1,4 @@
-"""gpc_literate.ep, ep_fast and ep_classifier (chapters 12-14): moment matching, posterior with signed sites, sequential and
+"""gpc_literate.ep, ep_fast and ep_classifier (chapters 13-15): moment matching, posterior with signed sites, sequential and
 parallel EP, evidence and gradient, leave-one-out predictive, TAP equivalence, errors."""
 import warnings
 

@@ -1,4 +1,4 @@
-"""Tests of gpc_literate.experiments (chapter 17): CLI, results file, summaries, Friedman/Nemenyi."""
+"""Tests of gpc_literate.experiments (chapter 18): CLI, results file, summaries, Friedman/Nemenyi."""
 import json
 import multiprocessing
 import os

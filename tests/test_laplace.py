@@ -1,4 +1,4 @@
-"""gpc_literate.laplace (chapter 11): Logistic, the mode, the evidence and its gradient, Laplace."""
+"""gpc_literate.laplace (chapter 12): Logistic, the mode, the evidence and its gradient, Laplace."""
 import warnings
 
 from functools import partial

@@ -1,4 +1,4 @@
-"""Tests of gpc_literate.criteria and selection (chapters 15, 16): LOO criteria, their gradients,
+"""Tests of gpc_literate.criteria and selection (chapters 16, 17): LOO criteria, their gradients,
 EP-CV, baselines."""
 import warnings
 

@@ -1,4 +1,4 @@
-"""gpc_literate.tap: the TAP mean-field theory, chapter 9 (book/09_tap.md)."""
+"""gpc_literate.tap: the TAP mean-field theory, chapter 10 (book/10_tap.md)."""
 import numpy as np
 import pytest
 from scipy.linalg import cho_factor, cho_solve

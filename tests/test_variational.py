@@ -1,5 +1,5 @@
-"""gpc_literate.free_energy (chapter 18), Seeger's free energy and its pieces, and
-gpc_literate.variational (chapter 19), the estimators."""
+"""gpc_literate.free_energy (chapter 19), Seeger's free energy and its pieces, and
+gpc_literate.variational (chapter 20), the estimators."""
 import warnings
 
 import numpy as np
