@@ -4,7 +4,7 @@
 # %% book/09_naive_mean_field.md, code cell 1
 """Naive mean-field theory for Gaussian-process classification (O&W section 17.6).
 
-Built by chapter 8 of the book (book/09_naive_mean_field.md), which derives every formula:
+Built by chapter 9 of the book (book/09_naive_mean_field.md), which derives every formula:
 the naive mean-field equations for the embedding strengths (eq-mf-alpha, O&W eq. 17.40),
 Algorithm 17.1 with its adaptive learning rate (eq-mf-update), Newton's method for the same
 equations (eq-mf-newton) with a test for their solvability (eq-mf-feasible), the linear-response

@@ -1,4 +1,4 @@
-"""gpc_literate.meanfield: naive mean field, chapter 8 (book/09_naive_mean_field.md)."""
+"""gpc_literate.meanfield: naive mean field, chapter 9 (book/09_naive_mean_field.md)."""
 import math
 import warnings
 
