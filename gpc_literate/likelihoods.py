@@ -83,7 +83,8 @@ def _ratio_parts(z):
 
     a and b enter the second and third derivatives of log Phi; for z < -3 both
     are differences of nearly equal numbers and are taken from the continued
-    fraction of the Mills ratio instead.  ``z`` is a finite array; returns 1-d arrays.
+    fraction of the Mills ratio (eq-noise-mills-cf) instead.  ``z`` is a finite array;
+    returns 1-d arrays.
     """
     z = np.atleast_1d(np.asarray(z, dtype=float))
     rho = np.atleast_1d(normal_ratio(z))
@@ -248,7 +249,7 @@ class Probit(_FlipProbitBase):
     """Eq. (eq-noise-flip-probit), O&W 17.15 with 17.17: kappa + (1 - 2 kappa) Phi(y f / sqrt(v)).
 
     Gaussian input noise of variance ``noise_var`` = v > 0 turns the step into a
-    probit; ``kappa`` in [0, 0.5) adds random label flips on top.
+    probit (eq-noise-probit); ``kappa`` in [0, 0.5) adds random label flips on top.
     """
 
     _param_names = ("noise_var", "kappa")

@@ -76,3 +76,11 @@ def test_labels_in_list_items_and_with_capitals_are_found(tmp_path):
                        "$$\nP = Q\n$$ (eq-sel-P)\n\n$$\nc\n$$ (eq-plain)\n\n"
                        "Text citing {eq}`eq-cited` is not a definition.\n")
     assert apidoc.chapter_labels(chapter) == {"eq-indented", "eq-sel-P", "eq-plain"}
+
+
+def test_a_range_of_equations_names_every_equation_in_it():
+    order = apidoc._label_order()
+    named = apidoc._named_labels("Eqs (eq-noise-gauss-avg)-(eq-noise-d2logz): log Z", order)
+    assert named == ["eq-noise-gauss-avg", "eq-noise-logz", "eq-noise-dlogz", "eq-noise-d2logz"]
+    assert apidoc._named_labels("eq-noise-d2logz-eq-noise-logz", order) == [
+        "eq-noise-d2logz-eq-noise-logz"]                  # reversed: not a range

@@ -103,9 +103,33 @@ def _docstring(obj) -> str:
     return "\n".join(lines)
 
 
-def _equations(text: str, labels: set[str]) -> list[str]:
+RANGE = re.compile(r"\(?(eq-[A-Za-z0-9-]+?)\)?\s*[-–]\s*\(?(eq-[A-Za-z0-9-]+)\)?")
+
+
+def _label_order(root: Path = ROOT) -> list[str]:
+    """Every equation label in the order the chapters define them."""
+    order = []
+    for chapter in sorted((root / "book").glob("*.md")):
+        order += re.findall(r"^[ \t]*\$\$\s*\((eq-[A-Za-z0-9-]+)\)\s*$", chapter.read_text(), re.M)
+    return order
+
+
+def _named_labels(text: str, order: list[str]) -> list[str]:
+    """The labels a docstring names, a range "(eq-a)-(eq-b)" standing for every equation from a
+    to b in the book's order."""
     found = []
-    for label in EQ.findall(text):
+    for match in RANGE.finditer(text):
+        first, last = match.groups()
+        if first in order and last in order and order.index(first) < order.index(last):
+            found += order[order.index(first):order.index(last) + 1]
+    found += EQ.findall(text)
+    return list(dict.fromkeys(found))
+
+
+def _equations(text: str, labels: set[str]) -> list[str]:
+    order = [label for label in _label_order() if label in labels]
+    found = []
+    for label in _named_labels(text, order) if order else EQ.findall(text):
         if label in labels and label not in found:
             found.append(label)
     return found
@@ -195,6 +219,7 @@ def _implementers(module, module_name: str):
     no API entry (None).
     """
     public = list(getattr(module, "__all__", []))
+    order = _label_order()
     owners = {}
     for name in public:
         obj = getattr(module, name)
@@ -209,7 +234,7 @@ def _implementers(module, module_name: str):
             continue
         shown = owners.get(obj, name) if inspect.isclass(obj) else name
         target = api_label(module_name, shown) if shown in public else None
-        for label in EQ.findall(inspect.getdoc(obj) or ""):
+        for label in _named_labels(inspect.getdoc(obj) or "", order):
             yield label, shown, target
         if not inspect.isclass(obj):
             continue
@@ -217,7 +242,7 @@ def _implementers(module, module_name: str):
             member = member.fget if isinstance(member, property) else member
             member = getattr(member, "__func__", member)
             if inspect.isfunction(member):
-                for label in EQ.findall(inspect.getdoc(member) or ""):
+                for label in _named_labels(inspect.getdoc(member) or "", order):
                     yield label, f"{shown}.{mname}", target
 
 
