@@ -325,6 +325,9 @@ class RBF(Kernel):
 
     k(x, x') = variance * exp(-0.5 * sum_i (x_i - x'_i)**2 / length_scale_i**2) + bias
 
+    The papers' forms eq-kern-ow-rbf and eq-kern-seeger are this kernel with the
+    hyperparameters mapped as the chapter shows.
+
     Parameters
     ----------
     length_scale : float or 1-D array, > 0
@@ -434,7 +437,9 @@ class ArcSin(Kernel):
     """Infinite-network (arcsin) kernel, eq-kern-arcsin (Opper & Winther 1999 eq 1; Williams 1998).
 
     k(x, x') = variance * (2/pi) * arcsin(c(x, x') / sqrt((1 + c(x, x)) (1 + c(x', x')))),
-    c(x, x') = bias_variance + sum_i weight_variance_i * x_i * x'_i.
+    c(x, x') = bias_variance + sum_i weight_variance_i * x_i * x'_i; Opper & Winther's form
+    eq-kern-ow-arcsin is bias_variance = 0, variance = 1, derived from the network of
+    eqs (eq-kern-network)-(eq-kern-sheppard).
 
     The covariance of a network f(x) = H**-0.5 sum_j v_j g(u_j . (1, x)) with H -> infinity
     hidden units g(z) = 2 Phi(z) - 1 = erf(z / sqrt 2), v_j ~ N(0, variance), hidden bias
