@@ -70,7 +70,8 @@ class TAPEquations(NamedTuple):
     d mu^2, ``tau`` = w / (1 - var_cav w) (site precisions, eq-tap-sites), ``posterior`` (the
     SitePosterior of the sites eq-sites-update), ``var_cav_new`` (the right side of
     eq-tap-var-cav), ``residual`` = (max |coef_new - coef|, max |var_cav_new / var_cav - 1|),
-    ``log_evidence`` (eq-tap-log-evidence, the value at a solution).
+    ``log_evidence`` (-G_TAP of eq-tap-free-energy in the form eq-tap-log-evidence, the value
+    at a solution). ``coef_new`` is eq-tap-alpha-z for the flip-noise likelihoods.
     """
 
     mean: np.ndarray
