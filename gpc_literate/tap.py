@@ -71,7 +71,7 @@ class TAPEquations(NamedTuple):
     SitePosterior of the sites eq-sites-update), ``var_cav_new`` (the right side of
     eq-tap-var-cav), ``residual`` = (max |coef_new - coef|, max |var_cav_new / var_cav - 1|),
     ``log_evidence`` (-G_TAP of eq-tap-free-energy in the form eq-tap-log-evidence, the value
-    at a solution). ``coef_new`` is eq-tap-alpha-z for the flip-noise likelihoods.
+    at a solution). For the step likelihood with flips ``coef_new`` is y * eq-tap-alpha-z.
     """
 
     mean: np.ndarray
