@@ -41,10 +41,12 @@ _PUBLIC = {
     "VariationalGP": "variational",
     "VariationalSVM": "variational",
     "check_kernel": "kernels",
+    "elliptical_slice_sampling": "mcmc",
+    "ais_log_evidence": "mcmc",
 }
 _SUBMODULES = {"base", "likelihoods", "kernels", "datasets", "svm", "loo", "reference",
                "meanfield", "tap", "laplace", "ep", "ep_fast", "ep_classifier", "criteria",
-               "selection", "experiments", "free_energy", "variational", "comparison"}
+               "selection", "experiments", "free_energy", "variational", "comparison", "mcmc"}
 
 __all__ = sorted(_PUBLIC) + sorted(_SUBMODULES)
 
