@@ -42,7 +42,7 @@ _PUBLIC = {
     "VariationalSVM": "variational",
     "check_kernel": "kernels",
 }
-_SUBMODULES = {"base", "likelihoods", "kernels", "datasets", "svm", "loo", "reference",
+_SUBMODULES = {"base", "likelihoods", "kernels", "datasets", "svm", "loo", "reference", "sites",
                "meanfield", "tap", "laplace", "ep", "ep_fast", "ep_classifier", "criteria",
                "selection", "experiments", "free_energy", "variational", "comparison"}
 
