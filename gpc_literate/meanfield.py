@@ -92,7 +92,7 @@ def _newton_direction(K, tau, b):
     return b - s * x
 
 
-# %% book/09_naive_mean_field.md, code cell 10
+# %% book/09_naive_mean_field.md, code cell 11
 def _newton_step(K, k_diag, y, alpha, delta, w, error, likelihood):
     """Eq. (eq-mf-newton) with step halving: (new alpha, step size), or (None, last step size).
 
@@ -112,7 +112,7 @@ def _newton_step(K, k_diag, y, alpha, delta, w, error, likelihood):
     return None, eta
 
 
-# %% book/09_naive_mean_field.md, code cell 11
+# %% book/09_naive_mean_field.md, code cell 12
 def _separable(K, y):
     """Eq. (eq-mf-feasible): is there alpha >= 0 with y_i (K (y alpha))_i >= 1 for every i? (an LP)"""
     Q = y[:, None] * K * y[None, :]
@@ -127,7 +127,7 @@ _NO_SOLUTION = ("the naive mean-field equations have no solution: with the noise
                 "label flips kappa > 0, or a more flexible kernel")
 
 
-# %% book/09_naive_mean_field.md, code cell 12
+# %% book/09_naive_mean_field.md, code cell 13
 @dataclass
 class NaiveMFResult:
     """Output of ``naive_mean_field``.
@@ -149,7 +149,7 @@ class NaiveMFResult:
     message: str = ""
 
 
-# %% book/09_naive_mean_field.md, code cell 13
+# %% book/09_naive_mean_field.md, code cell 14
 def _initial_alpha(alpha_init, n):
     """The start of the iteration: zeros (tabula rasa) or a float copy of ``alpha_init``.
 
@@ -163,7 +163,7 @@ def _initial_alpha(alpha_init, n):
     return alpha
 
 
-# %% book/09_naive_mean_field.md, code cell 14
+# %% book/09_naive_mean_field.md, code cell 15
 def _naive_state(K, k_diag, y, alpha, likelihood):
     """At ``alpha``: (<f>, w, delta alpha, sum delta^2, max |delta|), delta of eq-mf-alpha."""
     f, _, target, w = _naive_update(K, k_diag, y, alpha, likelihood)
@@ -171,7 +171,7 @@ def _naive_state(K, k_diag, y, alpha, likelihood):
     return f, w, delta, float(delta @ delta), float(np.max(np.abs(delta)))
 
 
-# %% book/09_naive_mean_field.md, code cell 15
+# %% book/09_naive_mean_field.md, code cell 16
 def naive_mean_field(K, y, likelihood, *, alpha_init=None, max_iter=10_000, tol=1e-6,
                      learning_rate=0.05, method="newton"):
     """Solve eq-mf-alpha by Newton's method (eq-mf-newton, default) or O&W's Algorithm 17.1 (eq-mf-update).
@@ -234,7 +234,7 @@ def naive_mean_field(K, y, likelihood, *, alpha_init=None, max_iter=10_000, tol=
                          np.array(history), message)
 
 
-# %% book/09_naive_mean_field.md, code cell 21
+# %% book/09_naive_mean_field.md, code cell 22
 def naive_loo(K, y, alpha, likelihood):
     """Eqs (eq-mf-loo), (eq-mf-loo-stable), O&W 17.41-17.42: linear-response leave-one-out activations.
 
@@ -257,7 +257,7 @@ def naive_loo(K, y, alpha, likelihood):
     return f_loo, var_loo, posterior
 
 
-# %% book/09_naive_mean_field.md, code cell 23
+# %% book/09_naive_mean_field.md, code cell 24
 def _check_mf_options(method, kappa, v, tol, learning_rate, max_iter, kernel, compute_loo):
     """ValueError unless NaiveMeanField's options are valid: method "newton" or "adaptive",
     kappa in [0, 1/2), v >= 0, tol > 0, learning_rate > 0, an integer max_iter, a kernel (or
@@ -273,7 +273,7 @@ def _check_mf_options(method, kappa, v, tol, learning_rate, max_iter, kernel, co
     check_bool(compute_loo, "compute_loo")
 
 
-# %% book/09_naive_mean_field.md, code cell 24
+# %% book/09_naive_mean_field.md, code cell 25
 class _NaiveMFSolve:
     """NaiveMeanField at a given kernel: eq-mf-alpha solved by naive_mean_field, attributes set."""
 
@@ -303,7 +303,7 @@ class _NaiveMFSolve:
         return self
 
 
-# %% book/09_naive_mean_field.md, code cell 25
+# %% book/09_naive_mean_field.md, code cell 26
 def _loo_criterion(K, y, alpha, likelihood):
     """Eq. (eq-mf-loo-criterion): mean_i log Z_i(f_loo_i, var_loo_i) at the solution ``alpha``.
 
@@ -316,7 +316,7 @@ def _loo_criterion(K, y, alpha, likelihood):
     return float(np.mean(likelihood.log_Z(y, f_loo, var_loo)[0]))
 
 
-# %% book/09_naive_mean_field.md, code cell 26
+# %% book/09_naive_mean_field.md, code cell 27
 class _NaiveMFLOO:
     """NaiveMeanField's leave-one-out by linear response, eq-mf-loo, and eq-mf-loo-criterion."""
 
@@ -338,7 +338,7 @@ class _NaiveMFLOO:
         self.loo_error_ = float(np.mean(y * f_loo <= 0.0))
 
 
-# %% book/09_naive_mean_field.md, code cell 27
+# %% book/09_naive_mean_field.md, code cell 28
 def _mf_predict_proba(kernel, X_train, coef, posterior, kappa, v, X):
     """Eq. (eq-mf-predictive): kappa + (1 - 2 kappa) Phi(<f(x)> / sqrt(Var f(x) + v)).
 
@@ -351,7 +351,7 @@ def _mf_predict_proba(kernel, X_train, coef, posterior, kappa, v, X):
     return StepFlip(float(kappa)).predictive(K_cross @ coef, var)
 
 
-# %% book/09_naive_mean_field.md, code cell 28
+# %% book/09_naive_mean_field.md, code cell 29
 class _NaiveMFPrediction:
     """NaiveMeanField's predictions: mean (eq-exact-mean-rep), probability (eq-mf-predictive)."""
 
@@ -368,7 +368,7 @@ class _NaiveMFPrediction:
                                  self.kappa, self.v, X)
 
 
-# %% book/09_naive_mean_field.md, code cell 29
+# %% book/09_naive_mean_field.md, code cell 30
 class NaiveMeanField(_NaiveMFSolve, _NaiveMFLOO, _NaiveMFPrediction, LearnsHyperparameters,
                      GPClassifierBase):
     """GP classifier by naive mean-field theory, O&W section 17.6 (Algorithm 17.1, eq-mf-alpha).
