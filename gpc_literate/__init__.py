@@ -44,7 +44,7 @@ _PUBLIC = {
     "elliptical_slice_sampling": "mcmc",
     "ais_log_evidence": "mcmc",
 }
-_SUBMODULES = {"base", "likelihoods", "kernels", "datasets", "svm", "loo", "reference",
+_SUBMODULES = {"base", "likelihoods", "kernels", "datasets", "svm", "loo", "reference", "sites",
                "meanfield", "tap", "laplace", "ep", "ep_fast", "ep_classifier", "criteria",
                "selection", "experiments", "free_energy", "variational", "comparison", "mcmc"}
 

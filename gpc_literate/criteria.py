@@ -10,7 +10,7 @@ their derivatives with the sites held fixed (their appendix); the criteria NLP (
 smoothed F-measure (eqs 7-10), weighted error rate (eq. 11) and AUC (eq. 12) with their
 derivatives (eqs 15-16). Chapter 17 (gpc_literate.selection) optimises them.
 
-Names as in gpc_literate.meanfield: sites ``site_nu``, ``site_tau``, cavities ``mu_cav_``,
+Names as in gpc_literate.sites: sites ``site_nu``, ``site_tau``, cavities ``mu_cav_``,
 ``var_cav_`` (``mean``, ``var`` of LOOMoments); ``gamma`` is S&K's bias, ``log_p`` the log LOO
 predictive probability of the observed label, ``q`` = P(y_i = +1 | D without i), ``J`` the
 derivatives of a criterion in log_p, ``dK`` the kernel's gradient (n, n, p) in theta.
@@ -21,8 +21,8 @@ import numpy as np
 
 from gpc_literate.base import check_scalar
 from gpc_literate.ep_classifier import EP
-from gpc_literate.meanfield import ImproperPosteriorError, SitePosterior
 from gpc_literate.likelihoods import Likelihood, Probit
+from gpc_literate.sites import ImproperPosteriorError, SitePosterior
 
 __all__ = ["loo_log_predictive", "ShiftedLikelihood", "BiasedEP", "CRITERIA", "MAXIMISE",
            "check_criterion", "measure_from_counts", "negative_log_predictive", "f_measure",

@@ -11,13 +11,13 @@ marginal likelihood (their eq. 5, eq-ep-logz-stable) and its gradient in the ker
 hyperparameters (eq-ep-gradient). Chapter 14 (ep_fast) accelerates the parallel iteration and
 chapter 15 (ep_classifier) builds the classifier ``EP``.
 
-Names as in gpc_literate.meanfield: sites exp(nu f - tau f^2 / 2) (``nu``, ``tau``), the
+Names as in gpc_literate.sites: sites exp(nu f - tau f^2 / 2) (``nu``, ``tau``), the
 posterior mean K @ coef, cavities ``mu_cav``, ``var_cav``, derivatives ``d1``, ``d2`` of log Z.
 """
 import numpy as np
 from scipy.linalg.blas import dgemm
 
-from gpc_literate.meanfield import SitePosterior, cavities, site_from_derivatives
+from gpc_literate.sites import SitePosterior, cavities, site_from_derivatives
 from gpc_literate.tap import SiteIteration, parallel_sites, site_change
 
 __all__ = ["check_sites", "run_ep", "run_sequential", "ep_log_marginal", "ep_log_marginal_gradient"]

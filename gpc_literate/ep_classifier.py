@@ -9,7 +9,7 @@ estimator ``EP`` (fit by solve_ep of chapter 14, learning the kernel by the EP e
 chapter 13 and its gradient), and Sundararajan & Keerthi's leave-one-out predictive
 probabilities from the cavities (their eq. 13, eq-ep-loo-predictive).
 
-Names as in gpc_literate.meanfield: sites ``site_nu_``, ``site_tau_``, cavities ``mu_cav_``,
+Names as in gpc_literate.sites: sites ``site_nu_``, ``site_tau_``, cavities ``mu_cav_``,
 ``var_cav_``, the posterior mean K @ coef with coef = y * alpha_.
 """
 import copy
@@ -24,7 +24,7 @@ from gpc_literate.ep import ep_log_marginal, ep_log_marginal_gradient
 from gpc_literate.ep_fast import EP_METHODS, solve_ep
 from gpc_literate.kernels import check_kernel, default_kernel
 from gpc_literate.likelihoods import Likelihood, Probit
-from gpc_literate.meanfield import ImproperPosteriorError, SitePosterior
+from gpc_literate.sites import ImproperPosteriorError, SitePosterior
 from gpc_literate.tap import check_no_conflicting_pair
 
 __all__ = ["EP"]

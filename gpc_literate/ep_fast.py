@@ -11,7 +11,7 @@ pivoted-Cholesky approximation of K (eq-ep-pivoted-cholesky, eq-ep-lowrank). Non
 the papers; they change the speed of EP, not its fixed point. ``solve_ep`` runs EP by any of
 the four methods.
 
-Names as in gpc_literate.meanfield: sites exp(nu f - tau f^2 / 2) (``nu``, ``tau``), the
+Names as in gpc_literate.sites: sites exp(nu f - tau f^2 / 2) (``nu``, ``tau``), the
 posterior mean K @ coef, cavities ``mu_cav``, ``var_cav``.
 """
 from functools import partial
@@ -22,7 +22,7 @@ from scipy.linalg.blas import dsymm, dsymv
 from scipy.linalg.lapack import dlauum
 
 from gpc_literate.ep import check_sites, run_ep
-from gpc_literate.meanfield import SELECTED_INVERSE_MIN, SitePosterior, cavities, site_update
+from gpc_literate.sites import SELECTED_INVERSE_MIN, SitePosterior, cavities, site_update
 from gpc_literate.tap import site_change
 
 __all__ = ["ANDERSON_MEMORY", "AndersonStep", "NEWTON_INNER", "NewtonStep", "LOWRANK_TOL",

@@ -11,39 +11,29 @@ equations (eq-mf-newton) with a test for their solvability (eq-mf-feasible), the
 leave-one-out estimator (eq-mf-loo, O&W eqs. 17.41-17.42) in a stable form
 (eq-mf-loo-stable), and the classifier ``NaiveMeanField``.
 
-It also builds the Gaussian-site layer that naive mean field, TAP (chapter 10) and expectation
-propagation (chapter 13) share (section sec-sites): the prior times Gaussian sites
-(eq-sites-posterior) as ``SitePosterior``, computed by Cholesky factorisations for site
-precisions of either sign (eq-sites-chol, eq-sites-diag-selected, eq-sites-negative) with
-improper posteriors detected, its cavities (eq-sites-cavity, ``cavities``), and the site that
-matches a tilted distribution (eq-sites-update, ``site_update``).
+The naive theory is the member of the Gaussian-site family of chapter 8 (gpc_literate.sites)
+whose cavity variance is the prior variance K_ii: its cavity fields are ``cavity_mean``, and
+its leave-one-out estimate is the cavity (eq-sites-cavity) of the linear-response Gaussian, a
+``SitePosterior`` with the site precisions of eq-sites-update.
 
-Names used throughout the package: a site is exp(nu f - tau f^2 / 2) (``nu``, ``tau``, or
-``site_nu``, ``site_tau``); the posterior mean is K @ coef (``coef`` = y * alpha); cavity
-means and variances are ``mu_cav``, ``var_cav``; d1, d2 are the mu-derivatives of log Z and
-w = -d2 the curvature.
+Names as in gpc_literate.sites: sites exp(nu f - tau f^2 / 2) (``nu``, ``tau``), the posterior
+mean K @ coef with ``coef`` = y * alpha, cavities ``mu_cav``, ``var_cav``, derivatives ``d1``,
+``d2`` of log Z and w = -d2 the curvature.
 """
 import warnings
 from dataclasses import dataclass
-from typing import NamedTuple
 
 import numpy as np
-from scipy.linalg import (LinAlgError, LinAlgWarning, cholesky, lu_factor, lu_solve,
-                          solve_triangular)
-from scipy.linalg.blas import dsyrk
-from scipy.linalg.lapack import dpotri, dtrtri
+from scipy.linalg import LinAlgWarning, cholesky, lu_factor, lu_solve, solve_triangular
 from scipy.optimize import linprog
 
 from gpc_literate.base import (ConvergenceWarning, GPClassifierBase, LearnsHyperparameters,
                                check_bool, check_integer, check_scalar)
 from gpc_literate.kernels import check_kernel, default_kernel
 from gpc_literate.likelihoods import StepFlip
+from gpc_literate.sites import SitePosterior, cavities, cavity_mean, site_from_derivatives
 
 __all__ = ["embedding_strength", "NaiveMFResult", "naive_mean_field", "naive_residual",
-           "tilted_moments", "site_from_derivatives", "site_update", "cavity_mean", "cavities",
-           "ImproperPosteriorError", "SELECTED_INVERSE_MIN", "selected_variances",
-           "PositiveSites", "positive_site_marginals", "negative_site_correction",
-           "SitePosterior",
            "naive_loo", "NaiveMeanField"]
 
 
@@ -58,13 +48,6 @@ def embedding_strength(z, kappa=0.0):
 
 
 # %% book/09_naive_mean_field.md, code cell 7
-def cavity_mean(mean, var_cav, coef):
-    """Eq. (eq-mf-alpha), the cavity field <f_i> - K_ii c_i, with c = y alpha; with the cavity
-    variance var_cav in place of K_ii it is the last form of eq-sites-cavity."""
-    return mean - var_cav * coef
-
-
-# %% book/09_naive_mean_field.md, code cell 8
 def _naive_update(K, k_diag, y, alpha, likelihood):
     """<f> = K (y alpha), cavity fields mu_i = <f_i> - k_ii y_i alpha_i, the right side of eq-mf-alpha, w.
 
@@ -76,7 +59,7 @@ def _naive_update(K, k_diag, y, alpha, likelihood):
     return f, mu, y * dlogz, -d2logz
 
 
-# %% book/09_naive_mean_field.md, code cell 9
+# %% book/09_naive_mean_field.md, code cell 8
 def naive_residual(K, y, likelihood, alpha):
     """max_i |alpha_i - (right side of eq-mf-alpha)|: how far alpha is from the naive fixed point."""
     K = np.asarray(K, dtype=float)
@@ -85,7 +68,7 @@ def naive_residual(K, y, likelihood, alpha):
     return float(np.max(np.abs(target - alpha)))
 
 
-# %% book/09_naive_mean_field.md, code cell 10
+# %% book/09_naive_mean_field.md, code cell 9
 def _newton_direction(K, tau, b):
     """(I + T K)^{-1} b of eq-mf-newton, as b - S A^{-1} S K b with A = sign(T) + S K S, S = |T|^(1/2).
 
@@ -252,271 +235,6 @@ def naive_mean_field(K, y, likelihood, *, alpha_init=None, max_iter=10_000, tol=
 
 
 # %% book/09_naive_mean_field.md, code cell 22
-def tilted_moments(likelihood, y, mu_cav, var_cav):
-    """Eq. (eq-noise-tilted-moments): (log Z, mean, variance) of p(y|f) N(f; mu_cav, var_cav) / Z."""
-    log_z, d1, d2 = likelihood.log_Z(y, mu_cav, var_cav)
-    return log_z, mu_cav + var_cav * d1, var_cav * (1.0 + var_cav * d2)
-
-
-def site_from_derivatives(mu_cav, var_cav, d1, d2):
-    """Eq. (eq-sites-update) from the mu-derivatives d1, d2 of log Z at the cavity: (nu, tau, ok).
-
-    For arrays or scalars (sequential EP updates one example at a time, and plain floats
-    keep that loop fast). ``ok`` is False (and nu = tau = 0) wherever the tilted variance
-    var_cav (1 + var_cav d2) is not a positive finite number, so that no NaN can reach the
-    sites.
-    """
-    ratio = 1.0 + var_cav * d2                 # tilted variance / cavity variance
-    ok = (ratio > 0.0) & np.isfinite(ratio) & np.isfinite(d1)
-    safe = np.where(ok, ratio, 1.0) if np.ndim(ok) else (ratio if ok else 1.0)
-    nu, tau = (d1 - mu_cav * d2) / safe, -d2 / safe
-    if np.ndim(ok):
-        return np.where(ok, nu, 0.0), np.where(ok, tau, 0.0), ok
-    return (nu, tau, True) if ok else (0.0, 0.0, False)
-
-
-def site_update(likelihood, y, mu_cav, var_cav):
-    """Eq. (eq-sites-update): the site (nu, tau) that makes cavity x site match the tilted moments.
-
-    Returns (nu, tau, log_Z, ok); ``ok`` as in ``site_from_derivatives``, and also False
-    where log Z is not finite.
-    """
-    log_z, d1, d2 = likelihood.log_Z(y, mu_cav, var_cav)
-    nu, tau, ok = site_from_derivatives(mu_cav, var_cav, d1, d2)
-    ok = ok & np.isfinite(log_z)
-    return np.where(ok, nu, 0.0), np.where(ok, tau, 0.0), log_z, ok
-
-
-def cavities(mean, var, coef, tau):
-    """Eq. (eq-sites-cavity): cavity means and variances from the marginals (mean, var), coef and tau.
-
-    Returns (mu_cav, var_cav, proper), for arrays or scalars. Where the cavity precision
-    1/var - tau is not positive the cavity is improper: its variance is reported as inf and
-    its mean as the posterior mean.
-    """
-    tau_cav = 1.0 / var - tau
-    proper = tau_cav > 0.0
-    if not np.ndim(proper):                    # one example: plain floats
-        var_cav = 1.0 / tau_cav if proper else np.inf
-        return (cavity_mean(mean, var_cav, coef) if proper else mean), var_cav, bool(proper)
-    var_cav = np.where(proper, 1.0 / np.where(proper, tau_cav, 1.0), np.inf)
-    return (np.where(proper, cavity_mean(mean, np.where(proper, var_cav, 0.0), coef), mean),
-            var_cav, proper)
-
-
-# %% book/09_naive_mean_field.md, code cell 23
-class ImproperPosteriorError(LinAlgError):
-    """The sites make K^-1 + diag(site_tau) indefinite: q(f) is not a normalisable Gaussian."""
-
-
-SELECTED_INVERSE_MIN = 1e-5       # eq-sites-diag-selected is used where tau_i Sigma_ii >= this
-
-
-def selected_variances(K, Linv, s, pos, SK, rel=SELECTED_INVERSE_MIN):
-    """Eq. (eq-sites-diag-selected): diag Sigma for sites tau >= 0 from L^-1 (B = I + S K S = L L^T).
-
-    Sigma_ii = (1 - (B^-1)_ii) / tau_i where tau_i Sigma_ii >= rel; the other columns (and
-    the zero sites) exactly as K_ii - ||L^-1 S k_i||^2. ``pos`` indexes the positive sites,
-    ``s`` their square roots, SK = S K[pos] of shape (p, n).
-    """
-    var = np.diag(K).copy()
-    tau_var = 1.0 - np.einsum("ij,ij->j", Linv, Linv)      # = tau_i Sigma_ii, positive sites
-    good = tau_var >= rel
-    var[pos[good]] = tau_var[good] / (s[good] ** 2)
-    rest = np.ones(len(var), dtype=bool)
-    rest[pos[good]] = False
-    if rest.any():                                         # exact columns, O(n^2) each
-        Vr = Linv @ SK[:, rest]
-        var[rest] -= np.einsum("ij,ij->j", Vr, Vr)
-    return var
-
-
-# %% book/09_naive_mean_field.md, code cell 24
-class PositiveSites(NamedTuple):
-    """Output of ``positive_site_marginals``: the Gaussian Sigma_+ of the sites tau > 0."""
-
-    pos: np.ndarray          # indices of the positive sites
-    s: np.ndarray            # their square roots
-    L: np.ndarray            # Cholesky factor of B = I + S K S
-    V: np.ndarray            # L^-1 S K, or None
-    Linv: np.ndarray         # L^-1, or None
-    mean: np.ndarray         # Sigma_+ nu
-    var: np.ndarray          # diag Sigma_+
-    coef: np.ndarray         # nu - T_+ mean, so that mean = K coef (eq-sites-coef)
-    logdet: float            # log det B
-    Sigma: np.ndarray        # Sigma_+ (Fortran order), or None
-
-
-def positive_site_marginals(K, nu, tau, *, with_V=False, full=False):
-    """Eq. (eq-sites-chol) for the sites tau > 0 (negative ones are left for eq-sites-negative).
-
-    V = L^-1 S K is formed if ``with_V`` or ``full``, else L^-1 (selected inverse); Sigma_+
-    if ``full``. The coefficients are computed as nu - S B^-1 S K nu, not as nu - T mean,
-    which loses the digits of large site precisions. Returns a PositiveSites.
-    """
-    pos = np.flatnonzero(tau > 0.0)               # zero sites carry no information: left out
-    every, s = pos.size == len(tau), np.sqrt(tau[pos])
-    SK = s[:, None] * (K if every else K[pos])                      # S K, shape (p, n)
-    B = SK * s[None, :] if every else SK[:, pos] * s[None, :]
-    B[np.diag_indices(pos.size)] += 1.0
-    L = cholesky(B, lower=True, overwrite_a=True, check_finite=False)   # I + PSD
-    logdet, Knu, V, Linv, Sigma = 2.0 * np.sum(np.log(np.diag(L))), K @ nu, None, None, None
-    z = solve_triangular(L, s * Knu[pos], lower=True, check_finite=False)
-    u = solve_triangular(L, z, lower=True, trans="T", check_finite=False)    # B^-1 S K nu
-    coef = nu.copy()
-    coef[pos] -= s * u
-    var = np.diag(K).copy()
-    mean = K @ coef                              # = K nu - K S u, eq-sites-coef
-    if with_V or full:                           # the whole of V = L^-1 S K
-        V = solve_triangular(L, SK, lower=True, overwrite_b=True, check_finite=False)
-        var -= np.einsum("ij,ij->j", V, V)
-        if full:                                 # Sigma_+ = K - V^T V
-            Sigma = dsyrk(-1.0, V.T, beta=1.0, c=np.array(K, order="F"), lower=1,
-                          overwrite_c=1)
-            Sigma = np.asfortranarray(np.tril(Sigma) + np.tril(Sigma, -1).T)
-    elif pos.size:                               # eq-sites-diag-selected: no V
-        Linv, info = dtrtri(L, lower=1)
-        if info != 0:
-            raise LinAlgError(f"dtrtri failed (info={info})")
-        var = selected_variances(K, Linv, s, pos, SK)
-    return PositiveSites(pos, s, L, V, Linv, mean, var, coef, logdet, Sigma)
-
-
-# %% book/09_naive_mean_field.md, code cell 25
-def negative_site_correction(K, tau, pos, s, L, V, allow_improper=False):
-    """Eq. (eq-sites-negative): the m negative sites as a rank-m correction of Sigma_+.
-
-    ``V`` = L^-1 S K[pos] of eq-sites-chol. Returns (C_logdet, proper, pair, RSp, M), where
-    ``pair(B)`` returns (left, right) with left^T right = B^T (R C^-1 R-weighted) B, i.e.
-    (Lc^-1 B, Lc^-1 B) when C = I - R Sigma_+ R = Lc Lc^T, or (B, C^-1 B) by LU when C is
-    indefinite and ``allow_improper``; RSp = R Sigma_+[neg, :] and M = R (I - K A_+)[neg, :].
-    Raises ImproperPosteriorError when C is not positive definite and not ``allow_improper``.
-    """
-    n, neg = len(tau), np.flatnonzero(tau < 0.0)
-    r = np.sqrt(-tau[neg])
-    RSp = r[:, None] * (K[neg] - V[:, neg].T @ V)              # R Sigma_+ rows neg
-    C = -(RSp[:, neg] * r[None, :])
-    C[np.diag_indices(neg.size)] += 1.0
-    try:
-        Lc = cholesky(C, lower=True, check_finite=False)
-        logdet, proper = 2.0 * np.sum(np.log(np.diag(Lc))), True
-
-        def pair(B):
-            half = solve_triangular(Lc, B, lower=True, check_finite=False)
-            return half, half
-    except LinAlgError:
-        if not allow_improper:
-            raise ImproperPosteriorError(
-                f"{neg.size} negative site precision(s) make the posterior improper "
-                "(K^-1 + diag(site_tau) is not positive definite)") from None
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", LinAlgWarning)
-            lu = lu_factor(C, check_finite=False)
-        logdet, proper = float(np.sum(np.log(np.abs(np.diag(lu[0]))))), False
-
-        def pair(B):
-            return B, lu_solve(lu, B, check_finite=False)
-    AK = s[:, None] * solve_triangular(L, V[:, neg], lower=True, trans="T",
-                                       check_finite=False)     # (A_+ K)[pos, neg]
-    M = np.zeros((neg.size, n))
-    M[:, pos] = -AK.T
-    M[np.arange(neg.size), neg] += 1.0
-    return logdet, proper, pair, RSp, r[:, None] * M
-
-
-# %% book/09_naive_mean_field.md, code cell 26
-def _negative_site_marginals(K, tau, plus, full=False, allow_improper=False):
-    """Eq. (eq-sites-negative): the marginals of ``plus`` (Sigma_+ of the positive sites) with
-    the negative sites of ``tau`` included.
-
-    Returns (mean, var, coef, logdet, Sigma, proper, M): ``Sigma`` is corrected in place when
-    ``full``; ``M`` the factor pair of the rank-m correction of A (eq-sites-inverse-sum).
-    """
-    neg = np.flatnonzero(tau < 0.0)
-    mean, var, coef, logdet, Sigma = plus.mean, plus.var, plus.coef, plus.logdet, plus.Sigma
-    logdet_c, proper, pair, RSp, M = negative_site_correction(
-        K, tau, plus.pos, plus.s, plus.L, plus.V, allow_improper)
-    left, right = pair(RSp)
-    shift = left.T @ pair(np.sqrt(-tau[neg]) * mean[neg])[1]     # mean - mean_+
-    var, logdet = var + np.einsum("ij,ij->j", left, right), logdet + logdet_c
-    coef = coef - np.where(tau > 0.0, tau * shift, 0.0)
-    coef[neg] -= tau[neg] * (mean[neg] + shift[neg])
-    mean = K @ coef
-    if full:
-        Sigma += left.T @ right
-    return mean, var, coef, logdet, Sigma, proper, pair(M)
-
-
-# %% book/09_naive_mean_field.md, code cell 27
-class _InverseSum:
-    """SitePosterior's A = (K + T^-1)^-1: the quadratic forms k^T A k and the dense A."""
-
-    def inverse_sum_quad(self, Kx):
-        """diag(Kx^T A Kx) for A = (K + T^-1)^-1 (eq-sites-inverse-sum) and Kx of shape (n, m)."""
-        W = solve_triangular(self.L, self.s[:, None] * Kx[self.pos], lower=True,
-                             check_finite=False)
-        out = np.einsum("ij,ij->j", W, W)
-        if self._M is not None:
-            out -= np.einsum("ij,ij->j", self._M[0] @ Kx, self._M[1] @ Kx)
-        return out
-
-    def predictive_var(self, K_cross, k_diag):
-        """Var f(x) = k(x, x) - k_x^T A k_x for rows K_cross = k(X_new, X_train) (eq-mf-predictive)."""
-        K_cross = np.asarray(K_cross, dtype=float)
-        return np.asarray(k_diag, dtype=float) - self.inverse_sum_quad(K_cross.T)
-
-    def inverse_sum(self):
-        """A = (K + T^-1)^-1 (eq-sites-inverse-sum) as a dense n x n matrix, O(n^3)."""
-        n, pos = len(self.tau), self.pos
-        A = np.zeros((n, n))
-        inv, info = dpotri(self.L, lower=1) if pos.size else (np.zeros((0, 0)), 0)
-        if info != 0:
-            raise LinAlgError(f"dpotri failed (info={info})")
-        A[np.ix_(pos, pos)] = ((np.tril(inv) + np.tril(inv, -1).T)
-                               * self.s[:, None] * self.s[None, :])
-        if self._M is not None:
-            A -= self._M[0].T @ self._M[1]
-        return A
-
-
-# %% book/09_naive_mean_field.md, code cell 28
-class SitePosterior(_InverseSum):
-    """Eqs (eq-sites-posterior), (eq-sites-chol), (eq-sites-negative): N(0, K) times the sites.
-
-    q(f) = N(mean, Sigma), Sigma = (K^-1 + T)^-1, mean = Sigma nu = K coef, for site
-    precisions ``site_tau`` of either sign, without inverting K. Raises ImproperPosteriorError
-    when K^-1 + T is not positive definite, unless ``allow_improper`` (then ``proper`` is
-    False and the same formulas are evaluated by LU). Attributes: ``mean``, ``var`` (diag
-    Sigma), ``coef`` (= nu - T mean, eq-sites-coef), ``logdet`` (log |det(I + K T)|), ``nu``,
-    ``tau``, ``proper``, ``Sigma`` when ``full``, ``Linv`` (L^-1 of B = I + S K S) when
-    ``keep_inverse`` and it was computed (no negative sites, not ``full``), else None.
-    """
-
-    def __init__(self, K, site_nu, site_tau, *, full=False, keep_inverse=False,
-                 allow_improper=False):
-        K = np.asarray(K, dtype=float)
-        nu, tau = np.array(site_nu, dtype=float), np.array(site_tau, dtype=float)
-        neg = np.flatnonzero(tau < 0.0)
-        plus = positive_site_marginals(K, nu, tau, with_V=neg.size > 0, full=full)
-        mean, var, coef, logdet, Sigma = plus.mean, plus.var, plus.coef, plus.logdet, plus.Sigma
-        self.proper, self._M = True, None
-        if neg.size:
-            mean, var, coef, logdet, Sigma, self.proper, self._M = _negative_site_marginals(
-                K, tau, plus, full, allow_improper)
-        if not (np.all(np.isfinite(mean)) and np.isfinite(logdet) and np.all(var > 0.0)):
-            if not allow_improper:
-                raise ImproperPosteriorError("the posterior has a non-positive variance")
-            self.proper = False
-        self.nu, self.tau, self.pos, self.s, self.L = nu, tau, plus.pos, plus.s, plus.L
-        self.Linv = plus.Linv if keep_inverse else None
-        self.mean, self.var, self.coef, self.logdet, self.Sigma = mean, var, coef, logdet, Sigma
-
-    def cavities(self):
-        """Eq. (eq-sites-cavity): (mu_cav, var_cav, proper) of every example."""
-        return cavities(self.mean, self.var, self.coef, self.tau)
-
-
-# %% book/09_naive_mean_field.md, code cell 30
 def naive_loo(K, y, alpha, likelihood):
     """Eqs (eq-mf-loo), (eq-mf-loo-stable), O&W 17.41-17.42: linear-response leave-one-out activations.
 
@@ -539,7 +257,7 @@ def naive_loo(K, y, alpha, likelihood):
     return f_loo, var_loo, posterior
 
 
-# %% book/09_naive_mean_field.md, code cell 32
+# %% book/09_naive_mean_field.md, code cell 24
 def _check_mf_options(method, kappa, v, tol, learning_rate, max_iter, kernel, compute_loo):
     """ValueError unless NaiveMeanField's options are valid: method "newton" or "adaptive",
     kappa in [0, 1/2), v >= 0, tol > 0, learning_rate > 0, an integer max_iter, a kernel (or
@@ -555,7 +273,7 @@ def _check_mf_options(method, kappa, v, tol, learning_rate, max_iter, kernel, co
     check_bool(compute_loo, "compute_loo")
 
 
-# %% book/09_naive_mean_field.md, code cell 33
+# %% book/09_naive_mean_field.md, code cell 25
 class _NaiveMFSolve:
     """NaiveMeanField at a given kernel: eq-mf-alpha solved by naive_mean_field, attributes set."""
 
@@ -585,7 +303,7 @@ class _NaiveMFSolve:
         return self
 
 
-# %% book/09_naive_mean_field.md, code cell 34
+# %% book/09_naive_mean_field.md, code cell 26
 def _loo_criterion(K, y, alpha, likelihood):
     """Eq. (eq-mf-loo-criterion): mean_i log Z_i(f_loo_i, var_loo_i) at the solution ``alpha``.
 
@@ -598,7 +316,7 @@ def _loo_criterion(K, y, alpha, likelihood):
     return float(np.mean(likelihood.log_Z(y, f_loo, var_loo)[0]))
 
 
-# %% book/09_naive_mean_field.md, code cell 35
+# %% book/09_naive_mean_field.md, code cell 27
 class _NaiveMFLOO:
     """NaiveMeanField's leave-one-out by linear response, eq-mf-loo, and eq-mf-loo-criterion."""
 
@@ -620,7 +338,7 @@ class _NaiveMFLOO:
         self.loo_error_ = float(np.mean(y * f_loo <= 0.0))
 
 
-# %% book/09_naive_mean_field.md, code cell 36
+# %% book/09_naive_mean_field.md, code cell 28
 def _mf_predict_proba(kernel, X_train, coef, posterior, kappa, v, X):
     """Eq. (eq-mf-predictive): kappa + (1 - 2 kappa) Phi(<f(x)> / sqrt(Var f(x) + v)).
 
@@ -633,7 +351,7 @@ def _mf_predict_proba(kernel, X_train, coef, posterior, kappa, v, X):
     return StepFlip(float(kappa)).predictive(K_cross @ coef, var)
 
 
-# %% book/09_naive_mean_field.md, code cell 37
+# %% book/09_naive_mean_field.md, code cell 29
 class _NaiveMFPrediction:
     """NaiveMeanField's predictions: mean (eq-exact-mean-rep), probability (eq-mf-predictive)."""
 
@@ -650,7 +368,7 @@ class _NaiveMFPrediction:
                                  self.kappa, self.v, X)
 
 
-# %% book/09_naive_mean_field.md, code cell 38
+# %% book/09_naive_mean_field.md, code cell 30
 class NaiveMeanField(_NaiveMFSolve, _NaiveMFLOO, _NaiveMFPrediction, LearnsHyperparameters,
                      GPClassifierBase):
     """GP classifier by naive mean-field theory, O&W section 17.6 (Algorithm 17.1, eq-mf-alpha).

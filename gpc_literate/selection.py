@@ -31,10 +31,10 @@ from gpc_literate.criteria import (MAXIMISE, BiasedEP, LOOMoments, check_criteri
                                    criterion_terms, loo_log_predictive, loo_objective,
                                    measure_from_counts)
 from gpc_literate.ep_classifier import EP
-from gpc_literate.meanfield import ImproperPosteriorError
 from gpc_literate.kernels import RBF, check_kernel
 from gpc_literate.laplace import Laplace
 from gpc_literate.likelihoods import Probit
+from gpc_literate.sites import ImproperPosteriorError
 
 __all__ = ["SelectionHistory", "select_hyperparameters", "nlp_fm_bias", "lscv_loo",
            "lscv_objective", "LSCV"]

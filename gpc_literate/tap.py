@@ -15,7 +15,7 @@ the kernel's hyperparameters (eq-tap-evidence-gradient), the leave-one-out
 estimators from the cavity means (eq-tap-loo, eq-tap-error-probability) and the classifier
 ``TAP``.
 
-Names as in gpc_literate.meanfield: sites exp(nu f - tau f^2 / 2) (``nu``, ``tau``), the
+Names as in gpc_literate.sites: sites exp(nu f - tau f^2 / 2) (``nu``, ``tau``), the
 posterior mean K @ coef, cavities ``mu_cav``, ``var_cav``, derivatives ``d1``, ``d2`` of log Z.
 """
 import warnings
@@ -32,8 +32,8 @@ from gpc_literate.base import (ConvergenceWarning, GPClassifierBase, LearnsHyper
                                check_bool, check_integer, check_scalar)
 from gpc_literate.kernels import check_kernel, default_kernel
 from gpc_literate.likelihoods import StepFlip
-from gpc_literate.meanfield import (ImproperPosteriorError, SitePosterior, cavities,
-                                    cavity_mean, site_from_derivatives, site_update)
+from gpc_literate.sites import (ImproperPosteriorError, SitePosterior, cavities, cavity_mean,
+                                site_from_derivatives, site_update)
 
 __all__ = ["TAPEquations", "tap_equations", "site_change", "DAMPING_FLOOR", "adapt_damping",
            "SiteProposal", "SiteIteration", "parallel_sites", "TAPResult", "TAPBreakdownError",

@@ -12,10 +12,9 @@ from gpc_literate.base import ConvergenceWarning, NotFittedError
 from gpc_literate.ep import ep_log_marginal, ep_log_marginal_gradient, run_ep
 from gpc_literate.ep_classifier import EP
 from gpc_literate.ep_fast import solve_ep
-from gpc_literate.meanfield import (ImproperPosteriorError, SitePosterior, site_update,
-                                    tilted_moments)
 from gpc_literate.kernels import RBF
 from gpc_literate.likelihoods import Gaussian, Probit, StepFlip
+from gpc_literate.sites import ImproperPosteriorError, SitePosterior, site_update, tilted_moments
 
 
 def toy(n, d=2, noise=0.7, seed=0):

@@ -10,8 +10,9 @@ from gpc_literate.base import ConvergenceWarning
 from gpc_literate.kernels import RBF, Linear
 from gpc_literate.likelihoods import Probit, StepFlip
 from gpc_literate.loo import exact_loo_error
-from gpc_literate.meanfield import (NaiveMeanField, SitePosterior, embedding_strength,
-                                    naive_loo, naive_mean_field, naive_residual)
+from gpc_literate.meanfield import (NaiveMeanField, embedding_strength, naive_loo,
+                                    naive_mean_field, naive_residual)
+from gpc_literate.sites import SitePosterior
 
 
 @pytest.fixture(scope="module")

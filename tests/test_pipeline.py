@@ -205,10 +205,10 @@ def test_the_gaussian_site_layer_is_defined_once():
     """Site update, cavities, the Gaussian of the sites and the parallel site iteration have one
     definition each, and their formulas are written nowhere else in the package."""
     texts = {p.name: p.read_text() for p in (ROOT / "gpc_literate").glob("*.py")}
-    for pattern, owner in [(r"^def site_from_derivatives\(", "meanfield.py"),
-                           (r"^def cavities\(", "meanfield.py"),
-                           (r"^def cavity_mean\(", "meanfield.py"),
-                           (r"^class SitePosterior\b", "meanfield.py"),
+    for pattern, owner in [(r"^def site_from_derivatives\(", "sites.py"),
+                           (r"^def cavities\(", "sites.py"),
+                           (r"^def cavity_mean\(", "sites.py"),
+                           (r"^class SitePosterior\b", "sites.py"),
                            (r"^def parallel_sites\(", "tap.py"),
                            (r"^def adapt_damping\(", "tap.py")]:
         where = [name for name, text in texts.items() if re.search(pattern, text, re.M)]
@@ -220,4 +220,4 @@ def test_the_gaussian_site_layer_is_defined_once():
                 "cavity mean m - var_cav c": r"\b\w+ - \w*(var_cav|k_diag)\w* \* \w*(coef|alpha)"}
     for what, pattern in formulas.items():
         where = sorted(name for name, text in texts.items() if re.search(pattern, text))
-        assert set(where) <= {"meanfield.py"}, (what, where)
+        assert set(where) <= {"sites.py"}, (what, where)
