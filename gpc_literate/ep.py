@@ -6,7 +6,7 @@
 
 Built from book/13_ep.md, which derives every formula: moment matching (Sundararajan &
 Keerthi's eqs 3-4, with the sites, cavities and Gaussian of chapter 8), sequential EP with
-rank-one updates (eq-ep-rank-one), parallel EP (chapter 10's parallel_sites), the EP log
+rank-one updates (eq-ep-rank-one), parallel EP (chapter 8's parallel_sites), the EP log
 marginal likelihood (their eq. 5, eq-ep-logz-stable) and its gradient in the kernel
 hyperparameters (eq-ep-gradient). Chapter 14 (ep_fast) accelerates the parallel iteration and
 chapter 15 (ep_classifier) builds the classifier ``EP``.
@@ -17,8 +17,8 @@ posterior mean K @ coef, cavities ``mu_cav``, ``var_cav``, derivatives ``d1``, `
 import numpy as np
 from scipy.linalg.blas import dgemm
 
-from gpc_literate.sites import SitePosterior, cavities, site_from_derivatives
-from gpc_literate.tap import SiteIteration, parallel_sites, site_change
+from gpc_literate.sites import (SiteIteration, SitePosterior, cavities, parallel_sites,
+                                site_change, site_from_derivatives)
 
 __all__ = ["check_sites", "run_ep", "run_sequential", "ep_log_marginal", "ep_log_marginal_gradient"]
 
@@ -81,7 +81,7 @@ def run_ep(K, y, likelihood, site_nu=None, site_tau=None, *, method="sequential"
            max_sweeps=100, tol=1e-8, step=None):
     """Eqs (eq-ep-rank-one), (eq-sites-parallel), (eq-sites-converged): EP on covariance K and labels y.
 
-    ``method`` "sequential" (rank-one updates, ``run_sequential``) or "parallel" (chapter 10's
+    ``method`` "sequential" (rank-one updates, ``run_sequential``) or "parallel" (chapter 8's
     ``parallel_sites``, with the step rule ``step`` if given: chapter 14), started from the
     sites (site_nu, site_tau) (default: all zero, i.e. q = prior); ``damping`` in (0, 1],
     at most ``max_sweeps`` sweeps or iterations, converged when the undamped site change is

@@ -22,8 +22,8 @@ from scipy.linalg.blas import dsymm, dsymv
 from scipy.linalg.lapack import dlauum
 
 from gpc_literate.ep import check_sites, run_ep
-from gpc_literate.sites import SELECTED_INVERSE_MIN, SitePosterior, cavities, site_update
-from gpc_literate.tap import site_change
+from gpc_literate.sites import (SELECTED_INVERSE_MIN, SitePosterior, cavities, site_change,
+                                site_update)
 
 __all__ = ["ANDERSON_MEMORY", "AndersonStep", "NEWTON_INNER", "NewtonStep", "LOWRANK_TOL",
            "EP_METHODS", "solve_ep"]

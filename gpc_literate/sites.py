@@ -11,8 +11,11 @@ site that matches a tilted distribution (eq-sites-update, ``site_update``), and 
 itself as ``SitePosterior``, computed by Cholesky factorisations without inverting K for site
 precisions of either sign (eq-sites-chol, eq-sites-diag-selected, eq-sites-negative), with
 improper posteriors detected and the matrix (K + T^-1)^-1 of predictions and gradients
-(eq-sites-inverse-sum). Naive mean field (chapter 9), TAP (chapter 10) and expectation
-propagation (chapter 13) are built on it.
+(eq-sites-inverse-sum), and the damped parallel site iteration ``parallel_sites`` that solves
+for sites equal to their own update (eq-sites-parallel), with its convergence test
+(eq-sites-converged, ``site_change``) and adaptive damping (eq-sites-adaptive-damping,
+``adapt_damping``). Naive mean field (chapter 9), TAP (chapter 10) and expectation propagation
+(chapter 13) are built on it.
 
 Names used throughout the package: a site is exp(nu f - tau f^2 / 2) (``nu``, ``tau``, or
 ``site_nu``, ``site_tau``); the posterior mean is K @ coef (``coef`` = y * alpha); cavity
@@ -31,7 +34,8 @@ from scipy.linalg.lapack import dpotri, dtrtri
 __all__ = ["tilted_moments", "site_from_derivatives", "site_update", "cavity_mean", "cavities",
            "ImproperPosteriorError", "SELECTED_INVERSE_MIN", "selected_variances",
            "PositiveSites", "positive_site_marginals", "negative_site_correction",
-           "SitePosterior"]
+           "SitePosterior", "site_change", "DAMPING_FLOOR", "adapt_damping", "SiteProposal",
+           "SiteIteration", "parallel_sites"]
 
 
 # %% book/08_gaussian_sites.md, code cell 3
@@ -307,3 +311,104 @@ class SitePosterior(_InverseSum):
     def cavities(self):
         """Eq. (eq-sites-cavity): (mu_cav, var_cav, proper) of every example."""
         return cavities(self.mean, self.var, self.coef, self.tau)
+
+
+# %% book/08_gaussian_sites.md, code cell 13
+def site_change(d_nu, d_tau, var_cav):
+    """Eq. (eq-sites-converged): the largest site change, max(|d tau| var_cav, |d nu| sqrt(var_cav))."""
+    change = np.maximum(np.abs(d_tau) * var_cav, np.abs(d_nu) * np.sqrt(var_cav))
+    return float(np.max(change) if np.ndim(change) else change)
+
+
+DAMPING_FLOOR = 1.0 / 64.0         # the adaptive damping never falls below damping / 64
+
+
+def adapt_damping(eta, damping, history, patience=1):
+    """Eq. (eq-sites-adaptive-damping): the next step size from the progress measures so far.
+
+    Halved (down to damping * DAMPING_FLOOR) when the measure has grown in each of the last
+    ``patience`` iterations (counted again after each halving), raised by a quarter (up to
+    ``damping``) when it fell, else kept.
+    """
+    rises = 0
+    while rises + 1 < len(history) and history[-1 - rises] > history[-2 - rises]:
+        rises += 1
+    if rises and rises % patience == 0:
+        return max(0.5 * eta, damping * DAMPING_FLOOR)
+    return min(1.25 * eta, damping) if rises == 0 and len(history) > 1 else eta
+
+
+# %% book/08_gaussian_sites.md, code cell 14
+class SiteProposal(NamedTuple):
+    """The undamped update at the current sites (nu, tau): changes, cavity variances, refusals."""
+
+    nu: np.ndarray
+    tau: np.ndarray
+    d_nu: np.ndarray
+    d_tau: np.ndarray
+    var_cav: np.ndarray
+    n_refused: int
+
+
+class SiteIteration(NamedTuple):
+    """Output of ``parallel_sites`` (and of chapter 13's ``run_ep``).
+
+    ``posterior`` the SitePosterior of the final sites, ``n_iter`` iterations (sweeps),
+    ``converged``, ``n_refused`` site updates refused in the last one, ``history`` the
+    undamped change delta of every iteration (eq-sites-converged), ``n_factorizations``.
+    """
+
+    posterior: SitePosterior
+    n_iter: int
+    converged: bool
+    n_refused: int
+    history: np.ndarray
+    n_factorizations: int
+
+
+# %% book/08_gaussian_sites.md, code cell 15
+def parallel_sites(K, y, likelihood, site_nu, site_tau, *, damping=1.0, max_iter=100, tol=1e-8,
+                   adaptive_damping=True, patience=1, step=None, residual=None):
+    """Eqs (eq-sites-parallel), (eq-sites-converged): damped parallel site updates from (site_nu, site_tau).
+
+    Every site is moved towards eq-sites-update at the cavities of one SitePosterior; the
+    step is ``damping`` times the proposal, adapted by eq-sites-adaptive-damping (with
+    ``patience``) unless ``adaptive_damping`` is False, or what ``step(posterior, proposal, eta)`` returns (an
+    object with ``adapts_damping``, ``keep_inverse`` and ``reset()``). Halves a step that would
+    make the posterior improper. Returns a SiteIteration.
+    """
+    K, y = np.asarray(K, dtype=float), np.asarray(y, dtype=float)
+    nu, tau = np.array(site_nu, dtype=float), np.array(site_tau, dtype=float)
+    keep = step is not None and step.keep_inverse
+    post, n_fact, history, eta = SitePosterior(K, nu, tau, keep_inverse=keep), 1, [], damping
+    adapt = adaptive_damping and (step is None or step.adapts_damping)
+    for it in range(max_iter + 1):
+        mu_cav, var_cav, proper = post.cavities()
+        v = np.where(proper, var_cav, 1.0)
+        nu_new, tau_new, _, ok = site_update(likelihood, y, np.where(proper, mu_cav, 0.0), v)
+        ok &= proper
+        proposal = SiteProposal(nu, tau, np.where(ok, nu_new - nu, 0.0),
+                                np.where(ok, tau_new - tau, 0.0), v, int(np.sum(~ok)))
+        history.append(site_change(proposal.d_nu, proposal.d_tau, v) if residual is None
+                       else residual(post, proposal))
+        if history[-1] < tol and proposal.n_refused == 0 or it == max_iter:
+            break
+        eta = adapt_damping(eta, damping, history, patience) if adapt else eta
+        s_nu, s_tau = (eta * proposal.d_nu, eta * proposal.d_tau) if step is None \
+            else step(post, proposal, eta)
+        for halving in range(40):        # halve the step while the new posterior is improper
+            try:
+                scale = 0.5 ** halving
+                post = SitePosterior(K, nu + scale * s_nu, tau + scale * s_tau, keep_inverse=keep)
+                break
+            except ImproperPosteriorError:
+                n_fact += 1
+                if step is not None:
+                    step.reset()
+        else:
+            break
+        n_fact += 1
+        nu, tau = nu + scale * s_nu, tau + scale * s_tau
+    post.Linv = None                     # the factor L^-1 was for the step rule only
+    converged = history[-1] < tol and proposal.n_refused == 0
+    return SiteIteration(post, it, converged, proposal.n_refused, np.array(history), n_fact)

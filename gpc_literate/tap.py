@@ -6,12 +6,12 @@
 
 Built by chapter 10 of the book (book/10_tap.md), which derives every formula: the TAP
 equations from the Gaussian cavity assumption (eq-tap-alpha, eq-tap-var-cav), their form as
-stationary points of the TAP free energy (eq-tap-free-energy), a damped parallel solver with
-one Cholesky factorisation per iteration (eq-tap-sites, eq-tap-site-update), which is the
-damped parallel site iteration shared with expectation propagation (parallel_sites:
-eq-sites-parallel, eq-sites-converged, eq-sites-adaptive-damping), the free energy
-at the solution as an estimate of the log evidence (eq-tap-log-evidence) and its gradient in
-the kernel's hyperparameters (eq-tap-evidence-gradient), the leave-one-out
+stationary points of the TAP free energy (eq-tap-free-energy), their solver ``tap_fixed_point``
+with one Cholesky factorisation per iteration (eq-tap-sites, eq-tap-site-update), which runs
+the damped parallel site iteration of gpc_literate.sites (parallel_sites: eq-sites-parallel,
+eq-sites-adaptive-damping) with the residual of eq-tap-alpha as its progress measure, the free
+energy at the solution as an estimate of the log evidence (eq-tap-log-evidence) and its
+gradient in the kernel's hyperparameters (eq-tap-evidence-gradient), the leave-one-out
 estimators from the cavity means (eq-tap-loo, eq-tap-error-probability) and the classifier
 ``TAP``.
 
@@ -32,11 +32,10 @@ from gpc_literate.base import (ConvergenceWarning, GPClassifierBase, LearnsHyper
                                check_bool, check_integer, check_scalar)
 from gpc_literate.kernels import check_kernel, default_kernel
 from gpc_literate.likelihoods import StepFlip
-from gpc_literate.sites import (ImproperPosteriorError, SitePosterior, cavities, cavity_mean,
-                                site_from_derivatives, site_update)
+from gpc_literate.sites import (SitePosterior, cavities, cavity_mean, parallel_sites,
+                                site_from_derivatives)
 
-__all__ = ["TAPEquations", "tap_equations", "site_change", "DAMPING_FLOOR", "adapt_damping",
-           "SiteProposal", "SiteIteration", "parallel_sites", "TAPResult", "TAPBreakdownError",
+__all__ = ["TAPEquations", "tap_equations", "TAPResult", "TAPBreakdownError",
            "tap_alpha_residual", "tap_fixed_point", "tap_evidence_gradient", "check_no_conflicting_pair", "TAP"]
 
 
@@ -112,107 +111,6 @@ def tap_equations(K, y, likelihood, coef, var_cav):
 
 
 # %% book/10_tap.md, code cell 9
-def site_change(d_nu, d_tau, var_cav):
-    """Eq. (eq-sites-converged): the largest site change, max(|d tau| var_cav, |d nu| sqrt(var_cav))."""
-    change = np.maximum(np.abs(d_tau) * var_cav, np.abs(d_nu) * np.sqrt(var_cav))
-    return float(np.max(change) if np.ndim(change) else change)
-
-
-DAMPING_FLOOR = 1.0 / 64.0         # the adaptive damping never falls below damping / 64
-
-
-def adapt_damping(eta, damping, history, patience=1):
-    """Eq. (eq-sites-adaptive-damping): the next step size from the progress measures so far.
-
-    Halved (down to damping * DAMPING_FLOOR) when the measure has grown in each of the last
-    ``patience`` iterations (counted again after each halving), raised by a quarter (up to
-    ``damping``) when it fell, else kept.
-    """
-    rises = 0
-    while rises + 1 < len(history) and history[-1 - rises] > history[-2 - rises]:
-        rises += 1
-    if rises and rises % patience == 0:
-        return max(0.5 * eta, damping * DAMPING_FLOOR)
-    return min(1.25 * eta, damping) if rises == 0 and len(history) > 1 else eta
-
-
-# %% book/10_tap.md, code cell 10
-class SiteProposal(NamedTuple):
-    """The undamped update at the current sites (nu, tau): changes, cavity variances, refusals."""
-
-    nu: np.ndarray
-    tau: np.ndarray
-    d_nu: np.ndarray
-    d_tau: np.ndarray
-    var_cav: np.ndarray
-    n_refused: int
-
-
-class SiteIteration(NamedTuple):
-    """Output of ``parallel_sites`` (and of chapter 13's ``run_ep``).
-
-    ``posterior`` the SitePosterior of the final sites, ``n_iter`` iterations (sweeps),
-    ``converged``, ``n_refused`` site updates refused in the last one, ``history`` the
-    undamped change delta of every iteration (eq-sites-converged), ``n_factorizations``.
-    """
-
-    posterior: SitePosterior
-    n_iter: int
-    converged: bool
-    n_refused: int
-    history: np.ndarray
-    n_factorizations: int
-
-
-# %% book/10_tap.md, code cell 11
-def parallel_sites(K, y, likelihood, site_nu, site_tau, *, damping=1.0, max_iter=100, tol=1e-8,
-                   adaptive_damping=True, patience=1, step=None, residual=None):
-    """Eqs (eq-sites-parallel), (eq-sites-converged): damped parallel site updates from (site_nu, site_tau).
-
-    Every site is moved towards eq-sites-update at the cavities of one SitePosterior; the
-    step is ``damping`` times the proposal, adapted by eq-sites-adaptive-damping (with
-    ``patience``) unless ``adaptive_damping`` is False, or what ``step(posterior, proposal, eta)`` returns (an
-    object with ``adapts_damping``, ``keep_inverse`` and ``reset()``). Halves a step that would
-    make the posterior improper. Returns a SiteIteration.
-    """
-    K, y = np.asarray(K, dtype=float), np.asarray(y, dtype=float)
-    nu, tau = np.array(site_nu, dtype=float), np.array(site_tau, dtype=float)
-    keep = step is not None and step.keep_inverse
-    post, n_fact, history, eta = SitePosterior(K, nu, tau, keep_inverse=keep), 1, [], damping
-    adapt = adaptive_damping and (step is None or step.adapts_damping)
-    for it in range(max_iter + 1):
-        mu_cav, var_cav, proper = post.cavities()
-        v = np.where(proper, var_cav, 1.0)
-        nu_new, tau_new, _, ok = site_update(likelihood, y, np.where(proper, mu_cav, 0.0), v)
-        ok &= proper
-        proposal = SiteProposal(nu, tau, np.where(ok, nu_new - nu, 0.0),
-                                np.where(ok, tau_new - tau, 0.0), v, int(np.sum(~ok)))
-        history.append(site_change(proposal.d_nu, proposal.d_tau, v) if residual is None
-                       else residual(post, proposal))
-        if history[-1] < tol and proposal.n_refused == 0 or it == max_iter:
-            break
-        eta = adapt_damping(eta, damping, history, patience) if adapt else eta
-        s_nu, s_tau = (eta * proposal.d_nu, eta * proposal.d_tau) if step is None \
-            else step(post, proposal, eta)
-        for halving in range(40):        # halve the step while the new posterior is improper
-            try:
-                scale = 0.5 ** halving
-                post = SitePosterior(K, nu + scale * s_nu, tau + scale * s_tau, keep_inverse=keep)
-                break
-            except ImproperPosteriorError:
-                n_fact += 1
-                if step is not None:
-                    step.reset()
-        else:
-            break
-        n_fact += 1
-        nu, tau = nu + scale * s_nu, tau + scale * s_tau
-    post.Linv = None                     # the factor L^-1 was for the step rule only
-    converged = history[-1] < tol and proposal.n_refused == 0
-    return SiteIteration(post, it, converged, proposal.n_refused, np.array(history), n_fact)
-
-
-# %% book/10_tap.md, code cell 12
 @dataclass
 class TAPResult:
     """Output of ``tap_fixed_point``.
@@ -240,7 +138,7 @@ class TAPResult:
     n_factorizations: int
 
 
-# %% book/10_tap.md, code cell 13
+# %% book/10_tap.md, code cell 10
 def tap_alpha_residual(y, likelihood, posterior, proposal=None):
     """max_i |d log Z_i / d mu - y_i alpha_i| at the cavities of ``posterior``: eq-tap-alpha's residual.
 
@@ -293,7 +191,7 @@ def tap_fixed_point(K, y, likelihood, *, max_iter=500, tol=1e-8, damping=0.5, co
                      n_iter, max(state.residual) < tol, max(state.residual), n_fact)
 
 
-# %% book/10_tap.md, code cell 21
+# %% book/10_tap.md, code cell 18
 def tap_evidence_gradient(coef, posterior, dK):
     """Eq. (eq-tap-evidence-gradient): d(-G_TAP)/d theta at a TAP solution, shape (p,).
 
@@ -305,7 +203,7 @@ def tap_evidence_gradient(coef, posterior, dK):
             - 0.5 * np.einsum("ijk,ij->k", dK, inv_sum))
 
 
-# %% book/10_tap.md, code cell 23
+# %% book/10_tap.md, code cell 20
 def check_no_conflicting_pair(K, y, likelihood_name, fix, rel=1e-12):
     """Raise ValueError if two examples that the prior ties have different labels.
 
@@ -325,7 +223,7 @@ def check_no_conflicting_pair(K, y, likelihood_name, fix, rel=1e-12):
             f"zero: {fix}")
 
 
-# %% book/10_tap.md, code cell 24
+# %% book/10_tap.md, code cell 21
 def _check_tap_options(kappa, v, tol, damping, max_iter, kernel, compute_loo):
     """ValueError unless TAP's options are valid: kappa in [0, 1/2), v >= 0, tol > 0,
     damping in (0, 1], an integer max_iter, a kernel (or None) and a boolean compute_loo."""
@@ -338,7 +236,7 @@ def _check_tap_options(kappa, v, tol, damping, max_iter, kernel, compute_loo):
     check_bool(compute_loo, "compute_loo")
 
 
-# %% book/10_tap.md, code cell 25
+# %% book/10_tap.md, code cell 22
 def _solve_tap(K, y, likelihood, max_iter, tol, damping, coef_init=None, noise_free=False):
     """tap_fixed_point (eq-tap-alpha, eq-tap-var-cav) with a breakdown reported with advice.
 
@@ -359,7 +257,7 @@ def _solve_tap(K, y, likelihood, max_iter, tol, damping, coef_init=None, noise_f
             f"damping than {float(damping):g}") from None
 
 
-# %% book/10_tap.md, code cell 26
+# %% book/10_tap.md, code cell 23
 def _tap_loo(likelihood, y, mu_cav, var_cav):
     """Eqs (eq-tap-loo), (eq-tap-error-probability): (loo_decision, loo_error, error_probability).
 
@@ -371,7 +269,7 @@ def _tap_loo(likelihood, y, mu_cav, var_cav):
     return mu_cav, loo_error, error_probability
 
 
-# %% book/10_tap.md, code cell 27
+# %% book/10_tap.md, code cell 24
 def _tap_predict_proba(kernel, X_train, coef, posterior, likelihood, v, X):
     """Eq. (eq-tap-predictive): kappa + (1 - 2 kappa) Phi(<f(x)> / sqrt(Var f(x) + v)).
 
@@ -383,7 +281,7 @@ def _tap_predict_proba(kernel, X_train, coef, posterior, likelihood, v, X):
     return likelihood.predictive(K_cross @ coef, var)
 
 
-# %% book/10_tap.md, code cell 28
+# %% book/10_tap.md, code cell 25
 class _TAPFit:
     """TAP at a given kernel: the equations solved, the solution and its leave-one-out stored."""
 
@@ -418,7 +316,7 @@ class _TAPFit:
         return self
 
 
-# %% book/10_tap.md, code cell 29
+# %% book/10_tap.md, code cell 26
 class _TAPEvidence:
     """-G_TAP (eq-tap-log-evidence) and its gradient (eq-tap-evidence-gradient) at any theta."""
 
@@ -452,7 +350,7 @@ class _TAPEvidence:
         return self.log_marginal_likelihood(theta, eval_gradient)
 
 
-# %% book/10_tap.md, code cell 30
+# %% book/10_tap.md, code cell 27
 class _TAPPrediction:
     """Decision function (eq-exact-mean-rep) and class probability (eq-tap-predictive)."""
 
@@ -466,7 +364,7 @@ class _TAPPrediction:
                                   self._likelihood, self.v, X)
 
 
-# %% book/10_tap.md, code cell 31
+# %% book/10_tap.md, code cell 28
 class TAP(_TAPFit, _TAPEvidence, _TAPPrediction, LearnsHyperparameters, GPClassifierBase):
     """GP classifier by the TAP mean-field theory of Opper & Winther (NIPS 1999, NC 2000).
 

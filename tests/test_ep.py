@@ -538,7 +538,7 @@ def test_adaptive_damping_converges_on_separable_data(method, variance):
 
 
 def test_adapt_damping_rule():
-    from gpc_literate.tap import DAMPING_FLOOR, adapt_damping
+    from gpc_literate.sites import DAMPING_FLOOR, adapt_damping
     assert adapt_damping(0.8, 0.8, [1.0]) == 0.8
     assert adapt_damping(0.8, 0.8, [1.0, 2.0]) == 0.4
     assert adapt_damping(0.4, 0.8, [2.0, 1.0]) == pytest.approx(0.5)

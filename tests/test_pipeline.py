@@ -209,8 +209,8 @@ def test_the_gaussian_site_layer_is_defined_once():
                            (r"^def cavities\(", "sites.py"),
                            (r"^def cavity_mean\(", "sites.py"),
                            (r"^class SitePosterior\b", "sites.py"),
-                           (r"^def parallel_sites\(", "tap.py"),
-                           (r"^def adapt_damping\(", "tap.py")]:
+                           (r"^def parallel_sites\(", "sites.py"),
+                           (r"^def adapt_damping\(", "sites.py")]:
         where = [name for name, text in texts.items() if re.search(pattern, text, re.M)]
         assert where == [owner], (pattern, where)
     formulas = {"cavity precision 1/var - tau": r"1(\.0)? / \w*var\w* - \w*tau",
