@@ -9,6 +9,7 @@ docstrings; a page whose entries change is re-read on the next incremental build
 """
 from __future__ import annotations
 
+import functools
 import hashlib
 import importlib.util
 import json
@@ -20,7 +21,9 @@ from sphinx.addnodes import pending_xref
 ROOT = Path(__file__).resolve().parents[1]
 
 
+@functools.cache
 def _apidoc():
+    """tools/apidoc.py, loaded once per build."""
     spec = importlib.util.spec_from_file_location("_gpc_apidoc", ROOT / "tools" / "apidoc.py")
     apidoc = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(apidoc)

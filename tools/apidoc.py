@@ -47,18 +47,24 @@ docstrings by `tools/apidoc.py`; `make test` checks that it is up to date.
 """
 
 
+LABEL = re.compile(r"^[ \t]*\$\$\s*\((eq-[A-Za-z0-9-]+)\)\s*$", re.M)
+
+
 def chapter_labels(chapter: Path) -> set[str]:
     """Equation labels a chapter defines: the ``(eq-...)`` after a display's closing $$
     (indented when the display sits in a list item)."""
-    return set(re.findall(r"^[ \t]*\$\$\s*\((eq-[A-Za-z0-9-]+)\)\s*$", chapter.read_text(), re.M))
+    return set(LABEL.findall(chapter.read_text()))
+
+
+def _label_order(root: Path = ROOT) -> list[str]:
+    """Every equation label in the order the chapters define them."""
+    return [label for chapter in sorted((root / "book").glob("*.md"))
+            for label in LABEL.findall(chapter.read_text())]
 
 
 def book_labels(root: Path = ROOT) -> set[str]:
     """Equation labels defined in the chapters."""
-    labels = set()
-    for chapter in sorted((root / "book").glob("*.md")):
-        labels |= chapter_labels(chapter)
-    return labels
+    return set(_label_order(root))
 
 
 def _signature(name: str, obj) -> str:
@@ -106,14 +112,6 @@ def _docstring(obj) -> str:
 RANGE = re.compile(r"\(?(eq-[A-Za-z0-9-]+?)\)?\s*[-–]\s*\(?(eq-[A-Za-z0-9-]+)\)?")
 
 
-def _label_order(root: Path = ROOT) -> list[str]:
-    """Every equation label in the order the chapters define them."""
-    order = []
-    for chapter in sorted((root / "book").glob("*.md")):
-        order += re.findall(r"^[ \t]*\$\$\s*\((eq-[A-Za-z0-9-]+)\)\s*$", chapter.read_text(), re.M)
-    return order
-
-
 def _named_labels(text: str, order: list[str]) -> list[str]:
     """The labels a docstring names, a range "(eq-a)-(eq-b)" standing for every equation from a
     to b in the book's order."""
@@ -126,13 +124,9 @@ def _named_labels(text: str, order: list[str]) -> list[str]:
     return list(dict.fromkeys(found))
 
 
-def _equations(text: str, labels: set[str]) -> list[str]:
-    order = [label for label in _label_order() if label in labels]
-    found = []
-    for label in _named_labels(text, order) if order else EQ.findall(text):
-        if label in labels and label not in found:
-            found.append(label)
-    return found
+def _equations(text: str, order: list[str]) -> list[str]:
+    """The book's equations a docstring names (``order``: every label, in the book's order)."""
+    return [label for label in _named_labels(text, order) if label in order]
 
 
 def _methods(cls) -> list[tuple[str, object]]:
@@ -163,7 +157,7 @@ def _methods(cls) -> list[tuple[str, object]]:
 
 def render(root: Path = ROOT) -> tuple[str, dict[str, list[str]]]:
     """The page, and for each public name (module.name) the equations its docstrings name."""
-    labels = book_labels(root)
+    order = _label_order(root)
     parts = [HEADER]
     index: dict[str, list[str]] = {}
     for chapter, module_path in tangle.registry(root).items():
@@ -186,7 +180,7 @@ def render(root: Path = ROOT) -> tuple[str, dict[str, list[str]]]:
             for _, member in members:
                 target = member.fget if isinstance(member, property) else member
                 texts.append(inspect.getdoc(target) or "")
-            eqs = _equations("\n".join(texts), labels)
+            eqs = _equations("\n".join(texts), order)
             index[f"{module_name}.{name}"] = eqs
             links = ", ".join(f"{{eq}}`{label}`" for label in eqs)
             blocks.append(f"\nBuilt in {{doc}}`{doc_target}`"
@@ -210,7 +204,7 @@ def api_label(module_name: str, name: str) -> str:
     return f"api-{module_name.rsplit('.', 1)[-1]}-{name}".lower()
 
 
-def _implementers(module, module_name: str):
+def _implementers(module, module_name: str, order: list[str]):
     """Yield ``(label, shown name, API label or None)`` for every object of ``module`` (public or
     private, methods included) whose docstring names an equation label.
 
@@ -219,7 +213,6 @@ def _implementers(module, module_name: str):
     no API entry (None).
     """
     public = list(getattr(module, "__all__", []))
-    order = _label_order()
     owners = {}
     for name in public:
         obj = getattr(module, name)
@@ -252,12 +245,13 @@ def equation_code(root: Path = ROOT) -> dict[str, list[tuple[str, str | None, st
     Each entry is ``(shown name, API label or None, chapter that builds it)``, public names
     first, in reading order; ``_ext/eqcode.py`` writes them under the equation.
     """
-    labels = book_labels(root)
+    order = _label_order(root)
+    labels = set(order)
     found: dict[str, list[tuple[str, str | None, str]]] = {}
     for chapter, module_path in tangle.registry(root).items():
         module_name = Path(module_path).with_suffix("").as_posix().replace("/", ".")
         module = importlib.import_module(module_name)
-        for label, shown, target in _implementers(module, module_name):
+        for label, shown, target in _implementers(module, module_name, order):
             entry = (shown, target, Path(chapter).stem)
             if label in labels and entry not in found.setdefault(label, []):
                 found[label].append(entry)
