@@ -78,6 +78,17 @@ def prior_cholesky(K, jitter=JITTER):
                          "increase jitter") from None
 
 
+def _checked_problem(K, y, likelihood, jitter):
+    """The prior's Cholesky factor and the labels as floats, with the inputs checked."""
+    if not isinstance(likelihood, Likelihood):
+        raise TypeError(f"likelihood must be a gpc_literate Likelihood; got {likelihood!r}")
+    L = prior_cholesky(K, jitter)
+    y = np.asarray(y, dtype=float)
+    if y.shape != (L.shape[0],):
+        raise ValueError(f"y must have shape ({L.shape[0]},) to match K; got {y.shape}")
+    return L, y
+
+
 # %% book/22_gold_standard.md, code cell 5
 def _log_likelihood(likelihood, y, f):
     """log L(f) = sum_i log p(y_i | f_i) (eq-mcmc-posterior) for each row of f."""
@@ -318,12 +329,7 @@ def elliptical_slice_sampling(K, y, likelihood, *, n_samples=1000, n_chains=4, b
     or min ESS < ``ess_min``.
     """
     t_start = time.perf_counter()
-    if not isinstance(likelihood, Likelihood):
-        raise TypeError(f"likelihood must be a gpc_literate Likelihood; got {likelihood!r}")
-    L = prior_cholesky(K, jitter)
-    y = np.asarray(y, dtype=float)
-    if y.shape != (L.shape[0],):
-        raise ValueError(f"y must have shape ({L.shape[0]},) to match K; got {y.shape}")
+    L, y = _checked_problem(K, y, likelihood, jitter)
     n_samples = check_integer(n_samples, "n_samples", low=4)
     n_chains = check_integer(n_chains, "n_chains", low=1)
     burn_in = check_integer(burn_in, "burn_in", low=0)
@@ -464,12 +470,7 @@ def ais_log_evidence(K, y, likelihood, *, n_runs=100, schedule=1000, n_steps=1,
     (ConvergenceWarning) when the ESS of the weights is below ``min_weight_ess``.
     """
     t_start = time.perf_counter()
-    if not isinstance(likelihood, Likelihood):
-        raise TypeError(f"likelihood must be a gpc_literate Likelihood; got {likelihood!r}")
-    L = prior_cholesky(K, jitter)
-    y = np.asarray(y, dtype=float)
-    if y.shape != (L.shape[0],):
-        raise ValueError(f"y must have shape ({L.shape[0]},) to match K; got {y.shape}")
+    L, y = _checked_problem(K, y, likelihood, jitter)
     n_runs = check_integer(n_runs, "n_runs", low=1)
     n_steps = check_integer(n_steps, "n_steps", low=1)
     max_shrink = check_integer(max_shrink, "max_shrink", low=1)
