@@ -34,7 +34,7 @@ from gpc_literate.likelihoods import StepFlip
 from gpc_literate.sites import SitePosterior, cavities, cavity_mean, site_from_derivatives
 
 __all__ = ["embedding_strength", "NaiveMFResult", "naive_mean_field", "naive_residual",
-           "naive_loo", "NaiveMeanField"]
+           "naive_loo", "latent_moments", "NaiveMeanField"]
 
 
 # %% book/09_naive_mean_field.md, code cell 3
@@ -339,16 +339,22 @@ class _NaiveMFLOO:
 
 
 # %% book/09_naive_mean_field.md, code cell 28
-def _mf_predict_proba(kernel, X_train, coef, posterior, kappa, v, X):
-    """Eq. (eq-mf-predictive): kappa + (1 - 2 kappa) Phi(<f(x)> / sqrt(Var f(x) + v)).
+def latent_moments(kernel, X_train, coef, posterior, X):
+    """Eq. (eq-mf-predictive): mean <f(x)> = k(x)^T coef and Var f(x), noise-free, at rows of X.
 
-    At each row of X, from ``coef`` = y * alpha and the linear-response ``posterior`` on
-    ``X_train``.
+    ``coef`` = y * alpha and ``posterior`` the Gaussian (a SitePosterior) on ``X_train`` of a
+    mean-field solution (naive or TAP). Returns (mean, var), the variance floored at the
+    smallest positive float (rounding at a training input).
     """
     K_cross = kernel(X, X_train)
-    var = posterior.predictive_var(K_cross, kernel.diag(X)) + float(v)
-    var = np.maximum(var, np.finfo(float).tiny)      # rounding at a training input, v = 0
-    return StepFlip(float(kappa)).predictive(K_cross @ coef, var)
+    var = posterior.predictive_var(K_cross, kernel.diag(X))
+    return K_cross @ coef, np.maximum(var, np.finfo(float).tiny)
+
+
+def _mf_predict_proba(kernel, X_train, coef, posterior, kappa, v, X):
+    """Eq. (eq-mf-predictive): kappa + (1 - 2 kappa) Phi(<f(x)> / sqrt(Var f(x) + v))."""
+    mean, var = latent_moments(kernel, X_train, coef, posterior, X)
+    return StepFlip(float(kappa)).predictive(mean, var + float(v))
 
 
 # %% book/09_naive_mean_field.md, code cell 29
@@ -359,13 +365,22 @@ class _NaiveMFPrediction:
         """Posterior mean sum_i k(x, x_i) y_i alpha_i, eq-exact-mean-rep (no noise variance)."""
         return self.kernel_(X, self.X_train_) @ self.coef_
 
-    def _predict_proba_positive(self, X):
-        """Eq. (eq-mf-predictive): kappa + (1 - 2 kappa) Phi(<f(x)> / sqrt(Var f(x) + v))."""
-        if self._posterior is None:                  # fitted with compute_loo=False
+    def _gaussian(self):
+        """The linear-response Gaussian, built at the first call when compute_loo=False."""
+        if self._posterior is None:
             K = self.kernel_(self.X_train_) + float(self.v) * np.eye(len(self._y))
             _, _, self._posterior = naive_loo(K, self._y, self.alpha_, StepFlip(float(self.kappa)))
-        return _mf_predict_proba(self.kernel_, self.X_train_, self.coef_, self._posterior,
+        return self._posterior
+
+    def _predict_proba_positive(self, X):
+        """Eq. (eq-mf-predictive): kappa + (1 - 2 kappa) Phi(<f(x)> / sqrt(Var f(x) + v))."""
+        return _mf_predict_proba(self.kernel_, self.X_train_, self.coef_, self._gaussian(),
                                  self.kappa, self.v, X)
+
+    def predict_latent(self, X):
+        """Eq. (eq-mf-predictive): mean and variance of the noise-free f(x) at each row of X."""
+        X = self._check_predict_input(X)
+        return latent_moments(self.kernel_, self.X_train_, self.coef_, self._gaussian(), X)
 
 
 # %% book/09_naive_mean_field.md, code cell 30

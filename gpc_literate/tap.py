@@ -32,6 +32,7 @@ from gpc_literate.base import (ConvergenceWarning, GPClassifierBase, LearnsHyper
                                check_bool, check_integer, check_scalar)
 from gpc_literate.kernels import check_kernel, default_kernel
 from gpc_literate.likelihoods import StepFlip
+from gpc_literate.meanfield import latent_moments
 from gpc_literate.sites import (SitePosterior, cavities, cavity_mean, parallel_sites,
                                 site_from_derivatives)
 
@@ -275,10 +276,8 @@ def _tap_predict_proba(kernel, X_train, coef, posterior, likelihood, v, X):
 
     At each row of X, from the solution's ``coef`` and ``posterior`` on ``X_train``.
     """
-    K_cross = kernel(X, X_train)
-    var = posterior.predictive_var(K_cross, kernel.diag(X)) + float(v)
-    var = np.maximum(var, np.finfo(float).tiny)      # rounding at a training input, v = 0
-    return likelihood.predictive(K_cross @ coef, var)
+    mean, var = latent_moments(kernel, X_train, coef, posterior, X)
+    return likelihood.predictive(mean, var + float(v))
 
 
 # %% book/10_tap.md, code cell 25
@@ -362,6 +361,11 @@ class _TAPPrediction:
         """Eq. (eq-tap-predictive): kappa + (1 - 2 kappa) Phi(<f(x)> / sqrt(Var f(x) + v))."""
         return _tap_predict_proba(self.kernel_, self.X_train_, self.coef_, self._posterior,
                                   self._likelihood, self.v, X)
+
+    def predict_latent(self, X):
+        """Mean and variance of the noise-free f(x) under TAP's Gaussian at each row of X."""
+        X = self._check_predict_input(X)
+        return latent_moments(self.kernel_, self.X_train_, self.coef_, self._posterior, X)
 
 
 # %% book/10_tap.md, code cell 28
