@@ -46,7 +46,8 @@ _PUBLIC = {
 }
 _SUBMODULES = {"base", "likelihoods", "kernels", "datasets", "svm", "loo", "reference", "sites",
                "meanfield", "tap", "laplace", "ep", "ep_fast", "ep_classifier", "criteria",
-               "selection", "experiments", "free_energy", "variational", "comparison", "mcmc"}
+               "selection", "experiments", "free_energy", "variational", "comparison", "mcmc",
+               "gold", "gold_grid"}
 
 __all__ = sorted(_PUBLIC) + sorted(_SUBMODULES)
 
