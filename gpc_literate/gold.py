@@ -278,13 +278,15 @@ def information_bits(y, prob):
 def _test_measures(y_test, prob, decision):
     p = np.clip(np.where(y_test > 0, prob, 1.0 - prob), 1e-300, 1.0)
     return {"test_error": float(np.mean(y_test * decision <= 0.0)),
-            "nlp": float(-np.mean(np.log(p))), "bits": information_bits(y_test, prob)}
+            "nlp": float(-np.mean(np.log(p))), "bits": information_bits(y_test, prob),
+            "sharpness": float(np.mean(np.abs(2.0 * prob - 1.0)))}
 
 
 def _measures(gold, pred, approx, y, y_test):
     """The measures of sec-gold-measures for one Approximation against the gold standard."""
     d_loo = np.abs(approx.loo_prob - gold.loo_prob)
     out = {"d_mean": float(np.mean(np.abs(approx.mean - gold.mcmc.mean))),
+           "mean_abs_f": float(np.mean(np.abs(approx.mean))),
            "d_var": float(np.mean(np.abs(approx.var - gold.mcmc.var))),
            "max_d_prob": float(np.max(np.abs(approx.prob - pred.prob))),
            "d_log_evidence": float(approx.log_evidence - gold.ais.log_evidence),
@@ -342,6 +344,7 @@ def compare_methods(kernel, X, y, X_test, y_test, family="probit", *, methods=No
     row = dict(_test_measures(y_test, pred.prob, pred.prob - 0.5),
                log_evidence=gold.ais.log_evidence, log_evidence_se=gold.ais.log_evidence_se,
                loo_error=float(np.mean(gold.loo_prob < 0.5)), seconds=seconds,
+               mean_abs_f=float(np.mean(np.abs(gold.mcmc.mean))),
                converged=gold.converged, min_ess=gold.mcmc.min_ess,
                max_rhat=gold.mcmc.max_rhat, weight_ess=gold.ais.weight_ess,
                max_prob_se=float(np.max(pred.prob_se)))
