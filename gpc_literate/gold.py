@@ -63,22 +63,28 @@ class SiteGaussian(NamedTuple):
 def site_gaussian(K, site_tau, site_nu):
     """Eqs (eq-gold-q), (eq-gold-evidence): the Gaussian of sites tau >= 0 and its log Z_q.
 
-    ``K`` (n, n) the prior covariance; ``site_tau``, ``site_nu`` (n,) finite, tau >= 0
-    (ValueError naming the argument otherwise). Chapter 8's positive_site_marginals
-    (eq-sites-chol) gives m, S and log det B.
+    ``K`` (n, n) the prior covariance, finite and n >= 1; ``site_tau``, ``site_nu`` (n,)
+    finite, tau >= 0 (ValueError naming the argument otherwise). Chapter 8's
+    positive_site_marginals (eq-sites-chol) gives m, S and log det B.
     """
     K = np.asarray(K, dtype=float)
     tau = np.asarray(site_tau, dtype=float)
     nu = np.asarray(site_nu, dtype=float)
-    if K.ndim != 2 or K.shape[0] != K.shape[1]:
-        raise ValueError(f"K must be a square matrix; got shape {K.shape}")
+    if K.ndim != 2 or K.shape[0] != K.shape[1] or K.shape[0] == 0:
+        raise ValueError(f"K must be a square (n, n) matrix with n >= 1; got shape {K.shape}")
+    if not np.all(np.isfinite(K)):
+        raise ValueError("K must be finite")
     for name, a in (("site_tau", tau), ("site_nu", nu)):
         if a.shape != (len(K),) or not np.all(np.isfinite(a)):
             raise ValueError(f"{name} must be a finite array of shape ({len(K)},)")
     if np.any(tau < 0.0):
         raise ValueError("site_tau must be >= 0: eq-gold-evidence needs a positive "
                          "definite B = I + T^1/2 K T^1/2")
-    plus = positive_site_marginals(K, nu, tau, full=True)
+    try:
+        plus = positive_site_marginals(K, nu, tau, full=True)
+    except np.linalg.LinAlgError:
+        raise ValueError("K must be positive semi-definite: B = I + T^1/2 K T^1/2 has no "
+                         "Cholesky factor") from None
     return SiteGaussian(plus.mean, np.asarray(plus.Sigma), float(-0.5 * plus.logdet
                                                                  + 0.5 * nu @ plus.mean))
 
