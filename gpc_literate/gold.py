@@ -25,7 +25,7 @@ from gpc_literate.base import ConvergenceWarning, check_integer
 from gpc_literate.criteria import loo_moments
 from gpc_literate.ep_classifier import EP
 from gpc_literate.laplace import Laplace, Logistic
-from gpc_literate.likelihoods import Likelihood, Probit
+from gpc_literate.likelihoods import Gaussian, Likelihood, Probit
 from gpc_literate.mcmc import (AISResult, MCMCPredictive, MCMCResult, ais_log_evidence,
                                check_generator, elliptical_slice_sampling, monte_carlo_mean,
                                predictive_probabilities, prior_cholesky)
@@ -36,7 +36,8 @@ from gpc_literate.tap import TAP
 from gpc_literate.variational import VariationalGP
 
 __all__ = ["FAMILIES", "METHODS", "family_likelihood", "SiteGaussian", "site_gaussian",
-           "SiteRatio", "GoldStandard", "gold_standard", "exact_loo", "Approximation",
+           "SiteRatio", "GoldStandard", "gold_standard", "exact_loo", "loo_variance_limit",
+           "Approximation",
            "approximate", "information_bits", "compare_methods", "Comparison"]
 
 FAMILIES = ("probit", "logistic")
@@ -123,6 +124,18 @@ def exact_loo(draws, y, likelihood):
     return 1.0 / mean, se / mean ** 2
 
 
+def loo_variance_limit(likelihood):
+    """Eq. (eq-gold-loo-finite): the cavity variance below which eq-gold-loo has finite variance.
+
+    The noise variance nu for Gaussian and for Probit without flips; inf (no limit) for the
+    other likelihoods of the package (logistic, or bounded away from zero by flips).
+    """
+    if isinstance(likelihood, Gaussian) or (isinstance(likelihood, Probit)
+                                            and likelihood.kappa == 0.0):
+        return float(likelihood.noise_var)
+    return np.inf
+
+
 # %% book/23_approximations_vs_gold.md, code cell 6
 @dataclass
 class GoldStandard:
@@ -131,7 +144,8 @@ class GoldStandard:
     ``mcmc`` an MCMCResult in f (draws, moments, diagnostics); ``ais`` an AISResult whose
     log evidence includes log Z_q; ``base`` the SiteGaussian q; ``loo_prob``, ``loo_prob_se``
     exact leave-one-out probabilities of the observed labels (eq-gold-loo) and their errors;
-    ``converged``: the chains passed their diagnostics and the AIS weights are not degenerate.
+    ``loo_reliable`` where q's cavity variance satisfies eq-gold-loo-finite; ``converged``:
+    the chains passed their diagnostics and the AIS weights are not degenerate.
     """
 
     mcmc: MCMCResult
@@ -139,6 +153,7 @@ class GoldStandard:
     base: SiteGaussian
     loo_prob: np.ndarray
     loo_prob_se: np.ndarray
+    loo_reliable: np.ndarray
     converged: bool
 
     def summary(self):
@@ -175,7 +190,9 @@ def gold_standard(K, y, likelihood, site_tau, site_nu, *, n_samples=4000, n_chai
     ais = replace(ais, log_evidence=ais.log_evidence + q.log_norm,
                   log_weights=ais.log_weights + q.log_norm, f=q.mean + ais.f)
     loo_prob, loo_se = exact_loo(draws, y, likelihood)
-    return GoldStandard(run, ais, q, loo_prob, loo_se,
+    tau_cav = 1.0 / np.diag(q.cov) - ratio.site_tau                  # q's cavities
+    reliable = (tau_cav > 0.0) & (1.0 < loo_variance_limit(likelihood) * tau_cav)
+    return GoldStandard(run, ais, q, loo_prob, loo_se, reliable,
                         bool(run.converged and ais.weight_ess >= min_weight_ess))
 
 
@@ -290,7 +307,8 @@ def _test_measures(y_test, prob, decision):
 
 def _measures(gold, pred, approx, y, y_test):
     """The measures of sec-gold-measures for one Approximation against the gold standard."""
-    d_loo = np.abs(approx.loo_prob - gold.loo_prob)
+    d_loo = np.abs(approx.loo_prob - gold.loo_prob)[gold.loo_reliable]
+    d_loo = d_loo if d_loo.size else np.array([np.nan])
     out = {"d_mean": float(np.mean(np.abs(approx.mean - gold.mcmc.mean))),
            "mean_abs_f": float(np.mean(np.abs(approx.mean))),
            "d_var": float(np.mean(np.abs(approx.var - gold.mcmc.var))),
@@ -350,6 +368,7 @@ def compare_methods(kernel, X, y, X_test, y_test, family="probit", *, methods=No
     row = dict(_test_measures(y_test, pred.prob, pred.prob - 0.5),
                log_evidence=gold.ais.log_evidence, log_evidence_se=gold.ais.log_evidence_se,
                loo_error=float(np.mean(gold.loo_prob < 0.5)), seconds=seconds,
+               loo_reliable=float(np.mean(gold.loo_reliable)),
                mean_abs_f=float(np.mean(np.abs(gold.mcmc.mean))),
                converged=gold.converged, min_ess=gold.mcmc.min_ess,
                max_rhat=gold.mcmc.max_rhat, weight_ess=gold.ais.weight_ess,
