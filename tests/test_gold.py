@@ -377,3 +377,29 @@ def test_site_gaussian_on_random_problems(problem):
     np.testing.assert_allclose(q.cov, cov, rtol=1e-7, atol=1e-9 * np.abs(cov).max())
     np.testing.assert_allclose(q.cov, q.cov.T, rtol=0, atol=1e-14 * np.abs(q.cov).max())
     assert np.linalg.eigvalsh(q.cov).min() > 0
+
+
+def test_loo_variance_limit_is_the_noise_variance_of_gaussian_tails():
+    from gpc_literate.likelihoods import Gaussian, Probit, StepFlip
+    from gpc_literate.laplace import Logistic
+    assert gold.loo_variance_limit(Probit(noise_var=2.5)) == 2.5
+    assert gold.loo_variance_limit(Gaussian(noise_var=0.3)) == 0.3
+    assert gold.loo_variance_limit(Probit(noise_var=1.0, kappa=0.1)) == np.inf
+    assert gold.loo_variance_limit(Logistic()) == np.inf
+    assert gold.loo_variance_limit(StepFlip(0.1)) == np.inf
+
+
+def test_gold_standard_marks_wide_probit_cavities_unreliable():
+    from gpc_literate.likelihoods import Probit
+    rng = np.random.default_rng(3)
+    X = rng.standard_normal((12, 2))
+    y = np.where(X[:, 0] > 0, 1.0, -1.0)
+    K = 25.0 * np.exp(-0.5 * ((X[:, None, :] - X[None, :, :]) ** 2).sum(-1) / 4.0)
+    tau, nu = np.full(12, 0.05), 0.05 * y
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        g = gold.gold_standard(K, y, Probit(), tau, nu, n_samples=100, burn_in=10,
+                               ais_runs=4, ais_schedule=5, rng=0)
+    tau_cav = 1.0 / np.diag(g.base.cov) - tau
+    np.testing.assert_array_equal(g.loo_reliable, 1.0 / tau_cav < 1.0)
+    assert not g.loo_reliable.all()
