@@ -73,8 +73,8 @@ def site_gaussian(K, site_tau, site_nu):
     nu = np.asarray(site_nu, dtype=float)
     if K.ndim != 2 or K.shape[0] != K.shape[1] or K.shape[0] == 0:
         raise ValueError(f"K must be a square (n, n) matrix with n >= 1; got shape {K.shape}")
-    if not np.all(np.isfinite(K)):
-        raise ValueError("K must be finite")
+    if not np.all(np.isfinite(K)) or not np.allclose(K, K.T, rtol=1e-10, atol=1e-12):
+        raise ValueError("K must be a finite symmetric matrix")
     for name, a in (("site_tau", tau), ("site_nu", nu)):
         if a.shape != (len(K),) or not np.all(np.isfinite(a)):
             raise ValueError(f"{name} must be a finite array of shape ({len(K)},)")

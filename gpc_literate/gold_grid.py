@@ -72,9 +72,18 @@ def run_point(dataset, family, i, j, config=None):
 
 
 # %% book/24_evidence_maps.md, code cell 4
+def _names(value, default):
+    """A list of names from None (the default), one name, or an iterable of names."""
+    if value is None:
+        return list(default)
+    if isinstance(value, str):
+        return [value]
+    return list(dict.fromkeys(value))
+
+
 def _grid_tasks(dataset_names, families, jobs, config):
-    names = list(dict.fromkeys(DATASETS if dataset_names is None else dataset_names))
-    families = list(dict.fromkeys(FAMILIES if families is None else families))
+    names = _names(dataset_names, DATASETS)
+    families = _names(families, FAMILIES)
     for name in names:
         if name not in DATASETS:
             raise ValueError(f"dataset_names: unknown data set {name!r}; known: {DATASETS}")
@@ -95,8 +104,8 @@ def run_grid(dataset_names=None, families=None, *, points=None, jobs=1, out=None
              config=None, progress=True, retry_failed=False):
     """Run the grid's jobs that are not yet in ``out``; returns all records of ``out``.
 
-    dataset_names: default DATASETS; families: default FAMILIES; points: a list of (i, j)
-    grid indices to run (default all); jobs: worker processes (joblib, -1 all cores); out: a
+    dataset_names: default DATASETS (a name or a list of names); families: default FAMILIES;
+    points: a non-empty list of (i, j) grid indices to run (default all); jobs: worker processes (joblib, -1 all cores); out: a
     JSON results file, read first and merged into after every job, or None; config:
     overrides of DEFAULT_CONFIG. Raises ValueError for bad arguments and ResultsFileError for
     an ``out`` of another kind or configuration.
@@ -104,6 +113,8 @@ def run_grid(dataset_names=None, families=None, *, points=None, jobs=1, out=None
     tasks = _grid_tasks(dataset_names, families, jobs, config)
     if points is not None:
         wanted = {(int(i), int(j)) for i, j in points}
+        if not wanted:
+            raise ValueError("points must list at least one (i, j) grid cell, or be None")
         if not wanted <= {(i, j) for i in range(len(A_GRID)) for j in range(len(LOG_VAR_GRID))}:
             raise ValueError(f"points must be (i, j) with 0 <= i < {len(A_GRID)} and "
                              f"0 <= j < {len(LOG_VAR_GRID)}")

@@ -77,6 +77,7 @@ def test_one_point_log_norm_is_the_gaussian_integral(k, tau, nu):
     (np.zeros((0, 0)), [], [], "K"),
     (np.where(np.eye(3) > 0, np.nan, K3), TAU3, NU3, "K"),
     (np.array([[1.0, 0.0], [0.0, -3.0]]), [1.0, 1.0], [0.0, 0.0], "K"),
+    (np.array([[1.0, 0.5], [0.0, 1.0]]), [1.0, 1.0], [0.0, 0.0], "K"),
     (K3, -TAU3, NU3, "site_tau"),
     (K3, TAU3[:2], NU3, "site_tau"),
     (K3, TAU3[:, None], NU3, "site_tau"),

@@ -71,6 +71,8 @@ def test_grid_tasks_cover_the_grid_once():
     (dict(points=[(7, 0)]), ValueError, "points must be"),
     (dict(points=[(0, 7)]), ValueError, "points must be"),
     (dict(points=[(0, 0), (-1, 2)]), ValueError, "points must be"),
+    (dict(points=[]), ValueError, "points must list at least one"),
+    (dict(dataset_names="iris"), ValueError, "dataset_names: unknown data set 'iris'"),
 ])
 def test_bad_grid_arguments_are_refused(kwargs, error, message, tmp_path, monkeypatch):
     monkeypatch.setattr(gold_grid, "run_point", forbidden)
@@ -263,3 +265,9 @@ def test_an_out_that_is_a_directory_exits_with_status_2(tmp_path, monkeypatch, c
     err = capsys.readouterr().err
     assert f"--out {tmp_path} is a directory" in err and "Traceback" not in err
     assert list(tmp_path.iterdir()) == []
+
+
+def test_a_single_name_is_one_data_set_not_its_letters():
+    tasks = gold_grid._grid_tasks("crabs", "logistic", 1, None)
+    assert {t[:2] for t in tasks} == {("crabs", "logistic")}
+    assert len(tasks) == len(gold_grid.A_GRID) * len(gold_grid.LOG_VAR_GRID)
