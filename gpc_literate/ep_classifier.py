@@ -25,7 +25,7 @@ from gpc_literate.ep_fast import EP_METHODS, solve_ep
 from gpc_literate.kernels import check_kernel, default_kernel
 from gpc_literate.likelihoods import Likelihood, Probit
 from gpc_literate.sites import ImproperPosteriorError, SitePosterior
-from gpc_literate.tap import check_no_conflicting_pair
+from gpc_literate.meanfield import check_no_conflicting_pair
 
 __all__ = ["EP"]
 

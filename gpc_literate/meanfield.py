@@ -34,7 +34,7 @@ from gpc_literate.likelihoods import StepFlip
 from gpc_literate.sites import SitePosterior, cavities, cavity_mean, site_from_derivatives
 
 __all__ = ["embedding_strength", "NaiveMFResult", "naive_mean_field", "naive_residual",
-           "naive_loo", "latent_moments", "NaiveMeanField"]
+           "naive_loo", "latent_moments", "check_no_conflicting_pair", "NaiveMeanField"]
 
 
 # %% book/09_naive_mean_field.md, code cell 3
@@ -274,6 +274,27 @@ def _check_mf_options(method, kappa, v, tol, learning_rate, max_iter, kernel, co
 
 
 # %% book/09_naive_mean_field.md, code cell 25
+def check_no_conflicting_pair(K, y, likelihood_name, fix, rel=1e-12):
+    """Raise ValueError if two examples that the prior ties have different labels.
+
+    Var(f_i - f_j) = K_ii + K_jj - 2 K_ij <= rel (K_ii + K_jj): identical inputs, or inputs
+    the kernel cannot tell apart in floating point.  A noise-free likelihood gives such a
+    pair probability zero, so no posterior exists; the message names the pair, the
+    likelihood (``likelihood_name``) and the ``fix``.  TAP (chapter 10) and the EP classifier (chapter 15) use it
+    too.
+    """
+    d = np.diag(K)
+    gap = d[:, None] + d[None, :] - 2.0 * K
+    tied = (gap <= rel * (d[:, None] + d[None, :])) & (y[:, None] != y[None, :])
+    if tied.any():
+        i, j = sorted(np.argwhere(tied)[0])
+        raise ValueError(
+            f"training examples {i} and {j} have (numerically) the same latent value under "
+            f"the kernel but different labels, which {likelihood_name} gives probability "
+            f"zero: {fix}")
+
+
+# %% book/09_naive_mean_field.md, code cell 26
 class _NaiveMFSolve:
     """NaiveMeanField at a given kernel: eq-mf-alpha solved by naive_mean_field, attributes set."""
 
@@ -284,6 +305,11 @@ class _NaiveMFSolve:
     def _fit_fixed(self, X, y, kernel, alpha_init=None):
         K = kernel(X) + float(self.v) * np.eye(len(y))
         likelihood = StepFlip(float(self.kappa))
+        if self.v == 0 and self.kappa == 0:
+            check_no_conflicting_pair(
+                K, y, "the noise-free likelihood (kappa=0, v=0)",
+                "set v > 0 (input noise, e.g. v=0.1) or kappa > 0 (label flips), or use a "
+                "kernel that separates the inputs")
         result = naive_mean_field(K, y, likelihood, alpha_init=alpha_init,
                                   **self._solver_options())
         self.kernel_, self.X_train_, self._y = kernel, X, y
@@ -303,7 +329,7 @@ class _NaiveMFSolve:
         return self
 
 
-# %% book/09_naive_mean_field.md, code cell 26
+# %% book/09_naive_mean_field.md, code cell 27
 def _loo_criterion(K, y, alpha, likelihood):
     """Eq. (eq-mf-loo-criterion): mean_i log Z_i(f_loo_i, var_loo_i) at the solution ``alpha``.
 
@@ -316,7 +342,7 @@ def _loo_criterion(K, y, alpha, likelihood):
     return float(np.mean(likelihood.log_Z(y, f_loo, var_loo)[0]))
 
 
-# %% book/09_naive_mean_field.md, code cell 27
+# %% book/09_naive_mean_field.md, code cell 28
 class _NaiveMFLOO:
     """NaiveMeanField's leave-one-out by linear response, eq-mf-loo, and eq-mf-loo-criterion."""
 
@@ -338,7 +364,7 @@ class _NaiveMFLOO:
         self.loo_error_ = float(np.mean(y * f_loo <= 0.0))
 
 
-# %% book/09_naive_mean_field.md, code cell 28
+# %% book/09_naive_mean_field.md, code cell 29
 def latent_moments(kernel, X_train, coef, posterior, X):
     """Eq. (eq-mf-predictive): mean <f(x)> = k(x)^T coef and Var f(x), noise-free, at rows of X.
 
@@ -357,7 +383,7 @@ def _mf_predict_proba(kernel, X_train, coef, posterior, kappa, v, X):
     return StepFlip(float(kappa)).predictive(mean, var + float(v))
 
 
-# %% book/09_naive_mean_field.md, code cell 29
+# %% book/09_naive_mean_field.md, code cell 30
 class _NaiveMFPrediction:
     """NaiveMeanField's predictions: mean (eq-exact-mean-rep), probability (eq-mf-predictive)."""
 
@@ -383,7 +409,7 @@ class _NaiveMFPrediction:
         return latent_moments(self.kernel_, self.X_train_, self.coef_, self._gaussian(), X)
 
 
-# %% book/09_naive_mean_field.md, code cell 30
+# %% book/09_naive_mean_field.md, code cell 31
 class NaiveMeanField(_NaiveMFSolve, _NaiveMFLOO, _NaiveMFPrediction, LearnsHyperparameters,
                      GPClassifierBase):
     """GP classifier by naive mean-field theory, O&W section 17.6 (Algorithm 17.1, eq-mf-alpha).

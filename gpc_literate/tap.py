@@ -32,12 +32,12 @@ from gpc_literate.base import (ConvergenceWarning, GPClassifierBase, LearnsHyper
                                check_bool, check_integer, check_scalar)
 from gpc_literate.kernels import check_kernel, default_kernel
 from gpc_literate.likelihoods import StepFlip
-from gpc_literate.meanfield import latent_moments
+from gpc_literate.meanfield import check_no_conflicting_pair, latent_moments
 from gpc_literate.sites import (SitePosterior, cavities, cavity_mean, parallel_sites,
                                 site_from_derivatives)
 
 __all__ = ["TAPEquations", "tap_equations", "TAPResult", "TAPBreakdownError",
-           "tap_alpha_residual", "tap_fixed_point", "tap_evidence_gradient", "check_no_conflicting_pair", "TAP"]
+           "tap_alpha_residual", "tap_fixed_point", "tap_evidence_gradient", "TAP"]
 
 
 # %% book/10_tap.md, code cell 3
@@ -205,26 +205,6 @@ def tap_evidence_gradient(coef, posterior, dK):
 
 
 # %% book/10_tap.md, code cell 20
-def check_no_conflicting_pair(K, y, likelihood_name, fix, rel=1e-12):
-    """Raise ValueError if two examples that the prior ties have different labels.
-
-    Var(f_i - f_j) = K_ii + K_jj - 2 K_ij <= rel (K_ii + K_jj): identical inputs, or inputs
-    the kernel cannot tell apart in floating point.  A noise-free likelihood gives such a
-    pair probability zero, so no posterior exists; the message names the pair, the
-    likelihood (``likelihood_name``) and the ``fix``.  The EP classifier (chapter 15) uses it too.
-    """
-    d = np.diag(K)
-    gap = d[:, None] + d[None, :] - 2.0 * K
-    tied = (gap <= rel * (d[:, None] + d[None, :])) & (y[:, None] != y[None, :])
-    if tied.any():
-        i, j = sorted(np.argwhere(tied)[0])
-        raise ValueError(
-            f"training examples {i} and {j} have (numerically) the same latent value under "
-            f"the kernel but different labels, which {likelihood_name} gives probability "
-            f"zero: {fix}")
-
-
-# %% book/10_tap.md, code cell 21
 def _check_tap_options(kappa, v, tol, damping, max_iter, kernel, compute_loo):
     """ValueError unless TAP's options are valid: kappa in [0, 1/2), v >= 0, tol > 0,
     damping in (0, 1], an integer max_iter, a kernel (or None) and a boolean compute_loo."""
@@ -237,7 +217,7 @@ def _check_tap_options(kappa, v, tol, damping, max_iter, kernel, compute_loo):
     check_bool(compute_loo, "compute_loo")
 
 
-# %% book/10_tap.md, code cell 22
+# %% book/10_tap.md, code cell 21
 def _solve_tap(K, y, likelihood, max_iter, tol, damping, coef_init=None, noise_free=False):
     """tap_fixed_point (eq-tap-alpha, eq-tap-var-cav) with a breakdown reported with advice.
 
@@ -258,7 +238,7 @@ def _solve_tap(K, y, likelihood, max_iter, tol, damping, coef_init=None, noise_f
             f"damping than {float(damping):g}") from None
 
 
-# %% book/10_tap.md, code cell 23
+# %% book/10_tap.md, code cell 22
 def _tap_loo(likelihood, y, mu_cav, var_cav):
     """Eqs (eq-tap-loo), (eq-tap-error-probability): (loo_decision, loo_error, error_probability).
 
@@ -270,7 +250,7 @@ def _tap_loo(likelihood, y, mu_cav, var_cav):
     return mu_cav, loo_error, error_probability
 
 
-# %% book/10_tap.md, code cell 24
+# %% book/10_tap.md, code cell 23
 def _tap_predict_proba(kernel, X_train, coef, posterior, likelihood, v, X):
     """Eq. (eq-tap-predictive): kappa + (1 - 2 kappa) Phi(<f(x)> / sqrt(Var f(x) + v)).
 
@@ -280,7 +260,7 @@ def _tap_predict_proba(kernel, X_train, coef, posterior, likelihood, v, X):
     return likelihood.predictive(mean, var + float(v))
 
 
-# %% book/10_tap.md, code cell 25
+# %% book/10_tap.md, code cell 24
 class _TAPFit:
     """TAP at a given kernel: the equations solved, the solution and its leave-one-out stored."""
 
@@ -315,7 +295,7 @@ class _TAPFit:
         return self
 
 
-# %% book/10_tap.md, code cell 26
+# %% book/10_tap.md, code cell 25
 class _TAPEvidence:
     """-G_TAP (eq-tap-log-evidence) and its gradient (eq-tap-evidence-gradient) at any theta."""
 
@@ -349,7 +329,7 @@ class _TAPEvidence:
         return self.log_marginal_likelihood(theta, eval_gradient)
 
 
-# %% book/10_tap.md, code cell 27
+# %% book/10_tap.md, code cell 26
 class _TAPPrediction:
     """Decision function (eq-exact-mean-rep) and class probability (eq-tap-predictive)."""
 
@@ -368,7 +348,7 @@ class _TAPPrediction:
         return latent_moments(self.kernel_, self.X_train_, self.coef_, self._posterior, X)
 
 
-# %% book/10_tap.md, code cell 28
+# %% book/10_tap.md, code cell 27
 class TAP(_TAPFit, _TAPEvidence, _TAPPrediction, LearnsHyperparameters, GPClassifierBase):
     """GP classifier by the TAP mean-field theory of Opper & Winther (NIPS 1999, NC 2000).
 

@@ -182,12 +182,12 @@ def test_overlapping_clouds_converge_where_algorithm_17_1_does_not():
 
 @pytest.mark.parametrize("name", ["titanic", "breast_cancer"])
 def test_no_solution_is_reported_fast(name):
-    """Conflicting duplicates make eq-mf-feasible infeasible: a warning, not 10,000 iterations."""
+    """Conflicting duplicates make eq-mf-feasible infeasible: refused at once, naming the pair
+    and the fix (as TAP and EP do), not 10,000 iterations."""
     d = datasets.load(name)
     X, y = d.X_train[:200], d.y_train[:200]
-    with pytest.warns(ConvergenceWarning, match="v > 0"):
-        clf = NaiveMeanField(optimizer=None).fit(X, y)
-    assert not clf.converged_ and clf.n_iter_ <= 30
+    with pytest.raises(ValueError, match=r"training examples \d+ and \d+ .*v > 0"):
+        NaiveMeanField(optimizer=None).fit(X, y)
     with warnings.catch_warnings():
         warnings.simplefilter("error", ConvergenceWarning)
         assert NaiveMeanField(v=0.1, optimizer=None).fit(X, y).converged_
