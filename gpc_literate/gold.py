@@ -267,6 +267,11 @@ def approximate(method, kernel, X, y, X_test, family="probit"):
     ``X`` (n, d), ``y`` (n,) labels +-1, ``X_test`` (m, d). ConvergenceWarnings of the fit
     are recorded in ``converged`` rather than raised (the caller decides what to show).
     """
+    return _approximate(method, kernel, X, y, X_test, family)[0]
+
+
+def _approximate(method, kernel, X, y, X_test, family):
+    """approximate, and the fitted estimator (compare_methods reuses EP's sites)."""
     likelihood = family_likelihood(family)
     if method not in METHODS[family]:
         raise ValueError(f"method must be one of {METHODS[family]} for the {family} family; "
@@ -286,7 +291,7 @@ def approximate(method, kernel, X, y, X_test, family="probit"):
     return Approximation(np.asarray(mean, dtype=float), np.asarray(var, dtype=float), prob,
                          np.asarray(decision, dtype=float), float(log_evidence),
                          np.asarray(loo_prob, dtype=float), np.asarray(loo_decision, dtype=float),
-                         seconds, converged)
+                         seconds, converged), est
 
 
 # %% book/23_approximations_vs_gold.md, code cell 14
@@ -349,14 +354,14 @@ def compare_methods(kernel, X, y, X_test, y_test, family="probit", *, methods=No
     likelihood = family_likelihood(family)
     methods = METHODS[family] if methods is None else tuple(methods)
     y, y_test = np.asarray(y, dtype=float), np.asarray(y_test, dtype=float)
-    approximations, failures = {}, {}
+    approximations, failures, fitted = {}, {}, {}
     for m in methods:
         try:
-            approximations[m] = approximate(m, kernel, X, y, X_test, family)
+            approximations[m], fitted[m] = _approximate(m, kernel, X, y, X_test, family)
         except (ValueError, ArithmeticError, np.linalg.LinAlgError) as err:   # e.g. TAP breaks down
             failures[m] = {"failed": f"{type(err).__name__}: {err}"}
     ep = approximations.get("EP")
-    base = EP(kernel=kernel, likelihood=likelihood, optimizer=None).fit(X, y)
+    base = fitted.get("EP") or EP(kernel=kernel, likelihood=likelihood, optimizer=None).fit(X, y)
     t0 = time.perf_counter()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
