@@ -22,8 +22,12 @@ from importlib import resources
 from typing import Callable, NamedTuple
 
 import numpy as np
+from scipy.special import expit
 
-__all__ = ["ALIASES", "Dataset", "available", "load", "stratified_folds"]
+from gpc_literate.base import check_array, check_integer
+
+__all__ = ["ALIASES", "BREIMAN_DIM", "Dataset", "available", "bayes_proba", "load",
+           "make_ringnorm", "make_twonorm", "stratified_folds"]
 
 _DATA_PACKAGE = "gpc_literate.data"
 
@@ -907,3 +911,51 @@ _register_imbalanced(
     coding="Ordered categories coded 0, 1, ...: buying and maint low/med/high/vhigh -> 0-3, "
            "doors 2/3/4/5more -> 0-3, persons 2/4/more -> 0-2, lug_boot small/med/big -> 0-2, "
            "safety low/med/high -> 0-2.", aliases=("car3",))
+
+
+# %% book/04_data.md, code cell 49
+BREIMAN_DIM = 20
+
+
+def _breiman_draw(n, random_state):
+    n = check_integer(n, "n", low=1)
+    rng = np.random.default_rng(random_state)
+    return n, rng, np.where(rng.random(n) < 0.5, 1.0, -1.0)
+
+
+def make_twonorm(n, *, random_state=None):
+    """Breiman's twonorm: ``n`` points x | y ~ N(y a 1, I) in 20 dimensions, a = 2 / sqrt(20).
+
+    Labels are +1 or -1 with probability 1/2. ``random_state``: None, an int seed or a
+    numpy Generator. Returns (X, y), X of shape (n, 20).
+    """
+    n, rng, y = _breiman_draw(n, random_state)
+    a = 2.0 / np.sqrt(BREIMAN_DIM)
+    return rng.standard_normal((n, BREIMAN_DIM)) + a * y[:, None], y
+
+
+def make_ringnorm(n, *, random_state=None):
+    """Breiman's ringnorm: x | +1 ~ N(0, 4 I), x | -1 ~ N(a 1, I) in 20 dimensions, a = 1 / sqrt(20).
+
+    As ``make_twonorm``: labels +1 or -1 with probability 1/2; returns (X, y).
+    """
+    n, rng, y = _breiman_draw(n, random_state)
+    a = 1.0 / np.sqrt(BREIMAN_DIM)
+    Z = rng.standard_normal((n, BREIMAN_DIM))
+    return np.where(y[:, None] > 0, 2.0 * Z, Z + a), y
+
+
+def bayes_proba(name, X):
+    """Eq. (eq-data-breiman-bayes): P(y = +1 | x) of Breiman's ``name`` ("twonorm" or "ringnorm")."""
+    X = check_array(X, "X")
+    if X.shape[1] != BREIMAN_DIM:
+        raise ValueError(f"X must have {BREIMAN_DIM} columns; got {X.shape[1]}")
+    if name == "twonorm":
+        log_odds = 2.0 * (2.0 / np.sqrt(BREIMAN_DIM)) * X.sum(axis=1)
+    elif name == "ringnorm":
+        a = 1.0 / np.sqrt(BREIMAN_DIM)
+        log_odds = (-0.5 * BREIMAN_DIM * np.log(4.0) - 0.125 * np.sum(X * X, axis=1)
+                    + 0.5 * np.sum((X - a) ** 2, axis=1))
+    else:
+        raise ValueError(f"name must be 'twonorm' or 'ringnorm'; got {name!r}")
+    return expit(log_odds)

@@ -3,7 +3,8 @@ import numpy as np
 import pytest
 
 from gpc_literate import datasets
-from gpc_literate.datasets import Dataset, available, load, stratified_folds
+from gpc_literate.datasets import (BREIMAN_DIM, Dataset, available, bayes_proba, load,
+                                   make_ringnorm, make_twonorm, stratified_folds)
 
 # name: (d, n_train, n_test, n_splits) of realisation 0, as the papers state them
 SIZES = {
@@ -292,3 +293,29 @@ def test_every_data_folder_has_a_source_file():
         if sub.is_dir():
             assert sub.joinpath("SOURCE.md").is_file(), sub.name
     assert root.joinpath("README.md").is_file()
+
+
+@pytest.mark.parametrize("make", [make_twonorm, make_ringnorm])
+def test_breiman_generators(make):
+    X, y = make(500, random_state=3)
+    assert X.shape == (500, BREIMAN_DIM) and set(np.unique(y)) == {-1.0, 1.0}
+    assert np.array_equal(X, make(500, random_state=3)[0])
+    assert not np.array_equal(X, make(500, random_state=4)[0])
+    with pytest.raises(ValueError, match="n must be at least 1"):
+        make(0)
+    with pytest.raises(TypeError, match="n must be an integer"):
+        make(10.5)
+
+
+def test_breiman_bayes_rule():
+    X, y = make_ringnorm(20_000, random_state=0)
+    p = bayes_proba("ringnorm", X)
+    assert np.all((p >= 0) & (p <= 1))
+    # the wide class (+1) has the larger norms: the Bayes rule calls them +1
+    assert np.mean((p > 0.5) == (y > 0)) > 0.97
+    X, y = make_twonorm(20_000, random_state=0)
+    assert abs(np.mean((bayes_proba("twonorm", X) > 0.5) != (y > 0)) - 0.02275) < 0.005
+    with pytest.raises(ValueError, match="name must be"):
+        bayes_proba("threenorm", X)
+    with pytest.raises(ValueError, match="20 columns"):
+        bayes_proba("twonorm", X[:, :5])
