@@ -26,7 +26,7 @@ from gpc_literate.sites import (SELECTED_INVERSE_MIN, SitePosterior, cavities, s
                                 site_update)
 
 __all__ = ["ANDERSON_MEMORY", "AndersonStep", "NEWTON_INNER", "NewtonStep", "LOWRANK_TOL",
-           "EP_METHODS", "solve_ep"]
+           "EP_METHODS", "lowrank_diag_marginals", "pivoted_cholesky", "solve_ep"]
 
 
 # %% book/14_ep_fast.md, code cell 4
@@ -186,7 +186,7 @@ LOWRANK_MAX_ITER = 100            # parallel EP iterations on the low-rank prior
 LOWRANK_COARSE = 1e-4             # EP first runs on the columns down to this residual
 
 
-def _pivoted_cholesky(K, rel_tol=LOWRANK_TOL, max_rank=None):
+def pivoted_cholesky(K, rel_tol=LOWRANK_TOL, max_rank=None):
     """Eq. (eq-ep-pivoted-cholesky): K ~ Q Q^T by diagonal pivoting; returns Q^T (r, n), residual diagonal.
 
     Stops when the largest residual variance is at most rel_tol * max(diag K), or after
@@ -209,16 +209,20 @@ def _pivoted_cholesky(K, rel_tol=LOWRANK_TOL, max_rank=None):
     return Qt, d
 
 
-def _lowrank_marginals(Qt, nu, tau):
-    """Eq. (eq-ep-lowrank): mean and diag Sigma for the prior N(0, Q Q^T) and sites (nu, tau).
+def lowrank_diag_marginals(Qt, d, nu, tau):
+    """Eqs (eq-ep-lowrank), (eq-ep-lowrank-diag): mean and diag Sigma for N(0, diag(d) + Q Q^T) and sites.
 
-    Raises LinAlgError when I + Q^T T Q is not positive definite.
+    ``Qt`` is Q^T (r, n), ``d`` the n diagonal entries (zero: eq-ep-lowrank), ``nu``, ``tau``
+    the sites; needs 1 + d_i tau_i > 0. O(n r^2). Raises LinAlgError when I + Q^T T G Q is not
+    positive definite.
     """
-    A = (Qt * tau) @ Qt.T
+    g = 1.0 / (1.0 + d * tau)
+    A = (Qt * (tau * g)) @ Qt.T
     A[np.diag_indices(len(A))] += 1.0
     C = cholesky(A, lower=True, check_finite=False)
-    W = solve_triangular(C, Qt, lower=True, check_finite=False)
-    return (W @ nu) @ W, np.einsum("ij,ij->j", W, W)
+    W = solve_triangular(C, Qt * g, lower=True, check_finite=False)
+    dg = d * g
+    return dg * nu + (W @ nu) @ W, dg + np.einsum("ij,ij->j", W, W)
 
 
 # %% book/14_ep_fast.md, code cell 9
@@ -236,15 +240,15 @@ def _lowrank_start(K, y, likelihood, nu, tau, tol=1e-8):
     if not scale > 0.0:
         return None
     target = min(max(1e-2 * tol, 1e-12), LOWRANK_TOL)
-    Qt, d = _pivoted_cholesky(K, target, max(1, n // LOWRANK_MAX_FRACTION))
+    Qt, d = pivoted_cholesky(K, target, max(1, n // LOWRANK_MAX_FRACTION))
     reached = max(d.max() / scale, target)
     if reached > LOWRANK_TOL:
         return None
     pivots = np.abs(Qt).max(axis=1) ** 2 / scale       # residual before each column, relative
     coarse = np.count_nonzero(pivots > LOWRANK_COARSE)
     for rank, eps in [(coarse, LOWRANK_COARSE), (len(Qt), reached)]:
-        (nu, tau), converged = _ep_on_model(partial(_lowrank_marginals, Qt[:rank]), likelihood,
-                                            y, nu, tau, eps, LOWRANK_MAX_ITER)
+        (nu, tau), converged = _ep_on_model(partial(lowrank_diag_marginals, Qt[:rank], 0.0),
+                                            likelihood, y, nu, tau, eps, LOWRANK_MAX_ITER)
         if not converged:
             return None
     return (nu, tau) if np.all(tau >= 0.0) else None

@@ -452,32 +452,32 @@ def test_newton_without_convergence_warns():
 
 # --------------------------------------------------------------------------- low-rank start
 
-def test_pivoted_cholesky_residual_bound_exact_rank_and_give_up():
-    from gpc_literate.ep_fast import _pivoted_cholesky
+def testpivoted_cholesky_residual_bound_exact_rank_and_give_up():
+    from gpc_literate.ep_fast import pivoted_cholesky
     X, _ = toy(120)
     K = RBF(1.5, 3.0)(X)
-    Qt, d = _pivoted_cholesky(K, rel_tol=1e-6)
+    Qt, d = pivoted_cholesky(K, rel_tol=1e-6)
     R = K - Qt.T @ Qt
     np.testing.assert_allclose(np.diag(R), d, atol=1e-12)        # the returned diagonal
     assert np.abs(R).max() <= 1e-6 * 3.0 * (1 + 1e-9)              # every entry within the bound
     assert len(Qt) < len(K)
     for k in (1, 10, len(Qt) - 1):        # row k's largest squared entry = the pivot of step k
-        assert np.isclose(np.abs(Qt[k]).max() ** 2, _pivoted_cholesky(K, 0.0, k)[1].max())
-    Qt_short, d_short = _pivoted_cholesky(K, rel_tol=1e-6, max_rank=len(Qt) - 1)
+        assert np.isclose(np.abs(Qt[k]).max() ** 2, pivoted_cholesky(K, 0.0, k)[1].max())
+    Qt_short, d_short = pivoted_cholesky(K, rel_tol=1e-6, max_rank=len(Qt) - 1)
     assert len(Qt_short) == len(Qt) - 1 and d_short.max() > 1e-6 * 3.0   # stopped at the cap
     F = np.random.default_rng(3).standard_normal((50, 4))
-    Qt4, _ = _pivoted_cholesky(F @ F.T, rel_tol=1e-12)
+    Qt4, _ = pivoted_cholesky(F @ F.T, rel_tol=1e-12)
     assert len(Qt4) == 4
     np.testing.assert_allclose(Qt4.T @ Qt4, F @ F.T, atol=1e-10)
 
 
 def test_lowrank_marginals_are_those_of_the_low_rank_prior():
-    from gpc_literate.ep_fast import _lowrank_marginals, _pivoted_cholesky
+    from gpc_literate.ep_fast import lowrank_diag_marginals, pivoted_cholesky
     X, _ = toy(90)
-    Qt, _ = _pivoted_cholesky(RBF(1.5, 3.0)(X))
+    Qt, _ = pivoted_cholesky(RBF(1.5, 3.0)(X))
     rng = np.random.default_rng(4)
     nu, tau = rng.standard_normal(90), rng.uniform(0.0, 3.0, 90)
-    mean, var = _lowrank_marginals(Qt, nu, tau)
+    mean, var = lowrank_diag_marginals(Qt, 0.0, nu, tau)
     post = SitePosterior(Qt.T @ Qt, nu, tau)
     np.testing.assert_allclose(mean, post.mean, atol=1e-9)
     np.testing.assert_allclose(var, post.var, rtol=1e-8)
@@ -501,13 +501,13 @@ def test_newton_with_the_low_rank_start_reaches_the_same_fixed_point_in_fewer_st
 
 @pytest.mark.parametrize("case", ["not low rank", "negative sites"])
 def test_no_low_rank_start_leaves_the_run_unchanged(case):
-    from gpc_literate.ep_fast import _lowrank_start, _pivoted_cholesky
+    from gpc_literate.ep_fast import _lowrank_start, pivoted_cholesky
     X, y = toy(400, noise=0.3)
     if case == "not low rank":
         K, lik = RBF(0.05, 3.0)(X), Probit(1.0)
     else:                                     # flip noise: EP's sites turn negative
         K, lik = RBF(3.0, 3.0)(X), Probit(0.3, kappa=0.1)
-    low_rank = _pivoted_cholesky(K, max_rank=len(y) // 8)[1].max() <= 1e-6 * 3.0
+    low_rank = pivoted_cholesky(K, max_rank=len(y) // 8)[1].max() <= 1e-6 * 3.0
     assert low_rank == (case == "negative sites")
     zeros = np.zeros(len(y))
     assert _lowrank_start(K, y, lik, zeros, zeros) is None
