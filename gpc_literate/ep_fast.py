@@ -26,7 +26,8 @@ from gpc_literate.sites import (SELECTED_INVERSE_MIN, SitePosterior, cavities, s
                                 site_update)
 
 __all__ = ["ANDERSON_MEMORY", "AndersonStep", "NEWTON_INNER", "NewtonStep", "LOWRANK_TOL",
-           "EP_METHODS", "lowrank_diag_marginals", "pivoted_cholesky", "solve_ep"]
+           "EP_METHODS", "ep_on_marginals", "lowrank_diag_marginals", "pivoted_cholesky",
+           "solve_ep"]
 
 
 # %% book/14_ep_fast.md, code cell 4
@@ -120,7 +121,7 @@ def _newton_model(Sigma, P, post, nu, tau):
 
 
 # %% book/14_ep_fast.md, code cell 7
-def _ep_on_model(marginals, likelihood, y, nu, tau, eps, max_iter):
+def ep_on_marginals(marginals, likelihood, y, nu, tau, eps, max_iter):
     """Anderson-accelerated parallel EP on a model of the marginals, from the sites (nu, tau).
 
     ``marginals(nu, tau)`` returns (mean, var) and may raise LinAlgError. Returns (sites,
@@ -155,7 +156,7 @@ class NewtonStep:
     """Newton-type EP (section sec-ep-newton), a step rule for parallel_sites.
 
     The step towards the fixed point of EP on the linear-response model eq-ep-newton around
-    the current posterior, found by ``_ep_on_model`` to a change of tol / 100 from the plain
+    the current posterior, found by ``ep_on_marginals`` to a change of tol / 100 from the plain
     proposal; the plain damped step after a refused update or from the prior.
     """
 
@@ -173,7 +174,7 @@ class NewtonStep:
         if refused or not posterior.pos.size:
             return eta * d_nu, eta * d_tau
         Sigma = _sigma_lower(self.K, posterior)
-        (t_nu, t_tau), _ = _ep_on_model(partial(_newton_model, Sigma, Sigma * Sigma, posterior),
+        (t_nu, t_tau), _ = ep_on_marginals(partial(_newton_model, Sigma, Sigma * Sigma, posterior),
                                         self.likelihood, self.y, nu + d_nu, tau + d_tau,
                                         1e-2 * self.tol, NEWTON_INNER)
         return eta * (t_nu - nu), eta * (t_tau - tau)
@@ -247,7 +248,7 @@ def _lowrank_start(K, y, likelihood, nu, tau, tol=1e-8):
     pivots = np.abs(Qt).max(axis=1) ** 2 / scale       # residual before each column, relative
     coarse = np.count_nonzero(pivots > LOWRANK_COARSE)
     for rank, eps in [(coarse, LOWRANK_COARSE), (len(Qt), reached)]:
-        (nu, tau), converged = _ep_on_model(partial(lowrank_diag_marginals, Qt[:rank], 0.0),
+        (nu, tau), converged = ep_on_marginals(partial(lowrank_diag_marginals, Qt[:rank], 0.0),
                                             likelihood, y, nu, tau, eps, LOWRANK_MAX_ITER)
         if not converged:
             return None
