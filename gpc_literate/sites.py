@@ -28,7 +28,7 @@ from typing import NamedTuple
 import numpy as np
 from scipy.linalg import (LinAlgError, LinAlgWarning, cholesky, lu_factor, lu_solve,
                           solve_triangular)
-from scipy.linalg.blas import dsyrk
+from scipy.linalg.blas import dsyrk, dtrmm
 from scipy.linalg.lapack import dpotri, dtrtri
 
 __all__ = ["tilted_moments", "site_from_derivatives", "site_update", "cavity_mean", "cavities",
@@ -109,12 +109,12 @@ class ImproperPosteriorError(LinAlgError):
 SELECTED_INVERSE_MIN = 1e-5       # eq-sites-diag-selected is used where tau_i Sigma_ii >= this
 
 
-def selected_variances(K, Linv, s, pos, SK, rel=SELECTED_INVERSE_MIN):
+def selected_variances(K, Linv, s, pos, rel=SELECTED_INVERSE_MIN):
     """Eq. (eq-sites-diag-selected): diag Sigma for sites tau >= 0 from L^-1 (B = I + S K S = L L^T).
 
     Sigma_ii = (1 - (B^-1)_ii) / tau_i where tau_i Sigma_ii >= rel; the other columns (and
     the zero sites) exactly as K_ii - ||L^-1 S k_i||^2. ``pos`` indexes the positive sites,
-    ``s`` their square roots, SK = S K[pos] of shape (p, n).
+    ``s`` their square roots; L^-1 is read from its lower triangle.
     """
     var = np.diag(K).copy()
     tau_var = 1.0 - np.einsum("ij,ij->j", Linv, Linv)      # = tau_i Sigma_ii, positive sites
@@ -123,7 +123,8 @@ def selected_variances(K, Linv, s, pos, SK, rel=SELECTED_INVERSE_MIN):
     rest = np.ones(len(var), dtype=bool)
     rest[pos[good]] = False
     if rest.any():                                         # exact columns, O(n^2) each
-        Vr = Linv @ SK[:, rest]
+        SKr = s[:, None] * (K[:, rest] if pos.size == len(var) else K[np.ix_(pos, rest)])
+        Vr = dtrmm(1.0, Linv, SKr, lower=1, overwrite_b=1)  # L^-1 S K[:, rest]
         var[rest] -= np.einsum("ij,ij->j", Vr, Vr)
     return var
 
@@ -153,8 +154,8 @@ def positive_site_marginals(K, nu, tau, *, with_V=False, full=False):
     """
     pos = np.flatnonzero(tau > 0.0)               # zero sites carry no information: left out
     every, s = pos.size == len(tau), np.sqrt(tau[pos])
-    SK = s[:, None] * (K if every else K[pos])                      # S K, shape (p, n)
-    B = SK * s[None, :] if every else SK[:, pos] * s[None, :]
+    B = (K if every else K[np.ix_(pos, pos)]) * s         # S K S, in one new array
+    B *= s[:, None]
     B[np.diag_indices(pos.size)] += 1.0
     L = cholesky(B, lower=True, overwrite_a=True, check_finite=False)   # I + PSD
     logdet, Knu, V, Linv, Sigma = 2.0 * np.sum(np.log(np.diag(L))), K @ nu, None, None, None
@@ -165,6 +166,7 @@ def positive_site_marginals(K, nu, tau, *, with_V=False, full=False):
     var = np.diag(K).copy()
     mean = K @ coef                              # = K nu - K S u, eq-sites-coef
     if with_V or full:                           # the whole of V = L^-1 S K
+        SK = s[:, None] * (K if every else K[pos])           # S K, shape (p, n)
         V = solve_triangular(L, SK, lower=True, overwrite_b=True, check_finite=False)
         var -= np.einsum("ij,ij->j", V, V)
         if full:                                 # Sigma_+ = K - V^T V
@@ -175,7 +177,7 @@ def positive_site_marginals(K, nu, tau, *, with_V=False, full=False):
         Linv, info = dtrtri(L, lower=1)
         if info != 0:
             raise LinAlgError(f"dtrtri failed (info={info})")
-        var = selected_variances(K, Linv, s, pos, SK)
+        var = selected_variances(K, Linv, s, pos)
     return PositiveSites(pos, s, L, V, Linv, mean, var, coef, logdet, Sigma)
 
 
