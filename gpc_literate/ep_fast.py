@@ -76,12 +76,14 @@ class AndersonStep:
 
 # %% book/14_ep_fast.md, code cell 6
 NEWTON_INNER = 100                 # inner (model) iterations per outer iteration, at most
+NEWTON_SIGMA_MIN = 1e-10           # the model's Sigma by eq-ep-sigma-inverse where tau Sigma >= this
 
 
-def _sigma_lower(K, post, rel=SELECTED_INVERSE_MIN):
+def _sigma_lower(K, post, rel=SELECTED_INVERSE_MIN, overwrite=False):
     """Eq. (eq-ep-sigma-inverse): Sigma of ``post`` (lower triangle valid), for the Newton model.
 
-    From L^-1 (``post.Linv``, left unchanged) as S^-1 (I - L^-T L^-1) S^-1 when every site is
+    From L^-1 (``post.Linv``; with ``overwrite``, Sigma is built in its memory and post.Linv
+    set to None) as S^-1 (I - L^-T L^-1) S^-1 when every site is
     positive, with the columns where tau_i Sigma_ii < rel computed as k_i - K S B^-1 S k_i;
     otherwise (zero or negative sites, or no L^-1) the full Sigma of eq-sites-chol.
     """
@@ -89,7 +91,9 @@ def _sigma_lower(K, post, rel=SELECTED_INVERSE_MIN):
     if post.Linv is None or post.pos.size != n:
         return SitePosterior(K, post.nu, post.tau, full=True).Sigma
     s = post.s
-    Binv, info = dlauum(post.Linv, lower=1)               # lower triangle of L^-T L^-1
+    Binv, info = dlauum(post.Linv, lower=1, overwrite_c=int(overwrite))  # lower of L^-T L^-1
+    if overwrite:
+        post.Linv = None
     if info != 0:
         raise LinAlgError(f"dlauum failed (info={info})")
     rest = np.flatnonzero(1.0 - np.diag(Binv) < rel)      # tau_i Sigma_ii = 1 - (B^-1)_ii
@@ -110,13 +114,14 @@ def _sigma_lower(K, post, rel=SELECTED_INVERSE_MIN):
 def _newton_model(Sigma, P, post, nu, tau):
     """Eq. (eq-ep-newton): the model's marginals (mean, var) at the sites (nu, tau).
 
-    Linear response (eq-ep-linear-response) around ``post``'s sites; Sigma its covariance and P = Sigma * Sigma
-    (lower triangles read).
+    The sum of the exact single-site responses (eq-ep-rank-one) around ``post``'s sites, exact
+    to first order (eq-ep-linear-response); Sigma its covariance and P = Sigma * Sigma (lower
+    triangles read).
     """
     d_tau = tau - post.tau
-    var = (post.var / (1.0 + d_tau * post.var)
-           - (dsymv(1.0, P, d_tau, lower=1) - post.var ** 2 * d_tau))
-    mean = post.mean + dsymv(1.0, Sigma, (nu - post.nu) - d_tau * post.mean, lower=1)
+    denom = 1.0 + d_tau * post.var
+    var = post.var - dsymv(1.0, P, d_tau / denom, lower=1)
+    mean = post.mean + dsymv(1.0, Sigma, ((nu - post.nu) - d_tau * post.mean) / denom, lower=1)
     return mean, var
 
 
@@ -156,8 +161,9 @@ class NewtonStep:
     """Newton-type EP (section sec-ep-newton), a step rule for parallel_sites.
 
     The step towards the fixed point of EP on the linear-response model eq-ep-newton around
-    the current posterior, found by ``ep_on_marginals`` to a change of tol / 100 from the plain
-    proposal; the plain damped step after a refused update or from the prior.
+    the current posterior, found by ``ep_on_marginals`` from the plain proposal to a change of
+    max(tol, r^2) / 100 (r the current change); the plain damped step after a refused update
+    or from the prior.
     """
 
     adapts_damping = True
@@ -170,13 +176,14 @@ class NewtonStep:
         pass
 
     def __call__(self, posterior, proposal, eta):
-        nu, tau, d_nu, d_tau, _, refused = proposal
+        nu, tau, d_nu, d_tau, var_cav, refused = proposal
         if refused or not posterior.pos.size:
             return eta * d_nu, eta * d_tau
-        Sigma = _sigma_lower(self.K, posterior)
+        Sigma = _sigma_lower(self.K, posterior, NEWTON_SIGMA_MIN, overwrite=True)
+        eps = 1e-2 * max(self.tol, min(site_change(d_nu, d_tau, var_cav) ** 2, 1.0))
         (t_nu, t_tau), _ = ep_on_marginals(partial(_newton_model, Sigma, Sigma * Sigma, posterior),
-                                        self.likelihood, self.y, nu + d_nu, tau + d_tau,
-                                        1e-2 * self.tol, NEWTON_INNER)
+                                           self.likelihood, self.y, nu + d_nu, tau + d_tau,
+                                           eps, NEWTON_INNER)
         return eta * (t_nu - nu), eta * (t_tau - tau)
 
 
@@ -185,6 +192,8 @@ LOWRANK_TOL = 1e-6                # use the start only if K is this close (relat
 LOWRANK_MAX_FRACTION = 8          # ... at rank n / this at most
 LOWRANK_MAX_ITER = 100            # parallel EP iterations on the low-rank prior, at most
 LOWRANK_COARSE = 1e-4             # EP first runs on the columns down to this residual
+FITC_START_TOL = 1e-2             # EP on D + Q Q^T runs to this change when K is not low-rank
+FITC_START_MIN_N = 500            # ... and only from this n (below, the overhead dominates)
 
 
 def pivoted_cholesky(K, rel_tol=LOWRANK_TOL, max_rank=None):
@@ -228,13 +237,16 @@ def lowrank_diag_marginals(Qt, d, nu, tau):
 
 # %% book/14_ep_fast.md, code cell 9
 def _lowrank_start(K, y, likelihood, nu, tau, tol=1e-8):
-    """Sites of parallel EP on the pivoted-Cholesky approximation of K, or None.
+    """Sites of parallel EP on the pivoted-Cholesky prior D + Q Q^T (eq-ep-lowrank-diag), or None.
 
-    The approximation aims at a residual of tol / 100 relative to max K_ii (between 1e-12
-    and LOWRANK_TOL) within rank n / LOWRANK_MAX_FRACTION. EP on it, started from the sites
-    (nu, tau), runs to the relative residual reached, first on the leading columns whose
-    residual is LOWRANK_COARSE. None when the residual reached exceeds LOWRANK_TOL, or when EP
-    on the approximation fails (improper cavity, negative site precision, no convergence).
+    The factorisation aims at a residual of tol / 100 relative to max K_ii (between 1e-12
+    and LOWRANK_TOL) within rank n / LOWRANK_MAX_FRACTION. If it gets there, EP runs to the
+    relative residual reached, first on the leading columns whose residual is LOWRANK_COARSE;
+    if not (K is not close to low rank), to FITC_START_TOL, first on a quarter of the
+    columns, and only from zero sites. Each level keeps the residual diagonal of its rank.
+    Started from the sites (nu, tau). None when EP on the approximation fails (improper
+    cavity, negative site precision, no convergence), or when K is not close to low rank and
+    n < FITC_START_MIN_N or the given sites are not all zero.
     """
     n = len(y)
     scale = np.diag(K).max()
@@ -243,13 +255,18 @@ def _lowrank_start(K, y, likelihood, nu, tau, tol=1e-8):
     target = min(max(1e-2 * tol, 1e-12), LOWRANK_TOL)
     Qt, d = pivoted_cholesky(K, target, max(1, n // LOWRANK_MAX_FRACTION))
     reached = max(d.max() / scale, target)
-    if reached > LOWRANK_TOL:
+    if reached <= LOWRANK_TOL:
+        pivots = np.abs(Qt).max(axis=1) ** 2 / scale   # residual before each column, relative
+        levels = [(np.count_nonzero(pivots > LOWRANK_COARSE), LOWRANK_COARSE),
+                  (len(Qt), reached)]
+    elif n >= FITC_START_MIN_N and not np.any(tau):      # a cold start only
+        levels = [(max(1, len(Qt) // 4), 10.0 * FITC_START_TOL), (len(Qt), FITC_START_TOL)]
+    else:
         return None
-    pivots = np.abs(Qt).max(axis=1) ** 2 / scale       # residual before each column, relative
-    coarse = np.count_nonzero(pivots > LOWRANK_COARSE)
-    for rank, eps in [(coarse, LOWRANK_COARSE), (len(Qt), reached)]:
-        (nu, tau), converged = ep_on_marginals(partial(lowrank_diag_marginals, Qt[:rank], 0.0),
-                                            likelihood, y, nu, tau, eps, LOWRANK_MAX_ITER)
+    for rank, eps in levels:
+        d_rank = d + np.einsum("ij,ij->j", Qt[rank:], Qt[rank:])   # residual at this rank
+        (nu, tau), converged = ep_on_marginals(partial(lowrank_diag_marginals, Qt[:rank], d_rank),
+                                               likelihood, y, nu, tau, eps, LOWRANK_MAX_ITER)
         if not converged:
             return None
     return (nu, tau) if np.all(tau >= 0.0) else None
