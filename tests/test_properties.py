@@ -17,6 +17,7 @@ from gpc_literate.kernels import RBF
 from gpc_literate.laplace import Laplace
 from gpc_literate.meanfield import NaiveMeanField
 from gpc_literate.selection import LSCV
+from gpc_literate.sparse_ep import SparseEP
 from gpc_literate.svm import KernelAdatron
 from gpc_literate.tap import TAP
 from gpc_literate.variational import VariationalGP, VariationalSVM
@@ -30,6 +31,7 @@ ESTIMATORS = {
     "VariationalGP": lambda k: VariationalGP(kernel=k, optimize=False, inner_max_iter=100),
     "VariationalSVM": lambda k: VariationalSVM(kernel=k, optimize=False, inner_max_iter=100),
     "LSCV": lambda k: LSCV(kernel=k, optimize=False),
+    "SparseEP": lambda k: SparseEP(kernel=k, n_inducing=10, optimizer=None),
 }
 
 
@@ -77,6 +79,7 @@ LEARNERS = {
     "EP": lambda k: EP(kernel=k, max_sweeps=30),
     "Laplace": lambda k: Laplace(kernel=k, max_iter=50),
     "TAP": lambda k: TAP(kernel=k, max_iter=100, v=0.1),
+    "SparseEP": lambda k: SparseEP(kernel=k, n_inducing=10),
 }
 CASES = [(name, False) for name in sorted(ESTIMATORS)] + [(name, True) for name in sorted(LEARNERS)]
 

@@ -1,0 +1,227 @@
+"""gpc_literate.sparse_ep: EP with the FITC prior (book/25_sparse_ep.md)."""
+import tracemalloc
+import warnings
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from sklearn.base import clone
+
+from gpc_literate.base import ConvergenceWarning, NotFittedError
+from gpc_literate.ep_classifier import EP
+from gpc_literate.kernels import RBF, Cauchy
+from gpc_literate.likelihoods import Probit
+from gpc_literate.sparse_ep import (JITTER, PIVOT_SUBSET, SparseEP, choose_inducing,
+                                    fit_fitc_ep, fitc_evidence_gradient)
+
+
+def toy_problem(n, d=2, noise=0.7, seed=0):
+    r = np.random.default_rng(seed)
+    X = r.standard_normal((n, d))
+    y = np.where(X[:, 0] - 0.5 * X[:, -1] + noise * r.standard_normal(n) > 0, 1.0, -1.0)
+    return X, y
+
+
+X, Y = toy_problem(60, seed=2)
+
+
+# -- M = n: sparse EP is full EP ----------------------------------------------------------------
+
+@pytest.mark.parametrize("kernel", [RBF(1.3, 3.0), RBF([0.7, 2.0], 1.5, bias=0.2)], ids=repr)
+def test_inducing_inputs_equal_to_the_training_inputs_give_full_ep(kernel):
+    sparse = SparseEP(kernel, Probit(1.0), inducing=X, optimizer=None, tol=1e-10).fit(X, Y)
+    full = EP(kernel, Probit(1.0), method="sequential", tol=1e-10, optimizer=None).fit(X, Y)
+    assert sparse.converged_ and full.converged_
+    # the jitter moves the prior by at most JITTER * max k(x, x) (chapter 25)
+    assert abs(sparse.log_marginal_likelihood_ - full.log_marginal_likelihood_) < 1e-6
+    for name in ("site_nu_", "site_tau_", "mu_cav_", "posterior_mean_", "posterior_var_"):
+        np.testing.assert_allclose(getattr(sparse, name), getattr(full, name), atol=1e-6)
+    np.testing.assert_allclose(sparse.predict_proba(X), full.predict_proba(X), atol=1e-5)
+
+
+# -- the evidence gradient ----------------------------------------------------------------------
+
+def test_gradient_in_theta_and_z_matches_central_differences():
+    Xg, yg = toy_problem(40, d=3, seed=4)
+    kernel, lik = RBF([0.9, 1.6, 2.5], 2.0, bias=0.3), Probit(1.0)
+    Z = Xg[:6] + 0.1
+    zeros = np.zeros(len(yg))
+
+    def evidence(theta, Zx, sites=(zeros, zeros)):
+        fit = fit_fitc_ep(kernel.with_theta(theta), Xg, yg, lik, Zx, *sites, 1e-12, 500)
+        assert fit.converged
+        return fit
+
+    fit0 = evidence(kernel.theta, Z)
+    g_theta, g_Z = fitc_evidence_gradient(kernel, Xg, Z, fit0.prior, fit0.posterior)
+    sites, h = (fit0.posterior.nu, fit0.posterior.tau), 1e-5
+    fd_theta = [(evidence(kernel.theta + h * e, Z, sites).log_evidence
+                 - evidence(kernel.theta - h * e, Z, sites).log_evidence) / (2 * h)
+                for e in np.eye(kernel.theta.size)]
+    fd_Z = np.zeros_like(Z)
+    for idx in np.ndindex(*Z.shape):
+        E = np.zeros_like(Z)
+        E[idx] = h
+        fd_Z[idx] = (evidence(kernel.theta, Z + E, sites).log_evidence
+                     - evidence(kernel.theta, Z - E, sites).log_evidence) / (2 * h)
+    np.testing.assert_allclose(g_theta, fd_theta, rtol=0, atol=1e-6 * np.abs(g_theta).max())
+    np.testing.assert_allclose(g_Z, fd_Z, rtol=0, atol=1e-6 * np.abs(g_Z).max())
+
+
+def test_estimator_log_marginal_likelihood_and_its_gradient():
+    model = SparseEP(RBF(1.2, 2.0), n_inducing=10, optimizer=None, tol=1e-12).fit(X, Y)
+    assert model.log_marginal_likelihood() == model.log_marginal_likelihood_
+    value, grad = model.log_marginal_likelihood(model.kernel_.theta, eval_gradient=True)
+    assert value == pytest.approx(model.log_marginal_likelihood_, abs=1e-9)
+    h = 1e-5
+    fd = [(model.log_marginal_likelihood(model.kernel_.theta + h * e)
+           - model.log_marginal_likelihood(model.kernel_.theta - h * e)) / (2 * h)
+          for e in np.eye(2)]
+    np.testing.assert_allclose(grad, fd, rtol=1e-5)
+
+
+# -- inducing inputs -----------------------------------------------------------------------------
+
+def test_pivots_and_random_choose_distinct_training_inputs():
+    rng = np.random.RandomState(0)
+    for how in ("pivots", "random"):
+        Z = choose_inducing(RBF(1.0), X, 12, how, rng)
+        assert Z.shape == (12, 2) and len(np.unique(Z, axis=0)) == 12
+        assert all((X == z).all(axis=1).any() for z in Z)
+    assert choose_inducing(RBF(1.0), X, 1000, "random", rng).shape == (60, 2)   # at most n
+
+
+def test_pivots_stop_below_the_jitter():
+    # 3 distinct inputs: a fourth pivot would have zero residual variance
+    X3 = np.repeat(np.array([[0.0], [1.0], [2.5]]), 10, axis=0)
+    Z = choose_inducing(RBF(1.0), X3, 10, "pivots", np.random.RandomState(0))
+    assert len(Z) == 3 and len(np.unique(Z)) == 3
+    model = SparseEP(RBF(1.0), n_inducing=10, optimizer=None).fit(X3, np.tile([1, -1, 1], 10))
+    assert model.n_inducing_ == 3
+
+
+def test_learning_the_inducing_inputs_raises_the_evidence():
+    start = SparseEP(RBF(1.0, 1.0), n_inducing=4, optimizer=None, random_state=0).fit(X, Y)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        learned = SparseEP(RBF(1.0, 1.0), n_inducing=4, learn_inducing=True,
+                           random_state=0).fit(X, Y)
+    assert learned.learning_.value == learned.log_marginal_likelihood_
+    assert learned.log_marginal_likelihood_ > start.log_marginal_likelihood_
+    assert not np.allclose(learned.inducing_, start.inducing_)
+    assert learned.inducing_.shape == (4, 2)
+
+
+# -- the estimator --------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("kwargs, name, error", [
+    (dict(n_inducing=0), "n_inducing", ValueError),
+    (dict(n_inducing=2.5), "n_inducing", TypeError),
+    (dict(inducing="kmeans"), "inducing", ValueError),
+    (dict(inducing=np.zeros((4, 3))), "inducing", ValueError),
+    (dict(inducing=np.full((4, 2), np.nan)), "inducing", ValueError),
+    (dict(learn_inducing="yes"), "learn_inducing", TypeError),
+    (dict(optimizer="nelder-mead"), "optimizer", ValueError),
+    (dict(learn_inducing=True, optimizer=None), "learn_inducing", ValueError),
+    (dict(max_iter=0), "max_iter", ValueError),
+    (dict(tol=-1.0), "tol", ValueError),
+    (dict(kernel=Cauchy()), "RBF", TypeError),
+    (dict(likelihood="probit"), "likelihood", TypeError),
+    (dict(hyperparameter_bounds=(2.0, 1.0)), "hyperparameter_bounds", ValueError),
+    (dict(random_state="seed"), "random_state", ValueError),
+    (dict(verbose="no"), "verbose", TypeError),
+])
+def test_bad_arguments_are_refused_by_name(kwargs, name, error):
+    with pytest.raises(error, match=name):
+        SparseEP(**{"optimizer": None, **kwargs}).fit(X, Y)
+
+
+def test_not_fitted_and_warm_start_and_convergence_warning():
+    model = SparseEP(n_inducing=10, optimizer=None)
+    with pytest.raises(NotFittedError):
+        model.predict(X)
+    with pytest.raises(NotFittedError):
+        model.log_marginal_likelihood()
+    model.fit(X, Y)
+    again = clone(model).fit(X, Y, site_nu_init=model.site_nu_, site_tau_init=model.site_tau_)
+    assert again.n_iter_ <= 2 and again.converged_
+    with pytest.warns(ConvergenceWarning, match="did not converge"):
+        short = SparseEP(n_inducing=10, optimizer=None, max_iter=1).fit(X, Y)
+    assert not short.converged_
+
+
+def test_clone_keeps_an_array_of_inducing_inputs():
+    Z = X[:5].copy()
+    copy_ = clone(SparseEP(inducing=Z))
+    assert copy_.inducing is not Z and np.array_equal(copy_.inducing, Z)
+    fitted = copy_.set_params(optimizer=None).fit(X, Y)
+    np.testing.assert_array_equal(fitted.inducing_, Z)
+
+
+def test_verbose_shows_a_progress_bar_over_the_search(capsys):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        SparseEP(n_inducing=5, verbose=True).fit(X, Y)
+        assert "SparseEP search" in capsys.readouterr().err
+        SparseEP(n_inducing=5).fit(X, Y)
+        assert capsys.readouterr().err == ""
+
+
+def test_memory_is_linear_in_n():
+    """n = 20 000, M = 50: no kernel block larger than n M (or the pivots' subset) is formed,
+    and the traced peak stays far below one n x n matrix (3.2 GB)."""
+    shapes = []
+
+    class RecordingRBF(RBF):
+        def _matrix(self, A, B):
+            K = super()._matrix(A, B)
+            shapes.append(K.shape)
+            return K
+
+    n, M = 20_000, 50
+    Xn, yn = toy_problem(n, d=3, seed=9)
+    tracemalloc.start()
+    model = SparseEP(RecordingRBF(1.5), n_inducing=M, optimizer=None, random_state=0).fit(Xn, yn)
+    model.predict_proba(Xn[:5000])
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    assert model.converged_ and model.n_inducing_ == M
+    assert max(a * b for a, b in shapes) <= max(n * M, PIVOT_SUBSET ** 2)
+    assert (n, n) not in shapes
+    assert peak < 150e6, peak
+
+
+# -- property: random small problems -------------------------------------------------------------
+
+@st.composite
+def problems(draw):
+    n = draw(st.integers(3, 25))
+    d = draw(st.integers(1, 3))
+    Xp = np.array(draw(st.lists(st.lists(st.floats(-3, 3), min_size=d, max_size=d),
+                                min_size=n, max_size=n)))
+    pick = draw(st.lists(st.sampled_from([-1.0, 1.0]), min_size=n, max_size=n))
+    pick[0], pick[1] = -1.0, 1.0
+    kernel = RBF(draw(st.sampled_from([0.3, 1.0, 3.0])),
+                 draw(st.sampled_from([0.1, 1.0, 10.0])))
+    return Xp, np.array(pick), kernel, draw(st.integers(1, n))
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=list(HealthCheck))
+@given(problem=problems())
+def test_sparse_ep_on_random_problems(problem):
+    Xp, yp, kernel, M = problem
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ConvergenceWarning)
+        sparse = SparseEP(kernel, n_inducing=M, inducing="random", optimizer=None,
+                          random_state=0).fit(Xp, yp)
+        proba = sparse.predict_proba(Xp)
+        assert np.all(np.isfinite(proba)) and np.all((proba >= 0) & (proba <= 1))
+        assert np.isfinite(sparse.log_marginal_likelihood_) and sparse.n_inducing_ == M
+        # with every training input an inducing input, sparse EP is full EP
+        at_X = SparseEP(kernel, inducing=Xp, optimizer=None, tol=1e-10).fit(Xp, yp)
+        full = EP(kernel, method="sequential", tol=1e-10, optimizer=None).fit(Xp, yp)
+    scale = 1.0 + abs(full.log_marginal_likelihood_)
+    assert abs(at_X.log_marginal_likelihood_ - full.log_marginal_likelihood_) < 1e-5 * scale
+    np.testing.assert_allclose(at_X.predict_proba(Xp), full.predict_proba(Xp), atol=1e-4)
+    assert JITTER == 1e-8
