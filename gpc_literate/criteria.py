@@ -136,7 +136,7 @@ class BiasedEP(_BiasedFit):
     """
 
     def __init__(self, kernel=None, likelihood=None, gamma=0.0, bias_mode="predictive",
-                 method="sequential", damping=1.0, max_sweeps=100, tol=1e-8,
+                 method="newton", damping=1.0, max_sweeps=100, tol=1e-8,
                  optimizer="fmin_l_bfgs_b", n_restarts_optimizer=0, random_state=None,
                  hyperparameter_bounds=(1e-5, 1e5)):
         super().__init__(kernel=kernel, likelihood=likelihood, method=method, damping=damping,

@@ -278,8 +278,9 @@ class EP(_EPFit, _EPEvidence, _EPPrediction, LearnsHyperparameters, GPClassifier
         sweep), parallel EP (every site from the same posterior, one factorisation per
         iteration; usually with damping < 1), parallel EP with Anderson acceleration, or
         Newton-type EP (exact marginals once per outer iteration, EP on their linear-response
-        model in between, started by EP on a low-rank approximation of K when K is close to
-        low rank; the fastest for large n, see the section on cost, and the default: on small
+        model in between, started by EP on a pivoted-Cholesky approximation of K, from zero
+        sites when n >= 500 or K is close to low rank; the fastest for large n, see the
+        sections on cost, and the default: on small
         problems with flip noise it converged wherever sequential EP did but once in 435, and
         on many where sequential EP oscillated).
     damping : float in (0, 1]

@@ -40,7 +40,8 @@ def rel(a, b):
 def fitted():
     X, y = toy()
     kern = RBF(np.array([1.0, 1.5, 2.0]), 2.0, bias=0.3)
-    model = BiasedEP(kern, Probit(1.0), gamma=0.3, bias_mode="likelihood", tol=1e-12, optimizer=None).fit(X, y)
+    model = BiasedEP(kern, Probit(1.0), gamma=0.3, bias_mode="likelihood", method="sequential",
+                     tol=1e-12, optimizer=None).fit(X, y)
     return X, y, kern, model
 
 
@@ -98,7 +99,8 @@ def test_gaussian_likelihood_cavity_is_exact_regression_loo():
 def test_biased_ep_likelihood_mode_is_ep_with_shifted_likelihood():
     X, y = toy()
     kern = RBF(np.array([1.0, 1.5, 2.0]), 2.0)
-    model = BiasedEP(kern, Probit(1.0), gamma=0.3, bias_mode="likelihood", tol=1e-12, optimizer=None).fit(X, y)
+    model = BiasedEP(kern, Probit(1.0), gamma=0.3, bias_mode="likelihood", method="sequential",
+                     tol=1e-12, optimizer=None).fit(X, y)
     grid = np.random.default_rng(1).normal(size=(300, 3)) * 2
     plain = EP(kern, ShiftedLikelihood(Probit(1.0), 0.3), tol=1e-12, optimizer=None).fit(X, y)
     assert np.allclose(model.site_nu_, plain.site_nu_, atol=1e-12)
@@ -113,7 +115,8 @@ def test_biased_ep_likelihood_mode_is_ep_with_shifted_likelihood():
 def test_biased_ep_predictive_mode_shifts_predictions_only():
     X, y = toy()
     kern = RBF(np.array([1.0, 1.5, 2.0]), 2.0)
-    model = BiasedEP(kern, Probit(1.0), gamma=0.3, tol=1e-12, optimizer=None).fit(X, y)
+    model = BiasedEP(kern, Probit(1.0), gamma=0.3, method="sequential", tol=1e-12,
+                     optimizer=None).fit(X, y)
     plain = EP(kern, Probit(1.0), method="sequential", tol=1e-12, optimizer=None).fit(X, y)
     grid = np.random.default_rng(1).normal(size=(300, 3)) * 2
     assert model.bias_mode_ == "predictive" and model.gamma_ == 0.3
