@@ -48,19 +48,22 @@ GPflow's natural-gradients notebook use 0.01; GPflow's big-data notebook uses Ke
 0.001) and minibatches of 1,000 (GPyTorch's example uses 1,024, GPflow's 100). Expected
 log-likelihoods by Gauss-Hermite quadrature in both libraries (their defaults).
 
-Threads: the machine has 2 cores; each child gets OMP/MKL/OPENBLAS_NUM_THREADS=2,
-TF_NUM_INTRAOP_THREADS=2, TF_NUM_INTEROP_THREADS=2 in its environment, and sets
-``tf.config.threading`` intra/inter-op to 2 and ``torch.set_num_threads(2)``. Other work on the
-machine slows the wall clock: each record stores ``os.getloadavg()`` before and after the run
-and the CPU model and core count.
+Threads: the machine has 2 cores; by default (``--threads 2``) each child gets
+OMP/MKL/OPENBLAS_NUM_THREADS=2, TF_NUM_INTRAOP_THREADS=2, TF_NUM_INTEROP_THREADS=2 in its
+environment, and sets ``tf.config.threading`` intra/inter-op to 2 and ``torch.set_num_threads(2)``.
+Other work on the machine slows the wall clock: each record stores ``os.getloadavg()`` before
+and after the run and the CPU model and core count. When the cores are shared, PyTorch's
+two OpenMP threads can wait for each other for a scheduler time slice in every parallel
+region, and whole stretches of training then run at about one step per second with
+``cpu_seconds`` close to ``seconds``; ``--threads 1`` measures without that effect.
 
-Each (system, data set, n, M, budget, seed) runs in its own subprocess (``sys.executable``), one
-at a time, so that its peak resident memory (``ru_maxrss`` of the child, in MB; it includes the
-library imports and the data) is its own. Records are written to ``--out`` (default
-``results/large_n.json``): ``{"floors": {id: ...}, "runs": {id: record}}``, rewritten atomically
-(temporary file + ``os.replace``) after every run. A configuration already present is skipped
-unless ``--force``: an interrupted sweep resumes where it stopped. A system whose library cannot
-be imported by this Python is skipped with a message.
+Each configuration (system, data set, n, M, budget, seed, threads) runs in its own subprocess
+(``sys.executable``), one at a time, so that its peak resident memory (``ru_maxrss`` of the
+child, in MB; it includes the library imports and the data) is its own. Records are written to
+``--out`` (default ``results/large_n.json``): ``{"floors": {id: ...}, "runs": {id: record}}``,
+rewritten atomically (temporary file + ``os.replace``) after every run. A configuration already
+present is skipped unless ``--force``: an interrupted sweep resumes where it stopped. A system
+whose library cannot be imported by this Python is skipped with a message.
 
 Adding a system (e.g. ``ours-...``): write in this file one function::
 
@@ -92,7 +95,8 @@ had, avoids some gigabytes of CUDA libraries.)
 
 Usage: python benchmarks/bench_large_n.py [--systems gpflow-svgp gpytorch-svgp]
            [--datasets twonorm ringnorm] [--n 100000] [--n-test 10000] [--inducing 200 ...]
-           [--budget 60 ...] [--seed 0] [--out results/large_n.json] [--force] [--quick]
+           [--budget 60 ...] [--seed 0] [--threads 2] [--out results/large_n.json] [--force]
+           [--quick]
        --quick: n = 2,000, n_test = 2,000, budget 5 s, written to a temporary file (a smoke
        test; it is also what ``make benchmark`` runs).
 """
@@ -119,7 +123,7 @@ sys.path.insert(0, str(ROOT))
 
 from gpc_literate.datasets import bayes_proba, make_ringnorm, make_twonorm  # noqa: E402
 
-THREADS = 2
+THREADS = 2                                  # --threads; set in the child
 BATCH_SIZE = 1000
 LEARNING_RATE = 0.01
 LENGTH_SCALE_INIT = float(np.sqrt(20.0))
@@ -135,7 +139,7 @@ P_LOW, P_HIGH = np.finfo(np.float64).tiny, 1.0 - np.finfo(np.float64).epsneg
 
 
 def score_predictions(p, y):
-    """Test error, mean NLP in nats and how many P were clipped, for P(y=+1) ``p`` and labels ±1."""
+    """Test error, mean NLP (nats) and how many P were clipped, for P(y=+1) ``p``, labels ±1."""
     p = np.asarray(p, dtype=np.float64).ravel()
     if p.shape != y.shape or not np.all(np.isfinite(p)):
         return {"error": None, "nlp": None, "n_clipped": None}
@@ -155,7 +159,7 @@ def make_data(dataset, n, n_test):
 
 
 class Checkpoint:
-    """The clock of one run: training time with evaluations paused, and the scores at checkpoints."""
+    """The clock of one run: training time with evaluations paused, and the checkpoint scores."""
 
     def __init__(self, X_test, y_test, budget, label=""):
         self.X_test, self.y_test, self.budget, self.label = X_test, y_test, float(budget), label
@@ -191,7 +195,7 @@ class Checkpoint:
               f"nlp={nlp}", flush=True)
 
     def __call__(self, predict_proba, steps=None):
-        """Score ``predict_proba`` if a checkpoint time has passed; False once the budget is spent."""
+        """Score ``predict_proba`` if a checkpoint time is past; False once the budget is spent."""
         if self.done:
             return False
         t = self.elapsed()
@@ -290,7 +294,7 @@ def train_gpflow_svgp(X, y, X_test, y_test, budget, M, seed, checkpoint):
                     "likelihood": "gpytorch.likelihoods.BernoulliLikelihood() (Phi(f))",
                     "objective": "gpytorch.mlls.VariationalELBO"})
 def train_gpytorch_svgp(X, y, X_test, y_test, budget, M, seed, checkpoint):
-    """GPyTorch's SVGP (ApproximateGP) for classification, minibatch Adam until the budget is spent."""
+    """GPyTorch's SVGP (ApproximateGP) for classification, minibatch Adam until the budget."""
     import gpytorch
     import torch
     from scipy.special import ndtr
@@ -396,7 +400,9 @@ def git_commit():
 
 def child_main(spec_path):
     """Inside the subprocess: import, draw the data, train under the budget, write the record."""
+    global THREADS
     spec = json.loads(Path(spec_path).read_text())
+    THREADS = spec["threads"]
     system = SYSTEMS[spec["system"]]
     t = time.perf_counter()
     try:
@@ -424,12 +430,12 @@ def child_main(spec_path):
     return 0
 
 
-def child_env():
-    """The environment of a child: two threads for every library, the worktree's package first."""
+def child_env(threads):
+    """The environment of a child: ``threads`` for every library, the worktree's package first."""
     env = dict(os.environ)
     for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS",
                 "TF_NUM_INTRAOP_THREADS", "TF_NUM_INTEROP_THREADS"):
-        env[var] = str(THREADS)
+        env[var] = str(threads)
     env["TF_CPP_MIN_LOG_LEVEL"] = "2"
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
     return env
@@ -443,7 +449,7 @@ def run_system(spec):
         spec_path.write_text(json.dumps(spec))
         load_start = os.getloadavg()
         proc = subprocess.run([sys.executable, str(Path(__file__).resolve()), "--child",
-                               str(spec_path)], env=child_env())
+                               str(spec_path)], env=child_env(spec["threads"]))
         load_end = os.getloadavg()
         if proc.returncode == EXIT_IMPORT:
             print(f"skipping {spec['system']}: its library is not importable by "
@@ -455,8 +461,9 @@ def run_system(spec):
             return None
         result = json.loads(Path(spec["result_path"]).read_text())
     commit, dirty = git_commit()
-    return {key: spec[key] for key in ("system", "dataset", "n", "n_test", "M", "budget", "seed")
-            } | {"data_seeds": make_data_seeds(spec["dataset"]), "threads": THREADS, **result,
+    return {key: spec[key] for key in ("system", "dataset", "n", "n_test", "M", "budget", "seed",
+                                       "threads")
+            } | {"data_seeds": make_data_seeds(spec["dataset"]), **result,
                  "loadavg_start": [round(v, 2) for v in load_start],
                  "loadavg_end": [round(v, 2) for v in load_end], "machine": machine(),
                  "date": datetime.datetime.now().astimezone().isoformat(timespec="seconds"),
@@ -495,8 +502,8 @@ def save_results(results, path):
     os.replace(tmp, path)
 
 
-def run_id(system, dataset, n, M, budget, seed):
-    return f"{system}|{dataset}|n={n}|M={M}|budget={budget:g}|seed={seed}"
+def run_id(system, dataset, n, M, budget, seed, threads):
+    return f"{system}|{dataset}|n={n}|M={M}|budget={budget:g}|seed={seed}|threads={threads}"
 
 
 def parse_args(argv):
@@ -509,6 +516,7 @@ def parse_args(argv):
     parser.add_argument("--inducing", nargs="+", type=int, default=[200])
     parser.add_argument("--budget", nargs="+", type=float, default=[60.0])
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--threads", type=int, default=THREADS)
     parser.add_argument("--out", type=Path, default=ROOT / "results" / "large_n.json")
     parser.add_argument("--force", action="store_true", help="rerun configurations present")
     parser.add_argument("--quick", action="store_true",
@@ -527,7 +535,8 @@ def main(argv=None):
         return child_main(args.child)
     info = machine()
     print(f"{info['cpu_model']}, {info['cpu_count']} cores; load average "
-          f"{os.getloadavg()[0]:.2f}; {THREADS} threads per system; out: {args.out}", flush=True)
+          f"{os.getloadavg()[0]:.2f}; {args.threads} threads per system; out: {args.out}",
+          flush=True)
     missing = {s: [m for m in SYSTEMS[s].modules if importlib.util.find_spec(m) is None]
                for s in args.systems}
     for system in [s for s in args.systems if missing[s]]:
@@ -543,14 +552,14 @@ def main(argv=None):
         for M in args.inducing:
             for budget in args.budget:
                 for system in [s for s in args.systems if not missing[s]]:
-                    key = run_id(system, dataset, args.n, M, budget, args.seed)
+                    key = run_id(system, dataset, args.n, M, budget, args.seed, args.threads)
                     if key in results["runs"] and not args.force:
                         print(f"{key}: already in {args.out}; skipped (--force reruns)")
                         continue
                     print(f"{key}: training", flush=True)
                     record = run_system({"system": system, "dataset": dataset, "n": args.n,
                                          "n_test": args.n_test, "M": M, "budget": budget,
-                                         "seed": args.seed})
+                                         "seed": args.seed, "threads": args.threads})
                     if record is None:
                         continue
                     results = load_results(args.out)
