@@ -499,6 +499,7 @@ def save_results(results, path):
     with os.fdopen(fd, "w") as f:
         json.dump(results, f, indent=1, allow_nan=False)
         f.write("\n")
+    os.chmod(tmp, 0o644)                     # mkstemp's 0o600 would hide it from other users
     os.replace(tmp, path)
 
 
