@@ -85,10 +85,10 @@ before the clock starts, and their versions (and those of ``distributions``) are
 
 The peers' virtualenv (never the project's own .venv; not part of ``make test``)::
 
-    python3 -m venv /work/peers-venv
-    /work/peers-venv/bin/pip install gpflow tensorflow-cpu tensorflow-probability tf-keras \\
+    python3 -m venv .venv-peers
+    .venv-peers/bin/pip install gpflow tensorflow-cpu tensorflow-probability tf-keras \\
         torch gpytorch numpy scipy scikit-learn
-    /work/peers-venv/bin/pip install --no-deps -e .
+    .venv-peers/bin/pip install --no-deps -e .
 
 (``pip install -e '.[peers]'`` installs the same set; a CPU-only torch wheel, where one can be
 had, avoids some gigabytes of CUDA libraries.)
