@@ -40,6 +40,7 @@ from common import best_cpu_time, cholesky_time
 from gpc_literate.base import ConvergenceWarning
 from gpc_literate.datasets import make_twonorm
 from gpc_literate.ep_classifier import EP
+from gpc_literate.ep_fast import solve_ep
 from gpc_literate.kernels import RBF
 from gpc_literate.likelihoods import Probit
 
@@ -103,7 +104,6 @@ def main(data_names, sizes, methods=ALL):
                 with warnings.catch_warnings():
                     warnings.simplefilter("error", ConvergenceWarning)
                     if extra:
-                        from gpc_literate.ep_fast import solve_ep
                         runs = []
                         t_fit = best_cpu_time(lambda: runs.append(
                             solve_ep(K, y, likelihood, tol=tol, **extra)), repeat=repeat)

@@ -26,8 +26,8 @@ from scipy.special import expit
 
 from gpc_literate.base import check_array, check_integer
 
-__all__ = ["ALIASES", "BREIMAN_DIM", "Dataset", "available", "bayes_proba", "load",
-           "make_ringnorm", "make_twonorm", "stratified_folds"]
+__all__ = ["ALIASES", "BREIMAN_DIM", "Dataset", "RINGNORM_SHIFT", "TWONORM_SHIFT", "available",
+           "bayes_proba", "load", "make_ringnorm", "make_twonorm", "stratified_folds"]
 
 _DATA_PACKAGE = "gpc_literate.data"
 
@@ -915,6 +915,8 @@ _register_imbalanced(
 
 # %% book/04_data.md, code cell 49
 BREIMAN_DIM = 20
+TWONORM_SHIFT = 2.0 / np.sqrt(BREIMAN_DIM)      # a of twonorm
+RINGNORM_SHIFT = 1.0 / np.sqrt(BREIMAN_DIM)     # a of ringnorm
 
 
 def _breiman_draw(n, random_state):
@@ -930,8 +932,7 @@ def make_twonorm(n, *, random_state=None):
     numpy Generator. Returns (X, y), X of shape (n, 20).
     """
     n, rng, y = _breiman_draw(n, random_state)
-    a = 2.0 / np.sqrt(BREIMAN_DIM)
-    return rng.standard_normal((n, BREIMAN_DIM)) + a * y[:, None], y
+    return rng.standard_normal((n, BREIMAN_DIM)) + TWONORM_SHIFT * y[:, None], y
 
 
 def make_ringnorm(n, *, random_state=None):
@@ -940,9 +941,8 @@ def make_ringnorm(n, *, random_state=None):
     As ``make_twonorm``: labels +1 or -1 with probability 1/2; returns (X, y).
     """
     n, rng, y = _breiman_draw(n, random_state)
-    a = 1.0 / np.sqrt(BREIMAN_DIM)
     Z = rng.standard_normal((n, BREIMAN_DIM))
-    return np.where(y[:, None] > 0, 2.0 * Z, Z + a), y
+    return np.where(y[:, None] > 0, 2.0 * Z, Z + RINGNORM_SHIFT), y
 
 
 def bayes_proba(name, X):
@@ -951,11 +951,10 @@ def bayes_proba(name, X):
     if X.shape[1] != BREIMAN_DIM:
         raise ValueError(f"X must have {BREIMAN_DIM} columns; got {X.shape[1]}")
     if name == "twonorm":
-        log_odds = 2.0 * (2.0 / np.sqrt(BREIMAN_DIM)) * X.sum(axis=1)
+        log_odds = 2.0 * TWONORM_SHIFT * X.sum(axis=1)
     elif name == "ringnorm":
-        a = 1.0 / np.sqrt(BREIMAN_DIM)
         log_odds = (-0.5 * BREIMAN_DIM * np.log(4.0) - 0.125 * np.sum(X * X, axis=1)
-                    + 0.5 * np.sum((X - a) ** 2, axis=1))
+                    + 0.5 * np.sum((X - RINGNORM_SHIFT) ** 2, axis=1))
     else:
         raise ValueError(f"name must be 'twonorm' or 'ringnorm'; got {name!r}")
     return expit(log_odds)

@@ -219,12 +219,12 @@ def pivoted_cholesky(K, rel_tol=LOWRANK_TOL, max_rank=None):
     return Qt, d
 
 
-def lowrank_diag_marginals(Qt, d, nu, tau):
+def lowrank_diag_marginals(Qt, d, nu, tau, with_factor=False):
     """Eqs (eq-ep-lowrank), (eq-ep-lowrank-diag): mean and diag Sigma for N(0, diag(d) + Q Q^T) and sites.
 
     ``Qt`` is Q^T (r, n), ``d`` the n diagonal entries (zero: eq-ep-lowrank), ``nu``, ``tau``
-    the sites; needs 1 + d_i tau_i > 0. O(n r^2). Raises LinAlgError when I + Q^T T G Q is not
-    positive definite.
+    the sites; needs 1 + d_i tau_i > 0. O(n r^2). Raises LinAlgError when A = I + Q^T T G Q
+    is not positive definite. With ``with_factor``, also returns A's Cholesky factor C.
     """
     g = 1.0 / (1.0 + d * tau)
     A = (Qt * (tau * g)) @ Qt.T
@@ -232,7 +232,8 @@ def lowrank_diag_marginals(Qt, d, nu, tau):
     C = cholesky(A, lower=True, check_finite=False)
     W = solve_triangular(C, Qt * g, lower=True, check_finite=False)
     dg = d * g
-    return dg * nu + (W @ nu) @ W, dg + np.einsum("ij,ij->j", W, W)
+    mean, var = dg * nu + (W @ nu) @ W, dg + np.einsum("ij,ij->j", W, W)
+    return (mean, var, C) if with_factor else (mean, var)
 
 
 # %% book/14_ep_fast.md, code cell 9

@@ -70,16 +70,17 @@ def fitc_prior(kernel, X, Z):
 
 
 # %% book/25_sparse_ep.md, code cell 5
-def fitc_marginals(prior, nu, tau):
+def fitc_marginals(prior, nu, tau, with_factor=False):
     """Eq. (eq-ep-lowrank-diag) for the FITC prior: (mean, var) of a proper q (eq-sparse-proper).
 
     Raises ImproperPosteriorError (a LinAlgError) where 1 + d_i tau_i <= 0, LinAlgError when
-    A = I + Qt diag(lam) Qt^T is not positive definite. O(n M^2).
+    A = I + Qt diag(lam) Qt^T is not positive definite. O(n M^2). With ``with_factor``, also
+    returns the Cholesky factor C of A.
     """
     if np.any(1.0 + prior.d * tau <= 0.0):
         raise ImproperPosteriorError("1 + d_i tau_i <= 0 for some i: the FITC posterior "
                                      "is improper (eq-sparse-proper)")
-    return lowrank_diag_marginals(prior.Qt, prior.d, nu, tau)
+    return lowrank_diag_marginals(prior.Qt, prior.d, nu, tau, with_factor)
 
 
 # %% book/25_sparse_ep.md, code cell 6
@@ -119,11 +120,8 @@ def fitc_posterior(prior, nu, tau):
 
     O(n M^2); raises as fitc_marginals does when q is improper.
     """
-    mean, var = fitc_marginals(prior, nu, tau)
+    mean, var, C = fitc_marginals(prior, nu, tau, with_factor=True)
     lam = tau / (1.0 + prior.d * tau)
-    A = (prior.Qt * lam) @ prior.Qt.T
-    A[np.diag_indices(len(A))] += 1.0
-    C = cholesky(A, lower=True, check_finite=False)
     logdet = float(np.sum(np.log1p(prior.d * tau)) + 2.0 * np.sum(np.log(np.diag(C))))
     return FITCPosterior(nu, tau, mean, var, nu - tau * mean, lam, C, logdet)
 
