@@ -1,4 +1,4 @@
-"""Large-n classification against the clock: SVGP peers on Breiman's twonorm and ringnorm.
+"""Large-n classification against the clock: stochastic EP and SVGP on twonorm and ringnorm.
 
 Each *system* trains a GP classifier on n = 100,000 points of twonorm or ringnorm
 (``gpc_literate.datasets.make_twonorm`` / ``make_ringnorm``, 20 inputs) under a budget of
@@ -22,7 +22,7 @@ Data: the training set is drawn with a fixed seed per data set (twonorm 101, rin
 the test set with another (102, 202); ``--seed`` (default 0) seeds only the systems (inducing
 inputs, minibatch order).
 
-Systems (the peers; every setting is stored in each record under ``settings``):
+Systems (every setting is stored in each record under ``settings``):
 
 * ``gpflow-svgp``: ``gpflow.models.SVGP`` (Hensman, Matthews & Ghahramani 2015) as in GPflow's
   "Stochastic Variational Inference for scalability with SVGP" notebook: whitened q(u)
@@ -40,6 +40,15 @@ Systems (the peers; every setting is stored in each record under ``settings``):
   probability is GPyTorch's ``BernoulliLikelihood.marginal`` formula Phi(mu / sqrt(1 + var)),
   evaluated in float64 from the float32 latent mean and variance, so that float32 rounding of
   P to exactly 0 or 1 does not decide the NLP.
+
+* ``ours-sep``: ``gpc_literate.stochastic_ep.StochasticEP`` (book chapter 26): stochastic EP
+  with one tied site on the FITC prior in whitened coordinates, M inducing inputs started at
+  k-means++ centres of 5,000 random training inputs, minibatches of 1,000, Adam on the kernel
+  hyperparameters (rate 0.05) and the inducing inputs (0.01), both decaying to 10 % over the
+  budget, one BLAS thread (its default), float64, probit likelihood; the same kernel and start
+  as the peers. ``ours-sep-iso``: the same with one length scale for all inputs. They run in
+  the project's own environment (``--ours-python``, default ``.venv/bin/python`` when it
+  exists), the peers in theirs: each system with the numpy and BLAS it is installed with.
 
 Both: zero prior mean; squared-exponential ARD kernel initialised at length scale sqrt(20) in
 every input and variance 1; the same M inducing inputs initialised at a random subset of the
@@ -93,10 +102,10 @@ The peers' virtualenv (never the project's own .venv; not part of ``make test``)
 (``pip install -e '.[peers]'`` installs the same set; a CPU-only torch wheel, where one can be
 had, avoids some gigabytes of CUDA libraries.)
 
-Usage: python benchmarks/bench_large_n.py [--systems gpflow-svgp gpytorch-svgp]
+Usage: python benchmarks/bench_large_n.py [--systems ours-sep ours-sep-iso gpflow-svgp ...]
            [--datasets twonorm ringnorm] [--n 100000] [--n-test 10000] [--inducing 200 ...]
            [--budget 60 ...] [--seed 0] [--threads 2] [--out results/large_n.json] [--force]
-           [--quick]
+           [--ours-python PATH] [--quick]
        --quick: n = 2,000, n_test = 2,000, budget 5 s, written to a temporary file (a smoke
        test; it is also what ``make benchmark`` runs).
 """
@@ -496,12 +505,12 @@ def run_system(spec):
         spec_path = Path(tmp) / "spec.json"
         spec_path.write_text(json.dumps(spec))
         load_start = os.getloadavg()
-        proc = subprocess.run([sys.executable, str(Path(__file__).resolve()), "--child",
+        proc = subprocess.run([spec["python"], str(Path(__file__).resolve()), "--child",
                                str(spec_path)], env=child_env(spec["threads"]))
         load_end = os.getloadavg()
         if proc.returncode == EXIT_IMPORT:
             print(f"skipping {spec['system']}: its library is not importable by "
-                  f"{sys.executable} (see the docstring for the peers' virtualenv)", flush=True)
+                  f"{spec['python']} (see the docstring for the peers' virtualenv)", flush=True)
             return None
         if proc.returncode != 0:
             print(f"{spec['system']} on {spec['dataset']} failed (exit {proc.returncode}); "
@@ -510,7 +519,7 @@ def run_system(spec):
         result = json.loads(Path(spec["result_path"]).read_text())
     commit, dirty = git_commit()
     return {key: spec[key] for key in ("system", "dataset", "n", "n_test", "M", "budget", "seed",
-                                       "threads")
+                                       "threads", "python")
             } | {"data_seeds": make_data_seeds(spec["dataset"]), **result,
                  "loadavg_start": [round(v, 2) for v in load_start],
                  "loadavg_end": [round(v, 2) for v in load_end], "machine": machine(),
@@ -569,6 +578,10 @@ def parse_args(argv):
     parser.add_argument("--threads", type=int, default=THREADS)
     parser.add_argument("--out", type=Path, default=ROOT / "results" / "large_n.json")
     parser.add_argument("--force", action="store_true", help="rerun configurations present")
+    own = ROOT / ".venv" / "bin" / "python"
+    parser.add_argument("--ours-python", default=str(own) if own.exists() else sys.executable,
+                        help="the interpreter of the ours-* systems (default: the project's "
+                             ".venv when it exists)")
     parser.add_argument("--quick", action="store_true",
                         help="smoke test: n = n_test = 2000, budget 5 s, a temporary file")
     parser.add_argument("--child", help=argparse.SUPPRESS)
@@ -607,9 +620,12 @@ def main(argv=None):
                         print(f"{key}: already in {args.out}; skipped (--force reruns)")
                         continue
                     print(f"{key}: training", flush=True)
+                    python = (args.ours_python if system.startswith("ours")
+                              else sys.executable)
                     record = run_system({"system": system, "dataset": dataset, "n": args.n,
                                          "n_test": args.n_test, "M": M, "budget": budget,
-                                         "seed": args.seed, "threads": args.threads})
+                                         "seed": args.seed, "threads": args.threads,
+                                         "python": python})
                     if record is None:
                         continue
                     results = load_results(args.out)
