@@ -44,11 +44,12 @@ _PUBLIC = {
     "elliptical_slice_sampling": "mcmc",
     "ais_log_evidence": "mcmc",
     "SparseEP": "sparse_ep",
+    "StochasticEP": "stochastic_ep",
 }
 _SUBMODULES = {"base", "likelihoods", "kernels", "datasets", "svm", "loo", "reference", "sites",
                "meanfield", "tap", "laplace", "ep", "ep_fast", "ep_classifier", "criteria",
                "selection", "experiments", "free_energy", "variational", "comparison", "mcmc",
-               "gold", "gold_grid", "sparse_ep"}
+               "gold", "gold_grid", "sparse_ep", "stochastic_ep"}
 
 __all__ = sorted(_PUBLIC) + sorted(_SUBMODULES)
 

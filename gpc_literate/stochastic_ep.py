@@ -5,12 +5,13 @@
 """Stochastic EP: minibatch and stochastic EP on the FITC prior (chapter 26 of the book).
 
 Built from book/26_stochastic_ep.md, which derives every formula: the FITC prior in whitened
-coordinates v = L^-1 u (eq-sep-whitened), with each site a Gaussian in g_i = b_i^T v and the
-likelihood convolved with the FITC noise d_i (eq-sep-tilted); the per-point sites of minibatch
-EP (eq-sep-perpoint) and the one tied site of stochastic EP (eq-sep-tied, eq-sep-average); the
-gradient of EP's energy in the kernel hyperparameters and the inducing inputs with the sites
-held fixed in v (eq-sep-gradient, eq-sep-chol) and its unbiased minibatch estimate; the energy
-itself (eq-sep-energy); Adam with a decaying rate (eq-sep-adam); and the estimator
+coordinates v = L^-1 u (eq-sep-whitened, eq-sep-marginals), with each site a Gaussian in
+g_i = b_i^T v and the likelihood convolved with the FITC noise d_i (eq-sep-tilted); the
+per-point sites of minibatch EP (eq-sep-perpoint), whose fixed point is chapter 25's
+(eq-sep-site-map), and the one tied site of stochastic EP (eq-sep-tied, eq-sep-average); the
+gradient of EP's log marginal likelihood in the kernel hyperparameters and the inducing inputs
+with the sites held fixed in v (eq-sep-gradient, eq-sep-dvar, eq-sep-chol) and its unbiased
+minibatch estimate; Adam with a decaying rate (eq-sep-adam); and the estimator
 ``StochasticEP``. Memory O(M^2 + B M) besides the data (tied site) or O(n) more (per-point).
 
 Names as in gpc_literate.sparse_ep: ``Z`` the M inducing inputs, ``L`` the Cholesky factor of
@@ -30,7 +31,8 @@ from threadpoolctl import threadpool_limits
 from tqdm import tqdm
 
 from gpc_literate.base import (ConvergenceWarning, GPClassifierBase, NotFittedError,
-                               check_array, check_bool, check_integer, check_scalar)
+                               check_array, check_bool, check_bounds, check_integer,
+                               check_scalar)
 from gpc_literate.kernels import RBF, check_kernel, default_kernel
 from gpc_literate.likelihoods import Likelihood, Probit
 from gpc_literate.sites import cavities, site_from_derivatives
@@ -41,7 +43,7 @@ __all__ = ["WhitenedGaussian", "whitened_gaussian", "g_marginals", "convolved_si
            "BatchSites", "batch_sites", "update_sites", "SITE_BLOCK", "rebuild_site_sums",
            "chol_adjoint", "frozen_site_gradient", "Adam", "WARMUP", "FINAL_RATE",
            "hyperparameter_step", "SEPRun", "run_stochastic_ep", "KMEANS_SUBSET",
-           "kmeans_inducing", "StochasticEP"]
+           "kmeans_inducing", "SEPBreakdownError", "StochasticEP"]
 
 
 # %% book/26_stochastic_ep.md, code cell 3
@@ -199,7 +201,7 @@ def rebuild_site_sums(state, X):
     state.lam, state.h = 0.5 * (lam + lam.T), h
 
 
-# %% book/26_stochastic_ep.md, code cell 10
+# %% book/26_stochastic_ep.md, code cell 11
 def chol_adjoint(L, L_bar):
     """Eq. (eq-sep-chol): the symmetric adjoint of A = L L^T from the adjoint L_bar of its
     lower Cholesky factor L."""
@@ -229,7 +231,7 @@ def frozen_site_gradient(kernel, X, Z, L, Bt, m_cav, Sb_cav, d1, d2):
     return theta_ub + theta_uu + theta_diag, z_ub + z_left + z_right
 
 
-# %% book/26_stochastic_ep.md, code cell 12
+# %% book/26_stochastic_ep.md, code cell 14
 class Adam:
     """Adam (Kingma & Ba 2015) for ascent, eq. (eq-sep-adam): per-coordinate rates ``rates``."""
 
@@ -249,22 +251,25 @@ class Adam:
         return x + scale * self.rates * m_hat / (np.sqrt(v_hat) + self.eps)
 
 
-# %% book/26_stochastic_ep.md, code cell 13
+# %% book/26_stochastic_ep.md, code cell 15
 WARMUP = 20                        # minibatches of site updates before the first Adam step
 FINAL_RATE = 0.1                   # the rates decay geometrically to this fraction, eq-sep-adam
 
 
-def hyperparameter_step(state, adam, batch, scale, progress, learn_theta, learn_Z):
+def hyperparameter_step(state, adam, batch, scale, progress, learn_theta, learn_Z,
+                        log_bounds):
     """One Adam step on (theta, Z) along scale * the batch's gradient (eq-sep-gradient).
 
-    The rate is decayed by FINAL_RATE ** progress. A step after which the jittered K_uu
-    cannot be factorised is taken back and the rates halved; returns False then.
+    The rate is decayed by FINAL_RATE ** progress, and theta is projected into the box
+    ``log_bounds`` = (low, high). A step after which the jittered K_uu cannot be factorised
+    is taken back and the rates halved; returns False then.
     """
     p = state.kernel.theta.size
     grad = np.concatenate([batch.grad_theta if learn_theta else np.zeros(p),
                            batch.grad_Z.ravel() if learn_Z else np.zeros(state.Z.size)])
     x = np.concatenate([state.kernel.theta, state.Z.ravel()])
     x = adam.step(x, scale * grad, FINAL_RATE ** progress)
+    x[:p] = np.clip(x[:p], *log_bounds)
     kernel, Z = state.kernel.with_theta(x[:p]), x[p:].reshape(state.Z.shape)
     try:
         fitc_prior(kernel, Z[:1], Z)
@@ -275,7 +280,7 @@ def hyperparameter_step(state, adam, batch, scale, progress, learn_theta, learn_
     return True
 
 
-# %% book/26_stochastic_ep.md, code cell 14
+# %% book/26_stochastic_ep.md, code cell 16
 class SEPRun(NamedTuple):
     """How a run of stochastic EP went."""
 
@@ -288,7 +293,8 @@ class SEPRun(NamedTuple):
 
 
 def run_stochastic_ep(state, X, y, *, batch_size, max_time, max_epochs, adam, learn_theta,
-                      learn_Z, window, damping, rng, callback=None, verbose=False):
+                      learn_Z, window, damping, rng, log_bounds=(-np.inf, np.inf),
+                      callback=None, verbose=False):
     """Stochastic EP (eqs eq-sep-tied to eq-sep-adam) until max_time seconds or max_epochs.
 
     ``callback(state, seconds)`` after every minibatch, its time not counted; it stops the
@@ -319,7 +325,7 @@ def run_stochastic_ep(state, X, y, *, batch_size, max_time, max_epochs, adam, le
                 update_sites(state, batch, idx, window, damping)
                 if with_gradient:
                     rejected += not hyperparameter_step(state, adam, batch, n / B, progress,
-                                                        learn_theta, learn_Z)
+                                                        learn_theta, learn_Z, log_bounds)
                 if state.t % snap_every == 0:
                     change = (np.linalg.norm(state.lam - snapshot)
                               / max(np.linalg.norm(state.lam), np.finfo(float).tiny))
@@ -341,20 +347,24 @@ def run_stochastic_ep(state, X, y, *, batch_size, max_time, max_epochs, adam, le
     return SEPRun(state.t, state.t / per_epoch, seconds, float(change), rejected, stopped)
 
 
-# %% book/26_stochastic_ep.md, code cell 15
+# %% book/26_stochastic_ep.md, code cell 17
 KMEANS_SUBSET = 5000               # "kmeans" clusters max(KMEANS_SUBSET, 20 M) random inputs
 
 
 def kmeans_inducing(X, n_inducing, rng):
     """M inducing inputs: k-means++ centres (20 Lloyd iterations) of a random subset of X.
 
-    ``rng`` a numpy RandomState. With fewer than 2 M candidates, a random subset of X instead.
+    ``rng`` a numpy RandomState. With fewer than 2 M candidates, a random subset of X instead;
+    with at most M distinct candidates, those (fewer than M inducing inputs then).
     """
     from sklearn.cluster import KMeans
 
     n = len(X)
     M = min(n_inducing, n)
     subset = X[rng.choice(n, min(n, max(KMEANS_SUBSET, 20 * M)), replace=False)]
+    distinct = np.unique(subset, axis=0)
+    if len(distinct) <= M:
+        return distinct
     if len(subset) < 2 * M:
         return choose_inducing(None, X, M, "random", rng)
     seed = int(rng.randint(np.iinfo(np.int32).max))
@@ -362,7 +372,7 @@ def kmeans_inducing(X, n_inducing, rng):
         subset).cluster_centers_
 
 
-# %% book/26_stochastic_ep.md, code cell 16
+# %% book/26_stochastic_ep.md, code cell 18
 _SITES = ("tied", "per-point")
 _INDUCING = ("kmeans", "pivots", "random")
 
@@ -398,6 +408,7 @@ def _check_options(est):
     check_integer(est.window, "window", low=1)
     check_scalar(est.damping, "damping", low=0.0, high=1.0, low_inclusive=False)
     check_scalar(est.tol, "tol", low=0.0, low_inclusive=False)
+    check_bounds(est.hyperparameter_bounds)
     if est.blas_threads is not None:
         check_integer(est.blas_threads, "blas_threads", low=1)
     check_bool(est.verbose, "verbose")
@@ -408,7 +419,11 @@ def _check_options(est):
                          f"got {est.random_state!r}") from None
 
 
-# %% book/26_stochastic_ep.md, code cell 17
+# %% book/26_stochastic_ep.md, code cell 19
+class SEPBreakdownError(LinAlgError):
+    """Stochastic EP could not factorise K_uu or the precision of q (a ValueError)."""
+
+
 class _StochasticFit:
     """StochasticEP's fit: options checked, inducing inputs chosen, the run, its report."""
 
@@ -445,12 +460,13 @@ class _StochasticFit:
                     state, X, y_pm, batch_size=int(self.batch_size), max_time=self.max_time,
                     max_epochs=self.max_epochs, adam=Adam(rates), learn_theta=learn,
                     learn_Z=learn and self.learn_inducing, window=int(self.window),
-                    damping=float(self.damping), rng=rng, callback=callback,
+                    damping=float(self.damping), rng=rng,
+                    log_bounds=check_bounds(self.hyperparameter_bounds), callback=callback,
                     verbose=self.verbose)
         except LinAlgError as err:
-            raise LinAlgError(f"stochastic EP broke down ({err}): K_uu or the precision of q "
-                              "could not be factorised; try fewer inducing inputs or "
-                              "learn_inducing=False") from None
+            raise SEPBreakdownError(f"stochastic EP broke down ({err}): K_uu or the precision "
+                                    "of q could not be factorised; try fewer inducing inputs "
+                                    "or learn_inducing=False") from None
         self.converged_ = bool(run.n_epochs >= 1.0 and run.site_change < self.tol)
         if not self.converged_ and run.stopped_by != "callback":
             warnings.warn(f"stochastic EP stopped ({run.stopped_by}) after {run.n_epochs:.2f} "
@@ -479,7 +495,7 @@ class _StochasticPrediction:
         return self._state.predict_proba(X)
 
 
-# %% book/26_stochastic_ep.md, code cell 18
+# %% book/26_stochastic_ep.md, code cell 20
 class StochasticEP(_StochasticFit, _StochasticPrediction, GPClassifierBase):
     """Gaussian-process classifier by stochastic EP on the FITC prior (chapter 26).
 
@@ -502,8 +518,9 @@ class StochasticEP(_StochasticFit, _StochasticPrediction, GPClassifierBase):
     batch_size : int >= 1, default 1000
     max_time : float > 0 or None, default 60.0
         Training seconds (callbacks excluded); the rates decay over this budget.
-    max_epochs : float > 0 or None, default None
-        Passes over the training set; the first of max_time and max_epochs stops the fit.
+    max_epochs : float > 0 or None, default 100
+        Passes over the training set; the first of max_time and max_epochs stops the fit
+        (on small data sets, the epochs).
     optimizer : "adam" or None, default "adam"
         Learn the kernel (and inducing inputs) by Adam on eq-sep-gradient; None keeps them.
     learning_rate, inducing_learning_rate : float >= 0, default 0.05 and 0.01
@@ -513,6 +530,8 @@ class StochasticEP(_StochasticFit, _StochasticPrediction, GPClassifierBase):
         The tied site averages over about the last min(window, n) points (eq-sep-average).
     damping : float in (0, 1], default 1.0
         Damping of the per-point site updates.
+    hyperparameter_bounds : (low, high), default (1e-5, 1e5)
+        The box of every kernel hyperparameter; Adam's steps are projected into it.
     tol : float > 0, default 0.05
         Converged when at least one epoch ran and the site precision changed by less than
         tol (relative, Frobenius) over its last window (an epoch for per-point sites).
@@ -533,10 +552,11 @@ class StochasticEP(_StochasticFit, _StochasticPrediction, GPClassifierBase):
     """
 
     def __init__(self, kernel=None, likelihood=None, n_inducing=200, inducing="kmeans",
-                 sites="tied", batch_size=1000, max_time=60.0, max_epochs=None,
+                 sites="tied", batch_size=1000, max_time=60.0, max_epochs=100,
                  optimizer="adam", learning_rate=0.05, inducing_learning_rate=0.01,
-                 learn_inducing=True, window=100_000, damping=1.0, tol=0.05,
-                 random_state=None, blas_threads=1, verbose=False):
+                 learn_inducing=True, window=100_000, damping=1.0,
+                 hyperparameter_bounds=(1e-5, 1e5), tol=0.05, random_state=None,
+                 blas_threads=1, verbose=False):
         self.kernel = kernel
         self.likelihood = likelihood
         self.n_inducing = n_inducing
@@ -551,6 +571,7 @@ class StochasticEP(_StochasticFit, _StochasticPrediction, GPClassifierBase):
         self.learn_inducing = learn_inducing
         self.window = window
         self.damping = damping
+        self.hyperparameter_bounds = hyperparameter_bounds
         self.tol = tol
         self.random_state = random_state
         self.blas_threads = blas_threads
