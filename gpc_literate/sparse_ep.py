@@ -40,7 +40,7 @@ __all__ = ["JITTER", "FITCPrior", "fitc_prior", "fitc_marginals", "run_fitc_ep",
            "FITCPosterior", "fitc_posterior", "fitc_log_marginal", "fitc_adjoints",
            "rbf_cross_vjp", "rbf_diag_vjp", "fitc_evidence_gradient", "PREDICT_BLOCK",
            "fitc_predict", "PIVOT_SUBSET", "choose_inducing", "FITCFit", "fit_fitc_ep",
-           "SEARCH_MAX_ITER", "learn_fitc", "SparseEP"]
+           "SEARCH_MAX_ITER", "learn_fitc", "check_inducing_options", "SparseEP"]
 
 
 # %% book/25_sparse_ep.md, code cell 3
@@ -368,8 +368,10 @@ def learn_fitc(kernel, X, y, likelihood, Z, fit, *, learn_inducing, bounds, tol,
 _INDUCING = ("pivots", "random")
 
 
-def _check_sparse_options(est):
-    """ValueError/TypeError naming the first invalid parameter of a SparseEP."""
+def check_inducing_options(est, choices):
+    """ValueError/TypeError for the options of an estimator with inducing inputs: an RBF
+    ``kernel`` (or None), a Likelihood, ``n_inducing`` >= 1, ``inducing`` among ``choices``
+    or an array, and ``random_state``."""
     check_kernel(est.kernel)
     if est.kernel is not None:
         _require_rbf(est.kernel)
@@ -377,9 +379,19 @@ def _check_sparse_options(est):
         raise TypeError("likelihood must be a gpc_literate.likelihoods.Likelihood such as "
                         f"Probit(); got {est.likelihood!r}")
     check_integer(est.n_inducing, "n_inducing", low=1)
-    if isinstance(est.inducing, str) and est.inducing not in _INDUCING:
-        raise ValueError(f"inducing must be one of {_INDUCING} or an array of shape "
+    if isinstance(est.inducing, str) and est.inducing not in choices:
+        raise ValueError(f"inducing must be one of {choices} or an array of shape "
                          f"(M, n_features); got {est.inducing!r}")
+    try:
+        check_random_state(est.random_state)
+    except ValueError:
+        raise ValueError("random_state must be None, an integer or a numpy RandomState; "
+                         f"got {est.random_state!r}") from None
+
+
+def _check_sparse_options(est):
+    """ValueError/TypeError naming the first invalid parameter of a SparseEP."""
+    check_inducing_options(est, _INDUCING)
     check_bool(est.learn_inducing, "learn_inducing")
     if est.optimizer not in (None, "fmin_l_bfgs_b"):
         raise ValueError("optimizer must be 'fmin_l_bfgs_b' or None (keep the kernel "
@@ -390,11 +402,6 @@ def _check_sparse_options(est):
     check_scalar(est.tol, "tol", low=0.0, low_inclusive=False)
     check_bounds(est.hyperparameter_bounds)
     check_bool(est.verbose, "verbose")
-    try:
-        check_random_state(est.random_state)
-    except ValueError:
-        raise ValueError("random_state must be None, an integer or a numpy RandomState; "
-                         f"got {est.random_state!r}") from None
 
 
 # %% book/25_sparse_ep.md, code cell 23

@@ -30,14 +30,13 @@ from sklearn.utils import check_random_state
 from threadpoolctl import threadpool_limits
 from tqdm import tqdm
 
-from gpc_literate.base import (ConvergenceWarning, GPClassifierBase, NotFittedError,
-                               check_array, check_bool, check_bounds, check_integer,
-                               check_scalar)
-from gpc_literate.kernels import RBF, check_kernel, default_kernel
-from gpc_literate.likelihoods import Likelihood, Probit
+from gpc_literate.base import (ConvergenceWarning, GPClassifierBase, check_array, check_bool,
+                               check_bounds, check_integer, check_scalar)
+from gpc_literate.kernels import default_kernel
+from gpc_literate.likelihoods import Probit
 from gpc_literate.sites import cavities, site_from_derivatives
-from gpc_literate.sparse_ep import (JITTER, choose_inducing, fitc_predict, fitc_prior,
-                                    rbf_cross_vjp, rbf_diag_vjp)
+from gpc_literate.sparse_ep import (JITTER, check_inducing_options, choose_inducing,
+                                    fitc_predict, fitc_prior, rbf_cross_vjp, rbf_diag_vjp)
 
 __all__ = ["WhitenedGaussian", "whitened_gaussian", "g_marginals", "convolved_sites", "SEPState",
            "BatchSites", "batch_sites", "update_sites", "SITE_BLOCK", "rebuild_site_sums",
@@ -379,17 +378,7 @@ _INDUCING = ("kmeans", "pivots", "random")
 
 def _check_options(est):
     """ValueError/TypeError naming the first invalid parameter of a StochasticEP."""
-    check_kernel(est.kernel)
-    if est.kernel is not None and not isinstance(est.kernel, RBF):
-        raise TypeError("StochasticEP's gradient (eq-sep-gradient) is derived for the RBF "
-                        f"kernel (isotropic or ARD) only; got {est.kernel!r}")
-    if est.likelihood is not None and not isinstance(est.likelihood, Likelihood):
-        raise TypeError("likelihood must be a gpc_literate.likelihoods.Likelihood such as "
-                        f"Probit(); got {est.likelihood!r}")
-    check_integer(est.n_inducing, "n_inducing", low=1)
-    if isinstance(est.inducing, str) and est.inducing not in _INDUCING:
-        raise ValueError(f"inducing must be one of {_INDUCING} or an array of shape "
-                         f"(M, n_features); got {est.inducing!r}")
+    check_inducing_options(est, _INDUCING)        # chapter 25: kernel, likelihood, M, ...
     if est.sites not in _SITES:
         raise ValueError(f"sites must be one of {_SITES}; got {est.sites!r}")
     check_integer(est.batch_size, "batch_size", low=1)
@@ -412,11 +401,6 @@ def _check_options(est):
     if est.blas_threads is not None:
         check_integer(est.blas_threads, "blas_threads", low=1)
     check_bool(est.verbose, "verbose")
-    try:
-        check_random_state(est.random_state)
-    except ValueError:
-        raise ValueError("random_state must be None, an integer or a numpy RandomState; "
-                         f"got {est.random_state!r}") from None
 
 
 # %% book/26_stochastic_ep.md, code cell 19
