@@ -107,12 +107,19 @@ class SEPState:
         """q(v) as a WhitenedGaussian."""
         return whitened_gaussian(*self.natural(cavity=False))
 
-    def predict_latent(self, X):
-        """Eq. (eq-sparse-predict) with q(v): latent mean and variance at the rows of X."""
+    def predictor(self):
+        """(L, C, beta) of eq-sparse-predict for q(v): beta = L^-T m, C C^T = P."""
         q = self.posterior()
         L = fitc_prior(self.kernel, self.Z[:1], self.Z).L
-        beta = solve_triangular(L, q.mean, lower=True, trans="T", check_finite=False)
-        return fitc_predict(self.kernel, self.Z, L, q.C, beta, X)
+        return L, q.C, solve_triangular(L, q.mean, lower=True, trans="T", check_finite=False)
+
+    def predict_latent(self, X):
+        """Eq. (eq-sparse-predict) with q(v): latent mean and variance at the rows of X."""
+        return fitc_predict(self.kernel, self.Z, *self.predictor(), X)
+
+    def predict_mean(self, X):
+        """The latent mean alone at the rows of X, k_u(x)^T beta: no variances computed."""
+        return self.kernel(X, self.Z) @ self.predictor()[2]
 
     def predict_proba(self, X):
         """P(y = +1 | x) at the rows of X."""
@@ -473,7 +480,7 @@ class _StochasticPrediction:
         return self._state.predict_latent(self._check_predict_input(X))
 
     def _decision_function(self, X):
-        return self._state.predict_latent(X)[0]
+        return self._state.predict_mean(X)
 
     def _predict_proba_positive(self, X):
         return self._state.predict_proba(X)
