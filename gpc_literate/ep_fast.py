@@ -18,8 +18,8 @@ from functools import partial
 
 import numpy as np
 from scipy.linalg import LinAlgError, cholesky, solve_triangular
-from scipy.linalg.blas import dsymm, dsymv
-from scipy.linalg.lapack import dlauum
+from scipy.linalg.blas import get_blas_funcs
+from scipy.linalg.lapack import get_lapack_funcs
 
 from gpc_literate.ep import check_sites, run_ep
 from gpc_literate.sites import (SELECTED_INVERSE_MIN, SitePosterior, cavities, site_change,
@@ -52,6 +52,9 @@ class AndersonStep:
     def reset(self):
         self.past_x, self.past_r = [], []
 
+    def single_precision(self, history):
+        return False
+
     def __call__(self, posterior, proposal, eta):
         nu, tau, d_nu, d_tau, v, refused = proposal
         plain = (eta * d_nu, eta * d_tau)
@@ -77,6 +80,7 @@ class AndersonStep:
 # %% book/14_ep_fast.md, code cell 6
 NEWTON_INNER = 100                 # inner (model) iterations per outer iteration, at most
 NEWTON_SIGMA_MIN = 1e-10           # the model's Sigma by eq-ep-sigma-inverse where tau Sigma >= this
+SINGLE_ABOVE = 0.1                 # the marginals in single precision while the change exceeds this
 
 
 def _sigma_lower(K, post, rel=SELECTED_INVERSE_MIN, overwrite=False):
@@ -90,15 +94,15 @@ def _sigma_lower(K, post, rel=SELECTED_INVERSE_MIN, overwrite=False):
     n = len(post.tau)
     if post.Linv is None or post.pos.size != n:
         return SitePosterior(K, post.nu, post.tau, full=True).Sigma
-    s = post.s
-    Binv, info = dlauum(post.Linv, lower=1, overwrite_c=int(overwrite))  # lower of L^-T L^-1
+    s, lauum = post.s, get_lapack_funcs("lauum", (post.Linv,))   # in the precision of L^-1
+    Binv, info = lauum(post.Linv, lower=1, overwrite_c=int(overwrite))   # lower of L^-T L^-1
     if overwrite:
         post.Linv = None
     if info != 0:
-        raise LinAlgError(f"dlauum failed (info={info})")
+        raise LinAlgError(f"lauum failed (info={info})")
     rest = np.flatnonzero(1.0 - np.diag(Binv) < rel)      # tau_i Sigma_ii = 1 - (B^-1)_ii
     if rest.size:                                         # B^-1 S K[:, rest], before Binv changes
-        Z = dsymm(1.0, Binv, s[:, None] * K[:, rest], lower=1)
+        Z = get_blas_funcs("symm", (Binv,))(1.0, Binv, s[:, None] * K[:, rest], lower=1)
     Sigma = Binv
     Sigma /= s[:, None]
     Sigma /= s[None, :]
@@ -118,11 +122,12 @@ def _newton_model(Sigma, P, post, nu, tau):
     to first order (eq-ep-linear-response); Sigma its covariance and P = Sigma * Sigma (lower
     triangles read).
     """
+    symv, dtype = get_blas_funcs("symv", (Sigma,)), Sigma.dtype   # single or double precision
     d_tau = tau - post.tau
     denom = 1.0 + d_tau * post.var
-    var = post.var - dsymv(1.0, P, d_tau / denom, lower=1)
-    mean = post.mean + dsymv(1.0, Sigma, ((nu - post.nu) - d_tau * post.mean) / denom, lower=1)
-    return mean, var
+    var = post.var - symv(1.0, P, (d_tau / denom).astype(dtype), lower=1)
+    shift = (((nu - post.nu) - d_tau * post.mean) / denom).astype(dtype)
+    return post.mean + symv(1.0, Sigma, shift, lower=1), var
 
 
 # %% book/14_ep_fast.md, code cell 7
@@ -163,17 +168,25 @@ class NewtonStep:
     The step towards the fixed point of EP on the linear-response model eq-ep-newton around
     the current posterior, found by ``ep_on_marginals`` from the plain proposal to a change of
     max(tol, r^2) / 100 (r the current change); the plain damped step after a refused update
-    or from the prior.
+    or from the prior. With ``single``, asks for the marginals in single precision while the
+    change exceeds SINGLE_ABOVE (for the first ones, if ``single_first``), and never again
+    once the change has failed to fall.
     """
 
     adapts_damping = True
     keep_inverse = True
 
-    def __init__(self, K, likelihood, y, tol):
+    def __init__(self, K, likelihood, y, tol, single=True, single_first=False):
         self.K, self.likelihood, self.y, self.tol = K, likelihood, y, tol
+        self.single, self.single_first = single, single_first
 
     def reset(self):
         pass
+
+    def single_precision(self, history):
+        if len(history) > 1 and history[-1] >= history[-2]:
+            self.single = False            # no progress: double precision from here on
+        return self.single and (history[-1] > SINGLE_ABOVE if history else self.single_first)
 
     def __call__(self, posterior, proposal, eta):
         nu, tau, d_nu, d_tau, var_cav, refused = proposal
@@ -245,9 +258,10 @@ def _lowrank_start(K, y, likelihood, nu, tau, tol=1e-8):
     relative residual reached, first on the leading columns whose residual is LOWRANK_COARSE;
     if not (K is not close to low rank), to FITC_START_TOL, first on a quarter of the
     columns, and only from zero sites. Each level keeps the residual diagonal of its rank.
-    Started from the sites (nu, tau). None when EP on the approximation fails (improper
-    cavity, negative site precision, no convergence), or when K is not close to low rank and
-    n < FITC_START_MIN_N or the given sites are not all zero.
+    Started from the sites (nu, tau). Returns (sites, close), ``close`` whether K was close
+    to low rank; None when EP on the approximation fails (improper cavity, negative site
+    precision, no convergence), or when K is not close to low rank and n < FITC_START_MIN_N or
+    the given sites are not all zero.
     """
     n = len(y)
     scale = np.diag(K).max()
@@ -270,7 +284,7 @@ def _lowrank_start(K, y, likelihood, nu, tau, tol=1e-8):
                                                likelihood, y, nu, tau, eps, LOWRANK_MAX_ITER)
         if not converged:
             return None
-    return (nu, tau) if np.all(tau >= 0.0) else None
+    return ((nu, tau), reached <= LOWRANK_TOL) if np.all(tau >= 0.0) else None
 
 
 # %% book/14_ep_fast.md, code cell 12
@@ -278,13 +292,15 @@ EP_METHODS = ("sequential", "parallel", "anderson", "newton")
 
 
 def solve_ep(K, y, likelihood, site_nu=None, site_tau=None, *, method="newton", damping=1.0,
-             max_sweeps=100, tol=1e-8, lowrank_start=True):
+             max_sweeps=100, tol=1e-8, lowrank_start=True, single_precision=True):
     """EP on covariance K and labels y by one of EP_METHODS, from the sites (site_nu, site_tau).
 
     "sequential" and "parallel" are run_ep's; "anderson" is parallel EP with AndersonStep
     (eq-ep-anderson); "newton" is parallel EP with NewtonStep (eq-ep-newton), first run, with
-    ``lowrank_start``, on a low-rank approximation of K when K has one (eq-ep-lowrank).
-    ``damping``, ``max_sweeps`` and ``tol`` as in run_ep. Returns a SiteIteration.
+    ``lowrank_start``, on a low-rank approximation of K (eq-ep-lowrank), and, with
+    ``single_precision``, with the marginals in single precision while its change exceeds
+    SINGLE_ABOVE (section sec-ep-floor). ``damping``, ``max_sweeps`` and ``tol`` as in
+    run_ep. Returns a SiteIteration, whose last marginals are in double precision.
     """
     if method not in EP_METHODS:
         raise ValueError(f"method must be one of {EP_METHODS}; got {method!r}")
@@ -297,7 +313,7 @@ def solve_ep(K, y, likelihood, site_nu=None, site_tau=None, *, method="newton", 
         step = AndersonStep()
     else:
         start = _lowrank_start(K, y, likelihood, nu, tau, tol) if lowrank_start else None
-        nu, tau = (nu, tau) if start is None else start
-        step = NewtonStep(K, likelihood, y, tol)
+        (nu, tau), close = ((nu, tau), True) if start is None else start
+        step = NewtonStep(K, likelihood, y, tol, single_precision, single_first=not close)
     return run_ep(K, y, likelihood, nu, tau, method="parallel", damping=damping,
                   max_sweeps=max_sweeps, tol=tol, step=step)

@@ -28,8 +28,8 @@ from typing import NamedTuple
 import numpy as np
 from scipy.linalg import (LinAlgError, LinAlgWarning, cholesky, lu_factor, lu_solve,
                           solve_triangular)
-from scipy.linalg.blas import dsyrk, dtrmm
-from scipy.linalg.lapack import dpotri, dtrtri
+from scipy.linalg.blas import get_blas_funcs
+from scipy.linalg.lapack import dpotri, get_lapack_funcs
 
 __all__ = ["tilted_moments", "site_from_derivatives", "site_update", "cavity_mean", "cavities",
            "ImproperPosteriorError", "SELECTED_INVERSE_MIN", "selected_variances",
@@ -116,15 +116,16 @@ def selected_variances(K, Linv, s, pos, rel=SELECTED_INVERSE_MIN):
     the zero sites) exactly as K_ii - ||L^-1 S k_i||^2. ``pos`` indexes the positive sites,
     ``s`` their square roots; L^-1 is read from its lower triangle.
     """
-    var = np.diag(K).copy()
-    tau_var = 1.0 - np.einsum("ij,ij->j", Linv, Linv)      # = tau_i Sigma_ii, positive sites
+    var = np.diag(K).astype(float)
+    tau_var = 1.0 - np.einsum("ij,ij->j", Linv, Linv).astype(float)   # = tau_i Sigma_ii
     good = tau_var >= rel
     var[pos[good]] = tau_var[good] / (s[good] ** 2)
     rest = np.ones(len(var), dtype=bool)
     rest[pos[good]] = False
     if rest.any():                                         # exact columns, O(n^2) each
         SKr = s[:, None] * (K[:, rest] if pos.size == len(var) else K[np.ix_(pos, rest)])
-        Vr = dtrmm(1.0, Linv, SKr, lower=1, overwrite_b=1)  # L^-1 S K[:, rest]
+        trmm = get_blas_funcs("trmm", (Linv,))               # in the precision of L^-1
+        Vr = trmm(1.0, Linv, SKr, lower=1, overwrite_b=1)   # L^-1 S K[:, rest]
         var[rest] -= np.einsum("ij,ij->j", Vr, Vr)
     return var
 
@@ -153,30 +154,33 @@ def positive_site_marginals(K, nu, tau, *, with_V=False, full=False):
     which loses the digits of large site precisions. Returns a PositiveSites.
     """
     pos = np.flatnonzero(tau > 0.0)               # zero sites carry no information: left out
-    every, s = pos.size == len(tau), np.sqrt(tau[pos])
+    dtype = K.dtype                              # float64, or float32 for single precision
+    every, s = pos.size == len(tau), np.sqrt(tau[pos]).astype(dtype, copy=False)
     B = (K if every else K[np.ix_(pos, pos)]) * s         # S K S, in one new array
     B *= s[:, None]
     B[np.diag_indices(pos.size)] += 1.0
-    L = cholesky(B, lower=True, overwrite_a=True, check_finite=False)   # I + PSD
-    logdet, Knu, V, Linv, Sigma = 2.0 * np.sum(np.log(np.diag(L))), K @ nu, None, None, None
+    L = cholesky(B.T, lower=True, overwrite_a=True, check_finite=False)  # I + PSD; B.T = B is
+                                                 # in Fortran order, so LAPACK needs no copy
+    logdet = 2.0 * float(np.sum(np.log(np.diag(L)), dtype=float))
+    Knu, V, Linv, Sigma = K @ nu.astype(dtype, copy=False), None, None, None
     z = solve_triangular(L, s * Knu[pos], lower=True, check_finite=False)
     u = solve_triangular(L, z, lower=True, trans="T", check_finite=False)    # B^-1 S K nu
     coef = nu.copy()
     coef[pos] -= s * u
-    var = np.diag(K).copy()
-    mean = K @ coef                              # = K nu - K S u, eq-sites-coef
+    var = np.diag(K).astype(float)
+    mean = (K @ coef.astype(dtype, copy=False)).astype(float)   # = K nu - K S u, eq-sites-coef
     if with_V or full:                           # the whole of V = L^-1 S K
         SK = s[:, None] * (K if every else K[pos])           # S K, shape (p, n)
         V = solve_triangular(L, SK, lower=True, overwrite_b=True, check_finite=False)
         var -= np.einsum("ij,ij->j", V, V)
         if full:                                 # Sigma_+ = K - V^T V
-            Sigma = dsyrk(-1.0, V.T, beta=1.0, c=np.array(K, order="F"), lower=1,
-                          overwrite_c=1)
+            syrk = get_blas_funcs("syrk", (V,))
+            Sigma = syrk(-1.0, V.T, beta=1.0, c=np.array(K, order="F"), lower=1, overwrite_c=1)
             Sigma = np.asfortranarray(np.tril(Sigma) + np.tril(Sigma, -1).T)
     elif pos.size:                               # eq-sites-diag-selected: no V
-        Linv, info = dtrtri(L, lower=1)
+        Linv, info = get_lapack_funcs("trtri", (L,))(L, lower=1)
         if info != 0:
-            raise LinAlgError(f"dtrtri failed (info={info})")
+            raise LinAlgError(f"trtri failed (info={info})")
         var = selected_variances(K, Linv, s, pos)
     return PositiveSites(pos, s, L, V, Linv, mean, var, coef, logdet, Sigma)
 
@@ -240,7 +244,7 @@ def _negative_site_marginals(K, tau, plus, full=False, allow_improper=False):
     var, logdet = var + np.einsum("ij,ij->j", left, right), logdet + logdet_c
     coef = coef - np.where(tau > 0.0, tau * shift, 0.0)
     coef[neg] -= tau[neg] * (mean[neg] + shift[neg])
-    mean = K @ coef
+    mean = (K @ coef.astype(K.dtype, copy=False)).astype(float)
     if full:
         Sigma += left.T @ right
     return mean, var, coef, logdet, Sigma, proper, pair(M)
@@ -288,12 +292,15 @@ class SitePosterior(_InverseSum):
     False and the same formulas are evaluated by LU). Attributes: ``mean``, ``var`` (diag
     Sigma), ``coef`` (= nu - T mean, eq-sites-coef), ``logdet`` (log |det(I + K T)|), ``nu``,
     ``tau``, ``proper``, ``Sigma`` when ``full``, ``Linv`` (L^-1 of B = I + S K S) when
-    ``keep_inverse`` and it was computed (no negative sites, not ``full``), else None.
+    ``keep_inverse`` and it was computed (no negative sites, not ``full``), else None;
+    ``single``: K was given in single precision (float32), and so computed.
     """
 
     def __init__(self, K, site_nu, site_tau, *, full=False, keep_inverse=False,
                  allow_improper=False):
-        K = np.asarray(K, dtype=float)
+        K = np.asarray(K)
+        self.single = K.dtype == np.float32
+        K = K if self.single else K.astype(float, copy=False)
         nu, tau = np.array(site_nu, dtype=float), np.array(site_tau, dtype=float)
         neg = np.flatnonzero(tau < 0.0)
         plus = positive_site_marginals(K, nu, tau, with_V=neg.size > 0, full=full)
@@ -376,13 +383,26 @@ def parallel_sites(K, y, likelihood, site_nu, site_tau, *, damping=1.0, max_iter
     Every site is moved towards eq-sites-update at the cavities of one SitePosterior; the
     step is ``damping`` times the proposal, adapted by eq-sites-adaptive-damping (with
     ``patience``) unless ``adaptive_damping`` is False, or what ``step(posterior, proposal, eta)`` returns (an
-    object with ``adapts_damping``, ``keep_inverse`` and ``reset()``). Halves a step that would
-    make the posterior improper. Returns a SiteIteration.
+    object with ``adapts_damping``, ``keep_inverse``, ``reset()`` and
+    ``single_precision(history)``, whether the next marginals may be computed in single
+    precision; the iteration never stops on those). Halves a step that would make the
+    posterior improper. Returns a SiteIteration, its posterior in double precision.
     """
     K, y = np.asarray(K, dtype=float), np.asarray(y, dtype=float)
     nu, tau = np.array(site_nu, dtype=float), np.array(site_tau, dtype=float)
-    keep = step is not None and step.keep_inverse
-    post, n_fact, history, eta = SitePosterior(K, nu, tau, keep_inverse=keep), 1, [], damping
+    keep, K_single, history = step is not None and step.keep_inverse, None, []
+
+    def marginals(nu_m, tau_m):                  # a SitePosterior, in the step's precision
+        nonlocal K_single
+        if step is not None and step.single_precision(history):
+            K_single = K.astype(np.float32) if K_single is None else K_single
+            try:
+                return SitePosterior(K_single, nu_m, tau_m, keep_inverse=keep)
+            except LinAlgError:              # too coarse for this B: double precision decides
+                pass
+        return SitePosterior(K, nu_m, tau_m, keep_inverse=keep)
+
+    post, n_fact, eta = marginals(nu, tau), 1, damping
     adapt = adaptive_damping and (step is None or step.adapts_damping)
     for it in range(max_iter + 1):
         mu_cav, var_cav, proper = post.cavities()
@@ -393,7 +413,7 @@ def parallel_sites(K, y, likelihood, site_nu, site_tau, *, damping=1.0, max_iter
                                 np.where(ok, tau_new - tau, 0.0), v, int(np.sum(~ok)))
         history.append(site_change(proposal.d_nu, proposal.d_tau, v) if residual is None
                        else residual(post, proposal))
-        if history[-1] < tol and proposal.n_refused == 0 or it == max_iter:
+        if history[-1] < tol and proposal.n_refused == 0 and not post.single or it == max_iter:
             break
         eta = adapt_damping(eta, damping, history, patience) if adapt else eta
         s_nu, s_tau = (eta * proposal.d_nu, eta * proposal.d_tau) if step is None \
@@ -401,7 +421,7 @@ def parallel_sites(K, y, likelihood, site_nu, site_tau, *, damping=1.0, max_iter
         for halving in range(40):        # halve the step while the new posterior is improper
             try:
                 scale = 0.5 ** halving
-                post = SitePosterior(K, nu + scale * s_nu, tau + scale * s_tau, keep_inverse=keep)
+                post = marginals(nu + scale * s_nu, tau + scale * s_tau)
                 break
             except ImproperPosteriorError:
                 n_fact += 1
@@ -411,6 +431,8 @@ def parallel_sites(K, y, likelihood, site_nu, site_tau, *, damping=1.0, max_iter
             break
         n_fact += 1
         nu, tau = nu + scale * s_nu, tau + scale * s_tau
+    converged = history[-1] < tol and proposal.n_refused == 0 and not post.single
+    if post.single:                      # stopped early: the result is in double precision
+        post, n_fact = SitePosterior(K, nu, tau), n_fact + 1
     post.Linv = None                     # the factor L^-1 was for the step rule only
-    converged = history[-1] < tol and proposal.n_refused == 0
     return SiteIteration(post, it, converged, proposal.n_refused, np.array(history), n_fact)

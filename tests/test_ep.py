@@ -101,6 +101,77 @@ def test_posterior_with_signed_sites_against_direct_inversion():
     np.testing.assert_allclose(post.inverse_sum_quad(K[:, :5]), np.diag(K[:, :5].T @ A @ K[:, :5]), atol=1e-9)
 
 
+@pytest.mark.parametrize("signs", ["positive", "signed"])
+def test_single_precision_marginals_agree_and_come_back_in_double(signs):
+    rng = np.random.default_rng(2)
+    X = rng.standard_normal((200, 3))
+    K = RBF(1.0, 2.0)(X)
+    nu, tau = rng.standard_normal(200), rng.uniform(0.01, 2.0, 200)
+    if signs == "signed":
+        tau[:3], tau[3:6] = 0.0, -0.05
+    ref = SitePosterior(K, nu, tau)
+    single = SitePosterior(K.astype(np.float32), nu, tau, keep_inverse=True)
+    assert single.single and not ref.single
+    assert single.mean.dtype == single.var.dtype == single.coef.dtype == np.float64
+    np.testing.assert_allclose(single.var, ref.var, rtol=1e-3)
+    np.testing.assert_allclose(single.mean, ref.mean, atol=1e-4 * np.abs(ref.mean).max())
+    assert single.logdet == pytest.approx(ref.logdet, rel=1e-4)
+    if signs == "positive":
+        assert single.Linv.dtype == np.float32
+
+
+class _AlwaysSingle:
+    """A step rule that asks for single precision at every evaluation."""
+
+    adapts_damping, keep_inverse = False, False
+
+    def reset(self):
+        pass
+
+    def single_precision(self, history):
+        return True
+
+    def __call__(self, posterior, proposal, eta):
+        return eta * proposal.d_nu, eta * proposal.d_tau
+
+
+def test_parallel_sites_never_stops_on_single_precision_and_returns_double():
+    from gpc_literate.sites import parallel_sites
+    X, y = toy(80)
+    K, zeros = RBF(1.0, 2.0)(X), np.zeros(80)
+    run = parallel_sites(K, y, Probit(1.0), zeros, zeros, step=_AlwaysSingle(), max_iter=60,
+                         tol=1e-5)                      # above single precision's floor
+    assert not run.converged and run.n_iter == 60 and run.history.min() < 1e-5
+    assert not run.posterior.single                       # recomputed in double at the end
+    exact = SitePosterior(K, run.posterior.nu, run.posterior.tau)
+    np.testing.assert_array_equal(run.posterior.var, exact.var)
+
+
+def test_single_precision_falls_back_to_double_when_its_factorisation_fails():
+    from gpc_literate.sites import parallel_sites
+    X, y = toy(30)
+    K = 1e9 * np.ones((30, 30)) + RBF(1.0, 1.0)(X)        # B = I + S K S is singular in float32
+    with pytest.raises(np.linalg.LinAlgError):
+        SitePosterior(K.astype(np.float32), np.ones(30), np.ones(30))
+    start = SitePosterior(K, np.zeros(30), np.ones(30))
+    kw = dict(adaptive_damping=False, max_iter=3)
+    a = parallel_sites(K, y, Probit(1.0), np.zeros(30), np.ones(30), step=_AlwaysSingle(), **kw)
+    b = parallel_sites(K, y, Probit(1.0), np.zeros(30), np.ones(30), **kw)
+    assert start.proper and np.array_equal(a.posterior.mean, b.posterior.mean)
+
+
+def test_newton_in_single_precision_reaches_the_double_precision_fixed_point():
+    from gpc_literate.datasets import make_ringnorm
+    X, y = make_ringnorm(600, random_state=3)
+    K = RBF(np.sqrt(20.0), 1.0)(X)
+    fast = solve_ep(K, y, Probit(1.0))
+    slow = solve_ep(K, y, Probit(1.0), single_precision=False)
+    assert fast.converged and slow.converged and not fast.posterior.single
+    assert fast.n_iter <= slow.n_iter + 1
+    np.testing.assert_allclose(fast.posterior.mean, slow.posterior.mean, atol=1e-6)
+    np.testing.assert_allclose(fast.posterior.var, slow.posterior.var, rtol=1e-6)
+
+
 def test_improper_posterior_is_detected():
     X = np.linspace(0, 1, 5)[:, None]
     K = RBF(0.5)(X) + 0.01 * np.eye(5)
@@ -488,7 +559,8 @@ def test_newton_with_the_low_rank_start_reaches_the_same_fixed_point_in_fewer_st
     X, y = toy(400, noise=0.3)
     K = RBF(3.0, 3.0)(X)                      # smooth kernel, 2-D inputs: rank 28 at 1e-6
     zeros = np.zeros(len(y))
-    assert _lowrank_start(K, y, Probit(1.0), zeros, zeros) is not None
+    start = _lowrank_start(K, y, Probit(1.0), zeros, zeros)
+    assert start is not None and start[1]     # close to low rank
     ref = run_ep(K, y, Probit(1.0), method="sequential", tol=1e-12).posterior
     post, n_start, converged, _, hist, _ = solve_ep(K, y, Probit(1.0), method="newton")
     _, n_prior, _, _, _, _ = solve_ep(K, y, Probit(1.0), method="newton", lowrank_start=False)
