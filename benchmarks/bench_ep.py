@@ -1,8 +1,8 @@
-"""EP fit cost in Cholesky-equivalents on a low-rank kernel (synth) and a general one (twonorm).
+"""EP fit cost in Cholesky-equivalents on a low-rank kernel (synth) and general ones.
 
-Two data sets: ``synth`` (Ripley-like 2-D data, RBF length-scale 0.5, variance 4: K is close
-to low rank) and ``twonorm`` (Breiman's 20-D twonorm, RBF length-scale sqrt(20), variance 1: K
-is not). For each n, one Cholesky factorisation of the kernel matrix K + 1e-8 I is timed in the
+Three data sets: ``synth`` (Ripley-like 2-D data, RBF length-scale 0.5, variance 4: K is close
+to low rank), ``twonorm`` and ``ringnorm`` (Breiman's 20-D data, RBF length-scale sqrt(20),
+variance 1: K is not). For each n, one Cholesky factorisation of the kernel matrix K + 1e-8 I is timed in the
 same run (the unit; best of several, before and after the fits), then converged EP fits with
 fixed hyperparameters (probit likelihood, tol = 1e-8 unless stated):
 
@@ -10,8 +10,10 @@ fixed hyperparameters (probit likelihood, tol = 1e-8 unless stated):
   parallel with Anderson acceleration (also to tol = 1e-4, the looser tolerance of GPML's EP)
   and Newton-type EP, which starts from EP on a pivoted-Cholesky approximation of K when K is
   close to low rank, as here (also to tol = 1e-6, the tolerance of the chapter 18 experiments);
-* cold, Newton-type EP without the start (``lowrank_start=False``: "newton-prior"), which is
-  what the default did on a general kernel before the start kept the residual diagonal;
+* cold, Newton-type EP without the start and in double precision throughout
+  (``lowrank_start=False, single_precision=False``: "newton-prior"), which is what the default
+  did on a general kernel before the start kept the residual diagonal, and with the start but
+  in double precision throughout (``single_precision=False``: "newton-double");
 * warm: at hyperparameters moved by 0.05 in every log-hyperparameter, started from the sites
   converged at the original ones (what ``log_marginal_likelihood(theta)`` does inside an
   optimiser);
@@ -26,9 +28,9 @@ Cholesky time in seconds. Times are CPU times
 benchmark`` does), best of several calls: on a busy machine they are much steadier than wall
 times, which count the time the process waits for a core.
 
-Usage: python benchmarks/bench_ep.py [synth|twonorm] [n ...] [method ...]
-       (default: both data sets, n = 500 1000 2000 4000, and all of sequential, parallel,
-       anderson, newton, newton-prior, sklearn)
+Usage: python benchmarks/bench_ep.py [synth|twonorm|ringnorm] [n ...] [method ...]
+       (default: all data sets, n = 500 1000 2000 4000, and all of sequential, parallel,
+       anderson, newton, newton-double, newton-prior, sklearn)
 """
 import sys
 import time
@@ -38,7 +40,7 @@ import numpy as np
 
 from common import best_cpu_time, cholesky_time
 from gpc_literate.base import ConvergenceWarning
-from gpc_literate.datasets import make_twonorm
+from gpc_literate.datasets import make_ringnorm, make_twonorm
 from gpc_literate.ep_classifier import EP
 from gpc_literate.ep_fast import solve_ep
 from gpc_literate.kernels import RBF
@@ -55,10 +57,15 @@ def synth_like(n, seed=0):
     return centres + np.sqrt(0.03) * rng.standard_normal((n, 2)), y
 
 
-ALL = ("sequential", "parallel", "anderson", "newton", "newton-prior", "sklearn")
+ALL = ("sequential", "parallel", "anderson", "newton", "newton-double", "newton-prior",
+       "sklearn")
+VARIANT_ARGS = {"newton-double": {"single_precision": False},
+                "newton-prior": {"lowrank_start": False, "single_precision": False}}
 DATA = {"synth": (synth_like, RBF(length_scale=0.5, variance=4.0)),
         "twonorm": (lambda n: make_twonorm(n, random_state=n),
-                    RBF(length_scale=np.sqrt(20.0), variance=1.0))}
+                    RBF(length_scale=np.sqrt(20.0), variance=1.0)),
+        "ringnorm": (lambda n: make_ringnorm(n, random_state=n),
+                     RBF(length_scale=np.sqrt(20.0), variance=1.0))}
 
 
 def sklearn_fit_time(X, y, kernel):
@@ -76,7 +83,7 @@ def main(data_names, sizes, methods=ALL):
     variants = [("sequential", 1.0, "cold", 1e-8), ("parallel", 1.0, "cold", 1e-8),
                 ("anderson", 1.0, "cold", 1e-8), ("anderson", 1.0, "cold", 1e-4),
                 ("newton", 1.0, "cold", 1e-8), ("newton", 1.0, "cold", 1e-6),
-                ("newton-prior", 1.0, "cold", 1e-8),
+                ("newton-double", 1.0, "cold", 1e-8), ("newton-prior", 1.0, "cold", 1e-8),
                 ("sequential", 1.0, "warm", 1e-8), ("parallel", 1.0, "warm", 1e-8),
                 ("anderson", 1.0, "warm", 1e-8), ("newton", 1.0, "warm", 1e-8)]
     print(f"{'data':>8} {'n':>6} {'method':>12} {'eta':>4} {'start':>5} {'tol':>6} {'sweeps':>6} "
@@ -92,8 +99,8 @@ def main(data_names, sizes, methods=ALL):
                 if method not in methods:
                     continue
                 t_chol = cholesky_time(K, clock=time.process_time)
-                ep_method, extra = ((method, {}) if method != "newton-prior"
-                                    else ("newton", {"lowrank_start": False}))
+                ep_method, extra = ((method, {}) if method not in VARIANT_ARGS
+                                    else ("newton", VARIANT_ARGS[method]))
                 model = EP(kernel if start == "cold" else moved, likelihood, method=ep_method,
                            damping=eta, max_sweeps=500, tol=tol, optimizer=None)
                 fit_kw = {}
