@@ -27,8 +27,9 @@ from gpc_literate import datasets
 from gpc_literate.base import (GPClassifierBase, check_integer, check_scalar, check_X_y,
                                encode_labels)
 from gpc_literate.kernels import RBF
-from gpc_literate.experiments import (ResultsFileError, check_indices, check_jobs, int_at_least,
-                                      jobs_argument, load_results, run_jobs)
+from gpc_literate.experiments import (ResultsFileError, add_cluster_arguments, check_indices,
+                                      check_jobs, dask_client, int_at_least, jobs_argument,
+                                      load_results, run_jobs)
 from gpc_literate.laplace import Laplace, Logistic
 from gpc_literate.selection import select_hyperparameters
 from gpc_literate.svm import (AdatronResult, KernelAdatron, largest_eigenvalue,
@@ -369,14 +370,15 @@ def _comparison_tasks(dataset_names, splits, fitters, jobs, config):
 
 
 def run_comparison(dataset_names=None, splits=10, fitters=None, *, jobs=1, out=None,
-                   config=None, progress=True, retry_failed=False):
+                   config=None, progress=True, retry_failed=False, client=None):
     """Run the (data set, split, fitter) jobs of Table 1 that are not yet in ``out``.
 
     dataset_names: default DATASETS; splits: an int n (splits 0..n-1) or a list of indices;
     fitters: default all of FITTERS; jobs: worker processes (joblib; -1 all cores); out: a
     JSON file read first (its jobs are skipped) and merged into under a lock after every
     job, or None; config: overrides of DEFAULT_CONFIG; retry_failed: run again the jobs whose
-    record has status "failed". Returns all the records of ``out`` (of every run writing
+    record has status "failed"; client: a dask.distributed Client whose workers run the jobs
+    (chapter 18's ``dask_client``). Returns all the records of ``out`` (of every run writing
     it), or the new ones. Raises ValueError (ResultsFileError) for a malformed ``out`` or
     one written with another configuration, naming the differing keys.
     """
@@ -384,7 +386,7 @@ def run_comparison(dataset_names=None, splits=10, fitters=None, *, jobs=1, out=N
     config = dict(DEFAULT_CONFIG, **(config or {}))
     return run_jobs(tasks, kind="seeger_table1", key=_key, config=config, out=out, jobs=jobs,
                      job=run_one, retry_failed=retry_failed, progress=progress,
-                     label="Seeger Table 1")
+                     label="Seeger Table 1", client=client)
 
 
 # %% book/21_variational_experiments.md, code cell 16
@@ -524,6 +526,7 @@ def main(argv=None):
     parser.add_argument("--retry-failed", action="store_true",
                         help="run again the jobs whose record in the file has failed")
     parser.add_argument("--no-progress", action="store_true")
+    add_cluster_arguments(parser)
     args = parser.parse_args(argv)
     if os.path.isdir(args.out):
         parser.error(f"--out {args.out} is a directory; give a file name")
@@ -532,10 +535,11 @@ def main(argv=None):
     except (TypeError, ValueError) as err:
         parser.error(str(err))
     try:
-        records = run_comparison(args.datasets, args.splits, args.fitters, jobs=args.jobs,
-                                 out=args.out, progress=not args.no_progress,
-                                 retry_failed=args.retry_failed)
-    except (ResultsFileError, OSError) as err:
+        with dask_client(args.scheduler, args.local_workers) as client:
+            records = run_comparison(args.datasets, args.splits, args.fitters, jobs=args.jobs,
+                                     out=args.out, progress=not args.no_progress,
+                                     retry_failed=args.retry_failed, client=client)
+    except (ResultsFileError, OSError, ImportError) as err:
         print(f"{parser.prog}: error: {err}", file=sys.stderr)
         return 2
     print(_format_table(summarise_counts(records)))

@@ -7,7 +7,8 @@
 Built from book/18_ep_experiments.md. ``run_experiment`` runs, for every (data set,
 realisation, method), a hyperparameter selection of gpc_literate.selection on the training
 part and records the test NLP, error, F-measure, the selected hyperparameters, the time and
-the convergence; in parallel with joblib when it is installed, resumably (an output JSON file
+the convergence; in parallel with joblib when it is installed or on a Dask cluster
+(``dask_client``), resumably (an output JSON file
 merged into under a lock and written atomically after each job; records carry configuration,
 version and commit). ``summarise`` gives mean and standard error per set and
 method; ``friedman_nemenyi`` the Friedman test and the Nemenyi critical difference of
@@ -35,7 +36,8 @@ from gpc_literate.criteria import f_measure
 from gpc_literate.selection import LSCV, nlp_fm_bias, select_hyperparameters
 
 __all__ = ["METHODS", "DEFAULT_DATASETS", "DEFAULT_CONFIG", "ResultsFileError", "check_indices",
-           "check_jobs", "run_jobs", "int_at_least", "jobs_argument", "run_one", "run_experiment",
+           "check_jobs", "run_jobs", "int_at_least", "jobs_argument", "DASK_RETRIES",
+           "dask_client", "add_cluster_arguments", "run_one", "run_experiment",
            "load_results", "summarise", "mean_table", "friedman_nemenyi", "main"]
 
 METHODS = {"ida": ("EP(ML)", "EP-CV(NLP)", "LS-CV(NLP)"),
@@ -284,9 +286,64 @@ def _git_commit():
     return commit if done.returncode == 0 and commit else None
 
 
-def _parallel_results(tasks, jobs, config, job=None):
-    """Yield job(*task, config) for the tasks as they finish (job default: run_one)."""
+DASK_RETRIES = 2        # a job that raises on a Dask worker is run again this many times
+
+
+@contextlib.contextmanager
+def dask_client(scheduler=None, local_workers=None):
+    """A dask.distributed Client on the scheduler at ``scheduler`` (an address) or on a new
+    LocalCluster of ``local_workers`` single-threaded worker processes; None if neither.
+
+    Closes what it opened on exit. Raises ValueError for both or a bad count, ImportError
+    (with the install command) without the ``distributed`` package.
+    """
+    if scheduler is None and local_workers is None:
+        yield None
+        return
+    if scheduler is not None and local_workers is not None:
+        raise ValueError("give a scheduler address or a number of local workers, not both")
+    if local_workers is not None:
+        local_workers = check_integer(local_workers, "local_workers", low=1)
+    try:
+        from distributed import Client, LocalCluster
+    except ImportError:
+        raise ImportError("running on a Dask cluster needs the distributed package: "
+                          "pip install 'dask[distributed]'") from None
+    if scheduler is not None:
+        with Client(scheduler) as client:
+            yield client
+        return
+    with LocalCluster(n_workers=local_workers, threads_per_worker=1, processes=True,
+                      dashboard_address=":0") as cluster, Client(cluster) as client:
+        if client.dashboard_link:
+            print(f"Dask dashboard: {client.dashboard_link}", file=sys.stderr)
+        yield client
+
+
+def _dask_results(client, tasks, config, job):
+    """Yield job(*task, config) from futures on the client's workers, as they finish."""
+    from distributed import as_completed
+    futures = [client.submit(job, *task, config, pure=False, retries=DASK_RETRIES)
+               for task in tasks]
+    try:
+        for future in as_completed(futures):
+            yield future.result()
+    finally:                               # Ctrl-C or an error: stop what is still queued
+        client.cancel(futures)
+
+
+def _parallel_results(tasks, jobs, config, job=None, client=None):
+    """Yield job(*task, config) for the tasks as they finish (job default: run_one).
+
+    On the workers of ``client`` (a dask.distributed Client) when given, else by joblib in
+    ``jobs`` processes, else serially.
+    """
     job = run_one if job is None else job
+    if client is not None:
+        if not callable(getattr(client, "submit", None)):
+            raise TypeError(f"client must be a dask.distributed Client; got {client!r}")
+        yield from _dask_results(client, tasks, config, job)
+        return
     if jobs != 1:
         try:
             import joblib
@@ -305,13 +362,15 @@ def _parallel_results(tasks, jobs, config, job=None):
 
 
 # %% book/18_ep_experiments.md, code cell 8
-def run_jobs(tasks, *, kind, key, config, out, jobs, job, retry_failed, progress, label):
+def run_jobs(tasks, *, kind, key, config, out, jobs, job, retry_failed, progress, label,
+             client=None):
     """Run the tasks whose job is not yet in ``out`` (all when out is None): the shared runner.
 
     tasks: tuples equal to key(record) of their records. Each new record gets the config,
     version and commit, and is merged into ``out`` as it finishes (_merge); with
-    retry_failed, jobs whose stored record has status "failed" run again. Returns the
-    records of the file after the last merge (out given) or the new records.
+    retry_failed, jobs whose stored record has status "failed" run again; with a
+    dask.distributed ``client``, the jobs run on its workers. Returns the records of the file
+    after the last merge (out given) or the new records.
     """
     config = _plain(config)
     records = []
@@ -327,7 +386,7 @@ def run_jobs(tasks, *, kind, key, config, out, jobs, job, retry_failed, progress
     stamp = {"config": config, "version": __version__,
              "commit": _git_commit() if todo else None}
     bar = tqdm(total=len(todo), desc=label, disable=not progress or not todo)
-    for record in _parallel_results(todo, jobs, config, job=job):
+    for record in _parallel_results(todo, jobs, config, job=job, client=client):
         record = dict(record, **stamp)
         if out is None:
             records.append(record)
@@ -402,7 +461,7 @@ def _experiment_tasks(kind, dataset_names, realisations, methods):
 
 
 def run_experiment(kind, dataset_names=None, realisations=None, *, jobs=1, out=None,
-                   config=None, methods=None, progress=True, retry_failed=False):
+                   config=None, methods=None, progress=True, retry_failed=False, client=None):
     """Run the jobs of experiment ``kind`` ("ida" or "imbalanced") not yet in ``out``.
 
     dataset_names: default DEFAULT_DATASETS[kind]; realisations: an int n (the first n
@@ -410,10 +469,11 @@ def run_experiment(kind, dataset_names=None, realisations=None, *, jobs=1, out=N
     default METHODS[kind]; jobs: worker processes (joblib; -1 all cores); out: a JSON file
     that is read first (its jobs are skipped) and merged into under a lock after every
     finished job, or None; config: overrides of DEFAULT_CONFIG; retry_failed: run again the
-    jobs whose record in ``out`` has status "failed". Returns all the records of ``out``
-    (old and new, of every run writing it), or the new ones. Raises ValueError (its
-    subclass ResultsFileError) for a malformed ``out`` or one written with another
-    configuration, naming the differing keys.
+    jobs whose record in ``out`` has status "failed"; client: a dask.distributed Client whose
+    workers run the jobs (``dask_client``), instead of ``jobs`` processes. Returns all the
+    records of ``out`` (old and new, of every run writing it), or the new ones. Raises
+    ValueError (its subclass ResultsFileError) for a malformed ``out`` or one written with
+    another configuration, naming the differing keys.
     """
     tasks = _experiment_tasks(kind, dataset_names, realisations, methods)
     jobs = check_jobs(jobs)
@@ -422,7 +482,7 @@ def run_experiment(kind, dataset_names=None, realisations=None, *, jobs=1, out=N
         raise ValueError(f"unknown config keys {sorted(unknown)}; known: {sorted(DEFAULT_CONFIG)}")
     config = dict(DEFAULT_CONFIG, **(config or {}))
     return run_jobs(tasks, kind=kind, key=_key, config=config, out=out, jobs=jobs, job=None,
-                     retry_failed=retry_failed, progress=progress, label=kind)
+                     retry_failed=retry_failed, progress=progress, label=kind, client=client)
 
 
 # %% book/18_ep_experiments.md, code cell 12
@@ -558,6 +618,15 @@ def _check_out(parser, out):
         parser.error(f"--out {out} is a directory; give a file name")
 
 
+def add_cluster_arguments(parser):
+    """--scheduler and --local-workers, for dask_client (mutually exclusive)."""
+    group = parser.add_mutually_exclusive_group()
+    group.add_argument("--scheduler", default=None, metavar="ADDRESS",
+                       help="run the jobs on this Dask scheduler (e.g. tcp://host:8786)")
+    group.add_argument("--local-workers", type=int_at_least(1, "local-workers"), default=None,
+                       metavar="N", help="run the jobs on a Dask LocalCluster of N processes")
+
+
 # %% book/18_ep_experiments.md, code cell 17
 def main(argv=None):
     """``python -m gpc_literate.experiments {ida,imbalanced} [options]``: run, save, summarise.
@@ -591,6 +660,7 @@ def main(argv=None):
                         default=DEFAULT_CONFIG["max_sweeps"])
     parser.add_argument("--damping", type=_damping_argument, default=DEFAULT_CONFIG["damping"])
     parser.add_argument("--no-progress", action="store_true")
+    add_cluster_arguments(parser)
     args = parser.parse_args(argv)
     out = args.out or os.path.join("results", f"{args.kind}.json")
     _check_out(parser, out)
@@ -601,10 +671,12 @@ def main(argv=None):
     config = {"max_iter": args.max_iter, "max_sweeps": args.max_sweeps,
               "damping": args.damping}
     try:
-        records = run_experiment(args.kind, args.datasets, args.realisations, jobs=args.jobs,
-                                 out=out, config=config, methods=args.methods,
-                                 progress=not args.no_progress, retry_failed=args.retry_failed)
-    except (ResultsFileError, OSError) as err:
+        with dask_client(args.scheduler, args.local_workers) as client:
+            records = run_experiment(args.kind, args.datasets, args.realisations,
+                                     jobs=args.jobs, out=out, config=config,
+                                     methods=args.methods, progress=not args.no_progress,
+                                     retry_failed=args.retry_failed, client=client)
+    except (ResultsFileError, OSError, ImportError) as err:
         print(f"{parser.prog}: error: {err}", file=sys.stderr)
         return 2
     print(_format_summary(summarise(records)))

@@ -19,8 +19,8 @@ import zlib
 import numpy as np
 
 from gpc_literate import datasets
-from gpc_literate.experiments import (ResultsFileError, check_jobs, int_at_least, jobs_argument,
-                                      run_jobs)
+from gpc_literate.experiments import (ResultsFileError, add_cluster_arguments, check_jobs,
+                                      dask_client, int_at_least, jobs_argument, run_jobs)
 from gpc_literate.gold import FAMILIES, METHODS, compare_methods
 from gpc_literate.kernels import RBF
 
@@ -101,14 +101,15 @@ def _grid_tasks(dataset_names, families, jobs, config):
 
 
 def run_grid(dataset_names=None, families=None, *, points=None, jobs=1, out=None,
-             config=None, progress=True, retry_failed=False):
+             config=None, progress=True, retry_failed=False, client=None):
     """Run the grid's jobs that are not yet in ``out``; returns all records of ``out``.
 
     dataset_names: default DATASETS (a name or a list of names); families: default FAMILIES;
     points: a non-empty list of (i, j) grid indices to run (default all); jobs: worker processes (joblib, -1 all cores); out: a
     JSON results file, read first and merged into after every job, or None; config:
-    overrides of DEFAULT_CONFIG. Raises ValueError for bad arguments and ResultsFileError for
-    an ``out`` of another kind or configuration.
+    overrides of DEFAULT_CONFIG; client: a dask.distributed Client whose workers run the
+    jobs (chapter 18's ``dask_client``). Raises ValueError for bad arguments and
+    ResultsFileError for an ``out`` of another kind or configuration.
     """
     tasks = _grid_tasks(dataset_names, families, jobs, config)
     if points is not None:
@@ -122,7 +123,7 @@ def run_grid(dataset_names=None, families=None, *, points=None, jobs=1, out=None
     config = dict(DEFAULT_CONFIG, **(config or {}))
     return run_jobs(tasks, kind="gold_grid", key=_key, config=config, out=out, jobs=jobs,
                     job=run_point, retry_failed=retry_failed, progress=progress,
-                    label="gold-standard grid")
+                    label="gold-standard grid", client=client)
 
 
 # %% book/24_evidence_maps.md, code cell 5
@@ -157,15 +158,17 @@ def main(argv=None):
                         help="results file (default results/gold_grid.json); reruns resume it")
     parser.add_argument("--retry-failed", action="store_true")
     parser.add_argument("--no-progress", action="store_true")
+    add_cluster_arguments(parser)
     args = parser.parse_args(argv)
     if os.path.isdir(args.out):
         parser.error(f"--out {args.out} is a directory; give a file name")
     config = {"n_samples": args.n_samples}
     try:
-        records = run_grid(args.datasets, args.families, jobs=args.jobs, out=args.out,
-                           config=config, progress=not args.no_progress,
-                           retry_failed=args.retry_failed)
-    except (ResultsFileError, OSError) as err:
+        with dask_client(args.scheduler, args.local_workers) as client:
+            records = run_grid(args.datasets, args.families, jobs=args.jobs, out=args.out,
+                               config=config, progress=not args.no_progress,
+                               retry_failed=args.retry_failed, client=client)
+    except (ResultsFileError, OSError, ImportError) as err:
         print(f"{parser.prog}: error: {err}", file=sys.stderr)
         return 2
     ok = [r for r in records if r["status"] == "ok"]
