@@ -49,7 +49,7 @@ _PUBLIC = {
 _SUBMODULES = {"base", "likelihoods", "kernels", "datasets", "svm", "loo", "reference", "sites",
                "meanfield", "tap", "laplace", "ep", "ep_fast", "ep_classifier", "criteria",
                "selection", "experiments", "free_energy", "variational", "comparison", "mcmc",
-               "gold", "gold_grid", "sparse_ep", "stochastic_ep"}
+               "gold", "gold_grid", "sparse_ep", "stochastic_ep", "cluster_ep"}
 
 __all__ = sorted(_PUBLIC) + sorted(_SUBMODULES)
 
