@@ -12,15 +12,17 @@ Gram matrices (eq-cluster-anderson), and the log marginal likelihood (eq-cluster
 the result. Names as in gpc_literate.sparse_ep.
 """
 import pickle
+from types import SimpleNamespace
 from typing import NamedTuple
 
 import numpy as np
 from scipy.linalg import cholesky, solve_triangular
 
 from gpc_literate.base import check_integer
+from gpc_literate.ep import ep_log_marginal
 from gpc_literate.ep_fast import ANDERSON_MEMORY
 from gpc_literate.sites import cavities, site_change, site_update
-from gpc_literate.sparse_ep import JITTER
+from gpc_literate.sparse_ep import fitc_prior
 
 __all__ = ["SparseShard", "ShardedFit", "make_shards", "sharded_sparse_ep",
            "sharded_log_evidence", "gather_sites"]
@@ -30,15 +32,15 @@ __all__ = ["SparseShard", "ShardedFit", "make_shards", "sharded_sparse_ep",
 class SparseShard:
     """One shard's points, FITC prior columns (eq-sparse-fitc), sites and Anderson history.
 
-    Made from the shard's inputs X and labels y in {-1, +1}, the kernel, likelihood,
-    inducing inputs Z and the Cholesky factor L of the jittered K_uu. Its methods are the
+    Made from the shard's inputs X and labels y in {-1, +1}, the kernel, likelihood and
+    inducing inputs Z (chapter 25's fitc_prior, on the shard's worker). Its methods are the
     shard's part of one iteration of sharded_sparse_ep.
     """
 
-    def __init__(self, X, y, kernel, likelihood, Z, L):
-        Qt = solve_triangular(L, kernel(Z, X), lower=True, check_finite=False)
-        self.Qt, self.y, self.likelihood = Qt, np.asarray(y, dtype=float), likelihood
-        self.d = np.maximum(kernel.diag(X) - np.einsum("ij,ij->j", Qt, Qt), 0.0)
+    def __init__(self, X, y, kernel, likelihood, Z):
+        prior = fitc_prior(kernel, X, Z)
+        self.Qt, self.d = prior.Qt, prior.d
+        self.y, self.likelihood = np.asarray(y, dtype=float), likelihood
         self.nu, self.tau = np.zeros(len(self.y)), np.zeros(len(self.y))
         self.past_x, self.past_r, self.last = [], [], None
 
@@ -111,15 +113,13 @@ class SparseShard:
         return self.nu, self.tau
 
     def log_terms(self, C, c):
-        """This shard's terms of log Z_EP (eq-ep-logz-stable with eq-cluster-evidence)."""
+        """This shard's terms of log Z_EP: chapter 13's ep_log_marginal (eq-ep-logz-stable)
+        on its points, with its part of the log-determinant (eq-cluster-evidence)."""
         mean, var = self._marginals(C, c)
-        nu, tau = self.nu, self.tau
-        mu_cav, var_cav, _ = cavities(mean, var, nu - tau * mean, tau)
-        log_z = np.asarray(self.likelihood.log_Z(self.y, mu_cav, var_cav)[0])
-        ratio = 1.0 + tau * var_cav
-        terms = np.log(ratio) + (tau * mu_cav ** 2 - 2.0 * nu * mu_cav - nu ** 2 * var_cav) / ratio
-        return float(np.sum(log_z) + 0.5 * nu @ mean + 0.5 * np.sum(terms)
-                     - 0.5 * np.sum(np.log1p(self.d * tau)))
+        mu_cav, var_cav, _ = cavities(mean, var, self.nu - self.tau * mean, self.tau)
+        part = SimpleNamespace(nu=self.nu, tau=self.tau, mean=mean,
+                               logdet=float(np.sum(np.log1p(self.d * self.tau))))
+        return ep_log_marginal(part, self.likelihood, self.y, mu_cav, var_cav)
 
 
 # %% book/27_sparse_ep_cluster.md, code cell 4
@@ -139,16 +139,13 @@ def make_shards(X, y, kernel, likelihood, Z, *, client=None, n_shards=None):
     X, y = np.asarray(X, dtype=float), np.asarray(y, dtype=float)
     if X.ndim != 2 or len(X) != len(y) or not np.all(np.abs(y) == 1.0):
         raise ValueError("X must be 2-D with one row per label, and y must be in {-1, +1}")
-    K_uu = kernel(Z)
-    K_uu[np.diag_indices(len(K_uu))] *= 1.0 + JITTER
-    L = cholesky(K_uu, lower=True, check_finite=False)
     if client is None:
         k = check_integer(1 if n_shards is None else n_shards, "n_shards")
-        return [SparseShard(X[p], y[p], kernel, likelihood, Z, L)
+        return [SparseShard(X[p], y[p], kernel, likelihood, Z)
                 for p in np.array_split(np.arange(len(y)), k)]
     workers = list(client.scheduler_info()["workers"])
     parts = np.array_split(np.arange(len(y)), len(workers))
-    futures = [client.submit(SparseShard, X[p], y[p], kernel, likelihood, Z, L, actor=True,
+    futures = [client.submit(SparseShard, X[p], y[p], kernel, likelihood, Z, actor=True,
                              workers=[w], pure=False) for p, w in zip(parts, workers)]
     return [f.result() for f in futures]
 
