@@ -18,6 +18,7 @@ Names as in gpc_literate.sites: sites exp(nu f - tau f^2 / 2) (``nu``, ``tau``),
 the FITC prior, ``lam`` = tau / (1 + d tau).
 """
 import copy
+import functools
 import warnings
 from typing import NamedTuple
 
@@ -37,10 +38,12 @@ from gpc_literate.likelihoods import Likelihood, Probit
 from gpc_literate.sites import ImproperPosteriorError, cavities, site_change, site_update
 
 __all__ = ["JITTER", "FITCPrior", "fitc_prior", "fitc_marginals", "run_fitc_ep",
-           "FITCPosterior", "fitc_posterior", "fitc_log_marginal", "fitc_adjoints",
-           "rbf_cross_vjp", "rbf_diag_vjp", "fitc_evidence_gradient", "PREDICT_BLOCK",
-           "fitc_predict", "PIVOT_SUBSET", "choose_inducing", "FITCFit", "fit_fitc_ep",
-           "SEARCH_MAX_ITER", "learn_fitc", "check_inducing_options", "SparseEP"]
+           "FITCPosterior", "fitc_posterior", "assemble_fitc_posterior", "fitc_log_marginal",
+           "fitc_adjoints", "adjoint_columns", "adjoint_rows", "rbf_cross_vjp",
+           "rbf_diag_vjp", "fitc_evidence_gradient", "assemble_gradient", "PREDICT_BLOCK",
+           "fitc_beta", "fitc_predict", "PIVOT_SUBSET", "choose_inducing", "FITCFit",
+           "fit_fitc_ep", "fitc_fit", "SEARCH_MAX_ITER", "search_fitc", "learn_fitc",
+           "check_inducing_options", "fit_in_process", "SparseEP"]
 
 
 # %% book/25_sparse_ep.md, code cell 3
@@ -121,8 +124,14 @@ def fitc_posterior(prior, nu, tau):
     O(n M^2); raises as fitc_marginals does when q is improper.
     """
     mean, var, C = fitc_marginals(prior, nu, tau, with_factor=True)
-    lam = tau / (1.0 + prior.d * tau)
-    logdet = float(np.sum(np.log1p(prior.d * tau)) + 2.0 * np.sum(np.log(np.diag(C))))
+    return assemble_fitc_posterior(prior.d, nu, tau, mean, var, C)
+
+
+def assemble_fitc_posterior(d, nu, tau, mean, var, C):
+    """The FITCPosterior of the sites (nu, tau) from their marginals (mean, var), the
+    diagonal d of the prior and the factor C of A: lam, coef and eq. (eq-sparse-logdet)."""
+    lam = tau / (1.0 + d * tau)
+    logdet = float(np.sum(np.log1p(d * tau)) + 2.0 * np.sum(np.log(np.diag(C))))
     return FITCPosterior(nu, tau, mean, var, nu - tau * mean, lam, C, logdet)
 
 
@@ -143,13 +152,26 @@ def fitc_adjoints(prior, post):
     d log Z_EP = sum(H * dK_fu) + sum(G * dK_uu) + g . dk at a fixed point of EP, K_uu
     jittered (eq-sparse-jitter). O(n M^2) time, O(n M) memory.
     """
-    Qt, c, lam = prior.Qt, post.coef, post.lam
-    R = solve_triangular(post.C, Qt * lam, lower=True, check_finite=False)  # A_P = Lam - R^T R
-    s = c * c - lam + np.einsum("ij,ij->j", R, R)                          # diag(c c^T - A_P)
-    Bt = solve_triangular(prior.L, Qt, lower=True, trans="T", check_finite=False).T
-    H = np.outer(c, c @ Bt) - (lam + s)[:, None] * Bt + R.T @ (R @ Bt)
+    c, lam = post.coef, post.lam
+    R, s, Bt = adjoint_columns(prior.Qt, prior.L, post.C, c, lam)
+    H = adjoint_rows(R, s, Bt, c, lam, c @ Bt, R @ Bt)
     G = -0.5 * (Bt.T @ H)
     return H, 0.5 * (G + G.T), 0.5 * s
+
+
+def adjoint_columns(Qt, L, C, c, lam):
+    """R (M, n), s (n,) and B^T (n, M) of eq. (eq-sparse-adjoints) for the points whose
+    columns of the prior are Qt, coefficients c and lam; L, C the factors of K_uu and A."""
+    R = solve_triangular(C, Qt * lam, lower=True, check_finite=False)   # A_P = Lam - R^T R
+    s = c * c - lam + np.einsum("ij,ij->j", R, R)                       # diag(c c^T - A_P)
+    Bt = solve_triangular(L, Qt, lower=True, trans="T", check_finite=False).T
+    return R, s, Bt
+
+
+def adjoint_rows(R, s, Bt, c, lam, Bc, RBt):
+    """The rows of H (eq-sparse-adjoints) of the points of adjoint_columns, given the sums over
+    all points Bc = B c (M,) and RBt = R B^T (M, M)."""
+    return np.outer(c, Bc) - (lam + s)[:, None] * Bt + R.T @ RBt
 
 
 # %% book/25_sparse_ep.md, code cell 12
@@ -199,13 +221,23 @@ def fitc_evidence_gradient(kernel, X, Z, prior, post):
     """
     H, G, g = fitc_adjoints(prior, post)
     theta_fu, _, z_fu = rbf_cross_vjp(kernel, X, Z, H)
+    return assemble_gradient(kernel, Z, theta_fu, z_fu, G, g.sum())
+
+
+def assemble_gradient(kernel, Z, theta_fu, z_fu, G, g_sum):
+    """Eq. (eq-sparse-gradient) from the K_fu block's terms (theta_fu, z_fu), G and sum(g)."""
     theta_uu, z_uu_left, z_uu_right = rbf_cross_vjp(kernel, Z, Z, G)
-    theta_diag = rbf_diag_vjp(kernel, g.sum() + JITTER * np.trace(G))
+    theta_diag = rbf_diag_vjp(kernel, g_sum + JITTER * np.trace(G))
     return theta_fu + theta_uu + theta_diag, z_fu + z_uu_left + z_uu_right
 
 
 # %% book/25_sparse_ep.md, code cell 16
 PREDICT_BLOCK = 4096               # test inputs per block in fitc_predict
+
+
+def fitc_beta(L, Qt_coef):
+    """Eq. (eq-sparse-predict): beta = L^-T Q^T c from Qt_coef = Q^T c, an M-vector."""
+    return solve_triangular(L, Qt_coef, lower=True, trans="T", check_finite=False)
 
 
 def fitc_predict(kernel, Z, L, C, beta, X):
@@ -273,74 +305,61 @@ def fit_fitc_ep(kernel, X, y, likelihood, Z, nu, tau, tol, max_iter):
     """
     prior = fitc_prior(kernel, X, Z)
     nu, tau, n_iter, converged = run_fitc_ep(prior, likelihood, y, nu, tau, tol, max_iter)
-    post = fitc_posterior(prior, nu, tau)
+    return fitc_fit(prior, fitc_posterior(prior, nu, tau), likelihood, y, n_iter, converged)
+
+
+def fitc_fit(prior, post, likelihood, y, n_iter, converged):
+    """The FITCFit of a run that ended at the FITCPosterior ``post``: its cavities, evidence,
+    and the site change one more update would make."""
     mu_cav, var_cav, value = fitc_log_marginal(post, likelihood, y)
     change = np.inf
     if np.isfinite(value):
         nu_new, tau_new, _, ok = site_update(likelihood, y, mu_cav, var_cav)
-        change = site_change(nu_new - nu, tau_new - tau, var_cav) if ok.all() else np.inf
+        change = (site_change(nu_new - post.nu, tau_new - post.tau, var_cav) if ok.all()
+                  else np.inf)
     return FITCFit(prior, post, mu_cav, var_cav, value, n_iter, converged, change)
 
 
 # %% book/25_sparse_ep.md, code cell 20
-SEARCH_MAX_ITER = 200              # L-BFGS-B iterations of learn_fitc, at most
+SEARCH_MAX_ITER = 200              # L-BFGS-B iterations of a search, at most
 
 
 class _Breakdown(Exception):
     """EP broke down at a trial point of the search."""
 
 
-def _search_objective(kernel, X, y, likelihood, Z, state, learn_inducing, tol, max_iter):
-    """-log Z_EP and its gradient (eq-sparse-gradient) at x = (theta[, Z.ravel()]).
-
-    ``state`` holds the last FITCFit ("fit", its sites start the next run), the best value
-    and point seen ("best", "x") and the number of evaluations ("n").
-    """
-    p = kernel.theta.size
-
-    def objective(x):
-        state["n"] += 1
-        kern = kernel.with_theta(x[:p])
-        Z_x = x[p:].reshape(Z.shape) if learn_inducing else Z
-        try:
-            fit = fit_fitc_ep(kern, X, y, likelihood, Z_x, state["fit"].posterior.nu,
-                              state["fit"].posterior.tau, tol, max_iter)
-        except LinAlgError:
-            raise _Breakdown from None
-        if not np.isfinite(fit.log_evidence):
-            raise _Breakdown
-        state["fit"] = fit
-        if fit.log_evidence > state["best"]:
-            state["best"], state["x"] = fit.log_evidence, x.copy()
-        g_theta, g_Z = fitc_evidence_gradient(kern, X, Z_x, fit.prior, fit.posterior)
-        grad = np.concatenate([g_theta, g_Z.ravel()]) if learn_inducing else g_theta
-        return -fit.log_evidence, -grad
-
-    return objective
-
-
-# %% book/25_sparse_ep.md, code cell 21
-def learn_fitc(kernel, X, y, likelihood, Z, fit, *, learn_inducing, bounds, tol, max_iter,
-               verbose=False):
+def search_fitc(kernel, Z, evaluate, *, learn_inducing, bounds, verbose=False):
     """Maximise sparse EP's log Z_EP over theta (box ``bounds``) and, if ``learn_inducing``, Z.
 
-    L-BFGS-B with eq-sparse-gradient from (kernel.theta, Z); ``fit``, the FITCFit at the
-    start, provides the first sites. Returns (kernel, Z, LearnedHyperparameters, FITCFit) at
-    the best point found; warns (ConvergenceWarning) when the search stops early or a
-    hyperparameter ends on a bound.
+    L-BFGS-B from (kernel.theta clipped to the box, Z). ``evaluate(kernel, Z)`` runs EP there
+    and returns (log Z_EP, d/dtheta, d/dZ) (eq-sparse-gradient); a log Z_EP of -inf means EP
+    broke down, and the search stops. Returns (kernel, Z, LearnedHyperparameters) at the best
+    point seen, whose ``value`` is the best log Z_EP; warns (ConvergenceWarning) when the
+    search stops early or a hyperparameter ends on a bound.
     """
     low, high = bounds
     p = kernel.theta.size
     theta0 = np.clip(kernel.theta, low, high)
     x0 = np.concatenate([theta0, Z.ravel()]) if learn_inducing else theta0
     box = [(low, high)] * p + [(None, None)] * (x0.size - p)
-    state = {"fit": fit, "best": -np.inf, "x": x0, "n": 0}
-    objective = _search_objective(kernel, X, y, likelihood, Z, state, learn_inducing, tol,
-                                  max_iter)
+    state = {"best": -np.inf, "x": x0, "n": 0, "last": -np.inf}
+
+    def objective(x):
+        state["n"] += 1
+        value, g_theta, g_Z = evaluate(kernel.with_theta(x[:p]),
+                                       x[p:].reshape(Z.shape) if learn_inducing else Z)
+        if not np.isfinite(value):
+            raise _Breakdown
+        state["last"] = value
+        if value > state["best"]:
+            state["best"], state["x"] = value, x.copy()
+        grad = np.concatenate([g_theta, g_Z.ravel()]) if learn_inducing else g_theta
+        return -value, -grad
+
     with tqdm(total=SEARCH_MAX_ITER, desc="SparseEP search", disable=not verbose) as bar:
         def step(_):
             bar.update()
-            bar.set_postfix(log_evidence=f"{state['fit'].log_evidence:.4f}")
+            bar.set_postfix(log_evidence=f"{state['last']:.4f}")
         try:
             run = minimize(objective, x0, jac=True, method="L-BFGS-B", bounds=box,
                            callback=step, options={"maxiter": SEARCH_MAX_ITER})
@@ -355,12 +374,41 @@ def learn_fitc(kernel, X, y, likelihood, Z, fit, *, learn_inducing, bounds, tol,
     if not converged or at_bound:
         warnings.warn(f"SparseEP.fit: the search of the evidence stopped ({message}); "
                       f"hyperparameters on a bound: {list(at_bound)}", ConvergenceWarning,
-                      stacklevel=3)
-    final = fit_fitc_ep(kernel, X, y, likelihood, Z, state["fit"].posterior.nu,
-                        state["fit"].posterior.tau, tol, max_iter)
-    learned = LearnedHyperparameters("log marginal likelihood (sparse EP)",
-                                     float(final.log_evidence), x[:p].copy(), theta0, names,
-                                     state["n"], 1, converged, message, at_bound)
+                      stacklevel=4)
+    return kernel, Z, LearnedHyperparameters("log marginal likelihood (sparse EP)",
+                                             float(state["best"]), x[:p].copy(), theta0,
+                                             names, state["n"], 1, converged, message,
+                                             at_bound)
+
+
+# %% book/25_sparse_ep.md, code cell 21
+def learn_fitc(kernel, X, y, likelihood, Z, fit, *, learn_inducing, bounds, tol, max_iter,
+               verbose=False):
+    """search_fitc with fit_fitc_ep and fitc_evidence_gradient, in this process.
+
+    ``fit``, the FITCFit at the start, provides the first sites; each run starts from the
+    sites of the last one whose evidence was finite. Returns (kernel, Z,
+    LearnedHyperparameters, FITCFit) at the best point found.
+    """
+    last = [fit]
+
+    def evaluate(kern, Z_x):
+        try:
+            new = fit_fitc_ep(kern, X, y, likelihood, Z_x, last[0].posterior.nu,
+                              last[0].posterior.tau, tol, max_iter)
+        except LinAlgError:
+            return -np.inf, None, None
+        if not np.isfinite(new.log_evidence):
+            return -np.inf, None, None
+        last[0] = new
+        return (new.log_evidence,
+                *fitc_evidence_gradient(kern, X, Z_x, new.prior, new.posterior))
+
+    kernel, Z, learned = search_fitc(kernel, Z, evaluate, learn_inducing=learn_inducing,
+                                     bounds=bounds, verbose=verbose)
+    final = fit_fitc_ep(kernel, X, y, likelihood, Z, last[0].posterior.nu,
+                        last[0].posterior.tau, tol, max_iter)
+    learned.value = float(final.log_evidence)
     return kernel, Z, learned, final
 
 
@@ -408,6 +456,17 @@ def _check_sparse_options(est):
 class _SparseFit:
     """SparseEP's fit: options checked, inducing inputs chosen, EP run (and learning), stored."""
 
+    def fit(self, X, y, site_nu_init=None, site_tau_init=None, client=None):
+        """Fit to (X, y): EP on the FITC prior, and the search of the evidence if an optimizer
+        is set.
+
+        ``site_nu_init``, ``site_tau_init``: sites to start EP from (default zero). ``client``:
+        a dask.distributed Client; the points are then split over its workers and EP and the
+        search run there (chapter 27's fit_on_cluster), to the same fitted model.
+        """
+        return super().fit(X, y, site_nu_init=site_nu_init, site_tau_init=site_tau_init,
+                           client=client)
+
     def _validate_params(self):
         _check_sparse_options(self)
 
@@ -420,21 +479,24 @@ class _SparseFit:
             raise ValueError(f"inducing has {Z.shape[1]} columns but X has {X.shape[1]}")
         return Z
 
-    def _fit(self, X, y_pm, site_nu_init=None, site_tau_init=None):
+    def _fit(self, X, y_pm, site_nu_init=None, site_tau_init=None, client=None):
         kernel = default_kernel(X) if self.kernel is None else copy.deepcopy(self.kernel)
         likelihood = (Probit(noise_var=1.0) if self.likelihood is None
                       else copy.deepcopy(self.likelihood))
         Z = self._inducing_inputs(kernel, X)
         nu, tau = check_sites(site_nu_init, site_tau_init, len(y_pm))
-        options = dict(tol=float(self.tol), max_iter=int(self.max_iter))
-        self.learning_ = None
+        options = dict(tol=float(self.tol), max_iter=int(self.max_iter), verbose=self.verbose,
+                       learn_inducing=self.learn_inducing,
+                       bounds=(None if self.optimizer is None
+                               else check_bounds(self.hyperparameter_bounds)))
+        if client is None:
+            run = fit_in_process
+        else:
+            from gpc_literate.cluster_ep import fit_on_cluster      # chapter 27
+            run = functools.partial(fit_on_cluster, client=client)
         try:
-            fit = fit_fitc_ep(kernel, X, y_pm, likelihood, Z, nu, tau, **options)
-            if self.optimizer is not None:
-                kernel, Z, self.learning_, fit = learn_fitc(
-                    kernel, X, y_pm, likelihood, Z, fit, learn_inducing=self.learn_inducing,
-                    bounds=check_bounds(self.hyperparameter_bounds), verbose=self.verbose,
-                    **options)
+            kernel, Z, self.learning_, fit, beta = run(kernel, X, y_pm, likelihood, Z, nu, tau,
+                                                       **options)
         except LinAlgError as err:
             raise ImproperPosteriorError(
                 f"sparse EP broke down ({err}): the labels may be (nearly) impossible under "
@@ -444,17 +506,28 @@ class _SparseFit:
             warnings.warn(f"sparse EP did not converge in {fit.n_iter} evaluations: site "
                           f"change {fit.change:.3g} (tol={self.tol:g})", ConvergenceWarning,
                           stacklevel=3)
-        attributes, self._predictor = _fitted_attributes(kernel, likelihood, X, y_pm, Z, fit)
+        attributes, self._predictor = _fitted_attributes(kernel, likelihood, X, y_pm, Z, fit,
+                                                         beta)
         for name, value in attributes.items():
             setattr(self, name, value)
 
 
+def fit_in_process(kernel, X, y, likelihood, Z, nu, tau, *, bounds, learn_inducing, tol,
+                   max_iter, verbose=False):
+    """SparseEP's fit in this process: EP from (nu, tau), then learn_fitc unless ``bounds`` is
+    None. Returns (kernel, Z, LearnedHyperparameters or None, FITCFit, beta)."""
+    fit, learned = fit_fitc_ep(kernel, X, y, likelihood, Z, nu, tau, tol, max_iter), None
+    if bounds is not None:
+        kernel, Z, learned, fit = learn_fitc(kernel, X, y, likelihood, Z, fit,
+                                             learn_inducing=learn_inducing, bounds=bounds,
+                                             tol=tol, max_iter=max_iter, verbose=verbose)
+    return kernel, Z, learned, fit, fitc_beta(fit.prior.L, fit.prior.Qt @ fit.posterior.coef)
+
+
 # %% book/25_sparse_ep.md, code cell 24
-def _fitted_attributes(kernel, likelihood, X, y_pm, Z, fit):
+def _fitted_attributes(kernel, likelihood, X, y_pm, Z, fit, beta):
     """SparseEP's fitted attributes (name -> value) from a FITCFit; the predictor (L, C, beta)."""
     post = fit.posterior
-    beta = solve_triangular(fit.prior.L, fit.prior.Qt @ post.coef, lower=True, trans="T",
-                            check_finite=False)                # eq-sparse-predict
     attributes = dict(
         kernel_=kernel, likelihood_=likelihood, inducing_=Z, n_inducing_=len(Z),
         X_train_=X, y_train_=y_pm, site_nu_=post.nu.copy(), site_tau_=post.tau.copy(),

@@ -103,7 +103,12 @@ def test_every_registered_chapter_is_in_the_toc():
 
 def modules_used(chapter: Path) -> set[str]:
     """Submodules of gpc_literate that a chapter's code cells import or reach (read by ast,
-    so a module named in a string or docstring does not count)."""
+    so a module named in a string or docstring does not count).
+
+    An import inside a function body is not counted: it runs when the function is called,
+    after every module has been loaded, so it creates no import cycle and running the chapter
+    does not need it (SparseEP.fit imports chapter 27's cluster code only when given a client).
+    """
 
     import gpc_literate
     import jupytext
@@ -114,7 +119,13 @@ def modules_used(chapter: Path) -> set[str]:
             continue
         source = "\n".join(line for line in cell.source.splitlines()
                            if not line.lstrip().startswith(("%", "!")))
-        for node in ast.walk(ast.parse(source)):
+        tree = ast.parse(source)
+        deferred = {id(node) for fn in ast.walk(tree)
+                    if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef))
+                    for node in ast.walk(fn) if isinstance(node, (ast.Import, ast.ImportFrom))}
+        for node in ast.walk(tree):
+            if id(node) in deferred:
+                continue
             if isinstance(node, ast.Import):
                 used |= {a.name.split(".")[1] for a in node.names
                          if a.name.startswith("gpc_literate.")}
