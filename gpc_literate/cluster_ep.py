@@ -6,26 +6,30 @@
 
 Built from book/27_sparse_ep_cluster.md: the marginals of the FITC prior (eq-ep-lowrank-diag)
 from per-shard sums (eq-cluster-sums, eq-cluster-marginals), Anderson mixing from per-shard
-Gram matrices (eq-cluster-anderson), and the log marginal likelihood (eq-cluster-evidence).
+triangular factors (eq-cluster-anderson), and the log marginal likelihood (eq-cluster-evidence).
 ``make_shards`` places the shards (Dask actors, one per worker, with a client);
 ``sharded_sparse_ep`` runs EP on them; ``sharded_log_evidence`` and ``gather_sites`` read
-the result. Names as in gpc_literate.sparse_ep.
+the result; ``sharded_gradient`` (eq-cluster-gradient) and ``learn_on_shards`` learn the
+kernel; ``fit_on_cluster`` is SparseEP.fit with a client. Names as in gpc_literate.sparse_ep.
 """
 import pickle
 from types import SimpleNamespace
 from typing import NamedTuple
 
 import numpy as np
-from scipy.linalg import cholesky, solve_triangular
+from scipy.linalg import LinAlgError, cholesky, solve_triangular
 
 from gpc_literate.base import check_integer
 from gpc_literate.ep import ep_log_marginal
 from gpc_literate.ep_fast import ANDERSON_MEMORY
-from gpc_literate.sites import cavities, site_change, site_update
-from gpc_literate.sparse_ep import fitc_prior
+from gpc_literate.sites import ImproperPosteriorError, cavities, site_change, site_update
+from gpc_literate.sparse_ep import (FITCPrior, adjoint_columns, adjoint_rows,
+                                    assemble_fitc_posterior, assemble_gradient, fitc_beta,
+                                    fitc_fit, fitc_prior, rbf_cross_vjp, search_fitc)
 
 __all__ = ["SparseShard", "ShardedFit", "make_shards", "sharded_sparse_ep",
-           "sharded_log_evidence", "gather_sites"]
+           "sharded_log_evidence", "gather_sites", "sharded_gradient", "learn_on_shards",
+           "gather_fit", "fit_on_cluster"]
 
 
 # %% book/27_sparse_ep_cluster.md, code cell 3
@@ -37,12 +41,23 @@ class SparseShard:
     shard's part of one iteration of sharded_sparse_ep.
     """
 
-    def __init__(self, X, y, kernel, likelihood, Z):
-        prior = fitc_prior(kernel, X, Z)
-        self.Qt, self.d = prior.Qt, prior.d
-        self.y, self.likelihood = np.asarray(y, dtype=float), likelihood
-        self.nu, self.tau = np.zeros(len(self.y)), np.zeros(len(self.y))
+    def __init__(self, X, y, kernel, likelihood, Z, nu=None, tau=None):
+        self.X, self.y, self.likelihood = X, np.asarray(y, dtype=float), likelihood
+        self.nu = np.zeros(len(self.y)) if nu is None else np.array(nu, dtype=float)
+        self.tau = np.zeros(len(self.y)) if tau is None else np.array(tau, dtype=float)
+        self.set_prior(kernel, Z)
+
+    def set_prior(self, kernel, Z):
+        """The prior columns at (kernel, Z) (eq-sparse-fitc); the sites are kept, and saved for
+        revert, and the Anderson history is forgotten."""
+        self.saved, self.kernel, self.Z = (self.nu, self.tau), kernel, Z
         self.past_x, self.past_r, self.last = [], [], None
+        prior = fitc_prior(kernel, self.X, Z)
+        self.Qt, self.d, self.L = prior.Qt, prior.d, prior.L
+
+    def revert(self):
+        """Back to the sites saved by the last set_prior."""
+        self.nu, self.tau = self.saved
 
     def sums(self):
         """Eq. (eq-cluster-sums): this shard's terms of A - I and b; None if q is improper here."""
@@ -58,9 +73,9 @@ class SparseShard:
         return self.d * g * self.nu + c @ W, self.d * g + np.einsum("ij,ij->j", W, W)
 
     def propose(self, C, c):
-        """The undamped site updates at the marginals from (C, c): (largest change, F^T F, F^T r)
-        of eq-cluster-anderson (None and None without history); None when a marginal, cavity
-        or site update is not sound."""
+        """The undamped site updates at the marginals from (C, c): (largest change, R_s,
+        U_s^T r_s) of eq-cluster-anderson (None and None without history); None when a
+        marginal, cavity or site update is not sound."""
         mean, var = self._marginals(C, c)
         if not (np.all(np.isfinite(var) & (var > 0.0)) and np.all(np.isfinite(mean))):
             return None
@@ -74,13 +89,14 @@ class SparseShard:
         d_nu, d_tau = nu_new - self.nu, tau_new - self.tau
         w = np.concatenate([np.sqrt(var_cav), var_cav])      # as AndersonStep weights them
         self.x, self.r = np.concatenate([self.nu, self.tau]), np.concatenate([d_nu, d_tau])
-        gram = rhs = None
+        R_s = rhs = None
         if self.past_x:
             self.dX = (self.x - np.array(self.past_x)).T
             self.dR = (self.r - np.array(self.past_r)).T
             F = w[:, None] * self.dR
-            gram, rhs = F.T @ F, F.T @ (w * self.r)
-        return site_change(d_nu, d_tau, var_cav), gram, rhs
+            Q_s, R_s = np.linalg.qr(F)
+            rhs = Q_s.T @ (w * self.r)
+        return site_change(d_nu, d_tau, var_cav), R_s, rhs
 
     def step(self, gamma):
         """Prepare the mixed step with weights gamma (the plain one if None); False if it would
@@ -116,10 +132,36 @@ class SparseShard:
         """This shard's terms of log Z_EP: chapter 13's ep_log_marginal (eq-ep-logz-stable)
         on its points, with its part of the log-determinant (eq-cluster-evidence)."""
         mean, var = self._marginals(C, c)
-        mu_cav, var_cav, _ = cavities(mean, var, self.nu - self.tau * mean, self.tau)
+        mu_cav, var_cav, proper = cavities(mean, var, self.nu - self.tau * mean, self.tau)
+        if not proper.all():
+            return -np.inf
         part = SimpleNamespace(nu=self.nu, tau=self.tau, mean=mean,
                                logdet=float(np.sum(np.log1p(self.d * self.tau))))
         return ep_log_marginal(part, self.likelihood, self.y, mu_cav, var_cav)
+
+    def adjoint_sums(self, C, c):
+        """Eq. (eq-cluster-gradient): this shard's terms of B c and R B^T (chapter 25's
+        adjoint_columns on its points); the columns are kept for adjoint_terms."""
+        mean, _ = self._marginals(C, c)
+        coef, lam = self.nu - self.tau * mean, self.tau / (1.0 + self.d * self.tau)
+        R, s, Bt = adjoint_columns(self.Qt, self.L, C, coef, lam)
+        self.adjoint = (R, s, Bt, coef, lam)
+        return coef @ Bt, R @ Bt
+
+    def adjoint_terms(self, Bc, RBt):
+        """Eq. (eq-cluster-gradient): given the sums B c and R B^T over all points, this
+        shard's rows of H contracted with the derivatives of its K_fu (eq-sparse-rbf), and its
+        terms of B H and of sum(s)."""
+        R, s, Bt, coef, lam = self.adjoint
+        del self.adjoint
+        H = adjoint_rows(R, s, Bt, coef, lam, Bc, RBt)
+        theta_fu, _, z_fu = rbf_cross_vjp(self.kernel, self.X, self.Z, H)
+        return theta_fu, z_fu, Bt.T @ H, s.sum()
+
+    def summary(self, C, c):
+        """What the fitted model keeps of this shard: sites, marginals, d, and Q^T c."""
+        mean, var = self._marginals(C, c)
+        return self.nu, self.tau, mean, var, self.d, self.Qt @ (self.nu - self.tau * mean)
 
 
 # %% book/27_sparse_ep_cluster.md, code cell 4
@@ -133,20 +175,29 @@ class ShardedFit(NamedTuple):
     bytes_per_iter: float
 
 
-def make_shards(X, y, kernel, likelihood, Z, *, client=None, n_shards=None):
+def make_shards(X, y, kernel, likelihood, Z, *, client=None, n_shards=None, nu=None,
+                tau=None):
     """SparseShards of (X, y) in contiguous blocks: Dask actors, one per worker of ``client``,
-    or ``n_shards`` (default 1) local objects without one. y in {-1, +1}."""
+    or ``n_shards`` (default 1) local objects without one. y in {-1, +1}; the sites start at
+    (nu, tau), default zero."""
     X, y = np.asarray(X, dtype=float), np.asarray(y, dtype=float)
     if X.ndim != 2 or len(X) != len(y) or not np.all(np.abs(y) == 1.0):
         raise ValueError("X must be 2-D with one row per label, and y must be in {-1, +1}")
+    nu = np.zeros(len(y)) if nu is None else nu
+    tau = np.zeros(len(y)) if tau is None else tau
     if client is None:
         k = check_integer(1 if n_shards is None else n_shards, "n_shards")
-        return [SparseShard(X[p], y[p], kernel, likelihood, Z)
+        return [SparseShard(X[p], y[p], kernel, likelihood, Z, nu[p], tau[p])
                 for p in np.array_split(np.arange(len(y)), k)]
+    if not (hasattr(client, "submit") and hasattr(client, "scheduler_info")):
+        raise TypeError(f"client must be a dask.distributed Client; got {client!r}")
     workers = list(client.scheduler_info()["workers"])
+    if not workers:
+        raise ValueError("the client's cluster has no workers")
     parts = np.array_split(np.arange(len(y)), len(workers))
-    futures = [client.submit(SparseShard, X[p], y[p], kernel, likelihood, Z, actor=True,
-                             workers=[w], pure=False) for p, w in zip(parts, workers)]
+    futures = [client.submit(SparseShard, X[p], y[p], kernel, likelihood, Z, nu[p], tau[p],
+                             actor=True, workers=[w], pure=False)
+               for p, w in zip(parts, workers)]
     return [f.result() for f in futures]
 
 
@@ -166,7 +217,10 @@ def _factor(shards, moved=None):
         return None
     A = sum(p[0] for p in parts)
     A[np.diag_indices(len(A))] += 1.0
-    C = cholesky(A, lower=True, check_finite=False)
+    try:
+        C = cholesky(A, lower=True, check_finite=False)
+    except LinAlgError:
+        return None
     return C, solve_triangular(C, sum(p[1] for p in parts), lower=True, check_finite=False)
 
 
@@ -191,17 +245,19 @@ def sharded_sparse_ep(shards, tol=1e-8, max_iter=200):
             return ShardedFit(it, True, change, max(most, moved[0]))
         gamma = None
         if props[0][1] is not None:                            # eq-cluster-anderson
-            gram, rhs = sum(p[1] for p in props), sum(p[2] for p in props)
-            gamma = np.linalg.lstsq(gram, rhs, rcond=1e-12)[0]
+            stacked = np.vstack([p[1] for p in props])
+            gamma = np.linalg.lstsq(stacked, np.concatenate([p[2] for p in props]),
+                                    rcond=1e-12)[0]
         sound = all(_on_shards(shards, "step", gamma, moved=moved))
         _on_shards(shards, "commit", not sound, moved=moved)
         most = max(most, moved[0])
     return ShardedFit(max_iter, False, change, most)
 
 
-def sharded_log_evidence(shards):
-    """Eqs (eq-ep-logz-stable), (eq-cluster-evidence): log Z_EP at the shards' sites."""
-    factor = _factor(shards)
+def sharded_log_evidence(shards, factor=None):
+    """Eqs (eq-ep-logz-stable), (eq-cluster-evidence): log Z_EP at the shards' sites; -inf
+    when q or a cavity is improper. ``factor``: (C, c) if already computed at these sites."""
+    factor = _factor(shards) if factor is None else factor
     if factor is None:
         return -np.inf
     C, c = factor
@@ -212,3 +268,75 @@ def gather_sites(shards):
     """The sites (nu, tau) of all points, in the order of the rows given to make_shards."""
     parts = _on_shards(shards, "sites")
     return np.concatenate([p[0] for p in parts]), np.concatenate([p[1] for p in parts])
+
+
+# %% book/27_sparse_ep_cluster.md, code cell 7
+def sharded_gradient(shards, kernel, Z, factor):
+    """Eqs (eq-sparse-gradient), (eq-cluster-gradient): d log Z_EP / d theta and d / d Z at
+    the shards' sites, ``factor`` = (C, c) there; the shards' prior is at (kernel, Z)."""
+    C, c = factor
+    sums = _on_shards(shards, "adjoint_sums", C, c)
+    Bc, RBt = sum(p[0] for p in sums), sum(p[1] for p in sums)
+    terms = _on_shards(shards, "adjoint_terms", Bc, RBt)
+    G = -0.5 * sum(t[2] for t in terms)
+    return assemble_gradient(kernel, Z, sum(t[0] for t in terms), sum(t[1] for t in terms),
+                             0.5 * (G + G.T), 0.5 * sum(t[3] for t in terms))
+
+
+def learn_on_shards(shards, kernel, Z, *, learn_inducing, bounds, tol, max_iter,
+                    verbose=False):
+    """Chapter 25's search_fitc with EP and the gradient on the shards: (kernel, Z,
+    LearnedHyperparameters) at the best point found. Each run starts from the sites of the
+    last one whose evidence was finite; the shards end at those sites."""
+    def evaluate(kern, Z_x):
+        try:
+            _on_shards(shards, "set_prior", kern, Z_x)
+        except LinAlgError:                        # the jittered K_uu at this Z
+            _on_shards(shards, "revert")
+            return -np.inf, None, None
+        sharded_sparse_ep(shards, tol, max_iter)
+        factor = _factor(shards)
+        value = -np.inf if factor is None else sharded_log_evidence(shards, factor)
+        if not np.isfinite(value):
+            _on_shards(shards, "revert")
+            return -np.inf, None, None
+        return value, *sharded_gradient(shards, kern, Z_x, factor)
+
+    return search_fitc(kernel, Z, evaluate, learn_inducing=learn_inducing, bounds=bounds,
+                       verbose=verbose)
+
+
+def gather_fit(shards, kernel, Z, likelihood, y, run):
+    """Chapter 25's FITCFit of the shards' sites, with beta of eq-sparse-predict; ``run`` the
+    ShardedFit that reached them. Its prior holds L and d; Q^T stays on the shards (None).
+    Raises ImproperPosteriorError when the sites make q improper."""
+    factor = _factor(shards)
+    if factor is None:
+        raise ImproperPosteriorError("the final sites make q improper (eq-sparse-proper)")
+    parts = _on_shards(shards, "summary", *factor)
+    nu, tau, mean, var, d = (np.concatenate([p[k] for p in parts]) for k in range(5))
+    L = fitc_prior(kernel, Z[:1], Z).L             # only the factor of the jittered K_uu
+    post = assemble_fitc_posterior(d, nu, tau, mean, var, factor[0])
+    fit = fitc_fit(FITCPrior(None, d, L), post, likelihood, y, run.n_iter, run.converged)
+    return fit, fitc_beta(L, sum(p[5] for p in parts))
+
+
+def fit_on_cluster(kernel, X, y, likelihood, Z, nu, tau, *, client, bounds, learn_inducing,
+                   tol, max_iter, verbose=False):
+    """SparseEP's fit with the points in shards on the workers of the Dask ``client``: EP from
+    (nu, tau), then the search unless ``bounds`` is None, as chapter 25's fit_in_process.
+    Returns (kernel, Z, LearnedHyperparameters or None, FITCFit, beta)."""
+    shards = make_shards(X, y, kernel, likelihood, Z, client=client, nu=nu, tau=tau)
+    run, learned = sharded_sparse_ep(shards, tol, max_iter), None
+    if bounds is not None:
+        if _factor(shards) is None:
+            raise ImproperPosteriorError("the sites at the start make q improper")
+        kernel, Z, learned = learn_on_shards(shards, kernel, Z, learn_inducing=learn_inducing,
+                                             bounds=bounds, tol=tol, max_iter=max_iter,
+                                             verbose=verbose)
+        _on_shards(shards, "set_prior", kernel, Z)
+        run = sharded_sparse_ep(shards, tol, max_iter)
+    fit, beta = gather_fit(shards, kernel, Z, likelihood, y, run)
+    if learned is not None:
+        learned.value = float(fit.log_evidence)
+    return kernel, Z, learned, fit, beta

@@ -2,13 +2,16 @@
 import numpy as np
 import pytest
 from distributed import Client, LocalCluster
+from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import strategies as st
 
-from gpc_literate.cluster_ep import (gather_sites, make_shards, sharded_log_evidence,
-                                     sharded_sparse_ep)
+from gpc_literate import sparse_ep
+from gpc_literate.cluster_ep import (_factor, gather_sites, learn_on_shards, make_shards,
+                                     sharded_gradient, sharded_log_evidence, sharded_sparse_ep)
 from gpc_literate.datasets import make_ringnorm
 from gpc_literate.kernels import RBF
 from gpc_literate.likelihoods import Probit
-from gpc_literate.sparse_ep import fit_fitc_ep
+from gpc_literate.sparse_ep import SparseEP, fit_fitc_ep, fitc_evidence_gradient, learn_fitc
 
 KERNEL, LIK = RBF(length_scale=np.sqrt(20.0), variance=1.0), Probit(1.0)
 
@@ -68,3 +71,130 @@ def test_bad_input_is_refused(problem, bad):
     else:
         with pytest.raises(ValueError, match="n_shards"):
             make_shards(X, y, KERNEL, LIK, Z, n_shards=0)
+
+
+# --- the gradient and the search on shards (section sec-cluster-learn) ---
+
+@pytest.fixture(scope="module")
+def client():
+    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                      dashboard_address=None) as cluster, Client(cluster) as c:
+        yield c
+
+
+@settings(max_examples=15, deadline=None, suppress_health_check=list(HealthCheck))
+@given(seed=st.integers(0, 10_000), n=st.integers(8, 60), M=st.integers(1, 8),
+       n_shards=st.integers(1, 5), ard=st.booleans())
+def test_the_sharded_gradient_is_chapter_25s(seed, n, M, n_shards, ard):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, 3))
+    y = np.where(X[:, 0] + 0.5 * rng.normal(size=n) > 0, 1.0, -1.0)
+    Z = rng.normal(size=(M, 3))
+    kernel = RBF(length_scale=[1.0, 1.5, 2.0] if ard else 1.3, variance=2.0)
+    zeros = np.zeros(n)
+    ref = fit_fitc_ep(kernel, X, y, LIK, Z, zeros, zeros, 1e-10, 500)
+    assume(ref.converged and np.isfinite(ref.log_evidence))
+    shards = make_shards(X, y, kernel, LIK, Z, n_shards=min(n_shards, n), nu=ref.posterior.nu,
+                         tau=ref.posterior.tau)
+    g_theta, g_Z = sharded_gradient(shards, kernel, Z, _factor(shards))
+    r_theta, r_Z = fitc_evidence_gradient(kernel, X, Z, ref.prior, ref.posterior)
+    scale = max(np.abs(r_theta).max(), np.abs(r_Z).max(), 1e-12)
+    np.testing.assert_allclose(g_theta, r_theta, rtol=0, atol=1e-9 * scale)
+    np.testing.assert_allclose(g_Z, r_Z, rtol=0, atol=1e-9 * scale)
+
+
+@pytest.mark.filterwarnings("ignore::gpc_literate.base.ConvergenceWarning")
+def test_learning_on_local_shards_follows_learn_fitc_with_the_inducing_inputs(monkeypatch):
+    # the same evaluations in the same order: ten L-BFGS-B iterations (over 200 the search,
+    # which drives this FITC model's variance to its bound, parts on rounding)
+    monkeypatch.setattr(sparse_ep, "SEARCH_MAX_ITER", 10)
+    X, y = make_ringnorm(300, random_state=8)
+    Z = X[:8].copy()
+    zeros = np.zeros(len(y))
+    options = dict(learn_inducing=True, bounds=(np.log(1e-3), np.log(1e3)), tol=1e-10,
+                   max_iter=500)
+    start = fit_fitc_ep(KERNEL, X, y, LIK, Z, zeros, zeros, 1e-10, 500)
+    kern_1, Z_1, learned_1, fit_1 = learn_fitc(KERNEL, X, y, LIK, Z, start, **options)
+    shards = make_shards(X, y, KERNEL, LIK, Z, n_shards=3)
+    sharded_sparse_ep(shards, 1e-10, 500)
+    kern_s, Z_s, learned_s = learn_on_shards(shards, KERNEL, Z, **options)
+    assert learned_s.n_evaluations == learned_1.n_evaluations
+    np.testing.assert_allclose(kern_s.theta, kern_1.theta, rtol=0, atol=1e-8)
+    np.testing.assert_allclose(Z_s, Z_1, rtol=0, atol=1e-8)
+    assert learned_s.value == pytest.approx(learned_1.value, abs=1e-8)
+
+
+def test_set_prior_keeps_the_sites_and_revert_restores_them(problem):
+    X, y, Z, ref = problem
+    shard = make_shards(X, y, KERNEL, LIK, Z, nu=ref.posterior.nu, tau=ref.posterior.tau)[0]
+    shard.set_prior(RBF(length_scale=3.0), Z[:10])
+    assert shard.Qt.shape == (10, len(y)) and shard.L.shape == (10, 10)
+    np.testing.assert_array_equal(shard.nu, ref.posterior.nu)
+    shard.nu, shard.tau = shard.nu + 1.0, shard.tau + 1.0
+    shard.revert()
+    np.testing.assert_array_equal(shard.tau, ref.posterior.tau)
+
+
+def _estimator_differences(one, two, X_test):
+    return max(np.abs(one.site_nu_ - two.site_nu_).max(),
+               np.abs(one.site_tau_ - two.site_tau_).max(),
+               np.abs(one.posterior_mean_ - two.posterior_mean_).max(),
+               np.abs(one.var_cav_ - two.var_cav_).max(),
+               abs(one.log_marginal_likelihood_ - two.log_marginal_likelihood_),
+               np.abs(one.predict_proba(X_test) - two.predict_proba(X_test)).max(),
+               np.abs(one.kernel_.theta - two.kernel_.theta).max(),
+               np.abs(one.inducing_ - two.inducing_).max())
+
+
+@pytest.mark.filterwarnings("ignore::gpc_literate.base.ConvergenceWarning")
+@pytest.mark.parametrize("optimizer, learn_inducing, tol",
+                         [(None, False, 1e-10), ("fmin_l_bfgs_b", False, 1e-8),
+                          ("fmin_l_bfgs_b", True, 1e-8)])
+def test_sparse_ep_fitted_on_a_two_worker_cluster_is_the_single_process_fit(
+        client, monkeypatch, optimizer, learn_inducing, tol):
+    if learn_inducing:                  # as above: the first ten iterations of the search
+        monkeypatch.setattr(sparse_ep, "SEARCH_MAX_ITER", 10)
+    X, y = make_ringnorm(600, random_state=9)
+    X_test, _ = make_ringnorm(200, random_state=10)
+    labels = np.where(y > 0, "yes", "no")
+    options = dict(kernel=RBF(length_scale=4.0), n_inducing=12, optimizer=optimizer,
+                   learn_inducing=learn_inducing, tol=1e-10, random_state=0)
+    one = SparseEP(**options).fit(X, labels)
+    two = SparseEP(**options).fit(X, labels, client=client)
+    assert list(two.classes_) == ["no", "yes"] and two.converged_ == one.converged_
+    assert two.n_iter_ == one.n_iter_
+    assert _estimator_differences(one, two, X_test) < tol
+    if optimizer is not None:
+        assert two.learning_.n_evaluations == one.learning_.n_evaluations
+        assert two.learning_.value == pytest.approx(one.learning_.value, abs=tol)
+    np.testing.assert_array_equal(one.predict(X_test), two.predict(X_test))
+
+
+def test_a_warm_start_on_the_cluster_needs_one_iteration(client):
+    X, y = make_ringnorm(400, random_state=11)
+    options = dict(kernel=RBF(length_scale=4.0), n_inducing=10, optimizer=None, tol=1e-10,
+                   random_state=0)
+    cold = SparseEP(**options).fit(X, y)
+    warm = SparseEP(**options).fit(X, y, site_nu_init=cold.site_nu_,
+                                   site_tau_init=cold.site_tau_, client=client)
+    assert warm.converged_ and warm.n_iter_ == 1
+
+
+def test_a_client_that_is_not_one_is_refused():
+    X, y = make_ringnorm(50, random_state=12)
+    model = SparseEP(n_inducing=5, optimizer=None)
+    with pytest.raises(TypeError, match="client must be a dask.distributed Client"):
+        model.fit(X, y, client="tcp://127.0.0.1:8786")
+    assert not hasattr(model, "classes_")
+
+
+def test_grid_search_passes_the_client_on_to_every_fit(client):
+    from sklearn.model_selection import GridSearchCV
+    X, y = make_ringnorm(300, random_state=13)
+    grid = {"kernel__length_scale": [2.0, 4.0]}
+    options = dict(kernel=RBF(length_scale=1.0), n_inducing=8, optimizer=None, random_state=0)
+    local = GridSearchCV(SparseEP(**options), grid, cv=2).fit(X, y)
+    on_cluster = GridSearchCV(SparseEP(**options), grid, cv=2).fit(X, y, client=client)
+    np.testing.assert_allclose(on_cluster.cv_results_["mean_test_score"],
+                               local.cv_results_["mean_test_score"], rtol=0, atol=1e-12)
+    assert on_cluster.best_params_ == local.best_params_
