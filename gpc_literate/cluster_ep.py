@@ -194,10 +194,11 @@ def make_shards(X, y, kernel, likelihood, Z, *, client=None, n_shards=None, nu=N
     workers = list(client.scheduler_info()["workers"])
     if not workers:
         raise ValueError("the client's cluster has no workers")
-    parts = np.array_split(np.arange(len(y)), len(workers))
-    futures = [client.submit(SparseShard, X[p], y[p], kernel, likelihood, Z, nu[p], tau[p],
-                             actor=True, workers=[w], pure=False)
-               for p, w in zip(parts, workers)]
+    parts, futures = np.array_split(np.arange(len(y)), len(workers)), []
+    for p, w in zip(parts, workers):
+        data = client.scatter([X[p], y[p], nu[p], tau[p]], workers=[w])   # straight to w
+        futures.append(client.submit(SparseShard, data[0], data[1], kernel, likelihood, Z,
+                                     data[2], data[3], actor=True, workers=[w], pure=False))
     return [f.result() for f in futures]
 
 
