@@ -39,6 +39,9 @@ __all__ = [
     "GPClassifierBase",
     "LearnedHyperparameters",
     "check_bounds",
+    "search_box",
+    "bound_hits",
+    "warn_bound_hits",
     "maximize_criterion",
     "LearnsHyperparameters",
 ]
@@ -173,6 +176,33 @@ def _forget_fit(estimator):
         estimator.__dict__.pop(name, None)
 
 
+_CONSTANT_SPREAD = 1e-6     # probabilities (or latent means) closer than this: a constant model
+
+
+def _warn_if_constant(estimator, X):
+    """ConvergenceWarning if the fitted model gives the same output at every training input.
+
+    Looks at up to 500 rows of X (evenly spaced); a training set whose inputs are all equal
+    is exempt, since its model is rightly constant. Uses the class probability where the
+    model has one, else the decision function.
+    """
+    rows = X[np.unique(np.linspace(0, len(X) - 1, min(len(X), 500)).astype(int))]
+    if len(rows) < 2 or not np.any(np.ptp(rows, axis=0) > 0):
+        return
+    out = (estimator._predict_proba_positive(rows) if _models_probabilities(estimator)
+           else estimator._decision_function(rows))
+    out = np.asarray(out, dtype=float)
+    if np.all(np.isfinite(out)) and np.ptp(out) < _CONSTANT_SPREAD:
+        kernel = getattr(estimator, "kernel_", None)
+        what = "probability" if _models_probabilities(estimator) else "decision value"
+        warnings.warn(f"{type(estimator).__name__}.fit: the fitted model is constant: it gives "
+                      f"every training input the same {what} {float(np.mean(out)):.6g}"
+                      + (f" (kernel_ = {kernel!r})" if kernel is not None else "")
+                      + "; a length scale far from the spread of the inputs does this: fit with "
+                      "the default kernel, or a kernel scaled to the data, and the default "
+                      "hyperparameter_bounds=\"auto\"", ConvergenceWarning, stacklevel=3)
+
+
 # %% book/01_gp_classification.md, code cell 21
 class _GPClassifierPrediction:
     """GPClassifierBase's predictions: decision_function, predict_proba, predict on checked X."""
@@ -240,6 +270,7 @@ class GPClassifierBase(_GPClassifierPrediction, ClassifierMixin, BaseEstimator):
         except BaseException:
             _forget_fit(self)                           # leave the estimator unfitted
             raise
+        _warn_if_constant(self, X)
         return self
 
     def _validate_params(self):
@@ -280,12 +311,31 @@ def check_bounds(bounds, name="hyperparameter_bounds"):
     Raises TypeError or ValueError naming ``name`` for anything else.
     """
     if isinstance(bounds, (str, bytes)) or np.ndim(bounds) != 1 or len(bounds) != 2:
-        raise TypeError(f"{name} must be a pair (low, high) of positive numbers; got {bounds!r}")
+        raise TypeError(f"{name} must be \"auto\" or a pair (low, high) of positive numbers; "
+                        f"got {bounds!r}")
     low = check_scalar(bounds[0], f"{name}[0]", low=0.0, low_inclusive=False)
     high = check_scalar(bounds[1], f"{name}[1]", low=0.0, low_inclusive=False)
     if not low < high:
         raise ValueError(f"{name} must satisfy low < high; got {bounds!r}")
     return float(np.log(low)), float(np.log(high))
+
+
+RELATIVE_BOUNDS = (1e-5, 1e5)   # hyperparameter_bounds="auto": this factor range about the start
+
+
+def search_box(bounds, theta0, name="hyperparameter_bounds"):
+    """The box (low, high) of the search over log-hyperparameters, two arrays shaped as theta0.
+
+    ``bounds="auto"``: each hyperparameter between RELATIVE_BOUNDS times its start, so that
+    the box moves with the units of the data; a pair (low, high): the same box for every
+    hyperparameter, in natural units (validated by ``check_bounds``).
+    """
+    theta0 = np.asarray(theta0, dtype=float)
+    if isinstance(bounds, str) and bounds == "auto":
+        low, high = np.log(RELATIVE_BOUNDS)
+        return theta0 + low, theta0 + high
+    low, high = check_bounds(bounds, name)
+    return np.full(theta0.shape, low), np.full(theta0.shape, high)
 
 
 # %% book/01_gp_classification.md, code cell 28
@@ -354,34 +404,49 @@ def _best_run(objective, starts, box, gradient, max_iter):
 _ON_BOUND = 1e-3            # a log-hyperparameter this close to a bound (relative) is "on" it
 
 
+def bound_hits(theta, names, low, high):
+    """The names of the log-hyperparameters theta within _ON_BOUND of the box's width of a bound."""
+    low, high = np.broadcast_to(low, np.shape(theta)), np.broadcast_to(high, np.shape(theta))
+    width = _ON_BOUND * (high - low)
+    return tuple(name for name, t, lo, hi, w in zip(names, theta, low, high, width)
+                 if t <= lo + w or t >= hi - w)
+
+
+def warn_bound_hits(owner, at_bound, theta, names, low, high, stacklevel):
+    """A ConvergenceWarning for each name in ``at_bound``: its value, its bounds and the fix."""
+    for name in at_bound:
+        j = names.index(name)
+        lo, hi = np.broadcast_to(low, np.shape(theta))[j], np.broadcast_to(high, np.shape(theta))[j]
+        warnings.warn(f"{owner}: the learned {name.replace('log_', '')} = "
+                      f"{np.exp(theta[j]):.3g} is on a bound of its search box "
+                      f"({np.exp(lo):.3g}, {np.exp(hi):.3g}) set by hyperparameter_bounds; "
+                      "widen the bounds and fit again, or fix the kernel (optimizer=None)",
+                      ConvergenceWarning, stacklevel=stacklevel + 1)
+
+
 def _report_search(best, theta, names, bounds, owner, stacklevel):
     """Warn if the best run did not converge or a hyperparameter is on a bound; return those names.
 
-    ``stacklevel`` is that of maximize_criterion (counted from its caller).
+    ``bounds`` = (low, high), scalars or arrays; ``stacklevel`` is that of maximize_criterion
+    (counted from its caller).
     """
-    low, high = bounds
-    width = _ON_BOUND * (high - low)
-    at_bound = tuple(name for name, t in zip(names, theta) if t <= low + width or t >= high - width)
+    at_bound = bound_hits(theta, names, *bounds)
     if not best.success:
         warnings.warn(f"{owner}: the hyperparameter search stopped without converging "
                       f"({best.message}); increase max_iter or fix the kernel (optimizer=None)",
                       ConvergenceWarning, stacklevel=stacklevel + 2)
-    for name in at_bound:
-        value = float(np.exp(theta[names.index(name)]))
-        warnings.warn(f"{owner}: the learned {name.replace('log_', '')} = {value:.3g} is on a "
-                      f"bound of hyperparameter_bounds ({np.exp(low):.3g}, {np.exp(high):.3g}); "
-                      "widen the bounds and fit again, or fix the kernel (optimizer=None)",
-                      ConvergenceWarning, stacklevel=stacklevel + 2)
+    warn_bound_hits(owner, at_bound, theta, names, *bounds, stacklevel=stacklevel + 2)
     return at_bound
 
 
 # %% book/01_gp_classification.md, code cell 32
 def maximize_criterion(criterion, theta0, *, bounds, gradient=True, n_restarts=0,
                        random_state=None, max_iter=100, names=None, owner="fit", stacklevel=2):
-    """Maximise criterion(theta) over log-hyperparameters in [low, high]^p (section sec-gpc-learning).
+    """Maximise criterion(theta) over log-hyperparameters in a box (section sec-gpc-learning).
 
     ``criterion(theta)`` returns the value, or (value, gradient) if ``gradient``; ``bounds``
-    = (low, high) in log units (see ``check_bounds``). Runs L-BFGS-B (with the gradient) or
+    = (low, high) in log units, scalars (see ``check_bounds``) or arrays shaped as theta0
+    (see ``search_box``). Runs L-BFGS-B (with the gradient) or
     Nelder-Mead (without) from ``theta0`` clipped to the box and from ``n_restarts`` starts
     drawn uniformly in it (``random_state`` as in scikit-learn). Convergence warnings of the
     criterion's own solver at trial points are silenced. Returns (theta, result): the best
@@ -389,8 +454,8 @@ def maximize_criterion(criterion, theta0, *, bounds, gradient=True, n_restarts=0
     ConvergenceWarning, naming ``owner``, if the best run did not converge or a
     hyperparameter ends on a bound (``stacklevel`` counts from the caller).
     """
-    low, high = bounds
     theta0 = np.asarray(theta0, dtype=float)
+    low, high = (np.broadcast_to(np.asarray(b, dtype=float), theta0.shape) for b in bounds)
     names = tuple(names) if names is not None else tuple(f"theta[{j}]" for j in range(theta0.size))
     good = {"theta": np.clip(theta0, low, high), "worst": None,   # last finite point, worst value
             "n_evaluations": 0}
@@ -398,7 +463,7 @@ def maximize_criterion(criterion, theta0, *, bounds, gradient=True, n_restarts=0
     rng = check_random_state(random_state)
     starts = [np.clip(theta0, low, high)]
     starts += [rng.uniform(low, high, size=theta0.size) for _ in range(n_restarts)]
-    best = _best_run(objective, starts, [(low, high)] * theta0.size, gradient, max_iter)
+    best = _best_run(objective, starts, list(zip(low, high)), gradient, max_iter)
     theta = np.clip(best.x, low, high)
     at_bound = _report_search(best, theta, names, (low, high), owner, stacklevel)
     return theta, LearnedHyperparameters("", -float(best.fun), theta, starts[0], names,
@@ -428,7 +493,7 @@ class LearnsHyperparameters:
             raise ValueError(f"optimizer must be one of {self._optimizers} or None (keep the "
                              f"kernel fixed); got {self.optimizer!r}")
         check_integer(self.n_restarts_optimizer, "n_restarts_optimizer", low=0)
-        check_bounds(self.hyperparameter_bounds)
+        search_box(self.hyperparameter_bounds, [])
         try:
             check_random_state(self.random_state)
         except ValueError:
@@ -441,7 +506,7 @@ class LearnsHyperparameters:
         self.learning_ = None
         learn = self.optimizer is not None and kernel.theta.size > 0
         if learn:
-            low, high = check_bounds(self.hyperparameter_bounds)
+            low, high = search_box(self.hyperparameter_bounds, kernel.theta)
             if np.any((kernel.theta < low) | (kernel.theta > high)):
                 warnings.warn(f"{type(self).__name__}: the starting kernel {kernel!r} lies "
                               "outside hyperparameter_bounds; the search starts from the "

@@ -138,7 +138,7 @@ class BiasedEP(_BiasedFit):
     def __init__(self, kernel=None, likelihood=None, gamma=0.0, bias_mode="predictive",
                  method="newton", damping=1.0, max_sweeps=100, tol=1e-8,
                  optimizer="fmin_l_bfgs_b", n_restarts_optimizer=0, random_state=None,
-                 hyperparameter_bounds=(1e-5, 1e5)):
+                 hyperparameter_bounds="auto"):
         super().__init__(kernel=kernel, likelihood=likelihood, method=method, damping=damping,
                          max_sweeps=max_sweeps, tol=tol, optimizer=optimizer,
                          n_restarts_optimizer=n_restarts_optimizer, random_state=random_state,

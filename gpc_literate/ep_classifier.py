@@ -295,9 +295,10 @@ class EP(_EPFit, _EPEvidence, _EPPrediction, LearnsHyperparameters, GPClassifier
         ``fit`` learns the kernel by maximising EP's log marginal likelihood eq-ep-logz-stable
         (with its gradient eq-ep-gradient); None keeps the kernel fixed (chapter 1,
         sec-gpc-learning).
-    n_restarts_optimizer : int >= 0, random_state, hyperparameter_bounds : (low, high)
-        Further random starts of the search, their generator, and the box for every
-        hyperparameter (default 1e-5 to 1e5).
+    n_restarts_optimizer : int >= 0, random_state, hyperparameter_bounds : "auto" or (low, high)
+        Further random starts of the search, their generator, and its box: "auto" keeps each
+        hyperparameter within 1e-5 to 1e5 times its start (chapter 1, search_box), a pair
+        bounds every hyperparameter.
 
     Fitted attributes: ``site_nu_``, ``site_tau_`` (natural site parameters; a precision may
     be negative), ``site_mean_``, ``site_var_`` (the same as mean and variance, inf for a
@@ -314,7 +315,7 @@ class EP(_EPFit, _EPEvidence, _EPPrediction, LearnsHyperparameters, GPClassifier
 
     def __init__(self, kernel=None, likelihood=None, method="newton", damping=1.0,
                  max_sweeps=100, tol=1e-8, optimizer="fmin_l_bfgs_b", n_restarts_optimizer=0,
-                 random_state=None, hyperparameter_bounds=(1e-5, 1e5)):
+                 random_state=None, hyperparameter_bounds="auto"):
         self.kernel = kernel
         self.likelihood = likelihood
         self.method = method

@@ -12,7 +12,8 @@ import copy
 
 import numpy as np
 
-__all__ = ["Kernel", "RBF", "ArcSin", "Linear", "Cauchy", "check_kernel", "default_kernel"]
+__all__ = ["Kernel", "RBF", "ArcSin", "Linear", "Cauchy", "check_kernel", "default_kernel",
+           "input_scale"]
 
 # |theta_j| must stay below this, so that exp(2 theta_j) (a squared length scale,
 # a squared variance) is a finite float.
@@ -387,19 +388,27 @@ def default_kernel(X):
 
 
 # %% book/03_covariance_functions.md, code cell 23
+def input_scale(X):
+    """Standard deviation of each column of X (1 where a column does not vary): a unit per input."""
+    X = _check_inputs(X, "X")
+    scale = np.std(X, axis=0)
+    return np.where((scale > 0.0) & np.isfinite(scale), scale, 1.0)
+
+
+# %% book/03_covariance_functions.md, code cell 25
 def _arcsin_inner(X, Z, weight_variance, bias_variance):
     """c(x, z) = b + sum_i w_i x_i z_i of eq-kern-arcsin for the rows of X and Z (None: symmetric)."""
     C = (X * weight_variance) @ (X if Z is None else Z).T + bias_variance
     return 0.5 * (C + C.T) if Z is None else C
 
 
-# %% book/03_covariance_functions.md, code cell 24
+# %% book/03_covariance_functions.md, code cell 26
 def _arcsin_self_inner(X, weight_variance, bias_variance):
     """s(x) = c(x, x) of eq-kern-arcsin for each row of X."""
     return np.einsum("ij,ij->i", X * weight_variance, X) + bias_variance
 
 
-# %% book/03_covariance_functions.md, code cell 25
+# %% book/03_covariance_functions.md, code cell 27
 def _arcsin_gradient(X, weight_variance, variance, bias_variance):
     """Eq. (eq-kern-grad-arcsin): dK/dtheta_j of the ArcSin kernel, shape (p, n, n), theta's order."""
     n, d = X.shape
@@ -432,7 +441,7 @@ def _arcsin_gradient(X, weight_variance, variance, bias_variance):
     return G
 
 
-# %% book/03_covariance_functions.md, code cell 26
+# %% book/03_covariance_functions.md, code cell 28
 class ArcSin(Kernel):
     """Infinite-network (arcsin) kernel, eq-kern-arcsin (Opper & Winther 1999 eq 1; Williams 1998).
 
@@ -495,7 +504,7 @@ class ArcSin(Kernel):
         return _arcsin_gradient(X, self.weight_variance, self.variance, self.bias_variance)
 
 
-# %% book/03_covariance_functions.md, code cell 31
+# %% book/03_covariance_functions.md, code cell 33
 class Linear(Kernel):
     """Linear (perceptron) kernel, eq-kern-linear (Opper & Winther 1999, after eq 2).
 
@@ -538,7 +547,7 @@ class Linear(Kernel):
         return G
 
 
-# %% book/03_covariance_functions.md, code cell 32
+# %% book/03_covariance_functions.md, code cell 34
 def _cauchy_gradient(X, length_scale, variance):
     """Eq. (eq-kern-grad-cauchy): dK/dtheta_j of the Cauchy kernel, shape (p, n, n), theta's order."""
     n, d = X.shape
@@ -554,7 +563,7 @@ def _cauchy_gradient(X, length_scale, variance):
     return G
 
 
-# %% book/03_covariance_functions.md, code cell 33
+# %% book/03_covariance_functions.md, code cell 35
 class Cauchy(Kernel):
     """Cauchy kernel, eq-kern-cauchy (Opper & Winther 2000b, appendix on covariance functions).
 

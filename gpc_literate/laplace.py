@@ -458,7 +458,7 @@ class Laplace(_LaplaceFit):
 
     def __init__(self, kernel=None, likelihood=None, max_iter=100, tol=1e-8,
                  optimizer="fmin_l_bfgs_b", n_restarts_optimizer=0, random_state=None,
-                 hyperparameter_bounds=(1e-5, 1e5)):
+                 hyperparameter_bounds="auto"):
         self.kernel = kernel
         self.likelihood = likelihood
         self.max_iter = max_iter

@@ -439,7 +439,7 @@ class NaiveMeanField(_NaiveMFSolve, _NaiveMFLOO, _NaiveMFPrediction, LearnsHyper
 
     def __init__(self, kernel=None, kappa=0.0, v=0.0, max_iter=10_000, tol=1e-6,
                  learning_rate=0.05, compute_loo=True, optimizer="nelder-mead",
-                 n_restarts_optimizer=0, random_state=None, hyperparameter_bounds=(1e-5, 1e5),
+                 n_restarts_optimizer=0, random_state=None, hyperparameter_bounds="auto",
                  method="newton"):
         self.kernel = kernel
         self.kappa = kappa

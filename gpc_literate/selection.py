@@ -25,13 +25,13 @@ from scipy.optimize import minimize
 from scipy.special import ndtr
 from tqdm import tqdm
 
-from gpc_literate.base import (ConvergenceWarning, GPClassifierBase, check_integer, check_scalar,
-                               check_X_y, encode_labels)
+from gpc_literate.base import (ConvergenceWarning, GPClassifierBase, bound_hits, check_integer,
+                               check_scalar, check_X_y, encode_labels, warn_bound_hits)
 from gpc_literate.criteria import (MAXIMISE, BiasedEP, LOOMoments, check_criterion,
                                    criterion_terms, loo_log_predictive, loo_objective,
                                    measure_from_counts)
 from gpc_literate.ep_classifier import EP
-from gpc_literate.kernels import RBF, check_kernel
+from gpc_literate.kernels import RBF, check_kernel, default_kernel
 from gpc_literate.laplace import Laplace
 from gpc_literate.likelihoods import Probit
 from gpc_literate.sites import ImproperPosteriorError
@@ -464,6 +464,9 @@ def _lscv_unpack(kernel, phi, lam, free_lam):
     return kernel.with_theta(phi[:p]), lam_j, float(np.exp(phi[-2])), float(phi[-1])
 
 
+LSCV_BOX = 10.0     # LSCV searches each log-hyperparameter within +-LSCV_BOX of its start
+
+
 def _lscv_minimise(kernel, X, y_pm, lam, noise_var_bounds, phi, max_iter, tol):
     """Eq. (eq-sel-lscv-pred): minimise the LOO NLP by L-BFGS-B from phi; scipy's result."""
     free_lam, p = noise_var_bounds is not None, kernel.theta.size
@@ -476,7 +479,7 @@ def _lscv_minimise(kernel, X, y_pm, lam, noise_var_bounds, phi, max_iter, tol):
             return np.inf, np.zeros_like(phi)
         return value, (grad if free_lam else np.delete(grad, p))
 
-    box = ([(-10.0, 10.0)] * p
+    box = ([(t - LSCV_BOX, t + LSCV_BOX) for t in kernel.theta]   # about the start
            + ([tuple(np.log(noise_var_bounds))] if free_lam else [])
            + [(-10.0, 10.0), (None, None)])
     return minimize(objective, phi, jac=True, method="L-BFGS-B", bounds=box,
@@ -501,7 +504,7 @@ class _LSCVFit(GPClassifierBase):
         check_scalar(self.tol, "tol", low=0.0, low_inclusive=False)
 
     def _fit(self, X, y_pm):
-        kernel = RBF() if self.kernel is None else copy.deepcopy(self.kernel)
+        kernel = default_kernel(X) if self.kernel is None else copy.deepcopy(self.kernel)
         lam, free_lam = float(self.noise_var), self.noise_var_bounds is not None
         phi = np.concatenate([kernel.theta, [np.log(lam)] if free_lam else [], [0.0, 0.0]])
         self.optimizer_result_, self.n_iter_, self.converged_ = None, 0, True
@@ -513,6 +516,12 @@ class _LSCVFit(GPClassifierBase):
             if not result.success:
                 warnings.warn(f"LSCV: L-BFGS-B stopped without converging ({result.message}); "
                               "increase max_iter", ConvergenceWarning, stacklevel=3)
+            p = kernel.theta.size
+            low, high = kernel.theta - LSCV_BOX, kernel.theta + LSCV_BOX
+            names = kernel.hyperparameter_names
+            hits = bound_hits(phi[:p], names, low, high)
+            self.converged_ = self.converged_ and not hits
+            warn_bound_hits("LSCV.fit", hits, phi[:p], names, low, high, stacklevel=2)
         self.kernel_, self.noise_var_, self.scale_, self.offset_ = _lscv_unpack(kernel, phi, lam,
                                                                                free_lam)
         self.X_train_, self.y_train_ = X, y_pm
@@ -534,16 +543,17 @@ class LSCV(_LSCVFit):
 
     Parameters
     ----------
-    kernel : Kernel, default RBF()
-        Covariance function; its theta is the starting point of the optimisation.
+    kernel : Kernel, default default_kernel(X)
+        Covariance function (default: chapter 3's RBF scaled to the data); its theta is the
+        starting point of the optimisation.
     noise_var : float > 0
         Regression noise variance lambda; the starting value when it is optimised.
     noise_var_bounds : (low, high) with 0 < low <= noise_var <= high, or None
         Box for lambda; None keeps noise_var fixed.
     optimize : bool
-        Minimise the LOO NLP, eq. (eq-sel-lscv-pred), over theta (box [-10, 10]), log lambda,
-        log a (box [-10, 10]) and b by L-BFGS-B from a = 1, b = 0; False keeps the kernel and
-        lambda and uses a = 1, b = 0.
+        Minimise the LOO NLP, eq. (eq-sel-lscv-pred), over theta (box: the start +- 10),
+        log lambda, log a (box [-10, 10]) and b by L-BFGS-B from a = 1, b = 0; False keeps
+        the kernel and lambda and uses a = 1, b = 0.
     max_iter, tol : L-BFGS-B's iterations and tolerance.
 
     Fitted attributes: ``kernel_``, ``noise_var_``, ``scale_`` (a), ``offset_`` (b),

@@ -29,8 +29,8 @@ from sklearn.utils import check_random_state
 from tqdm import tqdm
 
 from gpc_literate.base import (ConvergenceWarning, GPClassifierBase, LearnedHyperparameters,
-                               NotFittedError, check_array, check_bool, check_bounds,
-                               check_integer, check_scalar)
+                               NotFittedError, bound_hits, check_array, check_bool,
+                               check_integer, check_scalar, search_box, warn_bound_hits)
 from gpc_literate.ep import check_sites, ep_log_marginal
 from gpc_literate.ep_fast import ep_on_marginals, lowrank_diag_marginals, pivoted_cholesky
 from gpc_literate.kernels import RBF, check_kernel, default_kernel
@@ -337,23 +337,27 @@ def search_fitc(kernel, Z, evaluate, *, learn_inducing, bounds, verbose=False):
     point seen, whose ``value`` is the best log Z_EP; warns (ConvergenceWarning) when the
     search stops early or a hyperparameter ends on a bound.
     """
-    low, high = bounds
     p = kernel.theta.size
+    low, high = (np.broadcast_to(np.asarray(b, dtype=float), (p,)) for b in bounds)
     theta0 = np.clip(kernel.theta, low, high)
-    x0 = np.concatenate([theta0, Z.ravel()]) if learn_inducing else theta0
-    box = [(low, high)] * p + [(None, None)] * (x0.size - p)
+    scale = np.asarray(getattr(kernel, "length_scale", 1.0), dtype=float)  # Z in length scales
+    x0 = np.concatenate([theta0, (Z / scale).ravel()]) if learn_inducing else theta0
+    box = list(zip(low, high)) + [(None, None)] * (x0.size - p)
     state = {"best": -np.inf, "x": x0, "n": 0, "last": -np.inf}
+
+    def inducing(x):
+        return x[p:].reshape(Z.shape) * scale if learn_inducing else Z
 
     def objective(x):
         state["n"] += 1
-        value, g_theta, g_Z = evaluate(kernel.with_theta(x[:p]),
-                                       x[p:].reshape(Z.shape) if learn_inducing else Z)
+        value, g_theta, g_Z = evaluate(kernel.with_theta(x[:p]), inducing(x))
         if not np.isfinite(value):
             raise _Breakdown
         state["last"] = value
         if value > state["best"]:
             state["best"], state["x"] = value, x.copy()
-        grad = np.concatenate([g_theta, g_Z.ravel()]) if learn_inducing else g_theta
+        grad = (np.concatenate([g_theta, (g_Z * scale).ravel()]) if learn_inducing
+                else g_theta)
         return -value, -grad
 
     with tqdm(total=SEARCH_MAX_ITER, desc="SparseEP search", disable=not verbose) as bar:
@@ -367,14 +371,14 @@ def search_fitc(kernel, Z, evaluate, *, learn_inducing, bounds, verbose=False):
         except _Breakdown:
             converged, message = False, "EP broke down at a trial point"
     x = state["x"]
-    kernel, Z = kernel.with_theta(x[:p]), (x[p:].reshape(Z.shape) if learn_inducing else Z)
+    kernel, Z = kernel.with_theta(x[:p]), inducing(x)
     names = kernel.hyperparameter_names
-    width = 1e-3 * (high - low)
-    at_bound = tuple(nm for nm, t in zip(names, x[:p]) if t <= low + width or t >= high - width)
-    if not converged or at_bound:
+    at_bound = bound_hits(x[:p], names, low, high)
+    if not converged:
         warnings.warn(f"SparseEP.fit: the search of the evidence stopped ({message}); "
-                      f"hyperparameters on a bound: {list(at_bound)}", ConvergenceWarning,
-                      stacklevel=4)
+                      "fix the kernel (optimizer=None) or start from another kernel",
+                      ConvergenceWarning, stacklevel=4)
+    warn_bound_hits("SparseEP.fit", at_bound, x[:p], names, low, high, stacklevel=4)
     return kernel, Z, LearnedHyperparameters("log marginal likelihood (sparse EP)",
                                              float(state["best"]), x[:p].copy(), theta0,
                                              names, state["n"], 1, converged, message,
@@ -448,7 +452,7 @@ def _check_sparse_options(est):
         raise ValueError("learn_inducing=True needs optimizer='fmin_l_bfgs_b'")
     check_integer(est.max_iter, "max_iter", low=1)
     check_scalar(est.tol, "tol", low=0.0, low_inclusive=False)
-    check_bounds(est.hyperparameter_bounds)
+    search_box(est.hyperparameter_bounds, [])
     check_bool(est.verbose, "verbose")
 
 
@@ -488,7 +492,7 @@ class _SparseFit:
         options = dict(tol=float(self.tol), max_iter=int(self.max_iter), verbose=self.verbose,
                        learn_inducing=self.learn_inducing,
                        bounds=(None if self.optimizer is None
-                               else check_bounds(self.hyperparameter_bounds)))
+                               else search_box(self.hyperparameter_bounds, kernel.theta)))
         if client is None:
             run = fit_in_process
         else:
@@ -610,8 +614,9 @@ class SparseEP(_SparseFit, _SparseEvidence, _SparsePrediction, GPClassifierBase)
         Evaluations of the marginals per EP run, at most.
     tol : float > 0, default 1e-8
         EP has converged when the undamped site change (eq-sites-converged) is below tol.
-    hyperparameter_bounds : (low, high), default (1e-5, 1e5)
-        The box for every kernel hyperparameter during the search.
+    hyperparameter_bounds : "auto" or (low, high), default "auto"
+        The box of the kernel hyperparameters during the search: "auto" is 1e-5 to 1e5 times
+        each one's start (chapter 1's search_box), a pair bounds every hyperparameter.
     random_state : None, int or RandomState
         The random subset of "pivots" and "random".
     verbose : bool, default False
@@ -625,7 +630,7 @@ class SparseEP(_SparseFit, _SparseEvidence, _SparsePrediction, GPClassifierBase)
 
     def __init__(self, kernel=None, likelihood=None, n_inducing=200, inducing="pivots",
                  learn_inducing=False, optimizer="fmin_l_bfgs_b", max_iter=100, tol=1e-8,
-                 hyperparameter_bounds=(1e-5, 1e5), random_state=None, verbose=False):
+                 hyperparameter_bounds="auto", random_state=None, verbose=False):
         self.kernel = kernel
         self.likelihood = likelihood
         self.n_inducing = n_inducing

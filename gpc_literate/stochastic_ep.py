@@ -30,9 +30,10 @@ from sklearn.utils import check_random_state
 from threadpoolctl import threadpool_limits
 from tqdm import tqdm
 
-from gpc_literate.base import (ConvergenceWarning, GPClassifierBase, check_array, check_bool,
-                               check_bounds, check_integer, check_scalar)
-from gpc_literate.kernels import default_kernel
+from gpc_literate.base import (ConvergenceWarning, GPClassifierBase, bound_hits, check_array,
+                               check_bool, check_integer, check_scalar, search_box,
+                               warn_bound_hits)
+from gpc_literate.kernels import default_kernel, input_scale
 from gpc_literate.likelihoods import Probit
 from gpc_literate.sites import cavities, site_from_derivatives
 from gpc_literate.sparse_ep import (JITTER, check_inducing_options, choose_inducing,
@@ -239,22 +240,27 @@ def frozen_site_gradient(kernel, X, Z, L, Bt, m_cav, Sb_cav, d1, d2):
 
 # %% book/26_stochastic_ep.md, code cell 14
 class Adam:
-    """Adam (Kingma & Ba 2015) for ascent, eq. (eq-sep-adam): per-coordinate rates ``rates``."""
+    """Adam (Kingma & Ba 2015) for ascent, eq. (eq-sep-adam): per-coordinate rates ``rates``.
 
-    def __init__(self, rates, beta1=0.9, beta2=0.999, eps=1e-8):
+    ``units`` (default 1): Adam runs on x / units, so a rate is measured in these units.
+    """
+
+    def __init__(self, rates, beta1=0.9, beta2=0.999, eps=1e-8, units=1.0):
         self.rates, self.beta1, self.beta2, self.eps = rates, beta1, beta2, eps
+        self.units = np.broadcast_to(np.asarray(units, dtype=float), np.shape(rates))
         self.m = np.zeros_like(rates)
         self.v = np.zeros_like(rates)
         self.k = 0
 
     def step(self, x, grad, scale=1.0):
-        """x + scale * rates * m_hat / (sqrt(v_hat) + eps) after folding in ``grad``."""
+        """x + units * scale * rates * m_hat / (sqrt(v_hat) + eps), ``grad * units`` folded in."""
         self.k += 1
+        grad = grad * self.units                    # the gradient with respect to x / units
         self.m = self.beta1 * self.m + (1.0 - self.beta1) * grad
         self.v = self.beta2 * self.v + (1.0 - self.beta2) * grad * grad
         m_hat = self.m / (1.0 - self.beta1 ** self.k)
         v_hat = self.v / (1.0 - self.beta2 ** self.k)
-        return x + scale * self.rates * m_hat / (np.sqrt(v_hat) + self.eps)
+        return x + self.units * scale * self.rates * m_hat / (np.sqrt(v_hat) + self.eps)
 
 
 # %% book/26_stochastic_ep.md, code cell 15
@@ -404,7 +410,7 @@ def _check_options(est):
     check_integer(est.window, "window", low=1)
     check_scalar(est.damping, "damping", low=0.0, high=1.0, low_inclusive=False)
     check_scalar(est.tol, "tol", low=0.0, low_inclusive=False)
-    check_bounds(est.hyperparameter_bounds)
+    search_box(est.hyperparameter_bounds, [])
     if est.blas_threads is not None:
         check_integer(est.blas_threads, "blas_threads", low=1)
     check_bool(est.verbose, "verbose")
@@ -443,27 +449,35 @@ class _StochasticFit:
         learn = self.optimizer is not None
         rates = np.concatenate([np.full(kernel.theta.size, float(self.learning_rate)),
                                 np.full(Z.size, float(self.inducing_learning_rate))])
+        units = np.concatenate([np.ones(kernel.theta.size),   # Z in each input's std
+                                np.broadcast_to(input_scale(X), Z.shape).ravel()])
+        log_bounds = search_box(self.hyperparameter_bounds, kernel.theta)
         limit = (contextlib.nullcontext() if self.blas_threads is None
                  else threadpool_limits(limits=int(self.blas_threads), user_api="blas"))
         try:
             with limit:
                 run = run_stochastic_ep(
                     state, X, y_pm, batch_size=int(self.batch_size), max_time=self.max_time,
-                    max_epochs=self.max_epochs, adam=Adam(rates), learn_theta=learn,
+                    max_epochs=self.max_epochs, adam=Adam(rates, units=units), learn_theta=learn,
                     learn_Z=learn and self.learn_inducing, window=int(self.window),
                     damping=float(self.damping), rng=rng,
-                    log_bounds=check_bounds(self.hyperparameter_bounds), callback=callback,
+                    log_bounds=log_bounds, callback=callback,
                     verbose=self.verbose)
         except LinAlgError as err:
             raise SEPBreakdownError(f"stochastic EP broke down ({err}): K_uu or the precision "
                                     "of q could not be factorised; try fewer inducing inputs "
                                     "or learn_inducing=False") from None
-        self.converged_ = bool(run.n_epochs >= 1.0 and run.site_change < self.tol)
-        if not self.converged_ and run.stopped_by != "callback":
+        names, theta = state.kernel.hyperparameter_names, state.kernel.theta
+        self.at_bound_ = bound_hits(theta, names, *log_bounds) if learn else ()
+        self.converged_ = bool(run.n_epochs >= 1.0 and run.site_change < self.tol
+                               and not self.at_bound_)
+        if run.site_change >= self.tol and run.stopped_by != "callback":
             warnings.warn(f"stochastic EP stopped ({run.stopped_by}) after {run.n_epochs:.2f} "
                           f"epochs with the site precision still changing by "
                           f"{run.site_change:.3g} over its last window (tol={self.tol:g}); "
                           "raise max_time or max_epochs", ConvergenceWarning, stacklevel=3)
+        warn_bound_hits("StochasticEP.fit", self.at_bound_, theta, names, *log_bounds,
+                        stacklevel=3)
         self._state = state
         self.kernel_, self.likelihood_, self.inducing_ = state.kernel, likelihood, state.Z
         self.n_inducing_ = len(state.Z)
@@ -521,8 +535,9 @@ class StochasticEP(_StochasticFit, _StochasticPrediction, GPClassifierBase):
         The tied site averages over about the last min(window, n) points (eq-sep-average).
     damping : float in (0, 1], default 1.0
         Damping of the per-point site updates.
-    hyperparameter_bounds : (low, high), default (1e-5, 1e5)
-        The box of every kernel hyperparameter; Adam's steps are projected into it.
+    hyperparameter_bounds : "auto" or (low, high), default "auto"
+        The box of the kernel hyperparameters, Adam's steps projected into it: "auto" is 1e-5
+        to 1e5 times each one's start (chapter 1's search_box), a pair bounds every one.
     tol : float > 0, default 0.05
         Converged when at least one epoch ran and the site precision changed by less than
         tol (relative, Frobenius) over its last window (an epoch for per-point sites).
@@ -546,7 +561,7 @@ class StochasticEP(_StochasticFit, _StochasticPrediction, GPClassifierBase):
                  sites="tied", batch_size=1000, max_time=60.0, max_epochs=100,
                  optimizer="adam", learning_rate=0.05, inducing_learning_rate=0.01,
                  learn_inducing=True, window=100_000, damping=1.0,
-                 hyperparameter_bounds=(1e-5, 1e5), tol=0.05, random_state=None,
+                 hyperparameter_bounds="auto", tol=0.05, random_state=None,
                  blas_threads=1, verbose=False):
         self.kernel = kernel
         self.likelihood = likelihood

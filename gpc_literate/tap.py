@@ -378,7 +378,7 @@ class TAP(_TAPFit, _TAPEvidence, _TAPPrediction, LearnsHyperparameters, GPClassi
 
     def __init__(self, kernel=None, kappa=0.0, v=0.0, max_iter=500, tol=1e-8, damping=0.5,
                  compute_loo=True, optimizer="fmin_l_bfgs_b", n_restarts_optimizer=0,
-                 random_state=None, hyperparameter_bounds=(1e-5, 1e5)):
+                 random_state=None, hyperparameter_bounds="auto"):
         self.kernel = kernel
         self.kappa = kappa
         self.v = v

@@ -21,12 +21,12 @@ import numpy as np
 from scipy.linalg import cho_solve
 from scipy.optimize import minimize
 
-from gpc_literate.base import (ConvergenceWarning, GPClassifierBase, check_integer,
-                               check_scalar)
+from gpc_literate.base import (ConvergenceWarning, GPClassifierBase, bound_hits,
+                               check_integer, check_scalar, warn_bound_hits)
 from gpc_literate.free_energy import (JITTER, LOSSES, factor_prior, free_energy_theta_gradient,
                                       initial_p, kernel_contraction, minimize_free_energy,
                                       std_normal_pdf, svc_log_z)
-from gpc_literate.kernels import RBF, check_kernel
+from gpc_literate.kernels import RBF, check_kernel, input_scale
 from gpc_literate.laplace import Logistic, laplace_mode
 from gpc_literate.svm import kernel_adatron
 
@@ -59,9 +59,20 @@ def variational_objective(theta, kernel, X, y, loss="logistic", n_factors=2, *, 
 _SVM_TOL = 1e-4   # Kuhn-Tucker violation of the SVM at theta_ (use="mode"), margin units
 
 
-def _default_kernel(n_features):
-    """Seeger's eq. 8 with w_i = 1/d (inputs standardised): ARD RBF, length scales sqrt(d)."""
-    return RBF(length_scale=np.full(n_features, np.sqrt(n_features)), variance=1.0, bias=0.1)
+_AUTO_BOX = 8.0   # bounds="auto": each log-hyperparameter within +-_AUTO_BOX of its start
+
+
+def _default_kernel(X):
+    """Seeger's eq. 8 with w_i = 1/d: ARD RBF, length scales sqrt(d) times each input's std."""
+    return RBF(length_scale=np.sqrt(X.shape[1]) * input_scale(X), variance=1.0, bias=0.1)
+
+
+def _box(bounds, theta0):
+    """The box (low, high) of the outer loop: arrays shaped as theta0 (``bounds`` checked)."""
+    theta0 = np.asarray(theta0, dtype=float)
+    if isinstance(bounds, str):
+        return theta0 - _AUTO_BOX, theta0 + _AUTO_BOX
+    return np.full(theta0.shape, float(bounds[0])), np.full(theta0.shape, float(bounds[1]))
 
 
 def _check_variational_params(est):
@@ -77,12 +88,14 @@ def _check_variational_params(est):
     check_integer(est.inner_max_iter, "inner_max_iter")
     check_scalar(est.tol, "tol", low=0.0, low_inclusive=False)
     check_scalar(est.inner_tol, "inner_tol", low=0.0, low_inclusive=False)
+    if isinstance(est.bounds, str) and est.bounds == "auto":
+        return
     try:
         low, high = est.bounds
         low, high = (check_scalar(b, "bounds", low=-300.0, high=300.0) for b in (low, high))
     except (TypeError, ValueError) as err:
-        raise type(err)(f"bounds must be a pair (low, high) of log-hyperparameters: "
-                        f"{err}") from None
+        raise type(err)(f"bounds must be \"auto\" or a pair (low, high) of "
+                        f"log-hyperparameters: {err}") from None
     if not low < high:
         raise ValueError(f"bounds must satisfy low < high; got {est.bounds!r}")
 
@@ -90,14 +103,15 @@ def _check_variational_params(est):
 # %% book/20_variational_estimators.md, code cell 5
 def _start_theta(kernel, bounds, name):
     """The kernel's theta clipped into ``bounds``, with a UserWarning naming ``name`` if it moved."""
-    low, high = (float(b) for b in bounds)
+    low, high = _box(bounds, kernel.theta)
     theta0 = kernel.theta
     outside = (theta0 < low) | (theta0 > high)
     if outside.any():                   # only the optimiser is bounded
         names = [n for n, o in zip(kernel.hyperparameter_names, outside) if o]
         warnings.warn(f"{name}: the starting log-hyperparameters {names} "
                       f"= {np.round(theta0[outside], 3).tolist()} lie outside bounds = "
-                      f"({low:g}, {high:g}); clipped to the bounds", UserWarning, stacklevel=4)
+                      f"({low[0]:g}, {high[0]:g}); clipped to the bounds", UserWarning,
+                      stacklevel=4)
         theta0 = np.clip(theta0, low, high)
     return theta0
 
@@ -130,7 +144,7 @@ def _outer_loop(objective, theta0, start, bounds, *, max_iter, tol, progress):
             bar.update(1)
             bar.set_postfix(F=f"{intermediate_result.fun:.4f}")
         result = minimize(fun, theta0, jac=True, method="L-BFGS-B",
-                          bounds=[(float(bounds[0]), float(bounds[1]))] * theta0.size,
+                          bounds=list(zip(*bounds)),
                           callback=callback,
                           options={"maxiter": max_iter, "ftol": tol, "gtol": tol})
     return result, history, evaluated.get(result.x.tobytes())
@@ -235,17 +249,21 @@ class _VariationalFit(GPClassifierBase):
                                      tol=self.inner_tol)
 
     def _fit(self, X, y_pm):
-        kernel = _default_kernel(X.shape[1]) if self.kernel is None else self.kernel
+        kernel = _default_kernel(X) if self.kernel is None else self.kernel
         self.X_train_, self.y_train_ = X, y_pm
         start, result, history, final = None, None, [], None  # fixed kernel: initial_p's start
         if self.optimize and kernel.theta.size:
             theta0 = _start_theta(kernel, self.bounds, type(self).__name__)
             res0 = self._objective(kernel, X, y_pm, theta0, None)[3]
             start = (res0.mu, res0.log_v, res0.C)          # P_0 starts the first line search
+            box = _box(self.bounds, kernel.theta)
             result, history, final = _outer_loop(
                 lambda theta, p: self._objective(kernel, X, y_pm, theta, p), theta0, start,
-                self.bounds, max_iter=self.max_iter, tol=self.tol, progress=self.progress)
+                box, max_iter=self.max_iter, tol=self.tol, progress=self.progress)
             self.kernel_ = kernel.with_theta(result.x)
+            names = kernel.hyperparameter_names
+            warn_bound_hits(type(self).__name__ + ".fit", bound_hits(result.x, names, *box),
+                            result.x, names, *box, stacklevel=2)
         else:                                   # a fixed kernel is used exactly as given
             self.kernel_ = copy.deepcopy(kernel)
         if final is None:                       # P at theta_ (no outer loop, or not cached)
@@ -285,13 +303,14 @@ class VariationalGP(_VariationalFit):
     Gaussian P = N(mu, V + C C^T) with ``n_factors`` factors (inner loop, L-BFGS-B with
     ``inner_max_iter``, ``inner_tol``) and, if ``optimize``, over the kernel's
     log-hyperparameters theta (outer loop, L-BFGS-B with ``max_iter``, ``tol``, every theta_j
-    within ``bounds``; a starting theta outside them is clipped with a UserWarning),
+    within ``bounds``: "auto", within +-8 of its start, or a pair (low, high) for all, a
+    starting theta outside which is clipped with a UserWarning),
     starting the inner loops of each line search from the P of the last accepted iterate
     (P_0, the minimiser of F at the starting theta, for the first), so that the value at a
     trial theta never depends on the order of evaluation (see variational_objective).  With
     ``optimize=False`` the kernel is used exactly as given, ``bounds`` or not.  ``loss`` is
     "logistic" or "svc" (the normalised SVC loss).  ``kernel=None``: ARD RBF with length
-    scales sqrt(d), variance 1, bias 0.1.  ``progress``: a tqdm bar over outer iterations.
+    scales sqrt(d) times each input's standard deviation, variance 1, bias 0.1.  ``progress``: a tqdm bar over outer iterations.
 
     Fitted attributes: ``kernel_``, ``theta_``, ``free_energy_``, ``mean_`` (mu), ``var_``
     (diag Sigma), ``V_`` (diagonal of V), ``C_``, ``n_iter_`` (outer iterations),
@@ -305,7 +324,7 @@ class VariationalGP(_VariationalFit):
     _jitter = JITTER
 
     def __init__(self, kernel=None, loss="logistic", n_factors=2, optimize=True, max_iter=100,
-                 tol=1e-6, inner_max_iter=500, inner_tol=1e-8, bounds=(-8.0, 8.0),
+                 tol=1e-6, inner_max_iter=500, inner_tol=1e-8, bounds="auto",
                  progress=False):
         self.kernel, self.loss, self.n_factors, self.optimize = kernel, loss, n_factors, optimize
         self.max_iter, self.tol, self.bounds, self.progress = max_iter, tol, bounds, progress
@@ -340,7 +359,7 @@ class VariationalSVM(VariationalGP):
     """
 
     def __init__(self, kernel=None, loss="svc", n_factors=2, optimize=True, max_iter=100,
-                 tol=1e-6, inner_max_iter=500, inner_tol=1e-8, bounds=(-8.0, 8.0),
+                 tol=1e-6, inner_max_iter=500, inner_tol=1e-8, bounds="auto",
                  progress=False):
         super().__init__(kernel=kernel, loss=loss, n_factors=n_factors, optimize=optimize,
                          max_iter=max_iter, tol=tol, inner_max_iter=inner_max_iter,
