@@ -412,15 +412,16 @@ def bound_hits(theta, names, low, high):
                  if t <= lo + w or t >= hi - w)
 
 
-def warn_bound_hits(owner, at_bound, theta, names, low, high, stacklevel):
-    """A ConvergenceWarning for each name in ``at_bound``: its value, its bounds and the fix."""
+def warn_bound_hits(owner, at_bound, theta, names, low, high, stacklevel,
+                    fix="widen hyperparameter_bounds and fit again, or fix the kernel "
+                        "(optimizer=None)"):
+    """A ConvergenceWarning for each name in ``at_bound``: its value, its bounds and ``fix``."""
     for name in at_bound:
         j = names.index(name)
         lo, hi = np.broadcast_to(low, np.shape(theta))[j], np.broadcast_to(high, np.shape(theta))[j]
         warnings.warn(f"{owner}: the learned {name.replace('log_', '')} = "
                       f"{np.exp(theta[j]):.3g} is on a bound of its search box "
-                      f"({np.exp(lo):.3g}, {np.exp(hi):.3g}) set by hyperparameter_bounds; "
-                      "widen the bounds and fit again, or fix the kernel (optimizer=None)",
+                      f"({np.exp(lo):.3g}, {np.exp(hi):.3g}); {fix}",
                       ConvergenceWarning, stacklevel=stacklevel + 1)
 
 

@@ -521,7 +521,9 @@ class _LSCVFit(GPClassifierBase):
             names = kernel.hyperparameter_names
             hits = bound_hits(phi[:p], names, low, high)
             self.converged_ = self.converged_ and not hits
-            warn_bound_hits("LSCV.fit", hits, phi[:p], names, low, high, stacklevel=2)
+            warn_bound_hits("LSCV.fit", hits, phi[:p], names, low, high, stacklevel=2,
+                            fix="the box is the start +-10 in log units: start from "
+                                "another kernel, or keep it fixed (optimize=False)")
         self.kernel_, self.noise_var_, self.scale_, self.offset_ = _lscv_unpack(kernel, phi, lam,
                                                                                free_lam)
         self.X_train_, self.y_train_ = X, y_pm

@@ -144,7 +144,7 @@ def _outer_loop(objective, theta0, start, bounds, *, max_iter, tol, progress):
             bar.update(1)
             bar.set_postfix(F=f"{intermediate_result.fun:.4f}")
         result = minimize(fun, theta0, jac=True, method="L-BFGS-B",
-                          bounds=list(zip(*bounds)),
+                          bounds=list(zip(*(np.broadcast_to(b, theta0.shape) for b in bounds))),
                           callback=callback,
                           options={"maxiter": max_iter, "ftol": tol, "gtol": tol})
     return result, history, evaluated.get(result.x.tobytes())
@@ -263,7 +263,9 @@ class _VariationalFit(GPClassifierBase):
             self.kernel_ = kernel.with_theta(result.x)
             names = kernel.hyperparameter_names
             warn_bound_hits(type(self).__name__ + ".fit", bound_hits(result.x, names, *box),
-                            result.x, names, *box, stacklevel=2)
+                            result.x, names, *box, stacklevel=2,
+                            fix="widen bounds and fit again, or keep the kernel fixed "
+                                "(optimize=False)")
         else:                                   # a fixed kernel is used exactly as given
             self.kernel_ = copy.deepcopy(kernel)
         if final is None:                       # P at theta_ (no outer loop, or not cached)

@@ -6,7 +6,8 @@ import numpy as np
 import pytest
 from sklearn.base import clone
 
-from gpc_literate.base import ConvergenceWarning, LearnedHyperparameters, maximize_criterion
+from gpc_literate.base import (ConvergenceWarning, LearnedHyperparameters, maximize_criterion,
+                               search_box)
 from gpc_literate.ep_classifier import EP
 from gpc_literate.kernels import RBF, default_kernel
 from gpc_literate.laplace import Laplace
@@ -78,7 +79,20 @@ def test_fixed_kernel_is_used_as_given_and_never_clipped(make):
 def test_start_outside_the_bounds_is_reported():
     X, y = overlapping()
     with pytest.warns(ConvergenceWarning, match="outside hyperparameter_bounds"):
-        Laplace(kernel=RBF(1.0, variance=1e6)).fit(X, y)
+        Laplace(kernel=RBF(1.0, variance=1e6), hyperparameter_bounds=(1e-5, 1e5)).fit(X, y)
+
+
+def test_auto_bounds_are_placed_about_the_start():
+    """hyperparameter_bounds="auto": 1e-5 to 1e5 times each hyperparameter's start."""
+    X, y = overlapping()
+    kernel = RBF(length_scale=[0.5, 2e6], variance=1e6)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        model = Laplace(kernel=kernel).fit(X, y)
+    assert np.allclose(model.learning_.theta_start, kernel.theta)     # nothing clipped
+    low, high = search_box("auto", kernel.theta)
+    assert np.allclose(np.exp(high - low), 1e10) and np.allclose(low + high, 2 * kernel.theta)
+    assert np.all((model.kernel_.theta >= low) & (model.kernel_.theta <= high))
 
 
 def test_signal_variance_on_its_bound_is_reported():

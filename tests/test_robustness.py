@@ -155,7 +155,8 @@ def test_variational_optimize_clips_start_with_warning():
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
         with pytest.warns(UserWarning, match=r"variance.*outside bounds = \(-8, 8\)"):
-            model = VariationalGP(kernel=kernel, n_factors=1, max_iter=3).fit(X, y)
+            model = VariationalGP(kernel=kernel, n_factors=1, max_iter=3,
+                                  bounds=(-8.0, 8.0)).fit(X, y)
     assert np.all(model.kernel_.theta <= 8.0)
 
 
