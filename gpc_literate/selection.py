@@ -520,7 +520,6 @@ class _LSCVFit(GPClassifierBase):
             low, high = kernel.theta - LSCV_BOX, kernel.theta + LSCV_BOX
             names = kernel.hyperparameter_names
             hits = bound_hits(phi[:p], names, low, high)
-            self.converged_ = self.converged_ and not hits
             warn_bound_hits("LSCV.fit", hits, phi[:p], names, low, high, stacklevel=2,
                             fix="the box is the start +-10 in log units: start from "
                                 "another kernel, or keep it fixed (optimize=False)")
