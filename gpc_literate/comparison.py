@@ -449,8 +449,9 @@ def compare_with_paper(summary, level=0.95):
 
     Returns a list of dicts: dataset, method, paper, n, mean, std, min, max (of our counts),
     scaled_mean, low, high (eq-var16-rule on the scaled counts), consistent (low <= paper
-    <= high), alternative (the other reading of an AMBIGUOUS cell, or None) and
-    alternative_consistent.
+    <= high), informative (eq-var16-informative: low > paper / 2 and high < 2 paper, the
+    interval excludes half and twice the paper's count), alternative (the other reading of
+    an AMBIGUOUS cell, or None) and alternative_consistent.
     """
     rows = []
     for name, by_method in summary.items():
@@ -464,6 +465,7 @@ def compare_with_paper(summary, level=0.95):
                          "mean": e["mean"], "std": e["std"], "min": e["min"],
                          "max": e["max"], "scaled_mean": float(np.mean(e["scaled"])),
                          "low": low, "high": high, "consistent": bool(low <= paper <= high),
+                         "informative": bool(low > paper / 2 and high < 2 * paper),
                          "alternative": alt,
                          "alternative_consistent": None if alt is None
                          else bool(low <= alt <= high)})

@@ -159,6 +159,10 @@ def test_summaries_and_the_comparison_rule():
     assert rows[("waveform", "Linear")]["paper"] == 220
     assert rows[("waveform", "Linear")]["consistent"] == (lo <= 220 <= hi)
     assert rows[("crabs", "VarGP-mean")]["consistent"]            # always 4, paper 4
+    # informative: the interval excludes half and twice the paper's count
+    assert rows[("crabs", "VarGP-mean")]["informative"]           # [3.5, 4.5] vs 2 and 8
+    mode = rows[("crabs", "VarGP-mode")]                          # 3, 4, 5 against paper 3
+    assert mode["consistent"] and not mode["informative"] and mode["high"] > 6
     assert rows[("crabs", "VarGP-mode")]["alternative"] is None
 
 

@@ -39,8 +39,6 @@ def fake_point(dataset, family, i, j, config):
 # -- the grid --------------------------------------------------------------------------------
 
 def test_grid_and_kernel():
-    assert gold_grid.A_GRID == (-1.0, -0.5, 0.0, 0.5, 1.0, 1.5, 2.0)
-    assert gold_grid.LOG_VAR_GRID == (0.0, 1.0, 2.0, 3.0, 4.0, 5.0, 6.0)
     k = gold_grid.grid_kernel(4, 0.5, 2.0)
     assert k.length_scale == pytest.approx(2.0 * np.exp(0.5), rel=1e-14)
     assert k.variance == pytest.approx(np.exp(2.0), rel=1e-14)
@@ -53,10 +51,11 @@ def test_grid_and_kernel():
 
 def test_grid_tasks_cover_the_grid_once():
     tasks = gold_grid._grid_tasks(None, None, 1, None)
-    assert len(tasks) == len(set(tasks)) == len(gold_grid.DATASETS) * 2 * N_POINTS == 392
+    assert len(tasks) == len(set(tasks)) == len(gold_grid.DATASETS) * 2 * N_POINTS
     tasks = gold_grid._grid_tasks(["crabs", "crabs"], ["logistic"], -1, {"seed": 1})
     assert len(tasks) == N_POINTS and tasks[0] == ("crabs", "logistic", 0, 0)
-    assert tasks[-1] == ("crabs", "logistic", 6, 6)
+    assert tasks[-1] == ("crabs", "logistic", len(gold_grid.A_GRID) - 1,
+                         len(gold_grid.LOG_VAR_GRID) - 1)
 
 
 @pytest.mark.parametrize("kwargs, error, message", [

@@ -1,21 +1,27 @@
 """Property-based tests: every estimator on random small problems.
 
-``fit`` returns, or raises a ValueError/TypeError that explains itself (never a bare
-LinAlgError or a FloatingPointError); ``predict_proba`` is finite, in [0, 1], rows sum to 1;
-``predict`` returns labels from the training labels.
+Valid data (two classes, finite inputs; constant features, duplicated inputs and labels of
+any type allowed) must fit: ``fit`` returns, ``predict_proba`` is finite, in [0, 1], rows sum
+to 1, and ``predict`` returns labels from the training labels. The one exception is a model
+that the data contradict: the noise-free likelihood (kappa = v = 0, naive mean field and TAP)
+gives two examples with the same latent value and different labels probability zero, so no
+posterior exists; that fit must be refused with a ValueError naming the pair. Bad input (NaN
+or infinite values, one class or three, mismatched lengths) must be refused with a
+ValueError or TypeError that explains itself, never a bare LinAlgError or a
+FloatingPointError.
 """
 import warnings
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from gpc_literate.base import ConvergenceWarning, search_box
 from gpc_literate.ep_classifier import EP
 from gpc_literate.kernels import RBF
 from gpc_literate.laplace import Laplace
-from gpc_literate.meanfield import NaiveMeanField
+from gpc_literate.meanfield import NaiveMeanField, check_no_conflicting_pair
 from gpc_literate.selection import LSCV
 from gpc_literate.sparse_ep import SparseEP
 from gpc_literate.stochastic_ep import StochasticEP
@@ -64,16 +70,24 @@ def _check_error(err):
     assert len(str(err)) > 20, f"unhelpful message: {err!r}"
 
 
-def _fits(model, X, y):
-    """Fit; True if it worked, False if it raised an error that explains itself."""
+# The fixed-kernel entries of these use the noise-free likelihood (kappa = v = 0).
+NOISE_FREE = {"NaiveMeanField", "TAP"}
+
+
+def _contradicts_noise_free(X, y, kernel):
+    """True if two examples with different labels are tied under the kernel (no posterior)."""
+    try:
+        check_no_conflicting_pair(kernel(np.asarray(X, dtype=float)), np.asarray(y), "", "")
+    except ValueError:
+        return True
+    return False
+
+
+def _fit(model, X, y):
+    """Fit valid data; a ConvergenceWarning is allowed, an exception is a failure."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
-        try:
-            model.fit(X, y)
-        except Exception as err:                   # noqa: BLE001 - the property under test
-            _check_error(err)
-            return False
-    return True
+        return model.fit(X, y)
 
 
 # With learning in fit (the defaults): the same properties, and the learned kernel inside the
@@ -96,8 +110,9 @@ CASES = [(name, False) for name in sorted(ESTIMATORS)] + [(name, True) for name 
 def test_fit_predict_properties(name, learn, problem):
     X, y, kernel = problem
     model = (LEARNERS if learn else ESTIMATORS)[name](kernel)
-    if not _fits(model, X, y):
-        return
+    # valid data must fit, except data that contradict a noise-free model (tested below)
+    assume(learn or name not in NOISE_FREE or not _contradicts_noise_free(X, y, kernel))
+    _fit(model, X, y)
     assert list(model.classes_) == sorted(set(y.tolist()))
     pred = model.predict(X)
     assert set(np.asarray(pred).tolist()) <= set(y.tolist())
@@ -112,3 +127,47 @@ def test_fit_predict_properties(name, learn, problem):
         assert np.all(theta >= low - 1e-9) and np.all(theta <= high + 1e-9)
         if hasattr(model, "learning_"):          # StochasticEP reports no criterion value
             assert np.isfinite(model.learning_.value)
+
+
+@pytest.mark.parametrize("name", sorted(NOISE_FREE))
+@settings(max_examples=10, deadline=None, suppress_health_check=list(HealthCheck))
+@given(problem=problems())
+def test_noise_free_models_refuse_contradicting_data(name, problem):
+    X, y, kernel = problem
+    X, y = np.vstack([X, X[:1]]), np.concatenate([y, y[1:2]])     # x_0 again, other label
+    assert y[-1] != y[0] and _contradicts_noise_free(X, y, kernel)
+    with pytest.raises(ValueError, match="same latent value") as info:
+        ESTIMATORS[name](kernel).fit(X, y)
+    _check_error(info.value)
+
+
+def _corrupt(problem, how):
+    X, y, kernel = problem
+    X = X.copy()
+    if how == "nan":
+        X[0, 0] = np.nan
+    elif how == "inf":
+        X[-1, -1] = np.inf
+    elif how == "one class":
+        y = np.full(len(y), y[0])
+    elif how == "three classes":
+        if len(y) < 3:
+            X = np.vstack([X, X[:1] + 1.0])
+        y = np.array([f"c{i % 3}" for i in range(len(X))])
+    elif how == "lengths":
+        y = y[:-1]
+    return X, y, kernel
+
+
+BAD = ["nan", "inf", "one class", "three classes", "lengths"]
+BAD_CASES = [(name, how) for name in sorted(ESTIMATORS) for how in BAD]
+
+
+@pytest.mark.parametrize("name, how", BAD_CASES, ids=[f"{n}-{h}" for n, h in BAD_CASES])
+@settings(max_examples=3, deadline=None, suppress_health_check=list(HealthCheck))
+@given(problem=problems())
+def test_bad_input_is_refused_clearly(name, how, problem):
+    X, y, kernel = _corrupt(problem, how)
+    with pytest.raises(Exception) as info:                   # noqa: PT011 - checked below
+        ESTIMATORS[name](kernel).fit(X, y)
+    _check_error(info.value)
