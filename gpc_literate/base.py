@@ -42,6 +42,7 @@ __all__ = [
     "search_box",
     "bound_hits",
     "warn_bound_hits",
+    "warn_start_outside",
     "maximize_criterion",
     "LearnsHyperparameters",
 ]
@@ -380,6 +381,16 @@ def _search_objective(criterion, gradient, good):
 
 
 # %% book/01_gp_classification.md, code cell 30
+NM_STEP = 0.1               # Nelder-Mead's first simplex: one log-hyperparameter moved by this
+
+
+def _first_simplex(start, box):
+    """Nelder-Mead's first simplex: ``start`` and start +- NM_STEP along each axis (inside box)."""
+    high = np.array([b[1] for b in box], dtype=float)
+    steps = np.where(start + NM_STEP <= high, NM_STEP, -NM_STEP)
+    return np.vstack([start, start + np.diag(steps)])
+
+
 def _best_run(objective, starts, box, gradient, max_iter):
     """Minimise ``objective`` from each start within ``box``; return the best scipy result.
 
@@ -394,7 +405,8 @@ def _best_run(objective, starts, box, gradient, max_iter):
         else:
             run = minimize(objective, start, method="Nelder-Mead", bounds=box,
                            options={"maxiter": 2 * max_iter * len(box), "xatol": 1e-4,
-                                    "fatol": 1e-8})
+                                    "fatol": 1e-8,
+                                    "initial_simplex": _first_simplex(start, box)})
         if best is None or run.fun < best.fun:
             best = run
     return best
@@ -410,6 +422,14 @@ def bound_hits(theta, names, low, high):
     width = _ON_BOUND * (high - low)
     return tuple(name for name, t, lo, hi, w in zip(names, theta, low, high, width)
                  if t <= lo + w or t >= hi - w)
+
+
+def warn_start_outside(owner, kernel, low, high, stacklevel):
+    """ConvergenceWarning if the kernel's theta lies outside the box [low, high] (log units)."""
+    if np.any((kernel.theta < low) | (kernel.theta > high)):
+        warnings.warn(f"{owner}: the starting kernel {kernel!r} lies outside "
+                      "hyperparameter_bounds; the search starts from the nearest point inside",
+                      ConvergenceWarning, stacklevel=stacklevel + 1)
 
 
 def warn_bound_hits(owner, at_bound, theta, names, low, high, stacklevel,
@@ -508,10 +528,7 @@ class LearnsHyperparameters:
         learn = self.optimizer is not None and kernel.theta.size > 0
         if learn:
             low, high = search_box(self.hyperparameter_bounds, kernel.theta)
-            if np.any((kernel.theta < low) | (kernel.theta > high)):
-                warnings.warn(f"{type(self).__name__}: the starting kernel {kernel!r} lies "
-                              "outside hyperparameter_bounds; the search starts from the "
-                              "nearest point inside", ConvergenceWarning, stacklevel=3)
+            warn_start_outside(type(self).__name__, kernel, low, high, stacklevel=3)
         self._fit_fixed(X, y_pm, kernel, **warm)
         if not learn:
             return

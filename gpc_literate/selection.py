@@ -505,6 +505,12 @@ class _LSCVFit(GPClassifierBase):
 
     def _fit(self, X, y_pm):
         kernel = default_kernel(X) if self.kernel is None else copy.deepcopy(self.kernel)
+        n_copies = len(X) - len(np.unique(X, axis=0))
+        if self.optimize and n_copies:
+            warnings.warn(f"LSCV.fit: {n_copies} rows of X repeat earlier rows; the "
+                          "leave-one-out criterion then sees each left-out point's copy and "
+                          "favours too short a length scale: remove or merge the repeats",
+                          UserWarning, stacklevel=3)
         lam, free_lam = float(self.noise_var), self.noise_var_bounds is not None
         phi = np.concatenate([kernel.theta, [np.log(lam)] if free_lam else [], [0.0, 0.0]])
         self.optimizer_result_, self.n_iter_, self.converged_ = None, 0, True

@@ -30,7 +30,8 @@ from tqdm import tqdm
 
 from gpc_literate.base import (ConvergenceWarning, GPClassifierBase, LearnedHyperparameters,
                                NotFittedError, bound_hits, check_array, check_bool,
-                               check_integer, check_scalar, search_box, warn_bound_hits)
+                               check_integer, check_scalar, search_box, warn_bound_hits,
+                               warn_start_outside)
 from gpc_literate.ep import check_sites, ep_log_marginal
 from gpc_literate.ep_fast import ep_on_marginals, lowrank_diag_marginals, pivoted_cholesky
 from gpc_literate.kernels import RBF, check_kernel, default_kernel
@@ -489,10 +490,12 @@ class _SparseFit:
                       else copy.deepcopy(self.likelihood))
         Z = self._inducing_inputs(kernel, X)
         nu, tau = check_sites(site_nu_init, site_tau_init, len(y_pm))
+        bounds = (None if self.optimizer is None
+                  else search_box(self.hyperparameter_bounds, kernel.theta))
+        if bounds is not None:
+            warn_start_outside("SparseEP.fit", kernel, *bounds, stacklevel=3)
         options = dict(tol=float(self.tol), max_iter=int(self.max_iter), verbose=self.verbose,
-                       learn_inducing=self.learn_inducing,
-                       bounds=(None if self.optimizer is None
-                               else search_box(self.hyperparameter_bounds, kernel.theta)))
+                       learn_inducing=self.learn_inducing, bounds=bounds)
         if client is None:
             run = fit_in_process
         else:

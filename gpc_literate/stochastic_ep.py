@@ -32,7 +32,7 @@ from tqdm import tqdm
 
 from gpc_literate.base import (ConvergenceWarning, GPClassifierBase, bound_hits, check_array,
                                check_bool, check_integer, check_scalar, search_box,
-                               warn_bound_hits)
+                               warn_bound_hits, warn_start_outside)
 from gpc_literate.kernels import default_kernel, input_scale
 from gpc_literate.likelihoods import Probit
 from gpc_literate.sites import cavities, site_from_derivatives
@@ -445,13 +445,16 @@ class _StochasticFit:
         likelihood = (Probit(noise_var=1.0) if self.likelihood is None
                       else copy.deepcopy(self.likelihood))
         Z = self._inducing_inputs(kernel, X, rng)
-        state = SEPState(kernel, likelihood, Z, len(X), self.sites)
         learn = self.optimizer is not None
+        log_bounds = search_box(self.hyperparameter_bounds, kernel.theta)
+        if learn:                                   # Adam starts inside the box
+            warn_start_outside("StochasticEP.fit", kernel, *log_bounds, stacklevel=3)
+            kernel = kernel.with_theta(np.clip(kernel.theta, *log_bounds))
+        state = SEPState(kernel, likelihood, Z, len(X), self.sites)
         rates = np.concatenate([np.full(kernel.theta.size, float(self.learning_rate)),
                                 np.full(Z.size, float(self.inducing_learning_rate))])
         units = np.concatenate([np.ones(kernel.theta.size),   # Z in each input's std
                                 np.broadcast_to(input_scale(X), Z.shape).ravel()])
-        log_bounds = search_box(self.hyperparameter_bounds, kernel.theta)
         limit = (contextlib.nullcontext() if self.blas_threads is None
                  else threadpool_limits(limits=int(self.blas_threads), user_api="blas"))
         try:
