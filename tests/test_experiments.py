@@ -300,3 +300,30 @@ def test_results_files_written_before_provenance_are_read_and_resumed(tmp_path, 
     with pytest.raises(ValueError, match="max_iter"):
         experiments.run_experiment("ida", ["heart"], 4, out=str(path), progress=False,
                                    config={"max_iter": 5})
+
+
+def test_results_file_checks(tmp_path):
+    command = "python -m gpc_literate.experiments ida --out results/ida.json"
+    with pytest.raises(FileNotFoundError, match="gpc_literate.experiments ida"):
+        experiments.read_results_file(tmp_path / "missing.json", command)
+    bad = tmp_path / "bad.json"
+    bad.write_text("{")
+    with pytest.raises(experiments.ResultsFileError, match="remake it"):
+        experiments.read_results_file(bad, command)
+    rows = experiments.compare_recomputed([
+        ("r", "nlp", 0.5, 0.5 + 1e-7, 1e-6), ("r", "error", 0.25, 0.25, 0),
+        ("r", "count", 3, 4, 0), ("r", "errors", {"a": 1}, {"a": 1}, 0),
+        ("r", "nan", float("nan"), float("nan"), 0), ("r", "inf", 1.0, float("inf"), 1.0)])
+    assert [c["agrees"] for c in rows] == [True, True, False, True, True, False]
+    assert rows[2]["difference"] == 1.0 and rows[3]["difference"] is None
+    table = experiments.recomputed_markdown(
+        rows + experiments.compare_recomputed([("r|s", "max |dp|", 0.0, 1e-3, 2.0)]), "caption")
+    assert "| r\\|s | max \\|dp\\| | 0 | 0.001 | +1.0e-03 | 2 | yes |" in table
+    assert table.count("\n| r |") == 6 and "**no**" in table and table.endswith("caption")
+    experiments.check_recomputed(rows[:2], bad, command)
+    with pytest.raises(experiments.StaleResultsError) as info:
+        experiments.check_recomputed(rows, bad, command)
+    assert str(bad) in str(info.value) and command in str(info.value) and "count" in str(info.value)
+    assert isinstance(info.value, AssertionError)
+    with pytest.raises(ValueError):
+        experiments.compare_recomputed([("r", "x", 1.0, 1.0, -1.0)])
