@@ -75,13 +75,14 @@ stored with ``budget`` null and ``epochs`` E. Only the ``ours-*`` systems suppor
 systems on both data sets: chapter 26 runs it again and compares its final scores with the
 records of the same configuration in ``results/large_n.json``.
 
-Each configuration (system, data set, n, M, budget or epochs, seed, threads) runs in its own subprocess
-(``sys.executable``), one at a time, so that its peak resident memory (``ru_maxrss`` of the
-child, in MB; it includes the library imports and the data) is its own. Records are written to
-``--out`` (default ``results/large_n.json``): ``{"floors": {id: ...}, "runs": {id: record}}``,
-rewritten atomically (temporary file + ``os.replace``) after every run. A configuration already
-present is skipped unless ``--force``: an interrupted sweep resumes where it stopped. A system
-whose library cannot be imported by this Python is skipped with a message.
+Each configuration (system, data set, n, M, budget or epochs, seed, threads) runs in its own
+subprocess (``sys.executable``), one at a time, so that its peak resident memory (``ru_maxrss``
+of the child, in MB; it includes the library imports and the data) is its own. Records are
+written to ``--out`` (default ``results/large_n.json``):
+``{"floors": {id: ...}, "runs": {id: record}}``, rewritten atomically (temporary file +
+``os.replace``) after every run. A configuration already present is skipped unless
+``--force``: an interrupted sweep resumes where it stopped. A system whose library cannot be
+imported by this Python is skipped with a message.
 
 Adding a system (e.g. ``ours-...``): write in this file one function::
 
@@ -403,7 +404,7 @@ OURS = {"kernel_init": {"length_scale": LENGTH_SCALE_INIT, "variance": VARIANCE_
 
 
 def train_ours(X, y, budget, M, seed, checkpoint, kernel):
-    """gpc_literate's StochasticEP with ``kernel``, until the budget or checkpoint.epochs is spent."""
+    """gpc_literate's StochasticEP with ``kernel``, for the budget or for checkpoint.epochs."""
     from gpc_literate.stochastic_ep import StochasticEP
 
     if checkpoint.epochs is None:            # a time budget (and StochasticEP's 100 epochs)

@@ -327,7 +327,8 @@ def test_results_file_checks(tmp_path):
     experiments.check_recomputed(rows[:2], bad, command)
     with pytest.raises(experiments.StaleResultsError) as info:
         experiments.check_recomputed(rows, bad, command)
-    assert str(bad) in str(info.value) and command in str(info.value) and "count" in str(info.value)
+    message = str(info.value)
+    assert str(bad) in message and command in message and "count" in message
     assert isinstance(info.value, AssertionError)
     with pytest.raises(ValueError):
         experiments.compare_recomputed([("r", "x", 1.0, 1.0, -1.0)])
