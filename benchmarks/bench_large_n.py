@@ -66,13 +66,23 @@ two OpenMP threads can wait for each other for a scheduler time slice in every p
 region, and whole stretches of training then run at about one step per second with
 ``cpu_seconds`` close to ``seconds``; ``--threads 1`` measures without that effect.
 
-Each configuration (system, data set, n, M, budget, seed, threads) runs in its own subprocess
-(``sys.executable``), one at a time, so that its peak resident memory (``ru_maxrss`` of the
-child, in MB; it includes the library imports and the data) is its own. Records are written to
-``--out`` (default ``results/large_n.json``): ``{"floors": {id: ...}, "runs": {id: record}}``,
-rewritten atomically (temporary file + ``os.replace``) after every run. A configuration already
-present is skipped unless ``--force``: an interrupted sweep resumes where it stopped. A system
-whose library cannot be imported by this Python is skipped with a message.
+Reduced, deterministic runs (``--epochs E``, or the preset ``--reduced``): instead of a time
+budget, a system trains for E passes over the training set, so that its final scores depend
+only on the code, the data, the seed and rounding, not on how fast the machine is; they are
+stored with ``budget`` null and ``epochs`` E. Only the ``ours-*`` systems support it
+(StochasticEP's ``max_epochs`` with ``max_time=None``; the rates then decay over the epochs).
+``--reduced`` is n = 10,000, n_test = 10,000, M = 200, 5 epochs, one thread, the ``ours-*``
+systems on both data sets: chapter 26 runs it again and compares its final scores with the
+records of the same configuration in ``results/large_n.json``.
+
+Each configuration (system, data set, n, M, budget or epochs, seed, threads) runs in its own
+subprocess (``sys.executable``), one at a time, so that its peak resident memory (``ru_maxrss``
+of the child, in MB; it includes the library imports and the data) is its own. Records are
+written to ``--out`` (default ``results/large_n.json``):
+``{"floors": {id: ...}, "runs": {id: record}}``, rewritten atomically (temporary file +
+``os.replace``) after every run. A configuration already present is skipped unless
+``--force``: an interrupted sweep resumes where it stopped. A system whose library cannot be
+imported by this Python is skipped with a message.
 
 Adding a system (e.g. ``ours-...``): write in this file one function::
 
@@ -91,6 +101,12 @@ scores. A system that finishes early just returns its predictor: the harness sco
 not be used by a system. ``checkpoint.elapsed()``, ``checkpoint.budget`` and
 ``checkpoint.settings`` (a dict stored in the record) are available. ``modules`` are imported
 before the clock starts, and their versions (and those of ``distributions``) are stored.
+A system that supports ``--epochs`` is registered with ``epochs=True`` and reads
+``checkpoint.epochs`` (None under a time budget); ``checkpoint.budget`` is then infinite, and
+the system sets ``checkpoint.steps`` to the number of minibatches it took for the final score.
+
+Every record carries ``version`` (gpc_literate's) and ``commit`` (``git rev-parse HEAD``) with
+``git_dirty`` (uncommitted changes under benchmarks/ or gpc_literate/ when it ran).
 
 The peers' virtualenv (never the project's own .venv; not part of ``make test``)::
 
@@ -105,9 +121,11 @@ had, avoids some gigabytes of CUDA libraries.)
 Usage: python benchmarks/bench_large_n.py [--systems ours-sep ours-sep-iso gpflow-svgp ...]
            [--datasets twonorm ringnorm] [--n 100000] [--n-test 10000] [--inducing 200 ...]
            [--budget 60 ...] [--seed 0] [--threads 2] [--out results/large_n.json] [--force]
-           [--ours-python PATH] [--quick]
+           [--epochs E] [--ours-python PATH] [--quick | --reduced]
        --quick: n = 2,000, n_test = 2,000, budget 5 s, written to a temporary file (a smoke
        test; it is also what ``make benchmark`` runs).
+       --reduced: the reduced, deterministic configuration above (ours-* only), written to
+       --out like the full runs.
 """
 import argparse
 import datetime
@@ -131,6 +149,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from gpc_literate import __version__  # noqa: E402
 from gpc_literate.datasets import bayes_proba, make_ringnorm, make_twonorm  # noqa: E402
 
 THREADS = 2                                  # --threads; set in the child
@@ -142,6 +161,8 @@ CHECKPOINT_TIMES = (0, 2, 5, 10, 20, 30, 45, 60, 90, 120, 180, 240, 300, 450, 60
                     1800, 2700, 3600)
 DATASETS = {"twonorm": (make_twonorm, 101, 102), "ringnorm": (make_ringnorm, 201, 202)}
 EXIT_IMPORT = 3
+REDUCED = {"n": 10_000, "n_test": 10_000, "inducing": [200], "epochs": 5.0, "threads": 1,
+           "systems": ["ours-sep", "ours-sep-iso"]}
 P_LOW, P_HIGH = np.finfo(np.float64).tiny, 1.0 - np.finfo(np.float64).epsneg
 
 
@@ -171,10 +192,15 @@ def make_data(dataset, n, n_test):
 class Checkpoint:
     """The clock of one run: training time with evaluations paused, and the checkpoint scores."""
 
-    def __init__(self, X_test, y_test, budget, label=""):
-        self.X_test, self.y_test, self.budget, self.label = X_test, y_test, float(budget), label
-        self.times = [t for t in CHECKPOINT_TIMES if t < budget] + [float(budget)]
+    def __init__(self, X_test, y_test, budget, label="", epochs=None):
+        """budget: training seconds, or None when the system trains for ``epochs`` passes."""
+        self.X_test, self.y_test, self.label, self.epochs = X_test, y_test, label, epochs
+        self.budget = np.inf if budget is None else float(budget)
+        self.times = [t for t in CHECKPOINT_TIMES if t < self.budget]
+        if budget is not None:
+            self.times.append(self.budget)
         self.records, self.settings, self.done = [], {}, False
+        self.steps = None                    # a system that stops by itself may set its count
         self._next = 0
         self._t0 = self._c0 = None
         self._paused = self._paused_cpu = 0.0
@@ -235,17 +261,18 @@ class System:
     modules: tuple = ()
     distributions: tuple = ()
     settings: dict = field(default_factory=dict)
+    epochs: bool = False                     # can train for a fixed number of epochs
 
 
 SYSTEMS = {}
 
 
-def register(name, modules=(), distributions=None, settings=None):
+def register(name, modules=(), distributions=None, settings=None, epochs=False):
     """Decorator: add ``train(X, y, X_test, y_test, budget, M, seed, checkpoint)`` as ``name``."""
     def decorate(train):
         SYSTEMS[name] = System(train, tuple(modules),
                                tuple(modules if distributions is None else distributions),
-                               dict(settings or {}))
+                               dict(settings or {}), bool(epochs))
         return train
     return decorate
 
@@ -370,17 +397,22 @@ OURS = {"kernel_init": {"length_scale": LENGTH_SCALE_INIT, "variance": VARIANCE_
         "(StochasticEP's default)", "whitened": True, "sites": "tied (stochastic EP)",
         "learned": "sites, kernel hyperparameters, inducing inputs",
         "optimizer": "Adam, rates 0.05 (log-hyperparameters) and 0.01 (inducing inputs), "
-                     "decaying to 10 % over the budget", "batch_size": BATCH_SIZE,
+                     "decaying to 10 % over the budget (or over the epochs, with --epochs)",
+        "batch_size": BATCH_SIZE,
         "dtype": "float64", "likelihood": "probit, Phi(f)", "blas_threads": 1,
         "objective": "EP's log marginal likelihood, gradient at fixed sites"}
 
 
 def train_ours(X, y, budget, M, seed, checkpoint, kernel):
-    """gpc_literate's StochasticEP with ``kernel``, until the budget is spent."""
+    """gpc_literate's StochasticEP with ``kernel``, for the budget or for checkpoint.epochs."""
     from gpc_literate.stochastic_ep import StochasticEP
 
-    model = StochasticEP(kernel, n_inducing=M, batch_size=BATCH_SIZE, max_time=budget,
-                         random_state=seed)
+    if checkpoint.epochs is None:            # a time budget (and StochasticEP's 100 epochs)
+        limits = {"max_time": budget}
+    else:                                    # a fixed number of epochs, no time limit
+        limits = {"max_time": None, "max_epochs": checkpoint.epochs}
+    model = StochasticEP(kernel, n_inducing=M, batch_size=BATCH_SIZE, random_state=seed,
+                         **limits)
 
     def callback(state, seconds):
         return checkpoint(state.predict_proba, state.t)
@@ -388,12 +420,15 @@ def train_ours(X, y, budget, M, seed, checkpoint, kernel):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")     # a ConvergenceWarning at a short budget
         model.fit(X, y, callback=callback)
+    checkpoint.steps = int(model.n_iter_)
+    checkpoint.settings["fitted"] = {"theta": [float(t) for t in model.kernel_.theta],
+                                     "n_epochs": float(model.n_epochs_)}
     return lambda Xs: model.predict_proba(Xs)[:, 1]
 
 
 @register("ours-sep", modules=("gpc_literate.stochastic_ep",),
           distributions=("gpc_literate", "scikit-learn", "threadpoolctl"),
-          settings={**OURS, "kernel": "squared exponential, ARD"})
+          settings={**OURS, "kernel": "squared exponential, ARD"}, epochs=True)
 def train_ours_sep(X, y, X_test, y_test, budget, M, seed, checkpoint):
     """Stochastic EP with the peers' kernel: ARD, length scale sqrt(20) in every input."""
     from gpc_literate.kernels import RBF
@@ -404,7 +439,7 @@ def train_ours_sep(X, y, X_test, y_test, budget, M, seed, checkpoint):
 
 @register("ours-sep-iso", modules=("gpc_literate.stochastic_ep",),
           distributions=("gpc_literate", "scikit-learn", "threadpoolctl"),
-          settings={**OURS, "kernel": "squared exponential, one length scale"})
+          settings={**OURS, "kernel": "squared exponential, one length scale"}, epochs=True)
 def train_ours_sep_iso(X, y, X_test, y_test, budget, M, seed, checkpoint):
     """Stochastic EP with one length scale (started at sqrt(20)) for all inputs."""
     from gpc_literate.kernels import RBF
@@ -471,12 +506,13 @@ def child_main(spec_path):
         return EXIT_IMPORT
     import_seconds = time.perf_counter() - t
     X, y, X_test, y_test, _ = make_data(spec["dataset"], spec["n"], spec["n_test"])
-    checkpoint = Checkpoint(X_test, y_test, spec["budget"], label=spec["system"])
+    checkpoint = Checkpoint(X_test, y_test, spec["budget"], label=spec["system"],
+                            epochs=spec.get("epochs"))
     checkpoint.start()
     predict_proba = system.train(X, y, X_test, y_test, spec["budget"], spec["M"], spec["seed"],
                                  checkpoint)
     if not checkpoint.done:                  # the system stopped before the budget
-        checkpoint.evaluate(predict_proba)
+        checkpoint.evaluate(predict_proba, checkpoint.steps)
     peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     result = {"checkpoints": checkpoint.records, "final": checkpoint.records[-1],
               "training_seconds": checkpoint.records[-1]["seconds"],
@@ -518,13 +554,14 @@ def run_system(spec):
             return None
         result = json.loads(Path(spec["result_path"]).read_text())
     commit, dirty = git_commit()
-    return {key: spec[key] for key in ("system", "dataset", "n", "n_test", "M", "budget", "seed",
-                                       "threads", "python")
-            } | {"data_seeds": make_data_seeds(spec["dataset"]), **result,
+    keys = ("system", "dataset", "n", "n_test", "M", "budget", "seed", "threads", "python")
+    return {key: spec[key] for key in keys
+            } | ({} if spec.get("epochs") is None else {"epochs": spec["epochs"]}) | {
+                 "data_seeds": make_data_seeds(spec["dataset"]), **result,
                  "loadavg_start": [round(v, 2) for v in load_start],
                  "loadavg_end": [round(v, 2) for v in load_end], "machine": machine(),
                  "date": datetime.datetime.now().astimezone().isoformat(timespec="seconds"),
-                 "git_commit": commit, "git_dirty": dirty}
+                 "version": __version__, "commit": commit, "git_dirty": dirty}
 
 
 def make_data_seeds(dataset):
@@ -560,8 +597,10 @@ def save_results(results, path):
     os.replace(tmp, path)
 
 
-def run_id(system, dataset, n, M, budget, seed, threads):
-    return f"{system}|{dataset}|n={n}|M={M}|budget={budget:g}|seed={seed}|threads={threads}"
+def run_id(system, dataset, n, M, budget, seed, threads, epochs=None):
+    """The key of a configuration in the results file; ``epochs`` replaces the budget."""
+    limit = f"budget={budget:g}" if epochs is None else f"epochs={epochs:g}"
+    return f"{system}|{dataset}|n={n}|M={M}|{limit}|seed={seed}|threads={threads}"
 
 
 def parse_args(argv):
@@ -574,6 +613,8 @@ def parse_args(argv):
     parser.add_argument("--n-test", type=int, default=10_000)
     parser.add_argument("--inducing", nargs="+", type=int, default=[200])
     parser.add_argument("--budget", nargs="+", type=float, default=[60.0])
+    parser.add_argument("--epochs", type=float, default=None,
+                        help="train for this many epochs instead of a time budget (ours-* only)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--threads", type=int, default=THREADS)
     parser.add_argument("--out", type=Path, default=ROOT / "results" / "large_n.json")
@@ -582,13 +623,26 @@ def parse_args(argv):
     parser.add_argument("--ours-python", default=str(own) if own.exists() else sys.executable,
                         help="the interpreter of the ours-* systems (default: the project's "
                              ".venv when it exists)")
-    parser.add_argument("--quick", action="store_true",
-                        help="smoke test: n = n_test = 2000, budget 5 s, a temporary file")
+    mode = parser.add_mutually_exclusive_group()
+    mode.add_argument("--quick", action="store_true",
+                      help="smoke test: n = n_test = 2000, budget 5 s, a temporary file")
+    mode.add_argument("--reduced", action="store_true",
+                      help="the reduced deterministic runs chapter 26 recomputes: "
+                           + ", ".join(f"{k} {v}" for k, v in REDUCED.items()))
     parser.add_argument("--child", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.quick:
         args.n, args.n_test, args.budget, args.force = 2000, 2000, [5.0], True
         args.out = Path(tempfile.gettempdir()) / "large_n_quick.json"
+    if args.reduced:
+        for key, value in REDUCED.items():
+            setattr(args, key, value)
+    if args.epochs is not None:
+        if not args.epochs > 0:
+            parser.error(f"--epochs must be positive; got {args.epochs}")
+        unable = [s for s in args.systems if not SYSTEMS[s].epochs]
+        if unable:
+            parser.error(f"--epochs: {', '.join(unable)} can only train under a time budget")
     return args
 
 
@@ -613,9 +667,10 @@ def main(argv=None):
         print(f"{dataset}: Bayes rule on {args.n_test} test points: error {floor['error']:.4f}, "
               f"NLP {floor['nlp']:.4f}", flush=True)
         for M in args.inducing:
-            for budget in args.budget:
+            for budget in ([None] if args.epochs is not None else args.budget):
                 for system in [s for s in args.systems if not missing[s]]:
-                    key = run_id(system, dataset, args.n, M, budget, args.seed, args.threads)
+                    key = run_id(system, dataset, args.n, M, budget, args.seed, args.threads,
+                                 args.epochs)
                     if key in results["runs"] and not args.force:
                         print(f"{key}: already in {args.out}; skipped (--force reruns)")
                         continue
@@ -624,8 +679,8 @@ def main(argv=None):
                               else sys.executable)
                     record = run_system({"system": system, "dataset": dataset, "n": args.n,
                                          "n_test": args.n_test, "M": M, "budget": budget,
-                                         "seed": args.seed, "threads": args.threads,
-                                         "python": python})
+                                         "epochs": args.epochs, "seed": args.seed,
+                                         "threads": args.threads, "python": python})
                     if record is None:
                         continue
                     results = load_results(args.out)

@@ -29,7 +29,7 @@ from scipy import stats
 from tqdm import tqdm
 
 from gpc_literate import __version__, datasets
-from gpc_literate.base import check_integer
+from gpc_literate.base import check_integer, check_scalar
 from gpc_literate.ep_classifier import EP
 from gpc_literate.kernels import RBF
 from gpc_literate.criteria import f_measure
@@ -38,7 +38,9 @@ from gpc_literate.selection import LSCV, nlp_fm_bias, select_hyperparameters
 __all__ = ["METHODS", "DEFAULT_DATASETS", "DEFAULT_CONFIG", "ResultsFileError", "check_indices",
            "check_jobs", "run_jobs", "int_at_least", "jobs_argument", "DASK_RETRIES",
            "dask_client", "add_cluster_arguments", "run_one", "run_experiment",
-           "load_results", "summarise", "mean_table", "friedman_nemenyi", "main"]
+           "load_results", "StaleResultsError", "read_results_file", "compare_recomputed",
+           "recomputed_markdown", "check_recomputed", "summarise", "mean_table",
+           "friedman_nemenyi", "main"]
 
 METHODS = {"ida": ("EP(ML)", "EP-CV(NLP)", "LS-CV(NLP)"),
            "imbalanced": ("EP-CV(NLP)", "EP-CV(FM)", "NLP-FM(BIAS)")}
@@ -160,14 +162,14 @@ def _plain(config):
 
 
 def _read_results(path, kind=None, key=None):
-    """(config, records) of a results file; (None, []) if there is none.
+    """(config, records, header) of a results file; (None, [], {}) if there is none.
 
-    Raises ResultsFileError, naming the file, if it is not valid JSON (e.g. truncated), is
+    header holds the file's other top-level fields (a note, say), kept by _merge. Raises ResultsFileError, naming the file, if it is not valid JSON (e.g. truncated), is
     not a results file (a JSON object with kind, config and records, each record with the
     fields of ``key``), or, when ``kind`` is given, holds the results of another experiment.
     """
     if path is None or not os.path.exists(path):
-        return None, []
+        return None, [], {}
     try:
         with open(path, encoding="utf-8") as fh:
             data = json.load(fh)
@@ -191,7 +193,8 @@ def _read_results(path, kind=None, key=None):
                 key(r)
     except (KeyError, TypeError, ValueError):
         raise foreign from None
-    return data["config"], records
+    header = {k: v for k, v in data.items() if k not in ("kind", "config", "records")}
+    return data["config"], records, header
 
 
 # %% book/18_ep_experiments.md, code cell 5
@@ -237,14 +240,17 @@ def _locked(path):
                 fcntl.flock(fh.fileno(), fcntl.LOCK_UN)
 
 
-def _write_atomic(path, kind, config, records):
-    """Write the results to a temporary file in the same directory, then rename it over path."""
+def _write_atomic(path, kind, config, records, header=None):
+    """Write the results to a temporary file in the same directory, then rename it over path.
+
+    header: other top-level fields of the file (from _read_results), written after kind."""
     folder = os.path.dirname(os.path.abspath(path))
     os.makedirs(folder, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=".tmp_", suffix=".json", dir=folder)
     try:
         with os.fdopen(fd, "w") as fh:
-            json.dump({"kind": kind, "config": config, "records": records}, fh, indent=1)
+            json.dump({"kind": kind, **(header or {}), "config": config, "records": records},
+                      fh, indent=1)
         os.replace(tmp, path)
     except BaseException:
         if os.path.exists(tmp):
@@ -259,7 +265,7 @@ def _merge(path, kind, config, new, key):
     new one is not. Returns the merged records (those of every run writing the file).
     """
     with _locked(path):
-        stored, records = _read_results(path, kind, key)
+        stored, records, header = _read_results(path, kind, key)
         if stored is not None:
             _check_config(path, stored, records, config)
         where = {key(r): i for i, r in enumerate(records)}
@@ -270,7 +276,7 @@ def _merge(path, kind, config, new, key):
                 records.append(record)
             elif records[i].get("status") != "ok" or record.get("status") == "ok":
                 records[i] = record
-        _write_atomic(path, kind, config if stored is None else stored, records)
+        _write_atomic(path, kind, config if stored is None else stored, records, header)
     return records
 
 
@@ -375,7 +381,7 @@ def run_jobs(tasks, *, kind, key, config, out, jobs, job, retry_failed, progress
     config = _plain(config)
     records = []
     if out is not None:                    # no lock needed: the file is replaced atomically
-        stored, records = _read_results(out, kind, key)
+        stored, records, _ = _read_results(out, kind, key)
         if stored is not None:
             _check_config(out, stored, records, config)
     done = {key(r) for r in records if not (retry_failed and r.get("status") == "failed")}
@@ -486,6 +492,86 @@ def run_experiment(kind, dataset_names=None, realisations=None, *, jobs=1, out=N
 
 
 # %% book/18_ep_experiments.md, code cell 12
+class StaleResultsError(AssertionError):
+    """A results file whose recomputed records disagree with the stored ones."""
+
+
+def read_results_file(path, command):
+    """The JSON content of the results file at ``path``, which ``command`` makes.
+
+    Raises FileNotFoundError naming ``command`` if the file is missing, and ResultsFileError
+    if it is not valid JSON.
+    """
+    path = os.fspath(path)
+    if not os.path.exists(path):
+        raise FileNotFoundError(f"{path} is missing: make it with `{command}`")
+    try:
+        with open(path, encoding="utf-8") as fh:
+            return json.load(fh)
+    except ValueError as err:
+        raise ResultsFileError(f"{path} is not valid JSON ({err}); remake it with "
+                               f"`{command}`") from None
+
+
+def _number(value):
+    return isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(value, bool)
+
+
+def compare_recomputed(rows):
+    """Stored against recomputed values: rows (record, quantity, file, now, tolerance).
+
+    Returns one dict per row with those fields, ``difference`` (now - file, None unless both
+    are numbers) and ``agrees``: |now - file| <= tolerance for numbers (tolerance 0: equal;
+    two NaN agree, a value that is undefined in both), equality otherwise.
+    """
+    out = []
+    for record, quantity, file, now, tolerance in rows:
+        tolerance = check_scalar(tolerance, "tolerance", low=0.0)
+        if _number(file) and _number(now):
+            difference = float(now) - float(file)
+            agrees = bool(file == now or abs(difference) <= tolerance
+                          or (np.isnan(file) and np.isnan(now)))
+        else:
+            difference, agrees = None, file == now
+        out.append({"record": str(record), "quantity": str(quantity), "file": file,
+                    "now": now, "difference": difference, "tolerance": tolerance,
+                    "agrees": agrees})
+    return out
+
+
+def _cell(value):
+    """A value as a cell of a Markdown table (a "|" escaped)."""
+    text = f"{value:.10g}" if isinstance(value, (float, np.floating)) else str(value)
+    return text.replace("|", "\\|")
+
+
+def recomputed_markdown(compared, caption=""):
+    """A Markdown table of compare_recomputed's rows: file, now, difference, tolerance, verdict."""
+    lines = ["| record | quantity | file | now | now − file | tolerance | agrees |",
+             "|:---|:---|---:|---:|---:|---:|:---|"]
+    for c in compared:
+        diff = "" if c["difference"] is None else f"{c['difference']:+.1e}"
+        tol = c["tolerance"]
+        tol = ("equal" if tol == 0 or c["difference"] is None
+               else f"{tol:.0e}" if tol < 0.01 else f"{tol:g}")
+        lines.append(f"| {_cell(c['record'])} | {_cell(c['quantity'])} | {_cell(c['file'])} | "
+                     f"{_cell(c['now'])} | {diff} | {tol} | "
+                     f"{'yes' if c['agrees'] else '**no**'} |")
+    return "\n".join(lines) + (f"\n\n{caption}" if caption else "")
+
+
+def check_recomputed(compared, path, command):
+    """Raise StaleResultsError, naming ``path``, the disagreeing rows and ``command``, if any."""
+    bad = [c for c in compared if not c["agrees"]]
+    if bad:
+        detail = "; ".join(f"{c['record']} {c['quantity']}: file {_cell(c['file'])}, now "
+                           f"{_cell(c['now'])} (tolerance {c['tolerance']:g})" for c in bad)
+        raise StaleResultsError(f"{os.fspath(path)} does not match the current code in "
+                                f"{len(bad)} recomputed value(s): {detail}. If the change is "
+                                f"intended, remake the file with `{command}`")
+
+
+# %% book/18_ep_experiments.md, code cell 14
 _METRICS = ("nlp", "error", "f_measure")
 
 
@@ -526,7 +612,7 @@ def mean_table(summary, metric, methods=None):
     return table
 
 
-# %% book/18_ep_experiments.md, code cell 13
+# %% book/18_ep_experiments.md, code cell 15
 def friedman_nemenyi(table, methods=None, *, alpha=0.05, higher_is_better=False):
     """Eqs (eq-exp4-friedman), (eq-exp4-cd): Friedman test and Nemenyi CD (Demsar 2006).
 
@@ -568,7 +654,7 @@ def friedman_nemenyi(table, methods=None, *, alpha=0.05, higher_is_better=False)
             "significant": np.abs(R[:, None] - R[None, :]) > cd}
 
 
-# %% book/18_ep_experiments.md, code cell 16
+# %% book/18_ep_experiments.md, code cell 18
 def _format_summary(summary, metrics=_METRICS):
     lines = []
     for name, by_method in summary.items():
@@ -627,7 +713,7 @@ def add_cluster_arguments(parser):
                        metavar="N", help="run the jobs on a Dask LocalCluster of N processes")
 
 
-# %% book/18_ep_experiments.md, code cell 17
+# %% book/18_ep_experiments.md, code cell 19
 def main(argv=None):
     """``python -m gpc_literate.experiments {ida,imbalanced} [options]``: run, save, summarise.
 

@@ -22,7 +22,7 @@ CHAPTERS = [p.relative_to(ROOT) for p in notebooks.toc_files() if notebooks.is_n
 
 @pytest.fixture
 def scratch_repo(tmp_path):
-    for name in ["book", "gpc_literate", "tools", "results"]:
+    for name in ["book", "gpc_literate", "tools", "results", "benchmarks"]:
         shutil.copytree(ROOT / name, tmp_path / name,
                         ignore=shutil.ignore_patterns("__pycache__"))
     for name in ["pyproject.toml", "_toc.yml"]:
@@ -97,6 +97,18 @@ def test_a_results_file_reruns_only_the_chapter_that_reads_it(scratch_repo):
     path.write_text(json.dumps(data))
     stale = bookcache.stale_chapters(chapters, stamps, scratch_repo)
     assert [c.name for c in stale] == ["21_variational_experiments.md"]
+
+
+def test_a_benchmark_script_reruns_only_the_chapter_that_runs_it(scratch_repo):
+    chapters = [scratch_repo / rel for rel in CHAPTERS]
+    stamps = {str(c.relative_to(scratch_repo)): bookcache.fingerprint(c, scratch_repo)
+              for c in chapters}
+    path = scratch_repo / "benchmarks" / "bench_large_n.py"
+    path.write_text(path.read_text() + "\n# an edit\n")
+    stale = bookcache.stale_chapters(chapters, stamps, scratch_repo)
+    assert [c.name for c in stale] == ["26_stochastic_ep.md"]
+    (scratch_repo / "benchmarks" / "bench_ep.py").write_text("# mentioned only in prose\n")
+    assert bookcache.stale_chapters(chapters, stamps, scratch_repo) == stale
 
 
 def test_main_records_fingerprints_and_drops_nothing_on_a_fresh_cache(tmp_path, capsys):

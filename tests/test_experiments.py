@@ -286,8 +286,11 @@ def test_results_files_written_before_provenance_are_read_and_resumed(tmp_path, 
     root = os.path.dirname(os.path.dirname(os.path.abspath(experiments.__file__)))
     for kind in ("ida", "imbalanced"):
         records = experiments.load_results(os.path.join(root, "results", f"{kind}.json"), kind)
-        assert records and "config" not in records[0] and "version" not in records[0]
+        assert records and "config" not in records[0]
+        # version and commit were stamped afterwards from git history, as the file's note says
+        assert all(r["version"] == "0.1.0" and len(r["commit"]) == 40 for r in records)
     old = json.load(open(os.path.join(root, "results", "ida.json")))
+    assert "history" in old["note"]
     old["records"] = [r for r in old["records"]
                       if r["dataset"] == "heart" and r["realisation"] < 2]
     path = tmp_path / "old.json"
@@ -297,6 +300,35 @@ def test_results_files_written_before_provenance_are_read_and_resumed(tmp_path, 
     assert len(records) == 9
     assert records[:6] == old["records"]                  # old records kept as they were
     assert all(r["config"] == old["config"] for r in records[6:])
+    assert json.loads(path.read_text())["note"] == old["note"]     # the header survives merges
     with pytest.raises(ValueError, match="max_iter"):
         experiments.run_experiment("ida", ["heart"], 4, out=str(path), progress=False,
                                    config={"max_iter": 5})
+
+
+def test_results_file_checks(tmp_path):
+    command = "python -m gpc_literate.experiments ida --out results/ida.json"
+    with pytest.raises(FileNotFoundError, match="gpc_literate.experiments ida"):
+        experiments.read_results_file(tmp_path / "missing.json", command)
+    bad = tmp_path / "bad.json"
+    bad.write_text("{")
+    with pytest.raises(experiments.ResultsFileError, match="remake it"):
+        experiments.read_results_file(bad, command)
+    rows = experiments.compare_recomputed([
+        ("r", "nlp", 0.5, 0.5 + 1e-7, 1e-6), ("r", "error", 0.25, 0.25, 0),
+        ("r", "count", 3, 4, 0), ("r", "errors", {"a": 1}, {"a": 1}, 0),
+        ("r", "nan", float("nan"), float("nan"), 0), ("r", "inf", 1.0, float("inf"), 1.0)])
+    assert [c["agrees"] for c in rows] == [True, True, False, True, True, False]
+    assert rows[2]["difference"] == 1.0 and rows[3]["difference"] is None
+    table = experiments.recomputed_markdown(
+        rows + experiments.compare_recomputed([("r|s", "max |dp|", 0.0, 1e-3, 2.0)]), "caption")
+    assert "| r\\|s | max \\|dp\\| | 0 | 0.001 | +1.0e-03 | 2 | yes |" in table
+    assert table.count("\n| r |") == 6 and "**no**" in table and table.endswith("caption")
+    experiments.check_recomputed(rows[:2], bad, command)
+    with pytest.raises(experiments.StaleResultsError) as info:
+        experiments.check_recomputed(rows, bad, command)
+    message = str(info.value)
+    assert str(bad) in message and command in message and "count" in message
+    assert isinstance(info.value, AssertionError)
+    with pytest.raises(ValueError):
+        experiments.compare_recomputed([("r", "x", 1.0, 1.0, -1.0)])

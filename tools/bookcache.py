@@ -14,7 +14,9 @@ fingerprint of everything outside the chapter that its execution depends on:
   ``import`` statements of the chapter's code cells and of the modules);
 * ``gpc_literate/__init__.py`` (every import goes through it);
 * the shipped data files, if the chapter reaches ``gpc_literate.datasets``;
-* the files of ``results/`` whose name the chapter mentions.
+* the files of ``results/`` whose name the chapter mentions;
+* the scripts of ``benchmarks/`` whose name the chapter's code cells mention (a chapter
+  that runs a benchmark to recompute records of a results file).
 
 When a chapter's fingerprint differs from the one recorded at the previous build, its
 cached execution is dropped and the chapter file's modification time is renewed, so
@@ -110,7 +112,8 @@ def chapter_code(path: Path) -> str:
 
 def dependencies(chapter: Path, root: Path = ROOT) -> list[Path]:
     """Files outside ``chapter`` whose content its execution depends on, sorted."""
-    modules = module_closure(imported_modules(chapter_code(chapter), root), root)
+    code = chapter_code(chapter)
+    modules = module_closure(imported_modules(code, root), root)
     files = {_package_dir(root) / "__init__.py"}
     files |= {_package_dir(root) / f"{m}.py" for m in modules}
     if "datasets" in modules:
@@ -119,6 +122,9 @@ def dependencies(chapter: Path, root: Path = ROOT) -> list[Path]:
     results = root / "results"
     if results.is_dir():
         files |= {p for p in results.iterdir() if p.is_file() and p.name in text}
+    benchmarks = root / "benchmarks"
+    if benchmarks.is_dir():
+        files |= {p for p in benchmarks.glob("*.py") if p.name in code}
     return sorted(files)
 
 
