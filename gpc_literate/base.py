@@ -435,18 +435,33 @@ class LearnsHyperparameters:
             raise ValueError("random_state must be None, an integer or a numpy Generator or "
                              f"RandomState; got {self.random_state!r}") from None
 
+    def _start_inside(self, kernel, low, high):
+        """The kernel with theta moved into [low, high] (with a warning); also whether it moved."""
+        if not np.any((kernel.theta < low) | (kernel.theta > high)):
+            return kernel, False
+        warnings.warn(f"{type(self).__name__}: the starting kernel {kernel!r} lies "
+                      "outside hyperparameter_bounds; the search starts from the "
+                      "nearest point inside", ConvergenceWarning, stacklevel=4)
+        return kernel.with_theta(np.clip(kernel.theta, low, high)), True
+
     def _fit(self, X, y_pm, **warm):
         kernel = (self._default_kernel(X) if self.kernel is None
                   else copy.deepcopy(self.kernel))                 # never the caller's object
         self.learning_ = None
-        learn = self.optimizer is not None and kernel.theta.size > 0
+        learn, moved = self.optimizer is not None and kernel.theta.size > 0, False
         if learn:
             low, high = check_bounds(self.hyperparameter_bounds)
-            if np.any((kernel.theta < low) | (kernel.theta > high)):
-                warnings.warn(f"{type(self).__name__}: the starting kernel {kernel!r} lies "
-                              "outside hyperparameter_bounds; the search starts from the "
-                              "nearest point inside", ConvergenceWarning, stacklevel=3)
-        self._fit_fixed(X, y_pm, kernel, **warm)
+            kernel, moved = self._start_inside(kernel, low, high)
+        try:
+            self._fit_fixed(X, y_pm, kernel, **warm)
+        except ValueError as err:
+            if not moved:
+                raise
+            raise ValueError(f"{type(self).__name__}.fit: at the start of the search, {kernel!r}, "
+                             f"the nearest point of hyperparameter_bounds "
+                             f"{self.hyperparameter_bounds!r} to the starting kernel: {err}; "
+                             "choose hyperparameter_bounds that suit the data (or the kernel), "
+                             "or fix the kernel (optimizer=None)") from err
         if not learn:
             return
         gradient = self.optimizer != "nelder-mead"
