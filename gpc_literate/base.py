@@ -12,6 +12,7 @@ labels as y = -1/+1 (``encode_labels``), checks of hyperparameters (``check_scal
 scikit-learn's that always return float64 copies.
 """
 import copy
+import inspect
 import numbers
 import warnings
 from dataclasses import dataclass
@@ -173,6 +174,31 @@ def _forget_fit(estimator):
         estimator.__dict__.pop(name, None)
 
 
+def _fit_keywords(estimator):
+    """The keyword arguments that ``estimator.fit`` passes on: those with defaults of its
+    ``_fit`` (of ``_fit_fixed`` when ``_fit`` passes them on), or None if any are taken."""
+    hooks = [estimator._fit] + ([estimator._fit_fixed] if hasattr(estimator, "_fit_fixed") else [])
+    for hook in hooks:
+        params = inspect.signature(hook).parameters.values()
+        if not any(p.kind is p.VAR_KEYWORD for p in params):
+            return tuple(p.name for p in params if p.default is not p.empty)
+    return None
+
+
+def _check_fit_keywords(estimator, fit_params):
+    """TypeError, naming the first keyword argument of fit that ``estimator`` does not take."""
+    accepted = _fit_keywords(estimator)
+    unknown = [name for name in fit_params if accepted is not None and name not in accepted]
+    if not unknown:
+        return
+    why = (" (every training example counts once in the likelihood; to weight examples, "
+           "resample the training set)" if unknown[0] == "sample_weight" else "")
+    takes = (f"its keyword arguments are {', '.join(accepted)}" if accepted
+             else "it takes only X and y")
+    raise TypeError(f"{type(estimator).__name__}.fit does not support {unknown[0]}{why}; "
+                    f"{takes}")
+
+
 # %% book/01_gp_classification.md, code cell 21
 class _GPClassifierPrediction:
     """GPClassifierBase's predictions: decision_function, predict_proba, predict on checked X."""
@@ -230,9 +256,10 @@ class GPClassifierBase(_GPClassifierPrediction, ClassifierMixin, BaseEstimator):
     def fit(self, X, y, **fit_params):
         """Fit to a training set: validate X and y, encode the labels as -1/+1, call _fit.
 
-        Keyword arguments (e.g. a warm start ``alpha_init``) are passed on to ``_fit``;
-        a subclass that takes none rejects them there.
+        Keyword arguments (e.g. a warm start ``alpha_init``) are passed on to ``_fit``; one
+        that the subclass does not take (e.g. ``sample_weight``) raises TypeError, naming it.
         """
+        _check_fit_keywords(self, fit_params)
         self._validate_params()
         try:
             X, y_pm = _validated_labels(self, X, y)

@@ -402,6 +402,9 @@ class TAP(_TAPFit, _TAPEvidence, _TAPPrediction, LearnsHyperparameters, GPClassi
         _check_tap_options(self.kappa, self.v, self.tol, self.damping, self.max_iter,
                            self.kernel, self.compute_loo)
 
-    def fit(self, X, y, alpha_init=None):
-        """Fit to inputs X (n, d) and two-class labels y; ``alpha_init`` (n,) warm-starts alpha."""
-        return super().fit(X, y, alpha_init=alpha_init)
+    def fit(self, X, y, alpha_init=None, **fit_params):
+        """Fit to inputs X (n, d) and two-class labels y; ``alpha_init`` (n,) warm-starts alpha.
+
+        Any other keyword argument (e.g. ``sample_weight``) raises TypeError, naming it.
+        """
+        return super().fit(X, y, alpha_init=alpha_init, **fit_params)

@@ -380,6 +380,18 @@ def test_predict_proba_absent_without_probabilities():
     assert hasattr(ToyClassifier(), "predict_proba")
 
 
+@pytest.mark.parametrize("keyword", ["sample_weight", "alpha_init", "foo"])
+def test_fit_refuses_keywords_its_estimator_does_not_take(keyword):
+    est = ToyClassifier()
+    with pytest.raises(TypeError, match=rf"^ToyClassifier\.fit does not support {keyword}"):
+        est.fit(X4, [0, 0, 1, 1], **{keyword: np.ones(4)})
+    assert not hasattr(est, "classes_")
+    fitted_est = fitted()
+    with pytest.raises(TypeError, match=keyword):
+        fitted_est.fit(X4, [0, 0, 1, 1], **{keyword: None})
+    assert hasattr(fitted_est, "classes_")               # a refused call changes nothing
+
+
 def test_missing_hooks_raise_not_implemented():
     class Empty(GPClassifierBase):
         pass
