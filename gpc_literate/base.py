@@ -50,17 +50,47 @@ class ConvergenceWarning(UserWarning):
 
 
 # %% book/01_gp_classification.md, code cell 12
+def _refuse_text(X, name="X"):
+    """Raise ValueError, naming ``name``, if X holds strings, even numbers written as text.
+
+    scikit-learn's validate_data refuses them only for dtype="numeric"; the conversion to
+    float64 that the book asks for would parse "1.5" silently. Other input is left to
+    scikit-learn's checks.
+    """
+    if hasattr(X, "tocsr"):                       # sparse: refused by scikit-learn
+        return
+    try:
+        values = np.asarray(X)
+    except (TypeError, ValueError):               # ragged rows: scikit-learn's message
+        return
+    if values.dtype.kind in "US":
+        first = values.flat[0] if values.size else ""
+    elif values.dtype.kind == "O":
+        first = next((v for v in values.flat if isinstance(v, (str, bytes))), None)
+        if first is None:
+            return
+    else:
+        return
+    raise ValueError(f"{name} contains strings (e.g. {first!r}), which are not parsed as "
+                     f"numbers: convert {name} to a numeric array first (e.g. "
+                     f"np.asarray({name}, dtype=float), if every entry is a number written "
+                     "as text)")
+
+
 def check_array(X, name="X"):
     """Validate a design matrix: a new 2-D float64 array (scikit-learn's check_array rules).
 
     Raises ValueError, naming ``name``, if the array is sparse, empty or not 2-D, or if it
-    contains NaN or infinite values; entries that are not numbers fail to convert.
+    contains NaN, infinite values or strings (even numbers written as text); other entries
+    that are not numbers fail to convert.
     """
+    _refuse_text(X, name)
     return _sklearn_check_array(X, dtype=np.float64, copy=True, input_name=name)
 
 
 def check_X_y(X, y):
     """Validate a training set (X, y): X as in check_array, y a 1-D label array of equal length."""
+    _refuse_text(X)
     return _sklearn_check_X_y(X, y, dtype=np.float64, copy=True)
 
 
@@ -162,6 +192,7 @@ def _validated_labels(estimator, X, y):
     X becomes a float64 copy (``validate_data`` also records ``n_features_in_``), y must be
     classification targets, and y_pm holds them as -1/+1 (``encode_labels``).
     """
+    _refuse_text(X)
     X, y = validate_data(estimator, X, y, dtype=np.float64, copy=True, reset=True)
     check_classification_targets(y)
     y_pm, estimator.classes_ = encode_labels(y)
@@ -206,6 +237,7 @@ class _GPClassifierPrediction:
     def _check_predict_input(self, X):
         """Check that the estimator is fitted and X valid with the fitted number of features."""
         check_is_fitted(self)
+        _refuse_text(X)
         return validate_data(self, X, dtype=np.float64, reset=False)
 
     def decision_function(self, X):
