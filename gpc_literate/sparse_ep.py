@@ -462,8 +462,10 @@ class _SparseFit:
 
         ``site_nu_init``, ``site_tau_init``: sites to start EP from (default zero). ``client``:
         a dask.distributed Client; the points are then split over its workers and EP and the
-        search run there (chapter 27's fit_on_cluster), to the same fitted model. Any other
-        keyword argument (e.g. ``sample_weight``) raises TypeError, naming it.
+        search run there (chapter 27's fit_on_cluster), to the same fitted model; a worker
+        lost during the fit raises chapter 27's WorkerLostError, and a closed client
+        ValueError. Any other keyword argument (e.g. ``sample_weight``) raises TypeError,
+        naming it.
         """
         return super().fit(X, y, site_nu_init=site_nu_init, site_tau_init=site_tau_init,
                            client=client, **fit_params)
