@@ -12,6 +12,7 @@ labels as y = -1/+1 (``encode_labels``), checks of hyperparameters (``check_scal
 scikit-learn's that always return float64 copies.
 """
 import copy
+import inspect
 import numbers
 import warnings
 from dataclasses import dataclass
@@ -53,17 +54,47 @@ class ConvergenceWarning(UserWarning):
 
 
 # %% book/01_gp_classification.md, code cell 12
+def _refuse_text(X, name="X"):
+    """Raise ValueError, naming ``name``, if X holds strings, even numbers written as text.
+
+    scikit-learn's validate_data refuses them only for dtype="numeric"; the conversion to
+    float64 that the book asks for would parse "1.5" silently. Other input is left to
+    scikit-learn's checks.
+    """
+    if hasattr(X, "tocsr"):                       # sparse: refused by scikit-learn
+        return
+    try:
+        values = np.asarray(X)
+    except (TypeError, ValueError):               # ragged rows: scikit-learn's message
+        return
+    if values.dtype.kind in "US":
+        first = values.flat[0] if values.size else ""
+    elif values.dtype.kind == "O":
+        first = next((v for v in values.flat if isinstance(v, (str, bytes))), None)
+        if first is None:
+            return
+    else:
+        return
+    raise ValueError(f"{name} contains strings (e.g. {first!r}), which are not parsed as "
+                     f"numbers: convert {name} to a numeric array first (e.g. "
+                     f"np.asarray({name}, dtype=float), if every entry is a number written "
+                     "as text)")
+
+
 def check_array(X, name="X"):
     """Validate a design matrix: a new 2-D float64 array (scikit-learn's check_array rules).
 
     Raises ValueError, naming ``name``, if the array is sparse, empty or not 2-D, or if it
-    contains NaN or infinite values; entries that are not numbers fail to convert.
+    contains NaN, infinite values or strings (even numbers written as text); other entries
+    that are not numbers fail to convert.
     """
+    _refuse_text(X, name)
     return _sklearn_check_array(X, dtype=np.float64, copy=True, input_name=name)
 
 
 def check_X_y(X, y):
     """Validate a training set (X, y): X as in check_array, y a 1-D label array of equal length."""
+    _refuse_text(X)
     return _sklearn_check_X_y(X, y, dtype=np.float64, copy=True)
 
 
@@ -165,6 +196,7 @@ def _validated_labels(estimator, X, y):
     X becomes a float64 copy (``validate_data`` also records ``n_features_in_``), y must be
     classification targets, and y_pm holds them as -1/+1 (``encode_labels``).
     """
+    _refuse_text(X)
     X, y = validate_data(estimator, X, y, dtype=np.float64, copy=True, reset=True)
     check_classification_targets(y)
     y_pm, estimator.classes_ = encode_labels(y)
@@ -204,6 +236,31 @@ def _warn_if_constant(estimator, X):
                       "hyperparameter_bounds=\"auto\"", ConvergenceWarning, stacklevel=3)
 
 
+def _fit_keywords(estimator):
+    """The keyword arguments that ``estimator.fit`` passes on: those with defaults of its
+    ``_fit`` (of ``_fit_fixed`` when ``_fit`` passes them on), or None if any are taken."""
+    hooks = [estimator._fit] + ([estimator._fit_fixed] if hasattr(estimator, "_fit_fixed") else [])
+    for hook in hooks:
+        params = inspect.signature(hook).parameters.values()
+        if not any(p.kind is p.VAR_KEYWORD for p in params):
+            return tuple(p.name for p in params if p.default is not p.empty)
+    return None
+
+
+def _check_fit_keywords(estimator, fit_params):
+    """TypeError, naming the first keyword argument of fit that ``estimator`` does not take."""
+    accepted = _fit_keywords(estimator)
+    unknown = [name for name in fit_params if accepted is not None and name not in accepted]
+    if not unknown:
+        return
+    why = (" (every training example counts once in the likelihood; to weight examples, "
+           "resample the training set)" if unknown[0] == "sample_weight" else "")
+    takes = (f"its keyword arguments are {', '.join(accepted)}" if accepted
+             else "it takes only X and y")
+    raise TypeError(f"{type(estimator).__name__}.fit does not support {unknown[0]}{why}; "
+                    f"{takes}")
+
+
 # %% book/01_gp_classification.md, code cell 21
 class _GPClassifierPrediction:
     """GPClassifierBase's predictions: decision_function, predict_proba, predict on checked X."""
@@ -211,6 +268,7 @@ class _GPClassifierPrediction:
     def _check_predict_input(self, X):
         """Check that the estimator is fitted and X valid with the fitted number of features."""
         check_is_fitted(self)
+        _refuse_text(X)
         return validate_data(self, X, dtype=np.float64, reset=False)
 
     def decision_function(self, X):
@@ -261,9 +319,10 @@ class GPClassifierBase(_GPClassifierPrediction, ClassifierMixin, BaseEstimator):
     def fit(self, X, y, **fit_params):
         """Fit to a training set: validate X and y, encode the labels as -1/+1, call _fit.
 
-        Keyword arguments (e.g. a warm start ``alpha_init``) are passed on to ``_fit``;
-        a subclass that takes none rejects them there.
+        Keyword arguments (e.g. a warm start ``alpha_init``) are passed on to ``_fit``; one
+        that the subclass does not take (e.g. ``sample_weight``) raises TypeError, naming it.
         """
+        _check_fit_keywords(self, fit_params)
         self._validate_params()
         try:
             X, y_pm = _validated_labels(self, X, y)
@@ -521,15 +580,31 @@ class LearnsHyperparameters:
             raise ValueError("random_state must be None, an integer or a numpy Generator or "
                              f"RandomState; got {self.random_state!r}") from None
 
+    def _start_inside(self, kernel, low, high):
+        """The kernel with theta moved into [low, high] (with a warning); also whether it moved."""
+        if not np.any((kernel.theta < low) | (kernel.theta > high)):
+            return kernel, False
+        warn_start_outside(type(self).__name__, kernel, low, high, stacklevel=4)
+        return kernel.with_theta(np.clip(kernel.theta, low, high)), True
+
     def _fit(self, X, y_pm, **warm):
         kernel = (self._default_kernel(X) if self.kernel is None
                   else copy.deepcopy(self.kernel))                 # never the caller's object
         self.learning_ = None
-        learn = self.optimizer is not None and kernel.theta.size > 0
+        learn, moved = self.optimizer is not None and kernel.theta.size > 0, False
         if learn:
             low, high = search_box(self.hyperparameter_bounds, kernel.theta)
-            warn_start_outside(type(self).__name__, kernel, low, high, stacklevel=3)
-        self._fit_fixed(X, y_pm, kernel, **warm)
+            kernel, moved = self._start_inside(kernel, low, high)
+        try:
+            self._fit_fixed(X, y_pm, kernel, **warm)
+        except ValueError as err:
+            if not moved:
+                raise
+            raise ValueError(f"{type(self).__name__}.fit: at the start of the search, {kernel!r}, "
+                             f"the nearest point of hyperparameter_bounds "
+                             f"{self.hyperparameter_bounds!r} to the starting kernel: {err}; "
+                             "choose hyperparameter_bounds that suit the data (or the kernel), "
+                             "or fix the kernel (optimizer=None)") from err
         if not learn:
             return
         gradient = self.optimizer != "nelder-mead"

@@ -27,7 +27,7 @@ from gpc_literate.sparse_ep import (FITCPrior, adjoint_columns, adjoint_rows,
                                     assemble_fitc_posterior, assemble_gradient, fitc_beta,
                                     fitc_fit, fitc_prior, rbf_cross_vjp, search_fitc)
 
-__all__ = ["SparseShard", "ShardedFit", "make_shards", "sharded_sparse_ep",
+__all__ = ["SparseShard", "ShardedFit", "WorkerLostError", "make_shards", "sharded_sparse_ep",
            "sharded_log_evidence", "gather_sites", "sharded_gradient", "learn_on_shards",
            "gather_fit", "fit_on_cluster"]
 
@@ -175,6 +175,37 @@ class ShardedFit(NamedTuple):
     bytes_per_iter: float
 
 
+class WorkerLostError(RuntimeError):
+    """A worker that held a shard was lost during the fit: its sites are gone with it."""
+
+
+def _worker_lost(err):
+    """WorkerLostError for Dask's error ``err`` on a call of a shard's actor."""
+    return WorkerLostError(
+        f"a worker was lost during the fit ({type(err).__name__}: {err}); the shard of the "
+        "training points it held, and their sites, are gone: fit again (the points are then "
+        "split over the workers still alive), or use a client with more workers")
+
+
+def _running_workers(client):
+    """The addresses of the workers of a running Dask ``client``; TypeError or ValueError,
+    naming client, for anything else."""
+    if not (hasattr(client, "submit") and hasattr(client, "scheduler_info")):
+        raise TypeError(f"client must be a dask.distributed Client; got {client!r}")
+    if getattr(client, "status", "running") != "running":
+        raise ValueError(f"client is {client.status}: pass a running dask.distributed Client, "
+                         "or client=None to fit in this process")
+    try:
+        workers = list(client.scheduler_info()["workers"])
+    except (OSError, RuntimeError, KeyError) as err:     # the scheduler cannot be reached
+        raise ValueError(f"client cannot reach its scheduler ({type(err).__name__}: {err}); "
+                         "pass a running dask.distributed Client, or client=None") from None
+    if not workers:
+        raise ValueError("the client's cluster has no workers; start some (e.g. "
+                         "client.wait_for_workers(1)), or pass client=None")
+    return workers
+
+
 def make_shards(X, y, kernel, likelihood, Z, *, client=None, n_shards=None, nu=None,
                 tau=None):
     """SparseShards of (X, y) in contiguous blocks: Dask actors, one per worker of ``client``,
@@ -189,23 +220,30 @@ def make_shards(X, y, kernel, likelihood, Z, *, client=None, n_shards=None, nu=N
         k = check_integer(1 if n_shards is None else n_shards, "n_shards")
         return [SparseShard(X[p], y[p], kernel, likelihood, Z, nu[p], tau[p])
                 for p in np.array_split(np.arange(len(y)), k)]
-    if not (hasattr(client, "submit") and hasattr(client, "scheduler_info")):
-        raise TypeError(f"client must be a dask.distributed Client; got {client!r}")
-    workers = list(client.scheduler_info()["workers"])
-    if not workers:
-        raise ValueError("the client's cluster has no workers")
+    workers = _running_workers(client)
     parts, futures = np.array_split(np.arange(len(y)), len(workers)), []
-    for p, w in zip(parts, workers):
-        data = client.scatter([X[p], y[p], nu[p], tau[p]], workers=[w])   # straight to w
-        futures.append(client.submit(SparseShard, data[0], data[1], kernel, likelihood, Z,
-                                     data[2], data[3], actor=True, workers=[w], pure=False))
-    return [f.result() for f in futures]
+    try:
+        for p, w in zip(parts, workers):
+            data = client.scatter([X[p], y[p], nu[p], tau[p]], workers=[w])   # straight to w
+            futures.append(client.submit(SparseShard, data[0], data[1], kernel, likelihood, Z,
+                                         data[2], data[3], actor=True, workers=[w], pure=False))
+        return [f.result() for f in futures]
+    except (OSError, RuntimeError) as err:               # how Dask reports a lost worker
+        raise _worker_lost(err) from err
 
 
 def _on_shards(shards, name, *args, moved=None):
-    """Call method ``name`` on every shard, then collect the results (actor futures resolved)."""
-    calls = [getattr(shard, name)(*args) for shard in shards]
-    out = [c.result() if hasattr(c, "result") else c for c in calls]
+    """Call method ``name`` on every shard, then collect the results (actor futures resolved).
+
+    Raises WorkerLostError when the worker of an actor is lost.
+    """
+    try:
+        calls = [getattr(shard, name)(*args) for shard in shards]
+        out = [c.result() if hasattr(c, "result") else c for c in calls]
+    except (OSError, RuntimeError) as err:               # how Dask reports a lost worker
+        if all(isinstance(shard, SparseShard) for shard in shards):
+            raise
+        raise _worker_lost(err) from err
     if moved is not None:
         moved[0] += len(shards) * len(pickle.dumps(args)) + sum(len(pickle.dumps(o)) for o in out)
     return out

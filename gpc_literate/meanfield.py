@@ -459,9 +459,12 @@ class NaiveMeanField(_NaiveMFSolve, _NaiveMFLOO, _NaiveMFPrediction, LearnsHyper
         _check_mf_options(self.method, self.kappa, self.v, self.tol, self.learning_rate,
                           self.max_iter, self.kernel, self.compute_loo)
 
-    def fit(self, X, y, alpha_init=None):
-        """Fit to inputs X (n, d) and two-class labels y; ``alpha_init`` (n,) warm-starts alpha."""
-        return super().fit(X, y, alpha_init=alpha_init)
+    def fit(self, X, y, alpha_init=None, **fit_params):
+        """Fit to inputs X (n, d) and two-class labels y; ``alpha_init`` (n,) warm-starts alpha.
+
+        Any other keyword argument (e.g. ``sample_weight``) raises TypeError, naming it.
+        """
+        return super().fit(X, y, alpha_init=alpha_init, **fit_params)
 
     def _default_kernel(self, X):
         return default_kernel(X)

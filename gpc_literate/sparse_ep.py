@@ -461,16 +461,19 @@ def _check_sparse_options(est):
 class _SparseFit:
     """SparseEP's fit: options checked, inducing inputs chosen, EP run (and learning), stored."""
 
-    def fit(self, X, y, site_nu_init=None, site_tau_init=None, client=None):
+    def fit(self, X, y, site_nu_init=None, site_tau_init=None, client=None, **fit_params):
         """Fit to (X, y): EP on the FITC prior, and the search of the evidence if an optimizer
         is set.
 
         ``site_nu_init``, ``site_tau_init``: sites to start EP from (default zero). ``client``:
         a dask.distributed Client; the points are then split over its workers and EP and the
-        search run there (chapter 27's fit_on_cluster), to the same fitted model.
+        search run there (chapter 27's fit_on_cluster), to the same fitted model; a worker
+        lost during the fit raises chapter 27's WorkerLostError, and a closed client
+        ValueError. Any other keyword argument (e.g. ``sample_weight``) raises TypeError,
+        naming it.
         """
         return super().fit(X, y, site_nu_init=site_nu_init, site_tau_init=site_tau_init,
-                           client=client)
+                           client=client, **fit_params)
 
     def _validate_params(self):
         _check_sparse_options(self)

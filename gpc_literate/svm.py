@@ -360,9 +360,12 @@ class KernelAdatron(GPClassifierBase):
     def _validate_params(self):
         _check_adatron_params(self)
 
-    def fit(self, X, y, alpha_init=None):
-        """Fit to inputs X (n, d) and two-class labels y; ``alpha_init`` (n,) warm-starts alpha."""
-        return super().fit(X, y, alpha_init=alpha_init)
+    def fit(self, X, y, alpha_init=None, **fit_params):
+        """Fit to inputs X (n, d) and two-class labels y; ``alpha_init`` (n,) warm-starts alpha.
+
+        Any other keyword argument (e.g. ``sample_weight``) raises TypeError, naming it.
+        """
+        return super().fit(X, y, alpha_init=alpha_init, **fit_params)
 
     def _fit(self, X, y, alpha_init=None):
         kernel = (default_kernel(X) if self.kernel is None

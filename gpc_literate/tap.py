@@ -160,7 +160,8 @@ def tap_fixed_point(K, y, likelihood, *, max_iter=500, tol=1e-8, damping=0.5, co
     an object with ``log_Z``.  Runs ``parallel_sites`` (eq-tap-site-update, eq-sites-parallel,
     eq-sites-adaptive-damping) with the residual of eq-tap-alpha as its progress measure, and
     checks the result with ``tap_equations``: converged when both residuals are below ``tol``.
-    ``coef_init`` = y * alpha warm-starts the means.  Returns a ``TAPResult``.
+    ``coef_init`` = y * alpha warm-starts the means.  Returns a ``TAPResult``; raises
+    TAPBreakdownError when the Gaussian of the sites cannot be factorised.
     """
     K, y = np.asarray(K, dtype=float), np.asarray(y, dtype=float)
     n, k_diag = y.size, np.diag(K)
@@ -176,9 +177,13 @@ def tap_fixed_point(K, y, likelihood, *, max_iter=500, tol=1e-8, damping=0.5, co
         nu = coef0 + tau * mean0                       # eq-sites-coef: mean K coef0
     residual, n_iter, n_fact = partial(tap_alpha_residual, y, likelihood), 0, 0
     for attempt in range(4):            # tighten the tolerance until the TAP equations hold
-        run = parallel_sites(K, y, likelihood, nu, tau, damping=float(damping), patience=3,
-                             residual=residual, max_iter=max_iter - n_iter,
-                             tol=tol * 0.1 ** attempt)
+        try:
+            run = parallel_sites(K, y, likelihood, nu, tau, damping=float(damping), patience=3,
+                                 residual=residual, max_iter=max_iter - n_iter,
+                                 tol=tol * 0.1 ** attempt)
+        except LinAlgError:             # B = I + S K S not positive definite in floating point
+            raise TAPBreakdownError(_BREAKDOWN.format("K is numerically singular at these "
+                                                      "site precisions")) from None
         n_iter, n_fact, post = n_iter + run.n_iter, n_fact + run.n_factorizations + 1, run.posterior
         nu, tau = post.nu, post.tau
         mu_cav, var_cav, proper = post.cavities()
@@ -234,7 +239,8 @@ def _solve_tap(K, y, likelihood, max_iter, tol, damping, coef_init=None, noise_f
                                damping=float(damping), coef_init=coef_init)
     except TAPBreakdownError as err:
         raise TAPBreakdownError(
-            f"{err}; set v > 0 (input noise) or kappa > 0 (label flips), or use a smaller "
+            f"{err}; set v > 0 (input noise) or kappa > 0 (label flips), use a kernel whose "
+            "length scale is not far beyond the spread of the inputs, or use a smaller "
             f"damping than {float(damping):g}") from None
 
 
@@ -396,6 +402,9 @@ class TAP(_TAPFit, _TAPEvidence, _TAPPrediction, LearnsHyperparameters, GPClassi
         _check_tap_options(self.kappa, self.v, self.tol, self.damping, self.max_iter,
                            self.kernel, self.compute_loo)
 
-    def fit(self, X, y, alpha_init=None):
-        """Fit to inputs X (n, d) and two-class labels y; ``alpha_init`` (n,) warm-starts alpha."""
-        return super().fit(X, y, alpha_init=alpha_init)
+    def fit(self, X, y, alpha_init=None, **fit_params):
+        """Fit to inputs X (n, d) and two-class labels y; ``alpha_init`` (n,) warm-starts alpha.
+
+        Any other keyword argument (e.g. ``sample_weight``) raises TypeError, naming it.
+        """
+        return super().fit(X, y, alpha_init=alpha_init, **fit_params)

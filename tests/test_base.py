@@ -114,13 +114,37 @@ def test_check_array_names_argument():
     (3.0, "Expected 2D array, got scalar array"),
     (np.empty((0, 3)), r"0 sample\(s\)"),
     (np.empty((3, 0)), r"0 feature\(s\)"),
-    ([["a", "b"]], "could not convert string to float"),
+    ([["a", "b"]], "X contains strings"),
     ([[1.0, 2.0], [3.0]], "inhomogeneous"),
     ([[None]], "Input X contains NaN"),   # None is a missing value
 ])
 def test_check_array_bad_shapes_and_types(X, pattern):
     with pytest.raises(ValueError, match=pattern):
         check_array(X)
+
+
+@pytest.mark.parametrize("X", [
+    np.array([["1.0", "2"], ["3", "4e0"]]),                  # numbers written as text
+    np.array([["1.0", "2"], ["3", "4e0"]], dtype=object),
+    np.array([[b"1", b"2"]]),
+    np.array([[1.0, "2"]], dtype=object),                    # one string among numbers
+    [["1", "2"]],
+])
+def test_numbers_written_as_strings_are_refused(X):
+    # scikit-learn's validate_data(dtype="numeric") refuses text; float64 would parse it
+    y = [0, 1] if len(X) == 2 else [0]
+    with pytest.raises(ValueError, match="X contains strings"):
+        check_array(X)
+    with pytest.raises(ValueError, match="X contains strings"):
+        check_X_y(X, y)
+    with pytest.raises(ValueError, match="X contains strings"):
+        ToyClassifier().fit(X, y)
+    est = ToyClassifier().fit(X4, [0, 0, 1, 1])
+    for method in ("decision_function", "predict_proba", "predict"):
+        with pytest.raises(ValueError, match="X contains strings"):
+            getattr(est, method)(np.asarray(X, dtype=object)[:, 1:])
+    with pytest.raises(ValueError, match="Z contains strings"):
+        check_array(X, name="Z")
 
 
 def test_check_array_refuses_sparse():
@@ -378,6 +402,18 @@ def test_predict_proba_absent_without_probabilities():
     with pytest.raises(AttributeError):
         est.predict_proba(X4)
     assert hasattr(ToyClassifier(), "predict_proba")
+
+
+@pytest.mark.parametrize("keyword", ["sample_weight", "alpha_init", "foo"])
+def test_fit_refuses_keywords_its_estimator_does_not_take(keyword):
+    est = ToyClassifier()
+    with pytest.raises(TypeError, match=rf"^ToyClassifier\.fit does not support {keyword}"):
+        est.fit(X4, [0, 0, 1, 1], **{keyword: np.ones(4)})
+    assert not hasattr(est, "classes_")
+    fitted_est = fitted()
+    with pytest.raises(TypeError, match=keyword):
+        fitted_est.fit(X4, [0, 0, 1, 1], **{keyword: None})
+    assert hasattr(fitted_est, "classes_")               # a refused call changes nothing
 
 
 def test_missing_hooks_raise_not_implemented():

@@ -56,6 +56,49 @@ def test_tap_degenerate_inputs(case):
     _clear(info.value)
 
 
+def _long_scale_data():
+    r = np.random.default_rng(1)
+    X = r.normal(size=(40, 2))
+    return X, (X[:, 0] + 0.5 * r.normal(size=40) > 0).astype(int)
+
+
+@pytest.mark.parametrize("length_scale", [1e3, 1e4, 1e5])
+def test_tap_at_a_length_scale_far_beyond_the_data(length_scale):
+    # K is numerically of low rank: the noise-free likelihood cannot fit these labels (a
+    # clear error), with input noise the fit is a result
+    X, y = _long_scale_data()
+    with pytest.raises(ValueError, match="v > 0") as info:
+        TAP(kernel=RBF(length_scale=length_scale), optimizer=None).fit(X, y)
+    _clear(info.value)
+    model = TAP(kernel=RBF(length_scale=length_scale), v=0.1, optimizer=None).fit(X, y)
+    assert model.converged_ and np.all(np.isfinite(model.predict_proba(X)))
+    with pytest.raises(ValueError, match="v > 0") as info:    # the criterion a search calls
+        TAP(optimizer=None).fit(X, y).log_marginal_likelihood(
+            np.log([length_scale, 1.0]), eval_gradient=True)
+    _clear(info.value)
+
+
+def test_tap_search_starts_inside_the_bounds():
+    X, y = _long_scale_data()
+    with pytest.warns(ConvergenceWarning, match="outside hyperparameter_bounds"):
+        model = TAP(kernel=RBF(length_scale=1e3), hyperparameter_bounds=(1e-2, 1e2)).fit(X, y)
+    assert model.converged_ and 1e-2 <= model.kernel_.length_scale <= 1e2
+    assert model.score(X, y) > 0.8
+
+
+def test_tap_search_with_bounds_far_beyond_tiny_data():
+    X, y = _long_scale_data()
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", ConvergenceWarning)
+            model = TAP().fit(X * 1e-8, y)
+    except ValueError as err:                     # every kernel in the bounds is too long
+        _clear(err)
+        assert "hyperparameter_bounds" in str(err)
+    else:
+        assert model.converged_ and model.score(X * 1e-8, y) > 0.8
+
+
 def test_default_kernel_scales_with_tiny_features():
     X, y = _data()
     small = TAP(v=0.1, optimizer=None).fit(X * 1e-8, y)

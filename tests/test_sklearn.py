@@ -233,6 +233,33 @@ def test_sparse_input_is_refused_clearly():
         EP().fit(sparse.csr_matrix(X), Y)
 
 
+@pytest.mark.parametrize("estimator", ESTIMATORS, ids=lambda e: type(e).__name__)
+def test_fit_refuses_sample_weight_and_unknown_keywords(estimator):
+    name = type(estimator).__name__
+    model = clone(estimator)
+    with pytest.raises(TypeError, match=rf"^{name}\.fit does not support sample_weight"):
+        model.fit(X, Y, sample_weight=np.ones(len(Y)))
+    with pytest.raises(TypeError, match=rf"^{name}\.fit does not support foo"):
+        model.fit(X, Y, foo=1)
+    assert not hasattr(model, "classes_")
+
+
+@pytest.mark.filterwarnings("ignore::gpc_literate.base.ConvergenceWarning")
+@pytest.mark.parametrize("estimator", ESTIMATORS, ids=lambda e: type(e).__name__)
+def test_numbers_written_as_strings_are_refused(estimator):
+    text = X.astype(str)
+    for bad in (text, text.astype(object)):
+        model = clone(estimator)
+        with pytest.raises(ValueError, match="X contains strings"):
+            model.fit(bad, Y)
+        assert not hasattr(model, "classes_")
+    model = clone(estimator).fit(X, Y)
+    for method in ("decision_function", "predict_proba", "predict"):
+        if hasattr(model, method):
+            with pytest.raises(ValueError, match="X contains strings"):
+                getattr(model, method)(text[:5])
+
+
 def test_string_labels_pickle_and_refit():
     labels = np.where(Y > 0, "yes", "no")
     model = TAP(max_iter=200).fit(X, labels)
