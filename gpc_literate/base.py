@@ -55,7 +55,8 @@ class ConvergenceWarning(UserWarning):
 
 # %% book/01_gp_classification.md, code cell 12
 def _refuse_text(X, name="X"):
-    """Raise ValueError, naming ``name``, if X holds strings, even numbers written as text.
+    """Raise ValueError, naming ``name``, if X holds strings, even numbers written as text,
+    or has no columns (scikit-learn's message for that does not name the argument).
 
     scikit-learn's validate_data refuses them only for dtype="numeric"; the conversion to
     float64 that the book asks for would parse "1.5" silently. Other input is left to
@@ -67,6 +68,9 @@ def _refuse_text(X, name="X"):
         values = np.asarray(X)
     except (TypeError, ValueError):               # ragged rows: scikit-learn's message
         return
+    if values.ndim == 2 and values.shape[1] == 0:
+        raise ValueError(f"{name} has no columns (shape {values.shape}): a classifier needs at "
+                         "least one input feature")
     if values.dtype.kind in "US":
         first = values.flat[0] if values.size else ""
     elif values.dtype.kind == "O":

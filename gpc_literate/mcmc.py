@@ -415,10 +415,10 @@ def _check_schedule(schedule):
     if isinstance(schedule, (int, np.integer)) and not isinstance(schedule, (bool, np.bool_)):
         return ais_schedule(schedule)
     betas = np.asarray(schedule, dtype=float)
-    if (betas.ndim != 1 or betas.size < 2 or betas[0] != 0.0 or betas[-1] != 1.0
-            or np.any(np.diff(betas) <= 0.0)):
-        raise ValueError("schedule must be an integer T >= 1 or an increasing array of inverse "
-                         "temperatures from 0 to 1")
+    if (betas.ndim != 1 or betas.size < 2 or not np.all(np.isfinite(betas))
+            or betas[0] != 0.0 or betas[-1] != 1.0 or not np.all(np.diff(betas) > 0.0)):
+        raise ValueError("schedule must be an integer T >= 1 or an increasing array of finite "
+                         f"inverse temperatures from 0 to 1; got {schedule!r}")
     return betas
 
 
