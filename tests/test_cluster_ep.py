@@ -211,61 +211,6 @@ def test_a_closed_client_is_refused_at_once():
     assert time.perf_counter() - start < 1.0 and not hasattr(model, "classes_")
 
 
-@pytest.fixture(scope="module")
-def fragile_client():
-    """A two-worker cluster whose workers the tests kill (their nannies start new ones)."""
-    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
-                      dashboard_address=None) as cluster, Client(cluster) as c:
-        yield c
-
-
-def _kill_a_worker_during_the_fit(monkeypatch, client, at_call, wait):
-    """Kill the first worker's process at the ``at_call``-th round of calls on the shards;
-    with ``wait``, call on once the scheduler knows, else at once (the calls race the news)."""
-    calls, on_shards, killed = [0], cluster_ep._on_shards, []
-
-    def hooked(shards, name, *args, **kwargs):
-        calls[0] += 1
-        if calls[0] == at_call:
-            killed.append(sorted(client.scheduler_info()["workers"])[0])
-            with contextlib.suppress(Exception):          # the call dies with the worker
-                client.run(os._exit, 1, workers=killed)
-            if wait:
-                _until_gone(client, killed[0])
-        return on_shards(shards, name, *args, **kwargs)
-
-    monkeypatch.setattr(cluster_ep, "_on_shards", hooked)
-    return killed
-
-
-def _until_gone(client, worker, timeout=20.0):
-    deadline = time.monotonic() + timeout
-    while worker in client.scheduler_info()["workers"] and time.monotonic() < deadline:
-        time.sleep(0.05)
-
-
-@pytest.mark.filterwarnings("ignore::gpc_literate.base.ConvergenceWarning")
-@pytest.mark.parametrize("wait, at_call, optimizer", [(True, 3, None), (False, 3, None),
-                                                      (True, 45, "fmin_l_bfgs_b")])
-def test_a_worker_lost_during_the_fit_is_reported(fragile_client, monkeypatch, wait, at_call,
-                                                  optimizer):
-    # at call 45 the search of the kernel is under way
-    X, y = _small_problem()
-    fragile_client.wait_for_workers(2, timeout=60)
-    killed = _kill_a_worker_during_the_fit(monkeypatch, fragile_client, at_call, wait)
-    model = SparseEP(n_inducing=10, optimizer=optimizer)
-    start = time.perf_counter()
-    with pytest.raises(cluster_ep.WorkerLostError, match="worker was lost during the fit") as info:
-        model.fit(X, y, client=fragile_client)
-    assert "fit again" in str(info.value) and not hasattr(model, "classes_")
-    assert time.perf_counter() - start < 15.0
-    monkeypatch.undo()
-    _until_gone(fragile_client, killed[0])           # then fit again, on the workers alive
-    again = SparseEP(n_inducing=10, optimizer=None).fit(X, y, client=fragile_client)
-    local = SparseEP(n_inducing=10, optimizer=None).fit(X, y)
-    np.testing.assert_allclose(again.predict_proba(X), local.predict_proba(X), rtol=0, atol=1e-8)
-
-
 def test_grid_search_passes_the_client_on_to_every_fit(client):
     from sklearn.model_selection import GridSearchCV
     X, y = make_ringnorm(300, random_state=13)
