@@ -69,8 +69,8 @@ def _refuse_text(X, name="X"):
     except (TypeError, ValueError):               # ragged rows: scikit-learn's message
         return
     if values.ndim == 2 and values.shape[1] == 0:
-        raise ValueError(f"{name} has no columns (shape {values.shape}): a classifier needs at "
-                         "least one input feature")
+        raise ValueError(f"{name} has no columns: Found array with 0 feature(s) "
+                         f"(shape={values.shape}) while a minimum of 1 is required.")
     if values.dtype.kind in "US":
         first = values.flat[0] if values.size else ""
     elif values.dtype.kind == "O":

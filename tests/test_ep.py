@@ -438,7 +438,7 @@ def test_get_set_params_and_defaults():
     assert model.get_params(deep=False) == dict(
         kernel=None, likelihood=None, method="newton", damping=1.0, max_sweeps=100, tol=1e-8,
         optimizer=None, n_restarts_optimizer=0, random_state=None,
-        hyperparameter_bounds=(1e-5, 1e5))
+        hyperparameter_bounds="auto")
     assert EP().optimizer == "fmin_l_bfgs_b"
     X, y = toy(20)
     model.fit(X, y)

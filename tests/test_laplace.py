@@ -285,7 +285,7 @@ def test_defaults_and_fitted_attributes(synth):
     clf = Laplace(optimizer=None)
     assert clf.get_params() == {"kernel": None, "likelihood": None, "max_iter": 100, "tol": 1e-8,
                                 "optimizer": None, "n_restarts_optimizer": 0,
-                                "random_state": None, "hyperparameter_bounds": (1e-5, 1e5)}
+                                "random_state": None, "hyperparameter_bounds": "auto"}
     assert repr(clf) == "Laplace(optimizer=None)"
     clf.fit(synth.X_train, synth.y_train)
     spread = np.sqrt(np.var(synth.X_train, axis=0).sum())          # default_kernel

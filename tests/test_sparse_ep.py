@@ -207,6 +207,7 @@ def problems(draw):
     return Xp, np.array(pick), kernel, draw(st.integers(1, n))
 
 
+@pytest.mark.filterwarnings("ignore:.*the fitted model is constant:gpc_literate.base.ConvergenceWarning")
 @settings(max_examples=40, deadline=None, suppress_health_check=list(HealthCheck))
 @given(problem=problems())
 def test_sparse_ep_on_random_problems(problem):
