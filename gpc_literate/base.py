@@ -79,7 +79,7 @@ def _refuse_text(X, name="X"):
             return
     else:
         return
-    raise ValueError(f"{name} contains strings (e.g. {first!r}), which are not parsed as "
+    raise ValueError(f"{name} contains strings (e.g. {str(first)!r}), which are not parsed as "
                      f"numbers: convert {name} to a numeric array first (e.g. "
                      f"np.asarray({name}, dtype=float), if every entry is a number written "
                      "as text)")
