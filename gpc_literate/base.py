@@ -488,11 +488,14 @@ def bound_hits(theta, names, low, high):
 
 
 def warn_start_outside(owner, kernel, low, high, stacklevel):
-    """ConvergenceWarning if the kernel's theta lies outside the box [low, high] (log units)."""
-    if np.any((kernel.theta < low) | (kernel.theta > high)):
-        warnings.warn(f"{owner}: the starting kernel {kernel!r} lies outside "
-                      "hyperparameter_bounds; the search starts from the nearest point inside",
-                      ConvergenceWarning, stacklevel=stacklevel + 1)
+    """The kernel with theta moved into the box [low, high] (log units), and whether it moved;
+    a ConvergenceWarning naming ``owner`` when it did."""
+    if not np.any((kernel.theta < low) | (kernel.theta > high)):
+        return kernel, False
+    warnings.warn(f"{owner}: the starting kernel {kernel!r} lies outside "
+                  "hyperparameter_bounds; the search starts from the nearest point inside",
+                  ConvergenceWarning, stacklevel=stacklevel + 1)
+    return kernel.with_theta(np.clip(kernel.theta, low, high)), True
 
 
 def warn_bound_hits(owner, at_bound, theta, names, low, high, stacklevel,
@@ -584,13 +587,6 @@ class LearnsHyperparameters:
             raise ValueError("random_state must be None, an integer or a numpy Generator or "
                              f"RandomState; got {self.random_state!r}") from None
 
-    def _start_inside(self, kernel, low, high):
-        """The kernel with theta moved into [low, high] (with a warning); also whether it moved."""
-        if not np.any((kernel.theta < low) | (kernel.theta > high)):
-            return kernel, False
-        warn_start_outside(type(self).__name__, kernel, low, high, stacklevel=4)
-        return kernel.with_theta(np.clip(kernel.theta, low, high)), True
-
     def _fit(self, X, y_pm, **warm):
         kernel = (self._default_kernel(X) if self.kernel is None
                   else copy.deepcopy(self.kernel))                 # never the caller's object
@@ -598,7 +594,8 @@ class LearnsHyperparameters:
         learn, moved = self.optimizer is not None and kernel.theta.size > 0, False
         if learn:
             low, high = search_box(self.hyperparameter_bounds, kernel.theta)
-            kernel, moved = self._start_inside(kernel, low, high)
+            kernel, moved = warn_start_outside(type(self).__name__, kernel, low, high,
+                                               stacklevel=3)
         try:
             self._fit_fixed(X, y_pm, kernel, **warm)
         except ValueError as err:

@@ -448,8 +448,8 @@ class _StochasticFit:
         learn = self.optimizer is not None
         log_bounds = search_box(self.hyperparameter_bounds, kernel.theta)
         if learn:                                   # Adam starts inside the box
-            warn_start_outside("StochasticEP.fit", kernel, *log_bounds, stacklevel=3)
-            kernel = kernel.with_theta(np.clip(kernel.theta, *log_bounds))
+            kernel, _ = warn_start_outside("StochasticEP.fit", kernel, *log_bounds,
+                                           stacklevel=3)
         state = SEPState(kernel, likelihood, Z, len(X), self.sites)
         rates = np.concatenate([np.full(kernel.theta.size, float(self.learning_rate)),
                                 np.full(Z.size, float(self.inducing_learning_rate))])
