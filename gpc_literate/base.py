@@ -477,6 +477,7 @@ def _best_run(objective, starts, box, gradient, max_iter):
 
 # %% book/01_gp_classification.md, code cell 31
 _ON_BOUND = 1e-3            # a log-hyperparameter this close to a bound (relative) is "on" it
+_BOUND_HITS_SHOWN = 4       # a bound warning names this many hyperparameters, then counts
 
 
 def bound_hits(theta, names, low, high):
@@ -501,14 +502,28 @@ def warn_start_outside(owner, kernel, low, high, stacklevel):
 def warn_bound_hits(owner, at_bound, theta, names, low, high, stacklevel,
                     fix="widen hyperparameter_bounds and fit again, or fix the kernel "
                         "(optimizer=None)"):
-    """A ConvergenceWarning for each name in ``at_bound``: its value, its bounds and ``fix``."""
+    """One ConvergenceWarning naming each of ``at_bound`` with its value and bounds, and ``fix``.
+
+    An ARD length scale on its upper bound switches its input off, which may be the right
+    answer; the message says so when that is among the hits.
+    """
+    if not at_bound:
+        return
+    low, high = np.broadcast_to(low, np.shape(theta)), np.broadcast_to(high, np.shape(theta))
+    parts, switched_off = [], False
     for name in at_bound:
         j = names.index(name)
-        lo, hi = np.broadcast_to(low, np.shape(theta))[j], np.broadcast_to(high, np.shape(theta))[j]
-        warnings.warn(f"{owner}: the learned {name.replace('log_', '')} = "
-                      f"{np.exp(theta[j]):.3g} is on a bound of its search box "
-                      f"({np.exp(lo):.3g}, {np.exp(hi):.3g}); {fix}",
-                      ConvergenceWarning, stacklevel=stacklevel + 1)
+        parts.append(f"{name.replace('log_', '')} = {np.exp(theta[j]):.3g} "
+                     f"(box {np.exp(low[j]):.3g} to {np.exp(high[j]):.3g})")
+        switched_off |= "length_scale[" in name and theta[j] > 0.5 * (low[j] + high[j])
+    shown = "; ".join(parts[:_BOUND_HITS_SHOWN])
+    if len(parts) > _BOUND_HITS_SHOWN:
+        shown += f"; and {len(parts) - _BOUND_HITS_SHOWN} more"
+    verb = "is on a bound of its" if len(parts) == 1 else "are on a bound of their"
+    hint = (" (an ARD length scale on its upper bound switches its input off, which may be "
+            "what the data say)" if switched_off else "")
+    warnings.warn(f"{owner}: the learned {shown} {verb} search box{hint}; {fix}",
+                  ConvergenceWarning, stacklevel=stacklevel + 1)
 
 
 def _report_search(best, theta, names, bounds, owner, stacklevel):
