@@ -467,6 +467,11 @@ def _lscv_unpack(kernel, phi, lam, free_lam):
 LSCV_BOX = 10.0     # LSCV searches each log-hyperparameter within +-LSCV_BOX of its start
 
 
+def _lscv_kernel_box(kernel):
+    """The box (low, high) of LSCV's search over the kernel's log-hyperparameters."""
+    return kernel.theta - LSCV_BOX, kernel.theta + LSCV_BOX
+
+
 def _lscv_minimise(kernel, X, y_pm, lam, noise_var_bounds, phi, max_iter, tol):
     """Eq. (eq-sel-lscv-pred): minimise the LOO NLP by L-BFGS-B from phi; scipy's result."""
     free_lam, p = noise_var_bounds is not None, kernel.theta.size
@@ -479,7 +484,7 @@ def _lscv_minimise(kernel, X, y_pm, lam, noise_var_bounds, phi, max_iter, tol):
             return np.inf, np.zeros_like(phi)
         return value, (grad if free_lam else np.delete(grad, p))
 
-    box = ([(t - LSCV_BOX, t + LSCV_BOX) for t in kernel.theta]   # about the start
+    box = (list(zip(*_lscv_kernel_box(kernel)))
            + ([tuple(np.log(noise_var_bounds))] if free_lam else [])
            + [(-10.0, 10.0), (None, None)])
     return minimize(objective, phi, jac=True, method="L-BFGS-B", bounds=box,
@@ -523,7 +528,7 @@ class _LSCVFit(GPClassifierBase):
                 warnings.warn(f"LSCV: L-BFGS-B stopped without converging ({result.message}); "
                               "increase max_iter", ConvergenceWarning, stacklevel=3)
             p = kernel.theta.size
-            low, high = kernel.theta - LSCV_BOX, kernel.theta + LSCV_BOX
+            low, high = _lscv_kernel_box(kernel)
             names = kernel.hyperparameter_names
             hits = bound_hits(phi[:p], names, low, high)
             warn_bound_hits("LSCV.fit", hits, phi[:p], names, low, high, stacklevel=2,
