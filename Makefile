@@ -5,9 +5,11 @@
 #   make test           check chapters and package are in sync, run unit tests and every chapter (nbval)
 #   make lab            JupyterLab on the chapters, which open as notebooks
 #   make check-browser  open every page of the built book in headless Chromium, offline
-#   make export         write gpc_literate/*.py from the chapters' cells tagged `export`,
-#                       and the API reference book/api.md from their docstrings
-#   make check-sync     fail with a diff if a module differs from its chapter
+#   make export         lay out the chapters' code cells to the column (ruff, 88 characters),
+#                       write gpc_literate/*.py from the cells tagged `export`, and the API
+#                       reference book/api.md from their docstrings
+#   make check-sync     fail if a code cell is not laid out to the column, or with a diff
+#                       if a module differs from its chapter
 #   make benchmark      run the speed benchmarks (not part of the tests)
 #   make clean          remove _build (the next `make book` executes every chapter)
 
@@ -38,10 +40,12 @@ $(STAMP): pyproject.toml
 install: $(STAMP)
 
 export: $(STAMP)
+	$(BIN)/python tools/format_chapters.py
 	$(BIN)/python tools/tangle.py
 	$(BIN)/python tools/apidoc.py
 
 check-sync: $(STAMP)
+	$(BIN)/python tools/format_chapters.py --check
 	$(BIN)/python tools/tangle.py --check
 	$(BIN)/python tools/apidoc.py --check
 
