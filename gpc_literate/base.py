@@ -2,15 +2,19 @@
 # Edit the chapter book/01_gp_classification.md, then run `make export`.
 
 # %% book/01_gp_classification.md, code cell 11
-"""Estimator interface shared by the classifiers of gpc_literate (chapter 1 of the book).
+"""Estimator interface shared by the classifiers of gpc_literate (chapter 1 of the
+book).
 
 ``GPClassifierBase`` builds the book's binary classifiers on scikit-learn's
-``ClassifierMixin`` and ``BaseEstimator`` (parameters, clone, repr, score) and on its input
-validation (``validate_data``, ``check_is_fitted``). The module adds the encoding of two class
+``ClassifierMixin`` and ``BaseEstimator`` (parameters, clone, repr, score) and on its
+input
+validation (``validate_data``, ``check_is_fitted``). The module adds the encoding of two
+class
 labels as y = -1/+1 (``encode_labels``), checks of hyperparameters (``check_scalar``,
 ``check_integer``, ``check_bool``), and ``check_array``/``check_X_y``, thin wrappers of
 scikit-learn's that always return float64 copies.
 """
+
 import copy
 import inspect
 import numbers
@@ -50,27 +54,32 @@ __all__ = [
 
 
 class ConvergenceWarning(UserWarning):
-    """Warning of an iterative solver that stopped at max_iter before reaching its tolerance."""
+    """Warning of an iterative solver that stopped at max_iter before reaching its
+    tolerance."""
 
 
 # %% book/01_gp_classification.md, code cell 12
 def _refuse_text(X, name="X"):
-    """Raise ValueError, naming ``name``, if X holds strings, even numbers written as text,
+    """Raise ValueError, naming ``name``, if X holds strings, even numbers written as
+    text,
     or has no columns (scikit-learn's message for that does not name the argument).
 
-    scikit-learn's validate_data refuses them only for dtype="numeric"; the conversion to
+    scikit-learn's validate_data refuses them only for dtype="numeric"; the conversion
+    to
     float64 that the book asks for would parse "1.5" silently. Other input is left to
     scikit-learn's checks.
     """
-    if hasattr(X, "tocsr"):                       # sparse: refused by scikit-learn
+    if hasattr(X, "tocsr"):  # sparse: refused by scikit-learn
         return
     try:
         values = np.asarray(X)
-    except (TypeError, ValueError):               # ragged rows: scikit-learn's message
+    except (TypeError, ValueError):  # ragged rows: scikit-learn's message
         return
     if values.ndim == 2 and values.shape[1] == 0:
-        raise ValueError(f"{name} has no columns: Found array with 0 feature(s) "
-                         f"(shape={values.shape}) while a minimum of 1 is required.")
+        raise ValueError(
+            f"{name} has no columns: Found array with 0 feature(s) "
+            f"(shape={values.shape}) while a minimum of 1 is required."
+        )
     if values.dtype.kind in "US":
         first = values.flat[0] if values.size else ""
     elif values.dtype.kind == "O":
@@ -79,17 +88,22 @@ def _refuse_text(X, name="X"):
             return
     else:
         return
-    raise ValueError(f"{name} contains strings (e.g. {str(first)!r}), which are not parsed as "
-                     f"numbers: convert {name} to a numeric array first (e.g. "
-                     f"np.asarray({name}, dtype=float), if every entry is a number written "
-                     "as text)")
+    raise ValueError(
+        f"{name} contains strings (e.g. {str(first)!r}), which are not parsed as "
+        f"numbers: convert {name} to a numeric array first (e.g. "
+        f"np.asarray({name}, dtype=float), if every entry is a number written "
+        "as text)"
+    )
 
 
 def check_array(X, name="X"):
-    """Validate a design matrix: a new 2-D float64 array (scikit-learn's check_array rules).
+    """Validate a design matrix: a new 2-D float64 array (scikit-learn's check_array
+    rules).
 
-    Raises ValueError, naming ``name``, if the array is sparse, empty or not 2-D, or if it
-    contains NaN, infinite values or strings (even numbers written as text); other entries
+    Raises ValueError, naming ``name``, if the array is sparse, empty or not 2-D, or if
+    it
+    contains NaN, infinite values or strings (even numbers written as text); other
+    entries
     that are not numbers fail to convert.
     """
     _refuse_text(X, name)
@@ -97,7 +111,8 @@ def check_array(X, name="X"):
 
 
 def check_X_y(X, y):
-    """Validate a training set (X, y): X as in check_array, y a 1-D label array of equal length."""
+    """Validate a training set (X, y): X as in check_array, y a 1-D label array of equal
+    length."""
     _refuse_text(X)
     return _sklearn_check_X_y(X, y, dtype=np.float64, copy=True)
 
@@ -110,9 +125,11 @@ def _preview(values, limit=6):
 
 
 def encode_labels(y):
-    """Encode two class labels as y = -1/+1: return (y_pm, classes), y_pm = +1 for classes[1].
+    """Encode two class labels as y = -1/+1: return (y_pm, classes), y_pm = +1 for
+    classes[1].
 
-    ``classes`` holds the two distinct labels in sorted order. Raises ValueError when y is
+    ``classes`` holds the two distinct labels in sorted order. Raises ValueError when y
+    is
     empty, not 1-D, contains NaN, or does not have exactly two classes.
     """
     y = np.asarray(y)
@@ -125,44 +142,63 @@ def encode_labels(y):
     try:
         classes = np.unique(y)
     except TypeError:
-        raise ValueError("y contains labels of types that cannot be compared with each "
-                         f"other: {_preview(y)}") from None
+        raise ValueError(
+            "y contains labels of types that cannot be compared with each "
+            f"other: {_preview(y)}"
+        ) from None
     if len(classes) == 1:
-        raise ValueError(f"y has only one class ({_preview(classes)}); a binary classifier "
-                         "needs labels of two classes")
+        raise ValueError(
+            f"y has only one class ({_preview(classes)}); a binary classifier "
+            "needs labels of two classes"
+        )
     if len(classes) > 2:
-        raise ValueError(f"Only binary classification is supported; y has {len(classes)} "
-                         f"classes ({_preview(classes)})")
+        raise ValueError(
+            f"Only binary classification is supported; y has {len(classes)} "
+            f"classes ({_preview(classes)})"
+        )
     return np.where(y == classes[1], 1.0, -1.0), classes
 
 
 # %% book/01_gp_classification.md, code cell 16
-def check_scalar(value, name, *, low=None, high=None, low_inclusive=True, high_inclusive=True):
-    """Validate a real hyperparameter: return float(value) if it is finite and within its domain.
+def check_scalar(
+    value, name, *, low=None, high=None, low_inclusive=True, high_inclusive=True
+):
+    """Validate a real hyperparameter: return float(value) if it is finite and within
+    its domain.
 
-    Raises TypeError if ``value`` is not a real number (booleans are refused) and ValueError,
-    naming ``name``, if it is NaN, infinite, or outside the interval from ``low`` to ``high``.
+    Raises TypeError if ``value`` is not a real number (booleans are refused) and
+    ValueError,
+    naming ``name``, if it is NaN, infinite, or outside the interval from ``low`` to
+    ``high``.
     """
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
-        raise TypeError(f"{name} must be a real number; got {type(value).__name__} {value!r}")
+        raise TypeError(
+            f"{name} must be a real number; got {type(value).__name__} {value!r}"
+        )
     x = float(value)
     too_low = low is not None and (x < low or (x == low and not low_inclusive))
     too_high = high is not None and (x > high or (x == high and not high_inclusive))
     if not np.isfinite(x) or too_low or too_high:
         left = "(-inf" if low is None else ("[" if low_inclusive else "(") + f"{low}"
         right = "inf)" if high is None else f"{high}" + ("]" if high_inclusive else ")")
-        raise ValueError(f"{name} must be a finite number in {left}, {right}; got {value!r}")
+        raise ValueError(
+            f"{name} must be a finite number in {left}, {right}; got {value!r}"
+        )
     return x
 
 
 def check_integer(value, name, *, low=1):
-    """Validate an integer setting such as max_iter: return int(value) if it is at least ``low``.
+    """Validate an integer setting such as max_iter: return int(value) if it is at least
+    ``low``.
 
-    Raises TypeError if ``value`` is not an integer (booleans are refused) and ValueError,
+    Raises TypeError if ``value`` is not an integer (booleans are refused) and
+    ValueError,
     naming ``name``, if it is smaller than ``low``.
     """
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Integral):
-        raise TypeError(f"{name} must be an integer; got {type(value).__name__} {value!r}")
+        raise TypeError(
+            f"{name} must be an integer; got {type(value).__name__} {value!r}"
+        )
     if value < low:
         raise ValueError(f"{name} must be at least {low}; got {value!r}")
     return int(value)
@@ -171,22 +207,30 @@ def check_integer(value, name, *, low=1):
 def check_bool(value, name):
     """Validate a switch such as compute_loo: return bool(value) if it is True or False.
 
-    Raises TypeError, naming ``name``, for anything else (strings such as "no", numbers, None).
+    Raises TypeError, naming ``name``, for anything else (strings such as "no", numbers,
+    None).
     """
     if not isinstance(value, (bool, np.bool_)):
-        raise TypeError(f"{name} must be True or False; got {type(value).__name__} {value!r}")
+        raise TypeError(
+            f"{name} must be True or False; got {type(value).__name__} {value!r}"
+        )
     return bool(value)
 
 
 # %% book/01_gp_classification.md, code cell 18
 def _models_probabilities(estimator):
-    """True if the estimator's class implements _predict_proba_positive (available_if test)."""
-    return type(estimator)._predict_proba_positive is not GPClassifierBase._predict_proba_positive
+    """True if the estimator's class implements _predict_proba_positive (available_if
+    test)."""
+    return (
+        type(estimator)._predict_proba_positive
+        is not GPClassifierBase._predict_proba_positive
+    )
 
 
 # %% book/01_gp_classification.md, code cell 19
 def _binary_dense_tags(tags):
-    """Declare binary classification on dense, finite input in scikit-learn's tags; return them."""
+    """Declare binary classification on dense, finite input in scikit-learn's tags;
+    return them."""
     tags.classifier_tags.multi_class = False
     tags.input_tags.sparse = False
     tags.input_tags.allow_nan = False
@@ -195,9 +239,11 @@ def _binary_dense_tags(tags):
 
 # %% book/01_gp_classification.md, code cell 20
 def _validated_labels(estimator, X, y):
-    """Validate a training set for ``estimator.fit``: return (X, y_pm), setting classes_.
+    """Validate a training set for ``estimator.fit``: return (X, y_pm), setting
+    classes_.
 
-    X becomes a float64 copy (``validate_data`` also records ``n_features_in_``), y must be
+    X becomes a float64 copy (``validate_data`` also records ``n_features_in_``), y must
+    be
     classification targets, and y_pm holds them as -1/+1 (``encode_labels``).
     """
     _refuse_text(X)
@@ -208,42 +254,58 @@ def _validated_labels(estimator, X, y):
 
 
 def _forget_fit(estimator):
-    """Remove the attributes set by _validated_labels: the estimator is unfitted again."""
+    """Remove the attributes set by _validated_labels: the estimator is unfitted
+    again."""
     for name in ("classes_", "n_features_in_", "feature_names_in_"):
         estimator.__dict__.pop(name, None)
 
 
-_CONSTANT_SPREAD = 1e-6     # probabilities (or latent means) closer than this: a constant model
+_CONSTANT_SPREAD = (
+    1e-6  # probabilities (or latent means) closer than this: a constant model
+)
 
 
 def _warn_if_constant(estimator, X):
-    """ConvergenceWarning if the fitted model gives the same output at every training input.
+    """ConvergenceWarning if the fitted model gives the same output at every training
+    input.
 
-    Looks at up to 500 rows of X (evenly spaced); a training set whose inputs are all equal
+    Looks at up to 500 rows of X (evenly spaced); a training set whose inputs are all
+    equal
     is exempt, since its model is rightly constant. Uses the class probability where the
     model has one, else the decision function.
     """
     rows = X[np.unique(np.linspace(0, len(X) - 1, min(len(X), 500)).astype(int))]
     if len(rows) < 2 or not np.any(np.ptp(rows, axis=0) > 0):
         return
-    out = (estimator._predict_proba_positive(rows) if _models_probabilities(estimator)
-           else estimator._decision_function(rows))
+    out = (
+        estimator._predict_proba_positive(rows)
+        if _models_probabilities(estimator)
+        else estimator._decision_function(rows)
+    )
     out = np.asarray(out, dtype=float)
     if np.all(np.isfinite(out)) and np.ptp(out) < _CONSTANT_SPREAD:
         kernel = getattr(estimator, "kernel_", None)
         what = "probability" if _models_probabilities(estimator) else "decision value"
-        warnings.warn(f"{type(estimator).__name__}.fit: the fitted model is constant: it gives "
-                      f"every training input the same {what} {float(np.mean(out)):.6g}"
-                      + (f" (kernel_ = {kernel!r})" if kernel is not None else "")
-                      + "; a length scale far from the spread of the inputs does this: fit with "
-                      "the default kernel, or a kernel scaled to the data, and the default "
-                      "hyperparameter_bounds=\"auto\"", ConvergenceWarning, stacklevel=3)
+        warnings.warn(
+            f"{type(estimator).__name__}.fit: the fitted model is constant: it gives "
+            f"every training input the same {what} {float(np.mean(out)):.6g}"
+            + (f" (kernel_ = {kernel!r})" if kernel is not None else "")
+            + "; a length scale far from the spread of the inputs does this: fit with "
+            "the default kernel, or a kernel scaled to the data, and the default "
+            "hyperparameter_bounds=\"auto\"",
+            ConvergenceWarning,
+            stacklevel=3,
+        )
 
 
 def _fit_keywords(estimator):
-    """The keyword arguments that ``estimator.fit`` passes on: those with defaults of its
-    ``_fit`` (of ``_fit_fixed`` when ``_fit`` passes them on), or None if any are taken."""
-    hooks = [estimator._fit] + ([estimator._fit_fixed] if hasattr(estimator, "_fit_fixed") else [])
+    """The keyword arguments that ``estimator.fit`` passes on: those with defaults of
+    its
+    ``_fit`` (of ``_fit_fixed`` when ``_fit`` passes them on), or None if any are
+    taken."""
+    hooks = [estimator._fit] + (
+        [estimator._fit_fixed] if hasattr(estimator, "_fit_fixed") else []
+    )
     for hook in hooks:
         params = inspect.signature(hook).parameters.values()
         if not any(p.kind is p.VAR_KEYWORD for p in params):
@@ -252,50 +314,78 @@ def _fit_keywords(estimator):
 
 
 def _check_fit_keywords(estimator, fit_params):
-    """TypeError, naming the first keyword argument of fit that ``estimator`` does not take."""
+    """TypeError, naming the first keyword argument of fit that ``estimator`` does not
+    take."""
     accepted = _fit_keywords(estimator)
-    unknown = [name for name in fit_params if accepted is not None and name not in accepted]
+    unknown = [
+        name for name in fit_params if accepted is not None and name not in accepted
+    ]
     if not unknown:
         return
-    why = (" (every training example counts once in the likelihood; to weight examples, "
-           "resample the training set)" if unknown[0] == "sample_weight" else "")
-    takes = (f"its keyword arguments are {', '.join(accepted)}" if accepted
-             else "it takes only X and y")
-    raise TypeError(f"{type(estimator).__name__}.fit does not support {unknown[0]}{why}; "
-                    f"{takes}")
+    why = (
+        " (every training example counts once in the likelihood; to weight examples, "
+        "resample the training set)"
+        if unknown[0] == "sample_weight"
+        else ""
+    )
+    takes = (
+        f"its keyword arguments are {', '.join(accepted)}"
+        if accepted
+        else "it takes only X and y"
+    )
+    raise TypeError(
+        f"{type(estimator).__name__}.fit does not support {unknown[0]}{why}; {takes}"
+    )
 
 
 # %% book/01_gp_classification.md, code cell 21
 class _GPClassifierPrediction:
-    """GPClassifierBase's predictions: decision_function, predict_proba, predict on checked X."""
+    """GPClassifierBase's predictions: decision_function, predict_proba, predict on
+    checked X."""
 
     def _check_predict_input(self, X):
-        """Check that the estimator is fitted and X valid with the fitted number of features."""
+        """Check that the estimator is fitted and X valid with the fitted number of
+        features."""
         check_is_fitted(self)
         _refuse_text(X)
         return validate_data(self, X, dtype=np.float64, reset=False)
 
     def decision_function(self, X):
-        """Latent activation at each row of X, e.g. the posterior mean <f(x)>; > 0 means classes_[1]."""
-        return np.asarray(self._decision_function(self._check_predict_input(X)), dtype=np.float64)
+        """Latent activation at each row of X, e.g. the posterior mean <f(x)>; > 0 means
+        classes_[1]."""
+        return np.asarray(
+            self._decision_function(self._check_predict_input(X)), dtype=np.float64
+        )
 
     def _decision_function(self, X):
-        """Latent activation at each row of validated X (to be implemented by a subclass)."""
-        raise NotImplementedError(f"{type(self).__name__} must implement _decision_function(X)")
+        """Latent activation at each row of validated X (to be implemented by a
+        subclass)."""
+        raise NotImplementedError(
+            f"{type(self).__name__} must implement _decision_function(X)"
+        )
 
     @available_if(_models_probabilities)
     def predict_proba(self, X):
-        """Predictive class probabilities p(y | x, D), shape (n, 2), columns ordered as classes_."""
-        p = np.asarray(self._predict_proba_positive(self._check_predict_input(X)), dtype=np.float64)
+        """Predictive class probabilities p(y | x, D), shape (n, 2), columns ordered as
+        classes_."""
+        p = np.asarray(
+            self._predict_proba_positive(self._check_predict_input(X)), dtype=np.float64
+        )
         return np.column_stack([1.0 - p, p])
 
     def _predict_proba_positive(self, X):
-        """P(y = +1 | x, D) at each row of validated X; implemented by models with probabilities."""
-        raise NotImplementedError(f"{type(self).__name__} does not model class probabilities")
+        """P(y = +1 | x, D) at each row of validated X; implemented by models with
+        probabilities."""
+        raise NotImplementedError(
+            f"{type(self).__name__} does not model class probabilities"
+        )
 
     def predict(self, X):
-        """Predicted labels: classes_[1] where the decision function is positive, else classes_[0]."""
-        positive = self.decision_function(X) > 0  # checks fitted-ness before classes_ is read
+        """Predicted labels: classes_[1] where the decision function is positive, else
+        classes_[0]."""
+        positive = (
+            self.decision_function(X) > 0
+        )  # checks fitted-ness before classes_ is read
         return self.classes_[positive.astype(np.intp)]
 
 
@@ -303,28 +393,38 @@ class _GPClassifierPrediction:
 class GPClassifierBase(_GPClassifierPrediction, ClassifierMixin, BaseEstimator):
     """Base class of the book's binary classifiers: a scikit-learn classifier.
 
-    A subclass stores each ``__init__`` argument unchanged under its own name, checks the
+    A subclass stores each ``__init__`` argument unchanged under its own name, checks
+    the
     values in ``_validate_params`` (called by ``fit``; it replaces BaseEstimator's check
-    against ``_parameter_constraints``), and implements ``_fit(X, y_pm)`` (labels -1/+1) and
-    ``_decision_function(X)`` (the latent activation, positive for ``classes_[1]``); one that
-    models probabilities also implements ``_predict_proba_positive(X)`` = P(y=+1 | x, D),
-    and only then has ``predict_proba``. Fitted attributes: ``classes_`` (the two labels,
+    against ``_parameter_constraints``), and implements ``_fit(X, y_pm)`` (labels -1/+1)
+    and
+    ``_decision_function(X)`` (the latent activation, positive for ``classes_[1]``); one
+    that
+    models probabilities also implements ``_predict_proba_positive(X)`` = P(y=+1 | x,
+    D),
+    and only then has ``predict_proba``. Fitted attributes: ``classes_`` (the two
+    labels,
     sorted), ``n_features_in_`` (and ``feature_names_in_`` for a DataFrame).
     """
 
     def __sklearn_tags__(self):
-        """Binary classification only, dense finite input (see the text of chapter 1)."""
+        """Binary classification only, dense finite input (see the text of chapter
+        1)."""
         return _binary_dense_tags(super().__sklearn_tags__())
 
     def __sklearn_is_fitted__(self):
-        """Fitted means that fit has completed: classes_ is set (used by check_is_fitted)."""
+        """Fitted means that fit has completed: classes_ is set (used by
+        check_is_fitted)."""
         return hasattr(self, "classes_")
 
     def fit(self, X, y, **fit_params):
-        """Fit to a training set: validate X and y, encode the labels as -1/+1, call _fit.
+        """Fit to a training set: validate X and y, encode the labels as -1/+1, call
+        _fit.
 
-        Keyword arguments (e.g. a warm start ``alpha_init``) are passed on to ``_fit``; one
-        that the subclass does not take (e.g. ``sample_weight``) raises TypeError, naming it.
+        Keyword arguments (e.g. a warm start ``alpha_init``) are passed on to ``_fit``;
+        one
+        that the subclass does not take (e.g. ``sample_weight``) raises TypeError,
+        naming it.
         """
         _check_fit_keywords(self, fit_params)
         self._validate_params()
@@ -332,26 +432,30 @@ class GPClassifierBase(_GPClassifierPrediction, ClassifierMixin, BaseEstimator):
             X, y_pm = _validated_labels(self, X, y)
             self._fit(X, y_pm, **fit_params)
         except BaseException:
-            _forget_fit(self)                           # leave the estimator unfitted
+            _forget_fit(self)  # leave the estimator unfitted
             raise
         _warn_if_constant(self, X)
         return self
 
     def _validate_params(self):
-        """Check the hyperparameters (with check_scalar etc.); called by fit before _fit."""
+        """Check the hyperparameters (with check_scalar etc.); called by fit before
+        _fit."""
 
     def _fit(self, X, y_pm, **fit_params):
-        """Fit to validated X of shape (n, d) and labels y_pm in {-1, +1}; set attributes_."""
+        """Fit to validated X of shape (n, d) and labels y_pm in {-1, +1}; set
+        attributes_."""
         raise NotImplementedError(f"{type(self).__name__} must implement _fit(X, y_pm)")
 
 
 # %% book/01_gp_classification.md, code cell 27
 @dataclass
 class LearnedHyperparameters:
-    """How ``fit`` learned the kernel (the fitted attribute ``learning_``, section sec-gpc-learning).
+    """How ``fit`` learned the kernel (the fitted attribute ``learning_``, section
+    sec-gpc-learning).
 
     ``criterion`` names what was maximised and ``value`` is its value at the learned
-    log-hyperparameters ``theta`` (``names`` gives their order, ``theta_start`` the start);
+    log-hyperparameters ``theta`` (``names`` gives their order, ``theta_start`` the
+    start);
     ``n_evaluations`` counts evaluations of the criterion over ``n_starts`` starts;
     ``converged`` and ``message`` are the optimiser's; ``at_bound`` names the
     hyperparameters that ended on a bound of ``hyperparameter_bounds``.
@@ -370,13 +474,16 @@ class LearnedHyperparameters:
 
 
 def check_bounds(bounds, name="hyperparameter_bounds"):
-    """Validate (low, high), 0 < low < high, for positive hyperparameters: return their logs.
+    """Validate (low, high), 0 < low < high, for positive hyperparameters: return their
+    logs.
 
     Raises TypeError or ValueError naming ``name`` for anything else.
     """
     if isinstance(bounds, (str, bytes)) or np.ndim(bounds) != 1 or len(bounds) != 2:
-        raise TypeError(f"{name} must be \"auto\" or a pair (low, high) of positive numbers; "
-                        f"got {bounds!r}")
+        raise TypeError(
+            f"{name} must be \"auto\" or a pair (low, high) of positive numbers; "
+            f"got {bounds!r}"
+        )
     low = check_scalar(bounds[0], f"{name}[0]", low=0.0, low_inclusive=False)
     high = check_scalar(bounds[1], f"{name}[1]", low=0.0, low_inclusive=False)
     if not low < high:
@@ -384,13 +491,18 @@ def check_bounds(bounds, name="hyperparameter_bounds"):
     return float(np.log(low)), float(np.log(high))
 
 
-RELATIVE_BOUNDS = (1e-5, 1e5)   # hyperparameter_bounds="auto": this factor range about the start
+RELATIVE_BOUNDS = (
+    1e-5,
+    1e5,
+)  # hyperparameter_bounds="auto": this factor range about the start
 
 
 def search_box(bounds, theta0, name="hyperparameter_bounds"):
-    """The box (low, high) of the search over log-hyperparameters, two arrays shaped as theta0.
+    """The box (low, high) of the search over log-hyperparameters, two arrays shaped as
+    theta0.
 
-    ``bounds="auto"``: each hyperparameter between RELATIVE_BOUNDS times its start, so that
+    ``bounds="auto"``: each hyperparameter between RELATIVE_BOUNDS times its start, so
+    that
     the box moves with the units of the data; a pair (low, high): the same box for every
     hyperparameter, in natural units (validated by ``check_bounds``).
     """
@@ -406,24 +518,30 @@ def search_box(bounds, theta0, name="hyperparameter_bounds"):
 def _failed_point(theta, good, gradient):
     """Objective at a trial point where the criterion cannot be computed: a wall.
 
-    Its value lies above every value seen, and its gradient points away from the last point
+    Its value lies above every value seen, and its gradient points away from the last
+    point
     that worked, so a line search steps back towards it.
     """
     worst = 0.0 if good["worst"] is None else good["worst"]
     value = worst + 1e3 * (1.0 + abs(worst))
     if not gradient:
         return value
-    return value, 1e3 * (1.0 + abs(worst)) * (np.asarray(theta, dtype=float) - good["theta"])
+    return value, 1e3 * (1.0 + abs(worst)) * (
+        np.asarray(theta, dtype=float) - good["theta"]
+    )
 
 
 # %% book/01_gp_classification.md, code cell 29
 def _search_objective(criterion, gradient, good):
-    """Objective of the search: -criterion(theta) (and minus its gradient if ``gradient``).
+    """Objective of the search: -criterion(theta) (and minus its gradient if
+    ``gradient``).
 
     ``good`` holds "theta" (the last point where the criterion was finite), "worst" (the
-    largest objective value seen, or None) and "n_evaluations" (the number of calls); the
+    largest objective value seen, or None) and "n_evaluations" (the number of calls);
+    the
     objective updates them, and returns _failed_point where the criterion fails.
     """
+
     def objective(theta):
         good["n_evaluations"] += 1
         try:
@@ -444,123 +562,203 @@ def _search_objective(criterion, gradient, good):
 
 
 # %% book/01_gp_classification.md, code cell 30
-NM_STEP = 0.1               # Nelder-Mead's first simplex: one log-hyperparameter moved by this
+NM_STEP = 0.1  # Nelder-Mead's first simplex: one log-hyperparameter moved by this
 
 
 def _first_simplex(start, box):
-    """Nelder-Mead's first simplex: ``start`` and start +- NM_STEP along each axis (inside box)."""
+    """Nelder-Mead's first simplex: ``start`` and start +- NM_STEP along each axis
+    (inside box)."""
     high = np.array([b[1] for b in box], dtype=float)
     steps = np.where(start + NM_STEP <= high, NM_STEP, -NM_STEP)
     return np.vstack([start, start + np.diag(steps)])
 
 
 def _best_run(objective, starts, box, gradient, max_iter):
-    """Minimise ``objective`` from each start within ``box``; return the best scipy result.
+    """Minimise ``objective`` from each start within ``box``; return the best scipy
+    result.
 
-    L-BFGS-B with the gradient if ``gradient``, else Nelder-Mead (its iteration budget grows
+    L-BFGS-B with the gradient if ``gradient``, else Nelder-Mead (its iteration budget
+    grows
     with the number of hyperparameters, ``len(box)``).
     """
     best = None
     for start in starts:
         if gradient:
-            run = minimize(objective, start, jac=True, method="L-BFGS-B", bounds=box,
-                           options={"maxiter": max_iter})
+            run = minimize(
+                objective,
+                start,
+                jac=True,
+                method="L-BFGS-B",
+                bounds=box,
+                options={"maxiter": max_iter},
+            )
         else:
-            run = minimize(objective, start, method="Nelder-Mead", bounds=box,
-                           options={"maxiter": 2 * max_iter * len(box), "xatol": 1e-4,
-                                    "fatol": 1e-8,
-                                    "initial_simplex": _first_simplex(start, box)})
+            run = minimize(
+                objective,
+                start,
+                method="Nelder-Mead",
+                bounds=box,
+                options={
+                    "maxiter": 2 * max_iter * len(box),
+                    "xatol": 1e-4,
+                    "fatol": 1e-8,
+                    "initial_simplex": _first_simplex(start, box),
+                },
+            )
         if best is None or run.fun < best.fun:
             best = run
     return best
 
 
 # %% book/01_gp_classification.md, code cell 31
-_ON_BOUND = 1e-3            # a log-hyperparameter this close to a bound (relative) is "on" it
-_BOUND_HITS_SHOWN = 4       # a bound warning names this many hyperparameters, then counts
+_ON_BOUND = 1e-3  # a log-hyperparameter this close to a bound (relative) is "on" it
+_BOUND_HITS_SHOWN = 4  # a bound warning names this many hyperparameters, then counts
 
 
 def bound_hits(theta, names, low, high):
-    """The names of the log-hyperparameters theta within _ON_BOUND of the box's width of a bound."""
-    low, high = np.broadcast_to(low, np.shape(theta)), np.broadcast_to(high, np.shape(theta))
+    """The names of the log-hyperparameters theta within _ON_BOUND of the box's width of
+    a bound."""
+    low, high = (
+        np.broadcast_to(low, np.shape(theta)),
+        np.broadcast_to(high, np.shape(theta)),
+    )
     width = _ON_BOUND * (high - low)
-    return tuple(name for name, t, lo, hi, w in zip(names, theta, low, high, width)
-                 if t <= lo + w or t >= hi - w)
+    return tuple(
+        name
+        for name, t, lo, hi, w in zip(names, theta, low, high, width)
+        if t <= lo + w or t >= hi - w
+    )
 
 
 def warn_start_outside(owner, kernel, low, high, stacklevel):
-    """The kernel with theta moved into the box [low, high] (log units), and whether it moved;
+    """The kernel with theta moved into the box [low, high] (log units), and whether it
+    moved;
     a ConvergenceWarning naming ``owner`` when it did."""
     if not np.any((kernel.theta < low) | (kernel.theta > high)):
         return kernel, False
-    warnings.warn(f"{owner}: the starting kernel {kernel!r} lies outside "
-                  "hyperparameter_bounds; the search starts from the nearest point inside",
-                  ConvergenceWarning, stacklevel=stacklevel + 1)
+    warnings.warn(
+        f"{owner}: the starting kernel {kernel!r} lies outside "
+        "hyperparameter_bounds; the search starts from the nearest point inside",
+        ConvergenceWarning,
+        stacklevel=stacklevel + 1,
+    )
     return kernel.with_theta(np.clip(kernel.theta, low, high)), True
 
 
-def warn_bound_hits(owner, at_bound, theta, names, low, high, stacklevel,
-                    fix="widen hyperparameter_bounds and fit again, or fix the kernel "
-                        "(optimizer=None)"):
-    """One ConvergenceWarning naming each of ``at_bound`` with its value and bounds, and ``fix``.
+def warn_bound_hits(
+    owner,
+    at_bound,
+    theta,
+    names,
+    low,
+    high,
+    stacklevel,
+    fix="widen hyperparameter_bounds and fit again, or fix the kernel (optimizer=None)",
+):
+    """One ConvergenceWarning naming each of ``at_bound`` with its value and bounds, and
+    ``fix``.
 
-    An ARD length scale on its upper bound switches its input off, which may be the right
+    An ARD length scale on its upper bound switches its input off, which may be the
+    right
     answer; the message says so when that is among the hits.
     """
     if not at_bound:
         return
-    low, high = np.broadcast_to(low, np.shape(theta)), np.broadcast_to(high, np.shape(theta))
+    low, high = (
+        np.broadcast_to(low, np.shape(theta)),
+        np.broadcast_to(high, np.shape(theta)),
+    )
     parts, switched_off = [], False
     for name in at_bound:
         j = names.index(name)
-        parts.append(f"{name.replace('log_', '')} = {np.exp(theta[j]):.3g} "
-                     f"(box {np.exp(low[j]):.3g} to {np.exp(high[j]):.3g})")
+        parts.append(
+            f"{name.replace('log_', '')} = {np.exp(theta[j]):.3g} "
+            f"(box {np.exp(low[j]):.3g} to {np.exp(high[j]):.3g})"
+        )
         switched_off |= "length_scale[" in name and theta[j] > 0.5 * (low[j] + high[j])
     shown = "; ".join(parts[:_BOUND_HITS_SHOWN])
     if len(parts) > _BOUND_HITS_SHOWN:
         shown += f"; and {len(parts) - _BOUND_HITS_SHOWN} more"
     verb = "is on a bound of its" if len(parts) == 1 else "are on a bound of their"
-    hint = (" (an ARD length scale on its upper bound switches its input off, which may be "
-            "what the data say)" if switched_off else "")
-    warnings.warn(f"{owner}: the learned {shown} {verb} search box{hint}; {fix}",
-                  ConvergenceWarning, stacklevel=stacklevel + 1)
+    hint = (
+        " (an ARD length scale on its upper bound switches its input off, which may be "
+        "what the data say)"
+        if switched_off
+        else ""
+    )
+    warnings.warn(
+        f"{owner}: the learned {shown} {verb} search box{hint}; {fix}",
+        ConvergenceWarning,
+        stacklevel=stacklevel + 1,
+    )
 
 
 def _report_search(best, theta, names, bounds, owner, stacklevel):
-    """Warn if the best run did not converge or a hyperparameter is on a bound; return those names.
+    """Warn if the best run did not converge or a hyperparameter is on a bound; return
+    those names.
 
-    ``bounds`` = (low, high), scalars or arrays; ``stacklevel`` is that of maximize_criterion
+    ``bounds`` = (low, high), scalars or arrays; ``stacklevel`` is that of
+    maximize_criterion
     (counted from its caller).
     """
     at_bound = bound_hits(theta, names, *bounds)
     if not best.success:
-        warnings.warn(f"{owner}: the hyperparameter search stopped without converging "
-                      f"({best.message}); increase max_iter or fix the kernel (optimizer=None)",
-                      ConvergenceWarning, stacklevel=stacklevel + 2)
+        warnings.warn(
+            f"{owner}: the hyperparameter search stopped without converging "
+            f"({best.message}); increase max_iter or fix the kernel (optimizer=None)",
+            ConvergenceWarning,
+            stacklevel=stacklevel + 2,
+        )
     warn_bound_hits(owner, at_bound, theta, names, *bounds, stacklevel=stacklevel + 2)
     return at_bound
 
 
 # %% book/01_gp_classification.md, code cell 32
-def maximize_criterion(criterion, theta0, *, bounds, gradient=True, n_restarts=0,
-                       random_state=None, max_iter=100, names=None, owner="fit", stacklevel=2):
-    """Maximise criterion(theta) over log-hyperparameters in a box (section sec-gpc-learning).
+def maximize_criterion(
+    criterion,
+    theta0,
+    *,
+    bounds,
+    gradient=True,
+    n_restarts=0,
+    random_state=None,
+    max_iter=100,
+    names=None,
+    owner="fit",
+    stacklevel=2,
+):
+    """Maximise criterion(theta) over log-hyperparameters in a box (section
+    sec-gpc-learning).
 
-    ``criterion(theta)`` returns the value, or (value, gradient) if ``gradient``; ``bounds``
-    = (low, high) in log units, scalars (see ``check_bounds``) or arrays shaped as theta0
+    ``criterion(theta)`` returns the value, or (value, gradient) if ``gradient``;
+    ``bounds``
+    = (low, high) in log units, scalars (see ``check_bounds``) or arrays shaped as
+    theta0
     (see ``search_box``). Runs L-BFGS-B (with the gradient) or
-    Nelder-Mead (without) from ``theta0`` clipped to the box and from ``n_restarts`` starts
-    drawn uniformly in it (``random_state`` as in scikit-learn). Convergence warnings of the
-    criterion's own solver at trial points are silenced. Returns (theta, result): the best
+    Nelder-Mead (without) from ``theta0`` clipped to the box and from ``n_restarts``
+    starts
+    drawn uniformly in it (``random_state`` as in scikit-learn). Convergence warnings of
+    the
+    criterion's own solver at trial points are silenced. Returns (theta, result): the
+    best
     point and a LearnedHyperparameters (its ``criterion`` field left empty). Warns with
     ConvergenceWarning, naming ``owner``, if the best run did not converge or a
     hyperparameter ends on a bound (``stacklevel`` counts from the caller).
     """
     theta0 = np.asarray(theta0, dtype=float)
-    low, high = (np.broadcast_to(np.asarray(b, dtype=float), theta0.shape) for b in bounds)
-    names = tuple(names) if names is not None else tuple(f"theta[{j}]" for j in range(theta0.size))
-    good = {"theta": np.clip(theta0, low, high), "worst": None,   # last finite point, worst value
-            "n_evaluations": 0}
+    low, high = (
+        np.broadcast_to(np.asarray(b, dtype=float), theta0.shape) for b in bounds
+    )
+    names = (
+        tuple(names)
+        if names is not None
+        else tuple(f"theta[{j}]" for j in range(theta0.size))
+    )
+    good = {
+        "theta": np.clip(theta0, low, high),
+        "worst": None,  # last finite point, worst value
+        "n_evaluations": 0,
+    }
     objective = _search_objective(criterion, gradient, good)
     rng = check_random_state(random_state)
     starts = [np.clip(theta0, low, high)]
@@ -568,21 +766,34 @@ def maximize_criterion(criterion, theta0, *, bounds, gradient=True, n_restarts=0
     best = _best_run(objective, starts, list(zip(low, high)), gradient, max_iter)
     theta = np.clip(best.x, low, high)
     at_bound = _report_search(best, theta, names, (low, high), owner, stacklevel)
-    return theta, LearnedHyperparameters("", -float(best.fun), theta, starts[0], names,
-                                         good["n_evaluations"], len(starts), bool(best.success),
-                                         str(best.message), at_bound)
+    return theta, LearnedHyperparameters(
+        "",
+        -float(best.fun),
+        theta,
+        starts[0],
+        names,
+        good["n_evaluations"],
+        len(starts),
+        bool(best.success),
+        str(best.message),
+        at_bound,
+    )
 
 
 # %% book/01_gp_classification.md, code cell 33
 class LearnsHyperparameters:
-    """Mixin for a GPClassifierBase whose ``fit`` learns the kernel (section sec-gpc-learning).
+    """Mixin for a GPClassifierBase whose ``fit`` learns the kernel (section
+    sec-gpc-learning).
 
-    The estimator has the parameters ``kernel``, ``optimizer``, ``n_restarts_optimizer``,
-    ``random_state`` and ``hyperparameter_bounds``, and implements ``_default_kernel(X)``,
+    The estimator has the parameters ``kernel``, ``optimizer``,
+    ``n_restarts_optimizer``,
+    ``random_state`` and ``hyperparameter_bounds``, and implements
+    ``_default_kernel(X)``,
     ``_fit_fixed(X, y_pm, kernel, **warm)``, ``_criterion(theta, eval_gradient)`` and
     ``_warm_start()``; ``_criterion_name`` names the criterion and ``_optimizers`` lists
     the optimisers it supports (the first uses the gradient, "nelder-mead" none).
-    Fitted attribute ``learning_``: a LearnedHyperparameters, or None when the kernel was
+    Fitted attribute ``learning_``: a LearnedHyperparameters, or None when the kernel
+    was
     kept fixed (``optimizer=None``, or a kernel without hyperparameters).
     """
 
@@ -590,45 +801,65 @@ class LearnsHyperparameters:
     _optimizers = ("fmin_l_bfgs_b", "nelder-mead")
 
     def _validate_learning(self):
-        """Check optimizer, n_restarts_optimizer, random_state and hyperparameter_bounds."""
+        """Check optimizer, n_restarts_optimizer, random_state and
+        hyperparameter_bounds."""
         if self.optimizer is not None and self.optimizer not in self._optimizers:
-            raise ValueError(f"optimizer must be one of {self._optimizers} or None (keep the "
-                             f"kernel fixed); got {self.optimizer!r}")
+            raise ValueError(
+                f"optimizer must be one of {self._optimizers} or None (keep the "
+                f"kernel fixed); got {self.optimizer!r}"
+            )
         check_integer(self.n_restarts_optimizer, "n_restarts_optimizer", low=0)
         search_box(self.hyperparameter_bounds, [])
         try:
             check_random_state(self.random_state)
         except ValueError:
-            raise ValueError("random_state must be None, an integer or a numpy Generator or "
-                             f"RandomState; got {self.random_state!r}") from None
+            raise ValueError(
+                "random_state must be None, an integer or a numpy Generator or "
+                f"RandomState; got {self.random_state!r}"
+            ) from None
 
     def _fit(self, X, y_pm, **warm):
-        kernel = (self._default_kernel(X) if self.kernel is None
-                  else copy.deepcopy(self.kernel))                 # never the caller's object
+        kernel = (
+            self._default_kernel(X)
+            if self.kernel is None
+            else copy.deepcopy(self.kernel)
+        )  # never the caller's object
         self.learning_ = None
         learn, moved = self.optimizer is not None and kernel.theta.size > 0, False
         if learn:
             low, high = search_box(self.hyperparameter_bounds, kernel.theta)
-            kernel, moved = warn_start_outside(type(self).__name__, kernel, low, high,
-                                               stacklevel=3)
+            kernel, moved = warn_start_outside(
+                type(self).__name__, kernel, low, high, stacklevel=3
+            )
         try:
             self._fit_fixed(X, y_pm, kernel, **warm)
         except ValueError as err:
             if not moved:
                 raise
-            raise ValueError(f"{type(self).__name__}.fit: at the start of the search, {kernel!r}, "
-                             f"the nearest point of hyperparameter_bounds "
-                             f"{self.hyperparameter_bounds!r} to the starting kernel: {err}; "
-                             "choose hyperparameter_bounds that suit the data (or the kernel), "
-                             "or fix the kernel (optimizer=None)") from err
+            raise ValueError(
+                f"{type(self).__name__}.fit: at the start of the search, {kernel!r}, "
+                f"the nearest point of hyperparameter_bounds "
+                f"{self.hyperparameter_bounds!r} to the starting kernel: {err}; "
+                "choose hyperparameter_bounds that suit the data (or the kernel), "
+                "or fix the kernel (optimizer=None)"
+            ) from err
         if not learn:
             return
         gradient = self.optimizer != "nelder-mead"
         theta, result = maximize_criterion(
-            lambda t: self._criterion(t, gradient), self.kernel_.theta, bounds=(low, high),
-            gradient=gradient, n_restarts=int(self.n_restarts_optimizer),
-            random_state=self.random_state, names=self.kernel_.hyperparameter_names,
-            owner=f"{type(self).__name__}.fit", stacklevel=3)
+            lambda t: self._criterion(t, gradient),
+            self.kernel_.theta,
+            bounds=(low, high),
+            gradient=gradient,
+            n_restarts=int(self.n_restarts_optimizer),
+            random_state=self.random_state,
+            names=self.kernel_.hyperparameter_names,
+            owner=f"{type(self).__name__}.fit",
+            stacklevel=3,
+        )
         self._fit_fixed(X, y_pm, self.kernel_.with_theta(theta), **self._warm_start())
-        result.criterion, result.value = self._criterion_name, float(self._criterion(None, False))
+        result.criterion, result.value = (
+            self._criterion_name,
+            float(self._criterion(None, False)),
+        )
         self.learning_ = result

@@ -2,16 +2,23 @@
 # Edit the chapter book/27_sparse_ep_cluster.md, then run `make export`.
 
 # %% book/27_sparse_ep_cluster.md, code cell 2
-"""Sparse EP with the training points in shards, in one process or on a Dask cluster (chapter 27).
+"""Sparse EP with the training points in shards, in one process or on a Dask cluster
+(chapter 27).
 
-Built from book/27_sparse_ep_cluster.md: the marginals of the FITC prior (eq-ep-lowrank-diag)
-from per-shard sums (eq-cluster-sums, eq-cluster-marginals), Anderson mixing from per-shard
-triangular factors (eq-cluster-anderson), and the log marginal likelihood (eq-cluster-evidence).
+Built from book/27_sparse_ep_cluster.md: the marginals of the FITC prior
+(eq-ep-lowrank-diag)
+from per-shard sums (eq-cluster-sums, eq-cluster-marginals), Anderson mixing from
+per-shard
+triangular factors (eq-cluster-anderson), and the log marginal likelihood
+(eq-cluster-evidence).
 ``make_shards`` places the shards (Dask actors, one per worker, with a client);
-``sharded_sparse_ep`` runs EP on them; ``sharded_log_evidence`` and ``gather_sites`` read
+``sharded_sparse_ep`` runs EP on them; ``sharded_log_evidence`` and ``gather_sites``
+read
 the result; ``sharded_gradient`` (eq-cluster-gradient) and ``learn_on_shards`` learn the
-kernel; ``fit_on_cluster`` is SparseEP.fit with a client. Names as in gpc_literate.sparse_ep.
+kernel; ``fit_on_cluster`` is SparseEP.fit with a client. Names as in
+gpc_literate.sparse_ep.
 """
+
 import pickle
 from types import SimpleNamespace
 from typing import NamedTuple
@@ -22,22 +29,48 @@ from scipy.linalg import LinAlgError, cholesky, solve_triangular
 from gpc_literate.base import check_integer
 from gpc_literate.ep import ep_log_marginal
 from gpc_literate.ep_fast import ANDERSON_MEMORY
-from gpc_literate.sites import ImproperPosteriorError, cavities, site_change, site_update
-from gpc_literate.sparse_ep import (FITCPrior, adjoint_columns, adjoint_rows,
-                                    assemble_fitc_posterior, assemble_gradient, fitc_beta,
-                                    fitc_fit, fitc_prior, rbf_cross_vjp, search_fitc)
+from gpc_literate.sites import (
+    ImproperPosteriorError,
+    cavities,
+    site_change,
+    site_update,
+)
+from gpc_literate.sparse_ep import (
+    FITCPrior,
+    adjoint_columns,
+    adjoint_rows,
+    assemble_fitc_posterior,
+    assemble_gradient,
+    fitc_beta,
+    fitc_fit,
+    fitc_prior,
+    rbf_cross_vjp,
+    search_fitc,
+)
 
-__all__ = ["SparseShard", "ShardedFit", "WorkerLostError", "make_shards", "sharded_sparse_ep",
-           "sharded_log_evidence", "gather_sites", "sharded_gradient", "learn_on_shards",
-           "gather_fit", "fit_on_cluster"]
+__all__ = [
+    "SparseShard",
+    "ShardedFit",
+    "WorkerLostError",
+    "make_shards",
+    "sharded_sparse_ep",
+    "sharded_log_evidence",
+    "gather_sites",
+    "sharded_gradient",
+    "learn_on_shards",
+    "gather_fit",
+    "fit_on_cluster",
+]
 
 
 # %% book/27_sparse_ep_cluster.md, code cell 3
 class SparseShard:
-    """One shard's points, FITC prior columns (eq-sparse-fitc), sites and Anderson history.
+    """One shard's points, FITC prior columns (eq-sparse-fitc), sites and Anderson
+    history.
 
     Made from the shard's inputs X and labels y in {-1, +1}, the kernel, likelihood and
-    inducing inputs Z (chapter 25's fitc_prior, on the shard's worker). Its methods are the
+    inducing inputs Z (chapter 25's fitc_prior, on the shard's worker). Its methods are
+    the
     shard's part of one iteration of sharded_sparse_ep.
     """
 
@@ -48,7 +81,8 @@ class SparseShard:
         self.set_prior(kernel, Z)
 
     def set_prior(self, kernel, Z):
-        """The prior columns at (kernel, Z) (eq-sparse-fitc); the sites are kept, and saved for
+        """The prior columns at (kernel, Z) (eq-sparse-fitc); the sites are kept, and
+        saved for
         revert, and the Anderson history is forgotten."""
         self.saved, self.kernel, self.Z = (self.nu, self.tau), kernel, Z
         self.past_x, self.past_r, self.last = [], [], None
@@ -60,7 +94,8 @@ class SparseShard:
         self.nu, self.tau = self.saved
 
     def sums(self):
-        """Eq. (eq-cluster-sums): this shard's terms of A - I and b; None if q is improper here."""
+        """Eq. (eq-cluster-sums): this shard's terms of A - I and b; None if q is
+        improper here."""
         if np.any(1.0 + self.d * self.tau <= 0.0):
             return None
         g = 1.0 / (1.0 + self.d * self.tau)
@@ -79,7 +114,9 @@ class SparseShard:
         mean, var = self._marginals(C, c)
         if not (np.all(np.isfinite(var) & (var > 0.0)) and np.all(np.isfinite(mean))):
             return None
-        mu_cav, var_cav, proper = cavities(mean, var, self.nu - self.tau * mean, self.tau)
+        mu_cav, var_cav, proper = cavities(
+            mean, var, self.nu - self.tau * mean, self.tau
+        )
         if not proper.all():
             return None
         nu_new, tau_new, _, ok = site_update(self.likelihood, self.y, mu_cav, var_cav)
@@ -87,8 +124,11 @@ class SparseShard:
             return None
         self.last, self.new = (self.nu, self.tau), (nu_new, tau_new)
         d_nu, d_tau = nu_new - self.nu, tau_new - self.tau
-        w = np.concatenate([np.sqrt(var_cav), var_cav])      # as AndersonStep weights them
-        self.x, self.r = np.concatenate([self.nu, self.tau]), np.concatenate([d_nu, d_tau])
+        w = np.concatenate([np.sqrt(var_cav), var_cav])  # as AndersonStep weights them
+        self.x, self.r = (
+            np.concatenate([self.nu, self.tau]),
+            np.concatenate([d_nu, d_tau]),
+        )
         R_s = rhs = None
         if self.past_x:
             self.dX = (self.x - np.array(self.past_x)).T
@@ -99,14 +139,18 @@ class SparseShard:
         return site_change(d_nu, d_tau, var_cav), R_s, rhs
 
     def step(self, gamma):
-        """Prepare the mixed step with weights gamma (the plain one if None); False if it would
+        """Prepare the mixed step with weights gamma (the plain one if None); False if
+        it would
         make a site precision negative that the plain step keeps non-negative."""
         self.pending = self.r if gamma is None else self.r - (self.dX + self.dR) @ gamma
         n = len(self.nu)
-        return not np.any((self.tau + self.pending[n:] < 0.0) & (self.tau + self.r[n:] >= 0.0))
+        return not np.any(
+            (self.tau + self.pending[n:] < 0.0) & (self.tau + self.r[n:] >= 0.0)
+        )
 
     def commit(self, plain):
-        """Take the prepared step, or with ``plain`` the plain step and forget the history."""
+        """Take the prepared step, or with ``plain`` the plain step and forget the
+        history."""
         n = len(self.nu)
         if plain:
             self.past_x, self.past_r, step = [], [], self.r
@@ -129,14 +173,21 @@ class SparseShard:
         return self.nu, self.tau
 
     def log_terms(self, C, c):
-        """This shard's terms of log Z_EP: chapter 13's ep_log_marginal (eq-ep-logz-stable)
+        """This shard's terms of log Z_EP: chapter 13's ep_log_marginal
+        (eq-ep-logz-stable)
         on its points, with its part of the log-determinant (eq-cluster-evidence)."""
         mean, var = self._marginals(C, c)
-        mu_cav, var_cav, proper = cavities(mean, var, self.nu - self.tau * mean, self.tau)
+        mu_cav, var_cav, proper = cavities(
+            mean, var, self.nu - self.tau * mean, self.tau
+        )
         if not proper.all():
             return -np.inf
-        part = SimpleNamespace(nu=self.nu, tau=self.tau, mean=mean,
-                               logdet=float(np.sum(np.log1p(self.d * self.tau))))
+        part = SimpleNamespace(
+            nu=self.nu,
+            tau=self.tau,
+            mean=mean,
+            logdet=float(np.sum(np.log1p(self.d * self.tau))),
+        )
         return ep_log_marginal(part, self.likelihood, self.y, mu_cav, var_cav)
 
     def adjoint_sums(self, C, c):
@@ -150,7 +201,8 @@ class SparseShard:
 
     def adjoint_terms(self, Bc, RBt):
         """Eq. (eq-cluster-gradient): given the sums B c and R B^T over all points, this
-        shard's rows of H contracted with the derivatives of its K_fu (eq-sparse-rbf), and its
+        shard's rows of H contracted with the derivatives of its K_fu (eq-sparse-rbf),
+        and its
         terms of B H and of sum(s)."""
         R, s, Bt, coef, lam = self.adjoint
         del self.adjoint
@@ -161,7 +213,14 @@ class SparseShard:
     def summary(self, C, c):
         """What the fitted model keeps of this shard: sites, marginals, d, and Q^T c."""
         mean, var = self._marginals(C, c)
-        return self.nu, self.tau, mean, var, self.d, self.Qt @ (self.nu - self.tau * mean)
+        return (
+            self.nu,
+            self.tau,
+            mean,
+            var,
+            self.d,
+            self.Qt @ (self.nu - self.tau * mean),
+        )
 
 
 # %% book/27_sparse_ep_cluster.md, code cell 4
@@ -176,81 +235,118 @@ class ShardedFit(NamedTuple):
 
 
 class WorkerLostError(RuntimeError):
-    """A worker that held a shard was lost during the fit: its sites are gone with it."""
+    """A worker that held a shard was lost during the fit: its sites are gone with
+    it."""
 
 
 def _worker_lost(err):
     """WorkerLostError for Dask's error ``err`` on a call of a shard's actor."""
     return WorkerLostError(
-        f"a worker was lost during the fit ({type(err).__name__}: {err}); the shard of the "
-        "training points it held, and their sites, are gone: fit again (the points are then "
-        "split over the workers still alive), or use a client with more workers")
+        f"a worker was lost during the fit ({type(err).__name__}: {err}); the shard "
+        f"of the "
+        "training points it held, and their sites, are gone: fit again (the points "
+        "are then "
+        "split over the workers still alive), or use a client with more workers"
+    )
 
 
 def _running_workers(client):
-    """The addresses of the workers of a running Dask ``client``; TypeError or ValueError,
+    """The addresses of the workers of a running Dask ``client``; TypeError or
+    ValueError,
     naming client, for anything else."""
     if not (hasattr(client, "submit") and hasattr(client, "scheduler_info")):
         raise TypeError(f"client must be a dask.distributed Client; got {client!r}")
     if getattr(client, "status", "running") != "running":
-        raise ValueError(f"client is {client.status}: pass a running dask.distributed Client, "
-                         "or client=None to fit in this process")
+        raise ValueError(
+            f"client is {client.status}: pass a running dask.distributed Client, "
+            "or client=None to fit in this process"
+        )
     try:
         workers = list(client.scheduler_info()["workers"])
-    except (OSError, RuntimeError, KeyError) as err:     # the scheduler cannot be reached
-        raise ValueError(f"client cannot reach its scheduler ({type(err).__name__}: {err}); "
-                         "pass a running dask.distributed Client, or client=None") from None
+    except (OSError, RuntimeError, KeyError) as err:  # the scheduler cannot be reached
+        raise ValueError(
+            f"client cannot reach its scheduler ({type(err).__name__}: {err}); "
+            "pass a running dask.distributed Client, or client=None"
+        ) from None
     if not workers:
-        raise ValueError("the client's cluster has no workers; start some (e.g. "
-                         "client.wait_for_workers(1)), or pass client=None")
+        raise ValueError(
+            "the client's cluster has no workers; start some (e.g. "
+            "client.wait_for_workers(1)), or pass client=None"
+        )
     return workers
 
 
-def make_shards(X, y, kernel, likelihood, Z, *, client=None, n_shards=None, nu=None,
-                tau=None):
-    """SparseShards of (X, y) in contiguous blocks: Dask actors, one per worker of ``client``,
-    or ``n_shards`` (default 1) local objects without one. y in {-1, +1}; the sites start at
+def make_shards(
+    X, y, kernel, likelihood, Z, *, client=None, n_shards=None, nu=None, tau=None
+):
+    """SparseShards of (X, y) in contiguous blocks: Dask actors, one per worker of
+    ``client``,
+    or ``n_shards`` (default 1) local objects without one. y in {-1, +1}; the sites
+    start at
     (nu, tau), default zero."""
     X, y = np.asarray(X, dtype=float), np.asarray(y, dtype=float)
     if X.ndim != 2 or len(X) != len(y) or not np.all(np.abs(y) == 1.0):
-        raise ValueError("X must be 2-D with one row per label, and y must be in {-1, +1}")
+        raise ValueError(
+            "X must be 2-D with one row per label, and y must be in {-1, +1}"
+        )
     nu = np.zeros(len(y)) if nu is None else nu
     tau = np.zeros(len(y)) if tau is None else tau
     if client is None:
         k = check_integer(1 if n_shards is None else n_shards, "n_shards")
-        return [SparseShard(X[p], y[p], kernel, likelihood, Z, nu[p], tau[p])
-                for p in np.array_split(np.arange(len(y)), k)]
+        return [
+            SparseShard(X[p], y[p], kernel, likelihood, Z, nu[p], tau[p])
+            for p in np.array_split(np.arange(len(y)), k)
+        ]
     workers = _running_workers(client)
     parts, futures = np.array_split(np.arange(len(y)), len(workers)), []
     try:
         for p, w in zip(parts, workers):
-            data = client.scatter([X[p], y[p], nu[p], tau[p]], workers=[w])   # straight to w
-            futures.append(client.submit(SparseShard, data[0], data[1], kernel, likelihood, Z,
-                                         data[2], data[3], actor=True, workers=[w], pure=False))
+            data = client.scatter(
+                [X[p], y[p], nu[p], tau[p]], workers=[w]
+            )  # straight to w
+            futures.append(
+                client.submit(
+                    SparseShard,
+                    data[0],
+                    data[1],
+                    kernel,
+                    likelihood,
+                    Z,
+                    data[2],
+                    data[3],
+                    actor=True,
+                    workers=[w],
+                    pure=False,
+                )
+            )
         return [f.result() for f in futures]
-    except (OSError, RuntimeError) as err:               # how Dask reports a lost worker
+    except (OSError, RuntimeError) as err:  # how Dask reports a lost worker
         raise _worker_lost(err) from err
 
 
 def _on_shards(shards, name, *args, moved=None):
-    """Call method ``name`` on every shard, then collect the results (actor futures resolved).
+    """Call method ``name`` on every shard, then collect the results (actor futures
+    resolved).
 
     Raises WorkerLostError when the worker of an actor is lost.
     """
     try:
         calls = [getattr(shard, name)(*args) for shard in shards]
         out = [c.result() if hasattr(c, "result") else c for c in calls]
-    except (OSError, RuntimeError) as err:               # how Dask reports a lost worker
+    except (OSError, RuntimeError) as err:  # how Dask reports a lost worker
         if all(isinstance(shard, SparseShard) for shard in shards):
             raise
         raise _worker_lost(err) from err
     if moved is not None:
-        moved[0] += len(shards) * len(pickle.dumps(args)) + sum(len(pickle.dumps(o)) for o in out)
+        moved[0] += len(shards) * len(pickle.dumps(args)) + sum(
+            len(pickle.dumps(o)) for o in out
+        )
     return out
 
 
 def _factor(shards, moved=None):
-    """Eq. (eq-cluster-sums): C and c = C^-1 b from the shards' sums, or None if improper."""
+    """Eq. (eq-cluster-sums): C and c = C^-1 b from the shards' sums, or None if
+    improper."""
     parts = _on_shards(shards, "sums", moved=moved)
     if any(p is None for p in parts):
         return None
@@ -260,11 +356,14 @@ def _factor(shards, moved=None):
         C = cholesky(A, lower=True, check_finite=False)
     except LinAlgError:
         return None
-    return C, solve_triangular(C, sum(p[1] for p in parts), lower=True, check_finite=False)
+    return C, solve_triangular(
+        C, sum(p[1] for p in parts), lower=True, check_finite=False
+    )
 
 
 def sharded_sparse_ep(shards, tol=1e-8, max_iter=200):
-    """Anderson-mixed parallel EP on the FITC prior, the points in ``shards``: a ShardedFit.
+    """Anderson-mixed parallel EP on the FITC prior, the points in ``shards``: a
+    ShardedFit.
 
     The iteration of chapter 25 (run_fitc_ep) with eq-cluster-sums, eq-cluster-marginals
     and eq-cluster-anderson. On a failed marginal, cavity or site update the shards go
@@ -274,7 +373,11 @@ def sharded_sparse_ep(shards, tol=1e-8, max_iter=200):
     for it in range(1, max_iter + 1):
         moved = [0]
         factor = _factor(shards, moved)
-        props = None if factor is None else _on_shards(shards, "propose", *factor, moved=moved)
+        props = (
+            None
+            if factor is None
+            else _on_shards(shards, "propose", *factor, moved=moved)
+        )
         if props is None or any(p is None for p in props):
             _on_shards(shards, "restore")
             return ShardedFit(it, False, change, max(most, moved[0]))
@@ -283,10 +386,11 @@ def sharded_sparse_ep(shards, tol=1e-8, max_iter=200):
             _on_shards(shards, "accept", moved=moved)
             return ShardedFit(it, True, change, max(most, moved[0]))
         gamma = None
-        if props[0][1] is not None:                            # eq-cluster-anderson
+        if props[0][1] is not None:  # eq-cluster-anderson
             stacked = np.vstack([p[1] for p in props])
-            gamma = np.linalg.lstsq(stacked, np.concatenate([p[2] for p in props]),
-                                    rcond=1e-12)[0]
+            gamma = np.linalg.lstsq(
+                stacked, np.concatenate([p[2] for p in props]), rcond=1e-12
+            )[0]
         sound = all(_on_shards(shards, "step", gamma, moved=moved))
         _on_shards(shards, "commit", not sound, moved=moved)
         most = max(most, moved[0])
@@ -294,43 +398,59 @@ def sharded_sparse_ep(shards, tol=1e-8, max_iter=200):
 
 
 def sharded_log_evidence(shards, factor=None):
-    """Eqs (eq-ep-logz-stable), (eq-cluster-evidence): log Z_EP at the shards' sites; -inf
-    when q or a cavity is improper. ``factor``: (C, c) if already computed at these sites."""
+    """Eqs (eq-ep-logz-stable), (eq-cluster-evidence): log Z_EP at the shards' sites;
+    -inf
+    when q or a cavity is improper. ``factor``: (C, c) if already computed at these
+    sites."""
     factor = _factor(shards) if factor is None else factor
     if factor is None:
         return -np.inf
     C, c = factor
-    return float(sum(_on_shards(shards, "log_terms", C, c)) - np.sum(np.log(np.diag(C))))
+    return float(
+        sum(_on_shards(shards, "log_terms", C, c)) - np.sum(np.log(np.diag(C)))
+    )
 
 
 def gather_sites(shards):
-    """The sites (nu, tau) of all points, in the order of the rows given to make_shards."""
+    """The sites (nu, tau) of all points, in the order of the rows given to
+    make_shards."""
     parts = _on_shards(shards, "sites")
     return np.concatenate([p[0] for p in parts]), np.concatenate([p[1] for p in parts])
 
 
 # %% book/27_sparse_ep_cluster.md, code cell 7
 def sharded_gradient(shards, kernel, Z, factor):
-    """Eqs (eq-sparse-gradient), (eq-cluster-gradient): d log Z_EP / d theta and d / d Z at
-    the shards' sites, ``factor`` = (C, c) there; the shards' prior is at (kernel, Z)."""
+    """Eqs (eq-sparse-gradient), (eq-cluster-gradient): d log Z_EP / d theta and d / d Z
+    at
+    the shards' sites, ``factor`` = (C, c) there; the shards' prior is at (kernel,
+    Z)."""
     C, c = factor
     sums = _on_shards(shards, "adjoint_sums", C, c)
     Bc, RBt = sum(p[0] for p in sums), sum(p[1] for p in sums)
     terms = _on_shards(shards, "adjoint_terms", Bc, RBt)
     G = -0.5 * sum(t[2] for t in terms)
-    return assemble_gradient(kernel, Z, sum(t[0] for t in terms), sum(t[1] for t in terms),
-                             0.5 * (G + G.T), 0.5 * sum(t[3] for t in terms))
+    return assemble_gradient(
+        kernel,
+        Z,
+        sum(t[0] for t in terms),
+        sum(t[1] for t in terms),
+        0.5 * (G + G.T),
+        0.5 * sum(t[3] for t in terms),
+    )
 
 
-def learn_on_shards(shards, kernel, Z, *, learn_inducing, bounds, tol, max_iter,
-                    verbose=False):
+def learn_on_shards(
+    shards, kernel, Z, *, learn_inducing, bounds, tol, max_iter, verbose=False
+):
     """Chapter 25's search_fitc with EP and the gradient on the shards: (kernel, Z,
-    LearnedHyperparameters) at the best point found. Each run starts from the sites of the
+    LearnedHyperparameters) at the best point found. Each run starts from the sites of
+    the
     last one whose evidence was finite; the shards end at those sites."""
+
     def evaluate(kern, Z_x):
         try:
             _on_shards(shards, "set_prior", kern, Z_x)
-        except LinAlgError:                        # the jittered K_uu at this Z
+        except LinAlgError:  # the jittered K_uu at this Z
             _on_shards(shards, "revert")
             return -np.inf, None, None
         sharded_sparse_ep(shards, tol, max_iter)
@@ -341,38 +461,73 @@ def learn_on_shards(shards, kernel, Z, *, learn_inducing, bounds, tol, max_iter,
             return -np.inf, None, None
         return value, *sharded_gradient(shards, kern, Z_x, factor)
 
-    return search_fitc(kernel, Z, evaluate, learn_inducing=learn_inducing, bounds=bounds,
-                       verbose=verbose)
+    return search_fitc(
+        kernel,
+        Z,
+        evaluate,
+        learn_inducing=learn_inducing,
+        bounds=bounds,
+        verbose=verbose,
+    )
 
 
 def gather_fit(shards, kernel, Z, likelihood, y, run):
-    """Chapter 25's FITCFit of the shards' sites, with beta of eq-sparse-predict; ``run`` the
-    ShardedFit that reached them. Its prior holds L and d; Q^T stays on the shards (None).
+    """Chapter 25's FITCFit of the shards' sites, with beta of eq-sparse-predict;
+    ``run`` the
+    ShardedFit that reached them. Its prior holds L and d; Q^T stays on the shards
+    (None).
     Raises ImproperPosteriorError when the sites make q improper."""
     factor = _factor(shards)
     if factor is None:
-        raise ImproperPosteriorError("the final sites make q improper (eq-sparse-proper)")
+        raise ImproperPosteriorError(
+            "the final sites make q improper (eq-sparse-proper)"
+        )
     parts = _on_shards(shards, "summary", *factor)
     nu, tau, mean, var, d = (np.concatenate([p[k] for p in parts]) for k in range(5))
-    L = fitc_prior(kernel, Z[:1], Z).L             # only the factor of the jittered K_uu
+    L = fitc_prior(kernel, Z[:1], Z).L  # only the factor of the jittered K_uu
     post = assemble_fitc_posterior(d, nu, tau, mean, var, factor[0])
-    fit = fitc_fit(FITCPrior(None, d, L), post, likelihood, y, run.n_iter, run.converged)
+    fit = fitc_fit(
+        FITCPrior(None, d, L), post, likelihood, y, run.n_iter, run.converged
+    )
     return fit, fitc_beta(L, sum(p[5] for p in parts))
 
 
-def fit_on_cluster(kernel, X, y, likelihood, Z, nu, tau, *, client, bounds, learn_inducing,
-                   tol, max_iter, verbose=False):
-    """SparseEP's fit with the points in shards on the workers of the Dask ``client``: EP from
-    (nu, tau), then the search unless ``bounds`` is None, as chapter 25's fit_in_process.
+def fit_on_cluster(
+    kernel,
+    X,
+    y,
+    likelihood,
+    Z,
+    nu,
+    tau,
+    *,
+    client,
+    bounds,
+    learn_inducing,
+    tol,
+    max_iter,
+    verbose=False,
+):
+    """SparseEP's fit with the points in shards on the workers of the Dask ``client``:
+    EP from
+    (nu, tau), then the search unless ``bounds`` is None, as chapter 25's
+    fit_in_process.
     Returns (kernel, Z, LearnedHyperparameters or None, FITCFit, beta)."""
     shards = make_shards(X, y, kernel, likelihood, Z, client=client, nu=nu, tau=tau)
     run, learned = sharded_sparse_ep(shards, tol, max_iter), None
     if bounds is not None:
         if _factor(shards) is None:
             raise ImproperPosteriorError("the sites at the start make q improper")
-        kernel, Z, learned = learn_on_shards(shards, kernel, Z, learn_inducing=learn_inducing,
-                                             bounds=bounds, tol=tol, max_iter=max_iter,
-                                             verbose=verbose)
+        kernel, Z, learned = learn_on_shards(
+            shards,
+            kernel,
+            Z,
+            learn_inducing=learn_inducing,
+            bounds=bounds,
+            tol=tol,
+            max_iter=max_iter,
+            verbose=verbose,
+        )
         _on_shards(shards, "set_prior", kernel, Z)
         run = sharded_sparse_ep(shards, tol, max_iter)
     fit, beta = gather_fit(shards, kernel, Z, likelihood, y, run)

@@ -2,17 +2,21 @@
 # Edit the chapter book/21_variational_experiments.md, then run `make export`.
 
 # %% book/21_variational_experiments.md, code cell 1
-"""Seeger (NIPS 2000), section 3: Table 1 over many random splits (chapter 21 of the book).
+"""Seeger (NIPS 2000), section 3: Table 1 over many random splits (chapter 21 of the
+book).
 
 Built from book/21_variational_experiments.md. ``PAPER_TABLE1`` is Seeger's Table 1 as
 reconstructed in the chapter (``AMBIGUOUS`` lists the cells whose reading is uncertain).
-``LeastSquaresDiscriminant`` is the paper's linear baseline, ``select_svm_cv`` its SVM with
-10-fold cross-validation (solved by ``svm_dual_accelerated``), ``run_one`` fits one group
+``LeastSquaresDiscriminant`` is the paper's linear baseline, ``select_svm_cv`` its SVM
+with
+10-fold cross-validation (solved by ``svm_dual_accelerated``), ``run_one`` fits one
+group
 of methods on one random training split and counts test errors, ``run_comparison`` runs
 many (resumable, joblib, chapter 18's locked results file), ``summarise_counts`` /
 ``compare_with_paper`` / ``relevance_summary`` summarise, and ``python -m
 gpc_literate.comparison`` is the command line.
 """
+
 import argparse
 import os
 import sys
@@ -24,38 +28,97 @@ import numpy as np
 from scipy import linalg, stats
 
 from gpc_literate import datasets
-from gpc_literate.base import (GPClassifierBase, check_integer, check_scalar, check_X_y,
-                               encode_labels)
+from gpc_literate.base import (
+    GPClassifierBase,
+    check_integer,
+    check_scalar,
+    check_X_y,
+    encode_labels,
+)
 from gpc_literate.kernels import RBF
-from gpc_literate.experiments import (ResultsFileError, add_cluster_arguments, check_indices,
-                                      check_jobs, dask_client, int_at_least, jobs_argument,
-                                      load_results, run_jobs)
+from gpc_literate.experiments import (
+    ResultsFileError,
+    add_cluster_arguments,
+    check_indices,
+    check_jobs,
+    dask_client,
+    int_at_least,
+    jobs_argument,
+    load_results,
+    run_jobs,
+)
 from gpc_literate.laplace import Laplace, Logistic
 from gpc_literate.selection import select_hyperparameters
-from gpc_literate.svm import (AdatronResult, KernelAdatron, largest_eigenvalue,
-                              project_box_hyperplane)
+from gpc_literate.svm import (
+    AdatronResult,
+    KernelAdatron,
+    largest_eigenvalue,
+    project_box_hyperplane,
+)
 from gpc_literate.variational import VariationalGP, VariationalSVM
 
-__all__ = ["DATASETS", "N_TRAIN", "PAPER_TEST_SIZE", "METHODS", "FITTERS", "PAPER_TABLE1",
-           "AMBIGUOUS", "DEFAULT_CONFIG", "LeastSquaresDiscriminant", "svm_dual_accelerated",
-           "SVMCVResult", "select_svm_cv", "start_kernel", "load_split", "run_one",
-           "run_comparison", "load_results", "ResultsFileError", "summarise_counts",
-           "prediction_interval",
-           "compare_with_paper", "relevance_summary", "main"]
+__all__ = [
+    "DATASETS",
+    "N_TRAIN",
+    "PAPER_TEST_SIZE",
+    "METHODS",
+    "FITTERS",
+    "PAPER_TABLE1",
+    "AMBIGUOUS",
+    "DEFAULT_CONFIG",
+    "LeastSquaresDiscriminant",
+    "svm_dual_accelerated",
+    "SVMCVResult",
+    "select_svm_cv",
+    "start_kernel",
+    "load_split",
+    "run_one",
+    "run_comparison",
+    "load_results",
+    "ResultsFileError",
+    "summarise_counts",
+    "prediction_interval",
+    "compare_with_paper",
+    "relevance_summary",
+    "main",
+]
 
 
 # %% book/21_variational_experiments.md, code cell 2
 DATASETS = ("crabs", "pima", "wdbc", "twonorm", "ringnorm", "waveform")
-N_TRAIN = {"crabs": 80, "pima": 200, "wdbc": 300, "twonorm": 300, "ringnorm": 400,
-           "waveform": 800}
-PAPER_TEST_SIZE = {"crabs": 120, "pima": 332, "wdbc": 269, "twonorm": 7100, "ringnorm": 7000,
-                   "waveform": 2504}
-METHODS = ("VarGP-mode", "VarGP-mean", "Laplace", "VarSVM-mode", "VarSVM-mean", "SVM-10CV",
-           "Linear")
+N_TRAIN = {
+    "crabs": 80,
+    "pima": 200,
+    "wdbc": 300,
+    "twonorm": 300,
+    "ringnorm": 400,
+    "waveform": 800,
+}
+PAPER_TEST_SIZE = {
+    "crabs": 120,
+    "pima": 332,
+    "wdbc": 269,
+    "twonorm": 7100,
+    "ringnorm": 7000,
+    "waveform": 2504,
+}
+METHODS = (
+    "VarGP-mode",
+    "VarGP-mean",
+    "Laplace",
+    "VarSVM-mode",
+    "VarSVM-mean",
+    "SVM-10CV",
+    "Linear",
+)
 # a "fitter" is one fit per split; the variational ones give two methods (mode and mean)
-FITTERS = {"VarGP": ("VarGP-mode", "VarGP-mean"), "Laplace": ("Laplace",),
-           "VarSVM": ("VarSVM-mode", "VarSVM-mean"), "SVM-10CV": ("SVM-10CV",),
-           "Linear": ("Linear",)}
+FITTERS = {
+    "VarGP": ("VarGP-mode", "VarGP-mean"),
+    "Laplace": ("Laplace",),
+    "VarSVM": ("VarSVM-mode", "VarSVM-mean"),
+    "SVM-10CV": ("SVM-10CV",),
+    "Linear": ("Linear",),
+}
 
 # Seeger (NIPS 2000), Table 1: test errors, columns in the order of METHODS
 # (Var.GP y-hat, Var.GP mu, Lapl. GP, Var.SVM y-hat, Var.SVM mu, SVM 10-CV, Lin. discr.)
@@ -68,20 +131,30 @@ _PAPER_ROWS = {
     "waveform": (206, 204, 221, 211, 206, 197, 220),
 }
 PAPER_TABLE1 = {name: dict(zip(METHODS, row)) for name, row in _PAPER_ROWS.items()}
-# cells whose assignment in the extracted text is uncertain: (set, method) -> the number the
+# cells whose assignment in the extracted text is uncertain: (set, method) -> the number
+# the
 # other reading puts there
-AMBIGUOUS = {("pima", "VarGP-mean"): 66, ("pima", "Laplace"): 68,
-             ("wdbc", "VarGP-mean"): 8, ("wdbc", "Laplace"): 11,
-             ("twonorm", "Laplace"): 260, ("twonorm", "VarSVM-mode"): 297,
-             ("ringnorm", "Laplace"): 129, ("ringnorm", "VarSVM-mode"): 184,
-             ("waveform", "Laplace"): 211, ("waveform", "VarSVM-mode"): 221}
+AMBIGUOUS = {
+    ("pima", "VarGP-mean"): 66,
+    ("pima", "Laplace"): 68,
+    ("wdbc", "VarGP-mean"): 8,
+    ("wdbc", "Laplace"): 11,
+    ("twonorm", "Laplace"): 260,
+    ("twonorm", "VarSVM-mode"): 297,
+    ("ringnorm", "Laplace"): 129,
+    ("ringnorm", "VarSVM-mode"): 184,
+    ("waveform", "Laplace"): 211,
+    ("waveform", "VarSVM-mode"): 221,
+}
 
 
 # %% book/21_variational_experiments.md, code cell 5
 class LeastSquaresDiscriminant(GPClassifierBase):
-    """Eq. (eq-var16-lsq): least squares on +-1 targets with an intercept (Seeger's Lin. discr.).
+    """Eq. (eq-var16-lsq): least squares on +-1 targets with an intercept (Seeger's Lin.
+    discr.).
 
-    Fitted attributes: ``coef_`` (d,), ``intercept_``, ``rank_`` (of [X, 1]). The decision
+    Fitted attributes: ``coef_`` (d,), ``intercept_``, ``rank_`` (of [X, 1]). The
+    decision
     function is X @ coef_ + intercept_; there are no predictive probabilities.
     """
 
@@ -102,12 +175,16 @@ class LeastSquaresDiscriminant(GPClassifierBase):
 
 # %% book/21_variational_experiments.md, code cell 7
 def svm_dual_accelerated(K, y, *, C, tol=1e-3, max_iter=20000, alpha_init=None):
-    """Eq. (eq-var16-fista): FISTA with adaptive restart on the SVM dual (eq-var16-dual), with bias.
+    """Eq. (eq-var16-fista): FISTA with adaptive restart on the SVM dual
+    (eq-var16-dual), with bias.
 
-    K: kernel matrix (n, n); y: labels in {-1, +1} (both present); C: box constant. The step
-    is 1 / lambda_max(K) and the stopping rule the kernel Adatron's (eq-svm-adatron): one
+    K: kernel matrix (n, n); y: labels in {-1, +1} (both present); C: box constant. The
+    step
+    is 1 / lambda_max(K) and the stopping rule the kernel Adatron's (eq-svm-adatron):
+    one
     Adatron step from alpha moves no component by more than eta * tol (checked every ten
-    iterations). Returns an ``AdatronResult`` (alpha, bias, n_iter, converged, step, eta).
+    iterations). Returns an ``AdatronResult`` (alpha, bias, n_iter, converged, step,
+    eta).
     """
     K = np.asarray(K, dtype=float)
     y = np.asarray(y, dtype=float)
@@ -121,38 +198,42 @@ def svm_dual_accelerated(K, y, *, C, tol=1e-3, max_iter=20000, alpha_init=None):
     start = np.zeros(n) if alpha_init is None else np.asarray(alpha_init, dtype=float)
     alpha, lam = project_box_hyperplane(start, y, C)
 
-    def ascent(a):                                     # gradient of the dual objective
+    def ascent(a):  # gradient of the dual objective
         return 1.0 - y * (K @ (y * a))
 
     beta, t, step, converged, n_iter = alpha.copy(), 1.0, np.inf, False, 0
     for n_iter in range(1, max_iter + 1):
         new, lam = project_box_hyperplane(beta + eta * ascent(beta), y, C, lam)
-        if (new - beta) @ (new - alpha) < 0.0:          # adaptive restart
+        if (new - beta) @ (new - alpha) < 0.0:  # adaptive restart
             t, beta = 1.0, new
         else:
             t_next = 0.5 * (1.0 + np.sqrt(1.0 + 4.0 * t * t))
             beta, t = new + (t - 1.0) / t_next * (new - alpha), t_next
         alpha = new
-        if n_iter % 10 == 0 or n_iter == max_iter:      # the Adatron's stopping rule
-            adatron, lam_a = project_box_hyperplane(alpha + eta * ascent(alpha), y, C, lam)
+        if n_iter % 10 == 0 or n_iter == max_iter:  # the Adatron's stopping rule
+            adatron, lam_a = project_box_hyperplane(
+                alpha + eta * ascent(alpha), y, C, lam
+            )
             step = float(np.max(np.abs(adatron - alpha))) / eta
             if step <= tol:
                 converged = True
                 break
-    bias = lam_a / eta                                  # eq-svm-bias at the final alpha
+    bias = lam_a / eta  # eq-svm-bias at the final alpha
     return AdatronResult(alpha, float(bias), n_iter, converged, step, eta)
 
 
 # %% book/21_variational_experiments.md, code cell 9
-SVM_SCALES = (1 / 16, 1 / 4, 1.0, 4.0, 16.0)      # squared length scale / d
+SVM_SCALES = (1 / 16, 1 / 4, 1.0, 4.0, 16.0)  # squared length scale / d
 SVM_CS = (0.1, 1.0, 10.0, 100.0)
 
 
 @dataclass(frozen=True)
 class SVMCVResult:
-    """The grid of ``select_svm_cv``: ``cv_errors[i, j]`` for scales[i], Cs[j], and the choice.
+    """The grid of ``select_svm_cv``: ``cv_errors[i, j]`` for scales[i], Cs[j], and the
+    choice.
 
-    ``scale`` is the chosen s (length_scale = sqrt(s d)); ``n_not_converged`` counts fold
+    ``scale`` is the chosen s (length_scale = sqrt(s d)); ``n_not_converged`` counts
+    fold
     problems that reached max_iter.
     """
 
@@ -173,13 +254,18 @@ def _check_grid(values, name):
 
 
 # %% book/21_variational_experiments.md, code cell 10
-def select_svm_cv(X, y, *, scales=SVM_SCALES, Cs=SVM_CS, n_folds=10, seed=0, tol=1e-2,
-                  max_iter=20000):
-    """Seeger's SVM 10-CV: isotropic RBF width and box C by stratified k-fold CV, SVM with bias.
+def select_svm_cv(
+    X, y, *, scales=SVM_SCALES, Cs=SVM_CS, n_folds=10, seed=0, tol=1e-2, max_iter=20000
+):
+    """Seeger's SVM 10-CV: isotropic RBF width and box C by stratified k-fold CV, SVM
+    with bias.
 
-    The grid is squared length scale l^2 = s * d for s in ``scales`` (d inputs; kernel variance
-    1, no constant v) and C in ``Cs``. Fold problems are solved by ``svm_dual_accelerated``
-    (C increasing, warm-started); ties go to the wider kernel, then the smaller C. Returns
+    The grid is squared length scale l^2 = s * d for s in ``scales`` (d inputs; kernel
+    variance
+    1, no constant v) and C in ``Cs``. Fold problems are solved by
+    ``svm_dual_accelerated``
+    (C increasing, warm-started); ties go to the wider kernel, then the smaller C.
+    Returns
     (model, result): a ``KernelAdatron(fit_bias=True)`` fitted on all of (X, y) and an
     ``SVMCVResult``.
     """
@@ -197,9 +283,18 @@ def select_svm_cv(X, y, *, scales=SVM_SCALES, Cs=SVM_CS, n_folds=10, seed=0, tol
             train, test = folds != f, folds == f
             K_train, alpha = K[np.ix_(train, train)], None
             for j, C in enumerate(Cs):
-                res = svm_dual_accelerated(K_train, y_pm[train], C=C, tol=tol,
-                                           max_iter=max_iter, alpha_init=alpha)
-                alpha, n_not_converged = res.alpha, n_not_converged + (not res.converged)
+                res = svm_dual_accelerated(
+                    K_train,
+                    y_pm[train],
+                    C=C,
+                    tol=tol,
+                    max_iter=max_iter,
+                    alpha_init=alpha,
+                )
+                alpha, n_not_converged = (
+                    res.alpha,
+                    n_not_converged + (not res.converged),
+                )
                 h = K[np.ix_(test, train)] @ (y_pm[train] * alpha) + res.bias
                 cv_errors[i, j] += np.count_nonzero(y_pm[test] * h <= 0.0)
     # first minimum with scales from wide to narrow and C from small to large
@@ -209,18 +304,31 @@ def select_svm_cv(X, y, *, scales=SVM_SCALES, Cs=SVM_CS, n_folds=10, seed=0, tol
     length_scale = float(np.sqrt(scale * d))
     kernel = RBF(length_scale=length_scale)
     warm = svm_dual_accelerated(kernel(X), y_pm, C=C, tol=tol, max_iter=max_iter)
-    model = KernelAdatron(kernel=kernel, C=C, fit_bias=True, tol=tol, max_iter=max_iter,
-                          compute_loo=False).fit(X, y, alpha_init=warm.alpha)
-    return model, SVMCVResult(scales, Cs, cv_errors, scale, length_scale, C, n_not_converged)
+    model = KernelAdatron(
+        kernel=kernel, C=C, fit_bias=True, tol=tol, max_iter=max_iter, compute_loo=False
+    ).fit(X, y, alpha_init=warm.alpha)
+    return model, SVMCVResult(
+        scales, Cs, cv_errors, scale, length_scale, C, n_not_converged
+    )
 
 
 # %% book/21_variational_experiments.md, code cell 12
 DEFAULT_CONFIG = {
-    "n_factors": 2, "var_max_iter": 100, "var_tol": 1e-6, "inner_max_iter": 500,
-    "inner_tol": 1e-8, "bounds": [-8.0, 8.0], "laplace_max_iter": 200,
-    "start_variance": 1.0, "start_bias": 0.1,
-    "svm_scales": list(SVM_SCALES), "svm_Cs": list(SVM_CS), "svm_folds": 10,
-    "svm_tol": 1e-2, "svm_max_iter": 20000, "cv_seed": 0,
+    "n_factors": 2,
+    "var_max_iter": 100,
+    "var_tol": 1e-6,
+    "inner_max_iter": 500,
+    "inner_tol": 1e-8,
+    "bounds": [-8.0, 8.0],
+    "laplace_max_iter": 200,
+    "start_variance": 1.0,
+    "start_bias": 0.1,
+    "svm_scales": list(SVM_SCALES),
+    "svm_Cs": list(SVM_CS),
+    "svm_folds": 10,
+    "svm_tol": 1e-2,
+    "svm_max_iter": 20000,
+    "cv_seed": 0,
 }
 
 
@@ -228,13 +336,18 @@ def start_kernel(n_features, config=None):
     """Seeger's eq. 8 at the starting point: ARD RBF, w_i = 1/d, C = 1, C v = 0.1."""
     config = dict(DEFAULT_CONFIG, **(config or {}))
     n_features = check_integer(n_features, "n_features")
-    return RBF(length_scale=np.full(n_features, np.sqrt(n_features)),
-               variance=config["start_variance"], bias=config["start_bias"])
+    return RBF(
+        length_scale=np.full(n_features, np.sqrt(n_features)),
+        variance=config["start_variance"],
+        bias=config["start_bias"],
+    )
 
 
 def _check_dataset(name):
     if name not in DATASETS:
-        raise ValueError(f"unknown data set {name!r}; Seeger's Table 1 has {list(DATASETS)}")
+        raise ValueError(
+            f"unknown data set {name!r}; Seeger's Table 1 has {list(DATASETS)}"
+        )
     return name
 
 
@@ -245,7 +358,8 @@ def _check_fitter(fitter):
 
 
 def load_split(name, split):
-    """Realisation ``split`` of data set ``name``: whole-set standardisation, Seeger's n_train."""
+    """Realisation ``split`` of data set ``name``: whole-set standardisation, Seeger's
+    n_train."""
     _check_dataset(name)
     return datasets.load(name, standardize="all", n_train=N_TRAIN[name]).split(split)
 
@@ -261,48 +375,94 @@ def _fit(fitter, X, y, X_test, config):
     d = X.shape[1]
     if fitter in ("VarGP", "VarSVM"):
         cls = VariationalGP if fitter == "VarGP" else VariationalSVM
-        model = cls(kernel=start_kernel(d, config), n_factors=config["n_factors"],
-                    max_iter=config["var_max_iter"], tol=config["var_tol"],
-                    inner_max_iter=config["inner_max_iter"], inner_tol=config["inner_tol"],
-                    bounds=tuple(config["bounds"])).fit(X, y)
+        model = cls(
+            kernel=start_kernel(d, config),
+            n_factors=config["n_factors"],
+            max_iter=config["var_max_iter"],
+            tol=config["var_tol"],
+            inner_max_iter=config["inner_max_iter"],
+            inner_tol=config["inner_tol"],
+            bounds=tuple(config["bounds"]),
+        ).fit(X, y)
         mode, mean = FITTERS[fitter]
-        return ({mode: model.predict(X_test, use="mode"),
-                 mean: model.predict(X_test, use="mean")},
-                {"theta": [float(t) for t in model.theta_],
-                 "relevances": [float(w) for w in model.relevances_],
-                 "free_energy": float(model.free_energy_), "n_iter": int(model.n_iter_),
-                 "converged": bool(model.converged_)})
+        return (
+            {
+                mode: model.predict(X_test, use="mode"),
+                mean: model.predict(X_test, use="mean"),
+            },
+            {
+                "theta": [float(t) for t in model.theta_],
+                "relevances": [float(w) for w in model.relevances_],
+                "free_energy": float(model.free_energy_),
+                "n_iter": int(model.n_iter_),
+                "converged": bool(model.converged_),
+            },
+        )
     if fitter == "Laplace":
         model, history = select_hyperparameters(
-            Laplace(kernel=start_kernel(d, config), likelihood=Logistic(), optimizer=None), X, y,
-            "evidence", max_iter=config["laplace_max_iter"], bounds=tuple(config["bounds"]))
-        return ({"Laplace": model.predict(X_test)},
-                {"theta": [float(t) for t in model.kernel_.theta],
-                 "relevances": _weights(model.kernel_),
-                 "log_evidence": float(model.log_marginal_likelihood_),
-                 "n_iter": int(history.n_iter), "converged": bool(history.converged)})
+            Laplace(
+                kernel=start_kernel(d, config), likelihood=Logistic(), optimizer=None
+            ),
+            X,
+            y,
+            "evidence",
+            max_iter=config["laplace_max_iter"],
+            bounds=tuple(config["bounds"]),
+        )
+        return (
+            {"Laplace": model.predict(X_test)},
+            {
+                "theta": [float(t) for t in model.kernel_.theta],
+                "relevances": _weights(model.kernel_),
+                "log_evidence": float(model.log_marginal_likelihood_),
+                "n_iter": int(history.n_iter),
+                "converged": bool(history.converged),
+            },
+        )
     if fitter == "SVM-10CV":
-        model, cv = select_svm_cv(X, y, scales=config["svm_scales"], Cs=config["svm_Cs"],
-                                  n_folds=config["svm_folds"], seed=config["cv_seed"],
-                                  tol=config["svm_tol"], max_iter=config["svm_max_iter"])
-        return ({"SVM-10CV": model.predict(X_test)},
-                {"scale": cv.scale, "length_scale": cv.length_scale, "C": cv.C,
-                 "cv_errors": cv.cv_errors.tolist(), "n_iter": int(model.n_iter_),
-                 "converged": bool(model.converged_ and cv.n_not_converged == 0),
-                 "n_support": int(model.support_.size)})
+        model, cv = select_svm_cv(
+            X,
+            y,
+            scales=config["svm_scales"],
+            Cs=config["svm_Cs"],
+            n_folds=config["svm_folds"],
+            seed=config["cv_seed"],
+            tol=config["svm_tol"],
+            max_iter=config["svm_max_iter"],
+        )
+        return (
+            {"SVM-10CV": model.predict(X_test)},
+            {
+                "scale": cv.scale,
+                "length_scale": cv.length_scale,
+                "C": cv.C,
+                "cv_errors": cv.cv_errors.tolist(),
+                "n_iter": int(model.n_iter_),
+                "converged": bool(model.converged_ and cv.n_not_converged == 0),
+                "n_support": int(model.support_.size),
+            },
+        )
     model = LeastSquaresDiscriminant().fit(X, y)
-    return ({"Linear": model.predict(X_test)},
-            {"coef": [float(c) for c in model.coef_], "intercept": model.intercept_,
-             "converged": True})
+    return (
+        {"Linear": model.predict(X_test)},
+        {
+            "coef": [float(c) for c in model.coef_],
+            "intercept": model.intercept_,
+            "converged": True,
+        },
+    )
 
 
 # %% book/21_variational_experiments.md, code cell 14
 def run_one(dataset, split, fitter, config=None):
-    """One job: fit ``fitter`` on the training part of split ``split`` of ``dataset``, count test errors.
+    """One job: fit ``fitter`` on the training part of split ``split`` of ``dataset``,
+    count test errors.
 
     Returns a JSON-serialisable dict: dataset, split, fitter, status ("ok" or "failed",
-    with a message), errors ({method: number of test errors}), n_train, n_test, time (s),
-    n_warnings, converged, and the fitter's details (theta and relevances w_i for the ARD
+    with a message), errors ({method: number of test errors}), n_train, n_test, time
+    (s),
+    n_warnings, converged, and the fitter's details (theta and relevances w_i for the
+    ARD
     methods; length_scale, C and the CV error grid for SVM-10CV).
     """
     _check_dataset(dataset)
@@ -314,20 +474,29 @@ def run_one(dataset, split, fitter, config=None):
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         try:
-            predictions, details = _fit(fitter, data.X_train, data.y_train, data.X_test,
-                                        config)
+            predictions, details = _fit(
+                fitter, data.X_train, data.y_train, data.X_test, config
+            )
         except (np.linalg.LinAlgError, ValueError, FloatingPointError) as err:
-            record.update(status="failed", message=f"{type(err).__name__}: {err}",
-                          time=time.perf_counter() - start, n_warnings=len(caught))
+            record.update(
+                status="failed",
+                message=f"{type(err).__name__}: {err}",
+                time=time.perf_counter() - start,
+                n_warnings=len(caught),
+            )
             return record
-    record.update(status="ok",
-                  errors={m: int(np.count_nonzero(p != data.y_test))
-                          for m, p in predictions.items()},
-                  n_train=int(data.n_train), n_test=int(data.n_test),
-                  time=time.perf_counter() - start, n_warnings=len(caught),
-                  warnings=sorted({f"{w.category.__name__}: {w.message}"[:200]
-                                   for w in caught}),
-                  **details)
+    record.update(
+        status="ok",
+        errors={
+            m: int(np.count_nonzero(p != data.y_test)) for m, p in predictions.items()
+        },
+        n_train=int(data.n_train),
+        n_test=int(data.n_test),
+        time=time.perf_counter() - start,
+        n_warnings=len(caught),
+        warnings=sorted({f"{w.category.__name__}: {w.message}"[:200] for w in caught}),
+        **details,
+    )
     return record
 
 
@@ -338,14 +507,16 @@ def _key(record):
 
 def _check_splits(splits, names):
     """A list of split indices from an int n (the first n) or an iterable of indices."""
-    indices = check_indices(splits, "splits", "split")             # chapter 18's rule
+    indices = check_indices(splits, "splits", "split")  # chapter 18's rule
     if isinstance(indices, int):
         indices = list(range(indices))
     for name in names:
         available = load_split(name, 0).n_splits
         if max(indices) >= available:
-            raise ValueError(f"{name!r} has {available} random splits (indices 0.."
-                             f"{available - 1}); asked for split {max(indices)}")
+            raise ValueError(
+                f"{name!r} has {available} random splits (indices 0.."
+                f"{available - 1}); asked for split {max(indices)}"
+            )
     return indices
 
 
@@ -364,44 +535,75 @@ def _comparison_tasks(dataset_names, splits, fitters, jobs, config):
     check_jobs(jobs)
     unknown = set(config or {}) - set(DEFAULT_CONFIG)
     if unknown:
-        raise ValueError(f"unknown config keys {sorted(unknown)}; known: {sorted(DEFAULT_CONFIG)}")
+        raise ValueError(
+            f"unknown config keys {sorted(unknown)}; known: {sorted(DEFAULT_CONFIG)}"
+        )
     indices = _check_splits(splits, names)
     return [(n, i, f) for n in names for i in indices for f in fitters]
 
 
-def run_comparison(dataset_names=None, splits=10, fitters=None, *, jobs=1, out=None,
-                   config=None, progress=True, retry_failed=False, client=None):
+def run_comparison(
+    dataset_names=None,
+    splits=10,
+    fitters=None,
+    *,
+    jobs=1,
+    out=None,
+    config=None,
+    progress=True,
+    retry_failed=False,
+    client=None,
+):
     """Run the (data set, split, fitter) jobs of Table 1 that are not yet in ``out``.
 
-    dataset_names: default DATASETS; splits: an int n (splits 0..n-1) or a list of indices;
-    fitters: default all of FITTERS; jobs: worker processes (joblib; -1 all cores); out: a
+    dataset_names: default DATASETS; splits: an int n (splits 0..n-1) or a list of
+    indices;
+    fitters: default all of FITTERS; jobs: worker processes (joblib; -1 all cores); out:
+    a
     JSON file read first (its jobs are skipped) and merged into under a lock after every
-    job, or None; config: overrides of DEFAULT_CONFIG; retry_failed: run again the jobs whose
-    record has status "failed"; client: a dask.distributed Client whose workers run the jobs
-    (chapter 18's ``dask_client``). Returns all the records of ``out`` (of every run writing
-    it), or the new ones. Raises ValueError (ResultsFileError) for a malformed ``out`` or
+    job, or None; config: overrides of DEFAULT_CONFIG; retry_failed: run again the jobs
+    whose
+    record has status "failed"; client: a dask.distributed Client whose workers run the
+    jobs
+    (chapter 18's ``dask_client``). Returns all the records of ``out`` (of every run
+    writing
+    it), or the new ones. Raises ValueError (ResultsFileError) for a malformed ``out``
+    or
     one written with another configuration, naming the differing keys.
     """
     tasks = _comparison_tasks(dataset_names, splits, fitters, jobs, config)
     config = dict(DEFAULT_CONFIG, **(config or {}))
-    return run_jobs(tasks, kind="seeger_table1", key=_key, config=config, out=out, jobs=jobs,
-                     job=run_one, retry_failed=retry_failed, progress=progress,
-                     label="Seeger Table 1", client=client)
+    return run_jobs(
+        tasks,
+        kind="seeger_table1",
+        key=_key,
+        config=config,
+        out=out,
+        jobs=jobs,
+        job=run_one,
+        retry_failed=retry_failed,
+        progress=progress,
+        label="Seeger Table 1",
+        client=client,
+    )
 
 
 # %% book/21_variational_experiments.md, code cell 16
 def prediction_interval(values, level=0.95):
-    """Eq. (eq-var16-rule): the normal prediction interval for one more value, widened by 1/2.
+    """Eq. (eq-var16-rule): the normal prediction interval for one more value, widened
+    by 1/2.
 
     values: at least two numbers. Returns (low, high) = mean -+ t_{(1+level)/2, n-1} s
     sqrt(1 + 1/n) -+ 1/2.
     """
     values = np.asarray(values, dtype=float)
     if values.ndim != 1 or values.size < 2 or not np.all(np.isfinite(values)):
-        raise ValueError(f"a prediction interval needs at least two finite values; got "
-                         f"{values.size}")
-    level = check_scalar(level, "level", low=0.0, high=1.0, low_inclusive=False,
-                         high_inclusive=False)
+        raise ValueError(
+            f"a prediction interval needs at least two finite values; got {values.size}"
+        )
+    level = check_scalar(
+        level, "level", low=0.0, high=1.0, low_inclusive=False, high_inclusive=False
+    )
     n = values.size
     half = stats.t.ppf(0.5 + level / 2, n - 1) * values.std(ddof=1) * np.sqrt(1 + 1 / n)
     return float(values.mean() - half - 0.5), float(values.mean() + half + 0.5)
@@ -419,7 +621,9 @@ def summarise_counts(records):
         entry_methods = FITTERS[r["fitter"]]
         for method in entry_methods:
             entry = summary.setdefault(r["dataset"], {}).setdefault(
-                method, {"splits": [], "counts": [], "scaled": [], "times": [], "n_failed": 0})
+                method,
+                {"splits": [], "counts": [], "scaled": [], "times": [], "n_failed": 0},
+            )
             if r.get("status", "ok") != "ok":
                 entry["n_failed"] += 1
                 continue
@@ -435,22 +639,30 @@ def summarise_counts(records):
             entry = summary[name][method]
             c = np.array(entry["counts"], dtype=float)
             n = c.size
-            entry.update(n=n, mean=float(c.mean()) if n else float("nan"),
-                         std=float(c.std(ddof=1)) if n > 1 else float("nan"),
-                         min=int(c.min()) if n else None, max=int(c.max()) if n else None,
-                         time=float(np.mean(entry.pop("times"))) if n else float("nan"))
+            entry.update(
+                n=n,
+                mean=float(c.mean()) if n else float("nan"),
+                std=float(c.std(ddof=1)) if n > 1 else float("nan"),
+                min=int(c.min()) if n else None,
+                max=int(c.max()) if n else None,
+                time=float(np.mean(entry.pop("times"))) if n else float("nan"),
+            )
             ordered[name][method] = entry
     return ordered
 
 
 # %% book/21_variational_experiments.md, code cell 17
 def compare_with_paper(summary, level=0.95):
-    """For every cell with at least two splits: the paper's count, our interval, the verdict.
+    """For every cell with at least two splits: the paper's count, our interval, the
+    verdict.
 
-    Returns a list of dicts: dataset, method, paper, n, mean, std, min, max (of our counts),
-    scaled_mean, low, high (eq-var16-rule on the scaled counts), consistent (low <= paper
+    Returns a list of dicts: dataset, method, paper, n, mean, std, min, max (of our
+    counts),
+    scaled_mean, low, high (eq-var16-rule on the scaled counts), consistent (low <=
+    paper
     <= high), informative (eq-var16-informative: low > paper / 2 and high < 2 paper, the
-    interval excludes half and twice the paper's count), alternative (the other reading of
+    interval excludes half and twice the paper's count), alternative (the other reading
+    of
     an AMBIGUOUS cell, or None) and alternative_consistent.
     """
     rows = []
@@ -461,30 +673,56 @@ def compare_with_paper(summary, level=0.95):
             low, high = prediction_interval(e["scaled"], level)
             paper = PAPER_TABLE1[name][method]
             alt = AMBIGUOUS.get((name, method))
-            rows.append({"dataset": name, "method": method, "paper": paper, "n": e["n"],
-                         "mean": e["mean"], "std": e["std"], "min": e["min"],
-                         "max": e["max"], "scaled_mean": float(np.mean(e["scaled"])),
-                         "low": low, "high": high, "consistent": bool(low <= paper <= high),
-                         "informative": bool(low > paper / 2 and high < 2 * paper),
-                         "alternative": alt,
-                         "alternative_consistent": None if alt is None
-                         else bool(low <= alt <= high)})
+            rows.append(
+                {
+                    "dataset": name,
+                    "method": method,
+                    "paper": paper,
+                    "n": e["n"],
+                    "mean": e["mean"],
+                    "std": e["std"],
+                    "min": e["min"],
+                    "max": e["max"],
+                    "scaled_mean": float(np.mean(e["scaled"])),
+                    "low": low,
+                    "high": high,
+                    "consistent": bool(low <= paper <= high),
+                    "informative": bool(low > paper / 2 and high < 2 * paper),
+                    "alternative": alt,
+                    "alternative_consistent": None
+                    if alt is None
+                    else bool(low <= alt <= high),
+                }
+            )
     return rows
 
 
 def relevance_summary(records, dataset, fitter, threshold=0.01):
-    """ARD weights of one fitter on one data set over its splits, normalised by the largest.
+    """ARD weights of one fitter on one data set over its splits, normalised by the
+    largest.
 
-    Returns (relative, n_off): relative (n_splits, d) = w_i / max_j w_j per split (splits in
-    increasing order), n_off (n_splits,) = number of inputs with relative weight < threshold.
+    Returns (relative, n_off): relative (n_splits, d) = w_i / max_j w_j per split
+    (splits in
+    increasing order), n_off (n_splits,) = number of inputs with relative weight <
+    threshold.
     """
     _check_dataset(dataset)
     if fitter not in ("VarGP", "VarSVM", "Laplace"):
-        raise ValueError(f"relevances exist for the ARD fitters VarGP, VarSVM and Laplace; got "
-                         f"{fitter!r}")
+        raise ValueError(
+            f"relevances exist for the ARD fitters VarGP, VarSVM and Laplace; got "
+            f"{fitter!r}"
+        )
     threshold = check_scalar(threshold, "threshold", low=0.0, high=1.0)
-    rs = sorted((r for r in records if r["dataset"] == dataset and r["fitter"] == fitter
-                 and r.get("status", "ok") == "ok"), key=lambda r: r["split"])
+    rs = sorted(
+        (
+            r
+            for r in records
+            if r["dataset"] == dataset
+            and r["fitter"] == fitter
+            and r.get("status", "ok") == "ok"
+        ),
+        key=lambda r: r["split"],
+    )
     if not rs:
         raise ValueError(f"no successful {fitter} records for {dataset!r}")
     w = np.array([r["relevances"] for r in rs], dtype=float)
@@ -494,18 +732,23 @@ def relevance_summary(records, dataset, fitter, threshold=0.01):
 
 # %% book/21_variational_experiments.md, code cell 18
 def _format_table(summary):
-    lines = [f"{'data set':9s} {'method':12s} {'paper':>6s} {'mean':>8s} {'sd':>7s} "
-             f"{'min-max':>11s} {'n':>3s}"]
+    lines = [
+        f"{'data set':9s} {'method':12s} {'paper':>6s} {'mean':>8s} {'sd':>7s} "
+        f"{'min-max':>11s} {'n':>3s}"
+    ]
     for name, by_method in summary.items():
         for method, e in by_method.items():
             sd = f"{e['std']:7.1f}" if e["n"] > 1 else "      -"
-            lines.append(f"{name:9s} {method:12s} {PAPER_TABLE1[name][method]:6d} "
-                         f"{e['mean']:8.1f} {sd} {e['min']:5d}-{e['max']:<5d} {e['n']:3d}")
+            lines.append(
+                f"{name:9s} {method:12s} {PAPER_TABLE1[name][method]:6d} "
+                f"{e['mean']:8.1f} {sd} {e['min']:5d}-{e['max']:<5d} {e['n']:3d}"
+            )
     return "\n".join(lines)
 
 
 def main(argv=None):
-    """``python -m gpc_literate.comparison [options]``: run Table 1's jobs, save, summarise.
+    """``python -m gpc_literate.comparison [options]``: run Table 1's jobs, save,
+    summarise.
 
     Returns 0; a bad argument exits with status 2 (argparse), and an output file that is
     malformed, of another kind or written with another configuration gives a message on
@@ -513,20 +756,40 @@ def main(argv=None):
     """
     parser = argparse.ArgumentParser(
         prog="python -m gpc_literate.comparison",
-        description="Seeger (NIPS 2000) Table 1 over random splits: Var.GP, Laplace GP, "
-                    "Var.SVM, SVM 10-CV and the linear discriminant.")
-    parser.add_argument("--datasets", nargs="+", default=None, choices=DATASETS,
-                        help="data sets (default: all six)")
-    parser.add_argument("--splits", type=int_at_least(1, "splits"), default=10,
-                        help="run splits 0..N-1 of each set (default 10)")
+        description="Seeger (NIPS 2000) Table 1 over random splits: Var.GP, Laplace "
+        "GP, "
+        "Var.SVM, SVM 10-CV and the linear discriminant.",
+    )
+    parser.add_argument(
+        "--datasets",
+        nargs="+",
+        default=None,
+        choices=DATASETS,
+        help="data sets (default: all six)",
+    )
+    parser.add_argument(
+        "--splits",
+        type=int_at_least(1, "splits"),
+        default=10,
+        help="run splits 0..N-1 of each set (default 10)",
+    )
     parser.add_argument("--fitters", nargs="+", default=None, choices=list(FITTERS))
-    parser.add_argument("--jobs", type=jobs_argument, default=1,
-                        help="worker processes (joblib; -1: all cores)")
-    parser.add_argument("--out", default=os.path.join("results", "seeger_table1.json"),
-                        help="results file (default results/seeger_table1.json); reruns "
-                             "resume it")
-    parser.add_argument("--retry-failed", action="store_true",
-                        help="run again the jobs whose record in the file has failed")
+    parser.add_argument(
+        "--jobs",
+        type=jobs_argument,
+        default=1,
+        help="worker processes (joblib; -1: all cores)",
+    )
+    parser.add_argument(
+        "--out",
+        default=os.path.join("results", "seeger_table1.json"),
+        help="results file (default results/seeger_table1.json); reruns resume it",
+    )
+    parser.add_argument(
+        "--retry-failed",
+        action="store_true",
+        help="run again the jobs whose record in the file has failed",
+    )
     parser.add_argument("--no-progress", action="store_true")
     add_cluster_arguments(parser)
     args = parser.parse_args(argv)
@@ -538,9 +801,16 @@ def main(argv=None):
         parser.error(str(err))
     try:
         with dask_client(args.scheduler, args.local_workers) as client:
-            records = run_comparison(args.datasets, args.splits, args.fitters, jobs=args.jobs,
-                                     out=args.out, progress=not args.no_progress,
-                                     retry_failed=args.retry_failed, client=client)
+            records = run_comparison(
+                args.datasets,
+                args.splits,
+                args.fitters,
+                jobs=args.jobs,
+                out=args.out,
+                progress=not args.no_progress,
+                retry_failed=args.retry_failed,
+                client=client,
+            )
     except (ResultsFileError, OSError, ImportError) as err:
         print(f"{parser.prog}: error: {err}", file=sys.stderr)
         return 2
@@ -548,5 +818,5 @@ def main(argv=None):
     return 0
 
 
-if __name__ == "__main__" and "ipykernel" not in sys.modules:   # not inside the chapter
+if __name__ == "__main__" and "ipykernel" not in sys.modules:  # not inside the chapter
     sys.exit(main())

@@ -4,17 +4,22 @@
 # %% book/16_loo_criteria.md, code cell 2
 """Leave-one-out predictive criteria for GP classifiers (chapter 16 of the book).
 
-Built from book/16_loo_criteria.md, which derives every formula after Sundararajan & Keerthi
-(2008): EP's leave-one-out predictive distributions with a bias gamma (their eqs 4 and 13) and
+Built from book/16_loo_criteria.md, which derives every formula after Sundararajan &
+Keerthi
+(2008): EP's leave-one-out predictive distributions with a bias gamma (their eqs 4 and
+13) and
 their derivatives with the sites held fixed (their appendix); the criteria NLP (eq. 6),
 smoothed F-measure (eqs 7-10), weighted error rate (eq. 11) and AUC (eq. 12) with their
 derivatives (eqs 15-16). Chapter 17 (gpc_literate.selection) optimises them.
 
 Names as in gpc_literate.sites: sites ``site_nu``, ``site_tau``, cavities ``mu_cav_``,
-``var_cav_`` (``mean``, ``var`` of LOOMoments); ``gamma`` is S&K's bias, ``log_p`` the log LOO
-predictive probability of the observed label, ``q`` = P(y_i = +1 | D without i), ``J`` the
+``var_cav_`` (``mean``, ``var`` of LOOMoments); ``gamma`` is S&K's bias, ``log_p`` the
+log LOO
+predictive probability of the observed label, ``q`` = P(y_i = +1 | D without i), ``J``
+the
 derivatives of a criterion in log_p, ``dK`` the kernel's gradient (n, n, p) in theta.
 """
+
 from typing import NamedTuple
 
 import numpy as np
@@ -24,17 +29,32 @@ from gpc_literate.ep_classifier import EP
 from gpc_literate.likelihoods import Likelihood, Probit
 from gpc_literate.sites import ImproperPosteriorError, SitePosterior
 
-__all__ = ["loo_log_predictive", "ShiftedLikelihood", "BiasedEP", "CRITERIA", "MAXIMISE",
-           "check_criterion", "measure_from_counts", "negative_log_predictive", "f_measure",
-           "weighted_error_rate", "auc_estimate", "LOOMoments", "loo_moments",
-           "criterion_terms", "loo_objective"]
+__all__ = [
+    "loo_log_predictive",
+    "ShiftedLikelihood",
+    "BiasedEP",
+    "CRITERIA",
+    "MAXIMISE",
+    "check_criterion",
+    "measure_from_counts",
+    "negative_log_predictive",
+    "f_measure",
+    "weighted_error_rate",
+    "auc_estimate",
+    "LOOMoments",
+    "loo_moments",
+    "criterion_terms",
+    "loo_objective",
+]
 
 
 # %% book/16_loo_criteria.md, code cell 3
 def loo_log_predictive(y, mean, var, likelihood, gamma=0.0):
-    """Eqs (eq-sel-loo-pred), (eq-sel-heat): log p(y_i | x_i, D without i) and its derivatives.
+    """Eqs (eq-sel-loo-pred), (eq-sel-heat): log p(y_i | x_i, D without i) and its
+    derivatives.
 
-    log Z_i(mean_i + gamma, var_i) from ``likelihood.log_Z`` for labels y (+-1), cavity means
+    log Z_i(mean_i + gamma, var_i) from ``likelihood.log_Z`` for labels y (+-1), cavity
+    means
     and variances. Returns three arrays: log_p, dlog_p/dmean (= dlog_p/dgamma) and
     dlog_p/dvar = (d2 + d1**2) / 2 by the heat equation.
     """
@@ -45,7 +65,8 @@ def loo_log_predictive(y, mean, var, likelihood, gamma=0.0):
 
 # %% book/16_loo_criteria.md, code cell 5
 class ShiftedLikelihood(Likelihood):
-    """Eq. (eq-sel-shift): p(y | f) = base(y | f + gamma), S&K's likelihood with the bias gamma.
+    """Eq. (eq-sel-shift): p(y | f) = base(y | f + gamma), S&K's likelihood with the
+    bias gamma.
 
     Every method of ``base`` (default Probit(noise_var=1.0)) is evaluated at the shifted
     latent value, so ``predictive(mu, var)`` is P(y = +1) for f ~ N(mu, var).
@@ -56,8 +77,9 @@ class ShiftedLikelihood(Likelihood):
     def __init__(self, base=None, gamma=0.0):
         base = Probit(noise_var=1.0) if base is None else base
         if not isinstance(base, Likelihood):
-            raise TypeError("base must be a gpc_literate likelihood such as Probit(); "
-                            f"got {base!r}")
+            raise TypeError(
+                f"base must be a gpc_literate likelihood such as Probit(); got {base!r}"
+            )
         self.base = base
         self.gamma = check_scalar(gamma, "gamma")
 
@@ -71,7 +93,9 @@ class ShiftedLikelihood(Likelihood):
         return self.base.predictive(np.asarray(mu, dtype=float) + self.gamma, var)
 
     def log_prob_derivatives(self, y, f):
-        return self.base.log_prob_derivatives(y, np.asarray(f, dtype=float) + self.gamma)
+        return self.base.log_prob_derivatives(
+            y, np.asarray(f, dtype=float) + self.gamma
+        )
 
 
 # %% book/16_loo_criteria.md, code cell 6
@@ -79,9 +103,11 @@ _BIAS_MODES = ("predictive", "likelihood")
 
 
 class _BiasedFit(EP):
-    """EP's fit with S&K's bias gamma, eq. (eq-sel-shift): checks, EP run, LOO decisions.
+    """EP's fit with S&K's bias gamma, eq. (eq-sel-shift): checks, EP run, LOO
+    decisions.
 
-    BiasedEP adds the parameters and the predictions; in the predictive mode EP runs with the
+    BiasedEP adds the parameters and the predictions; in the predictive mode EP runs
+    with the
     base likelihood, in the likelihood mode with ShiftedLikelihood(likelihood, gamma).
     """
 
@@ -89,25 +115,31 @@ class _BiasedFit(EP):
         super()._validate_params()
         check_scalar(self.gamma, "gamma")
         if self.bias_mode not in _BIAS_MODES:
-            raise ValueError(f"bias_mode must be one of {_BIAS_MODES}; got {self.bias_mode!r}")
+            raise ValueError(
+                f"bias_mode must be one of {_BIAS_MODES}; got {self.bias_mode!r}"
+            )
         if isinstance(self.likelihood, ShiftedLikelihood):
-            raise ValueError("likelihood is already a ShiftedLikelihood; give BiasedEP the base "
-                             "likelihood and the bias as gamma")
+            raise ValueError(
+                "likelihood is already a ShiftedLikelihood; give BiasedEP the base "
+                "likelihood and the bias as gamma"
+            )
 
     def _fit_fixed(self, X, y_pm, kernel, site_nu_init=None, site_tau_init=None):
         self.gamma_, self.bias_mode_ = float(self.gamma), self.bias_mode
         # the shift still to be applied to predictions (none if EP has seen gamma)
         self._shift = self.gamma_ if self.bias_mode_ == "predictive" else 0.0
         if self.bias_mode_ == "predictive":
-            super()._fit_fixed(X, y_pm, kernel, site_nu_init=site_nu_init,
-                               site_tau_init=site_tau_init)
+            super()._fit_fixed(
+                X, y_pm, kernel, site_nu_init=site_nu_init, site_tau_init=site_tau_init
+            )
             return
         user = self.likelihood
         base = Probit(noise_var=1.0) if user is None else user
-        self.likelihood = ShiftedLikelihood(base, self.gamma_)      # EP._fit copies it
+        self.likelihood = ShiftedLikelihood(base, self.gamma_)  # EP._fit copies it
         try:
-            super()._fit_fixed(X, y_pm, kernel, site_nu_init=site_nu_init,
-                               site_tau_init=site_tau_init)
+            super()._fit_fixed(
+                X, y_pm, kernel, site_nu_init=site_nu_init, site_tau_init=site_tau_init
+            )
         finally:
             self.likelihood = user
 
@@ -121,28 +153,54 @@ class _BiasedFit(EP):
 class BiasedEP(_BiasedFit):
     """EP classifier with S&K's bias gamma, eqs (eq-sel-shift), (eq-sel-loo-pred).
 
-    The parameters of ``EP`` (``likelihood`` is the unshifted base, default Probit(1.0)), the
+    The parameters of ``EP`` (``likelihood`` is the unshifted base, default
+    Probit(1.0)), the
     bias ``gamma`` (a real number, default 0) and ``bias_mode``:
 
-    - "predictive" (default): EP runs with the base likelihood; gamma shifts the latent mean
-      in ``predict_proba`` and in the LOO probabilities (the evidence does not depend on it);
+    - "predictive" (default): EP runs with the base likelihood; gamma shifts the latent
+    mean
+      in ``predict_proba`` and in the LOO probabilities (the evidence does not depend on
+      it);
     - "likelihood": EP runs with ShiftedLikelihood(likelihood, gamma), stored as
       ``likelihood_``, so the sites, the cavities and the evidence depend on gamma.
 
-    In both modes ``decision_function`` is the posterior mean of f plus gamma (``predict``
-    agrees with P(y = +1) > 1/2), ``loo_decision_`` is mu_cav_ + gamma, ``loo_predictive``
-    gives eq. (eq-sel-loo-pred), and ``gamma_`` is the fitted bias. ``predict_latent`` returns
-    the moments of f itself, without gamma. ``select_hyperparameters`` returns this class.
+    In both modes ``decision_function`` is the posterior mean of f plus gamma
+    (``predict``
+    agrees with P(y = +1) > 1/2), ``loo_decision_`` is mu_cav_ + gamma,
+    ``loo_predictive``
+    gives eq. (eq-sel-loo-pred), and ``gamma_`` is the fitted bias. ``predict_latent``
+    returns
+    the moments of f itself, without gamma. ``select_hyperparameters`` returns this
+    class.
     """
 
-    def __init__(self, kernel=None, likelihood=None, gamma=0.0, bias_mode="predictive",
-                 method="newton", damping=1.0, max_sweeps=100, tol=1e-8,
-                 optimizer="fmin_l_bfgs_b", n_restarts_optimizer=0, random_state=None,
-                 hyperparameter_bounds="auto"):
-        super().__init__(kernel=kernel, likelihood=likelihood, method=method, damping=damping,
-                         max_sweeps=max_sweeps, tol=tol, optimizer=optimizer,
-                         n_restarts_optimizer=n_restarts_optimizer, random_state=random_state,
-                         hyperparameter_bounds=hyperparameter_bounds)
+    def __init__(
+        self,
+        kernel=None,
+        likelihood=None,
+        gamma=0.0,
+        bias_mode="predictive",
+        method="newton",
+        damping=1.0,
+        max_sweeps=100,
+        tol=1e-8,
+        optimizer="fmin_l_bfgs_b",
+        n_restarts_optimizer=0,
+        random_state=None,
+        hyperparameter_bounds="auto",
+    ):
+        super().__init__(
+            kernel=kernel,
+            likelihood=likelihood,
+            method=method,
+            damping=damping,
+            max_sweeps=max_sweeps,
+            tol=tol,
+            optimizer=optimizer,
+            n_restarts_optimizer=n_restarts_optimizer,
+            random_state=random_state,
+            hyperparameter_bounds=hyperparameter_bounds,
+        )
         self.gamma = gamma
         self.bias_mode = bias_mode
 
@@ -154,7 +212,8 @@ class BiasedEP(_BiasedFit):
         return self.likelihood_.predictive(mean + self._shift, var)
 
     def loo_predictive(self, gamma=0.0):
-        """Eq. (eq-sel-loo-pred): p(y_i | x_i, D without i) with the fitted bias plus ``gamma``.
+        """Eq. (eq-sel-loo-pred): p(y_i | x_i, D without i) with the fitted bias plus
+        ``gamma``.
 
         An improper cavity (possible only with negative site precisions) gives 1/2.
         """
@@ -162,31 +221,49 @@ class BiasedEP(_BiasedFit):
         gamma = check_scalar(gamma, "gamma")
         proper = np.isfinite(self.var_cav_)
         p = np.full(len(self.y_train_), 0.5)
-        p[proper] = np.exp(self.likelihood_.log_Z(self.y_train_[proper],
-                                                  self.mu_cav_[proper] + self._shift + gamma,
-                                                  self.var_cav_[proper])[0])
+        p[proper] = np.exp(
+            self.likelihood_.log_Z(
+                self.y_train_[proper],
+                self.mu_cav_[proper] + self._shift + gamma,
+                self.var_cav_[proper],
+            )[0]
+        )
         return p
 
 
 # %% book/16_loo_criteria.md, code cell 10
 CRITERIA = ("evidence", "nlp", "f-measure", "wer", "auc")
-MAXIMISE = {"evidence": True, "nlp": False, "f-measure": True, "wer": False, "auc": True}
-_DEFAULT_PARAMS = {"evidence": {}, "nlp": {}, "f-measure": {"zeta": 0.5}, "wer": {"tau": 1.0},
-                   "auc": {}}
+MAXIMISE = {
+    "evidence": True,
+    "nlp": False,
+    "f-measure": True,
+    "wer": False,
+    "auc": True,
+}
+_DEFAULT_PARAMS = {
+    "evidence": {},
+    "nlp": {},
+    "f-measure": {"zeta": 0.5},
+    "wer": {"tau": 1.0},
+    "auc": {},
+}
 
 
 def check_criterion(criterion, criterion_params=None):
-    """Return (criterion, its parameters with defaults); ValueError naming what is wrong."""
+    """Return (criterion, its parameters with defaults); ValueError naming what is
+    wrong."""
     if not isinstance(criterion, str) or criterion not in CRITERIA:
         raise ValueError(f"criterion must be one of {CRITERIA}; got {criterion!r}")
     params = dict(_DEFAULT_PARAMS[criterion])
     given = {} if criterion_params is None else dict(criterion_params)
     unknown = set(given) - set(params)
     if unknown:
-        raise ValueError(f"criterion_params {sorted(unknown)} are not parameters of criterion "
-                         f"{criterion!r} (it has {sorted(params) or 'none'})")
+        raise ValueError(
+            f"criterion_params {sorted(unknown)} are not parameters of criterion "
+            f"{criterion!r} (it has {sorted(params) or 'none'})"
+        )
     params.update(given)
-    for name in params:                      # zeta (F-measure) and tau (WER): weights in [0, 1]
+    for name in params:  # zeta (F-measure) and tau (WER): weights in [0, 1]
         params[name] = check_scalar(params[name], name, low=0.0, high=1.0)
     return criterion, params
 
@@ -203,10 +280,12 @@ def _check_labels_pm(y):
 
 # %% book/16_loo_criteria.md, code cell 11
 def measure_from_counts(criterion, y, q, params):
-    """Eqs (eq-sel-fs), (eq-sel-wer), (eq-sel-auc) and their derivatives in q_i = P(y_i = +1)
+    """Eqs (eq-sel-fs), (eq-sel-wer), (eq-sel-auc) and their derivatives in q_i = P(y_i
+    = +1)
     (eq-sel-df for the F-measure).
 
-    Returns (value, d value / d q) from the smoothed counts (eq-sel-counts); hard 0/1 values
+    Returns (value, d value / d q) from the smoothed counts (eq-sel-counts); hard 0/1
+    values
     of q give the true counts.
     """
     pos = y > 0
@@ -215,16 +294,18 @@ def measure_from_counts(criterion, y, q, params):
     if criterion == "f-measure":
         zeta = params["zeta"]
         eta = zeta * n_pos + (1.0 - zeta) * (A + C)
-        if eta == 0.0:                        # zeta = 0 and nothing predicted positive
+        if eta == 0.0:  # zeta = 0 and nothing predicted positive
             return 0.0, np.zeros_like(q)
-        return A / eta, (eta * pos - (1.0 - zeta) * A) / eta ** 2
+        return A / eta, (eta * pos - (1.0 - zeta) * A) / eta**2
     if criterion == "wer":
         tau = params["tau"]
         den = n_pos + tau * n_neg
         return (n_pos - A + tau * C) / den, np.where(pos, -1.0, tau) / den
     if criterion == "auc":
-        return (0.5 * (1.0 + A / n_pos - C / n_neg),
-                0.5 * np.where(pos, 1.0 / n_pos, -1.0 / n_neg))
+        return (
+            0.5 * (1.0 + A / n_pos - C / n_neg),
+            0.5 * np.where(pos, 1.0 / n_pos, -1.0 / n_neg),
+        )
     raise ValueError(f"criterion {criterion!r} is not a function of the counts")
 
 
@@ -233,12 +314,15 @@ def _labels_and_probabilities(y, prob_pos):
     y = _check_labels_pm(y)
     q = np.asarray(prob_pos, dtype=float)
     if q.shape != y.shape or not np.all((q >= 0.0) & (q <= 1.0)):
-        raise ValueError("prob_pos must be an array of probabilities in [0, 1] of the shape of y")
+        raise ValueError(
+            "prob_pos must be an array of probabilities in [0, 1] of the shape of y"
+        )
     return y, q
 
 
 def negative_log_predictive(y, prob_pos):
-    """Eq. (eq-sel-nlp), S&K eq. 6: -mean log p(y_i), p(+1) = prob_pos, p(-1) = 1 - prob_pos."""
+    """Eq. (eq-sel-nlp), S&K eq. 6: -mean log p(y_i), p(+1) = prob_pos, p(-1) = 1 -
+    prob_pos."""
     y, q = _labels_and_probabilities(y, prob_pos)
     with np.errstate(divide="ignore"):
         return float(-np.mean(np.log(np.where(y > 0, q, 1.0 - q))))
@@ -247,29 +331,41 @@ def negative_log_predictive(y, prob_pos):
 def f_measure(y, prob_pos, zeta=0.5):
     """Eqs (eq-sel-f), (eq-sel-fs), S&K eqs 7 and 10: F = A / (zeta n+ + (1 - zeta) m+).
 
-    y: labels -1/+1; prob_pos: P(y_i = +1) for each example. Predictive probabilities give
-    the smoothed F-measure, hard 0/1 predictions (e.g. ``predict(X) == 1``) the true one.
+    y: labels -1/+1; prob_pos: P(y_i = +1) for each example. Predictive probabilities
+    give
+    the smoothed F-measure, hard 0/1 predictions (e.g. ``predict(X) == 1``) the true
+    one.
     """
     zeta = check_scalar(zeta, "zeta", low=0.0, high=1.0)
-    return float(measure_from_counts("f-measure", *_labels_and_probabilities(y, prob_pos),
-                                     {"zeta": zeta})[0])
+    return float(
+        measure_from_counts(
+            "f-measure", *_labels_and_probabilities(y, prob_pos), {"zeta": zeta}
+        )[0]
+    )
 
 
 def weighted_error_rate(y, prob_pos, tau=1.0):
-    """Eq. (eq-sel-wer), S&K eq. 11: (n+ (1 - TP) + tau n- FP) / (n+ + tau n-), tau in [0, 1]."""
+    """Eq. (eq-sel-wer), S&K eq. 11: (n+ (1 - TP) + tau n- FP) / (n+ + tau n-), tau in
+    [0, 1]."""
     tau = check_scalar(tau, "tau", low=0.0, high=1.0)
-    return float(measure_from_counts("wer", *_labels_and_probabilities(y, prob_pos),
-                                     {"tau": tau})[0])
+    return float(
+        measure_from_counts(
+            "wer", *_labels_and_probabilities(y, prob_pos), {"tau": tau}
+        )[0]
+    )
 
 
 def auc_estimate(y, prob_pos):
     """Eq. (eq-sel-auc), S&K eq. 12 after Hong et al. (2007): (1 + TP - FP) / 2."""
-    return float(measure_from_counts("auc", *_labels_and_probabilities(y, prob_pos), {})[0])
+    return float(
+        measure_from_counts("auc", *_labels_and_probabilities(y, prob_pos), {})[0]
+    )
 
 
 # %% book/16_loo_criteria.md, code cell 16
 class LOOMoments(NamedTuple):
-    """Eqs (eq-sel-cavity), (eq-sel-dcavity): cavity means, variances, their theta-derivatives."""
+    """Eqs (eq-sel-cavity), (eq-sel-dcavity): cavity means, variances, their
+    theta-derivatives."""
 
     mean: np.ndarray
     var: np.ndarray
@@ -278,31 +374,36 @@ class LOOMoments(NamedTuple):
 
 
 def loo_moments(K, site_nu, site_tau, dK=None):
-    """Eqs (eq-sel-cavity), (eq-sel-dsigma), (eq-sel-dcavity), S&K eq. 4, appendix: fixed sites.
+    """Eqs (eq-sel-cavity), (eq-sel-dsigma), (eq-sel-dcavity), S&K eq. 4, appendix:
+    fixed sites.
 
-    K (n, n): the covariance at the current hyperparameters; site_nu, site_tau: EP's natural
-    site parameters (either sign), held fixed; dK (n, n, p): dK/dtheta_j (Kernel.gradient).
+    K (n, n): the covariance at the current hyperparameters; site_nu, site_tau: EP's
+    natural
+    site parameters (either sign), held fixed; dK (n, n, p): dK/dtheta_j
+    (Kernel.gradient).
     Returns LOOMoments(mean, var, dmean, dvar), dmean and dvar None without dK. Raises
     ImproperPosteriorError if K^-1 + T is not positive definite or a cavity is improper.
     The derivatives go through P = (I + K T)^-1 = I - K A (eq-sel-P).
     """
     post = SitePosterior(K, site_nu, site_tau)
-    nu, tau, m, s = post.nu, post.tau, post.mean, post.var     # s = diag(Sigma)
+    nu, tau, m, s = post.nu, post.tau, post.mean, post.var  # s = diag(Sigma)
     tau_cav = 1.0 / s - tau
     if not np.all(tau_cav > 0.0):
-        raise ImproperPosteriorError(f"{int(np.sum(~(tau_cav > 0.0)))} improper cavities "
-                                     "(non-positive cavity precision)")
+        raise ImproperPosteriorError(
+            f"{int(np.sum(~(tau_cav > 0.0)))} improper cavities "
+            "(non-positive cavity precision)"
+        )
     var = 1.0 / tau_cav
     mean = var * (m / s - nu)
     if dK is None:
         return LOOMoments(mean, var, None, None)
-    P = -(np.asarray(K, dtype=float) @ post.inverse_sum())         # P = I - K A, eq-sel-P
+    P = -(np.asarray(K, dtype=float) @ post.inverse_sum())  # P = I - K A, eq-sel-P
     P[np.diag_indices_from(P)] += 1.0
     dK = np.asarray(dK, dtype=float)
     ds = np.empty((len(s), dK.shape[2]))
-    for j in range(dK.shape[2]):                               # diag(P K'_j P^T), O(n^3) each
+    for j in range(dK.shape[2]):  # diag(P K'_j P^T), O(n^3) each
         ds[:, j] = np.einsum("ik,ik->i", P @ dK[:, :, j], P)
-    dm = P @ np.einsum("klj,l->kj", dK, post.coef)             # P K'_j c, all j at once
+    dm = P @ np.einsum("klj,l->kj", dK, post.coef)  # P K'_j c, all j at once
     r = (var / s)[:, None]
     dvar = r * r * ds
     dmean = (mean / var)[:, None] * dvar + r * (dm - (m / s)[:, None] * ds)
@@ -311,10 +412,13 @@ def loo_moments(K, site_nu, site_tau, dK=None):
 
 # %% book/16_loo_criteria.md, code cell 17
 def criterion_terms(criterion, y, log_p, criterion_params=None):
-    """Eqs (eq-sel-nlp)-(eq-sel-dwer), S&K eqs 6-12, 15-16: a LOO criterion and J_i = dJ/dlog p_i.
+    """Eqs (eq-sel-nlp)-(eq-sel-dwer), S&K eqs 6-12, 15-16: a LOO criterion and J_i =
+    dJ/dlog p_i.
 
-    ``log_p``: log LOO predictive probabilities of the observed labels y (-1/+1). criterion
-    "nlp", "f-measure" (criterion_params zeta), "wer" (tau) or "auc". Returns (value, J) in
+    ``log_p``: log LOO predictive probabilities of the observed labels y (-1/+1).
+    criterion
+    "nlp", "f-measure" (criterion_params zeta), "wer" (tau) or "auc". Returns (value, J)
+    in
     the criterion's own units and sign (NLP and WER are minimised, F and AUC maximised).
     """
     criterion, params = check_criterion(criterion, criterion_params)
@@ -325,17 +429,29 @@ def criterion_terms(criterion, y, log_p, criterion_params=None):
     if criterion == "nlp":
         return float(-np.mean(log_p)), np.full(len(y), -1.0 / len(y))
     p = np.exp(log_p)
-    q = np.where(y > 0, p, 1.0 - p)                  # P(y_i = +1 | x_i, D without i)
+    q = np.where(y > 0, p, 1.0 - p)  # P(y_i = +1 | x_i, D without i)
     value, dq = measure_from_counts(criterion, y, q, params)
-    return float(value), dq * y * p                  # dq_i / dlog p_i = y_i p_i
+    return float(value), dq * y * p  # dq_i / dlog p_i = y_i p_i
 
 
-def loo_objective(K, y, site_nu, site_tau, likelihood, gamma=0.0, criterion="nlp",
-                  criterion_params=None, dK=None):
-    """Eqs (eq-sel-chain), (eq-sel-dgamma): a LOO criterion at fixed sites (the M-step objective).
+def loo_objective(
+    K,
+    y,
+    site_nu,
+    site_tau,
+    likelihood,
+    gamma=0.0,
+    criterion="nlp",
+    criterion_params=None,
+    dK=None,
+):
+    """Eqs (eq-sel-chain), (eq-sel-dgamma): a LOO criterion at fixed sites (the M-step
+    objective).
 
-    ``likelihood`` is the base likelihood (without gamma). Without ``dK`` returns the value;
-    with dK (n, n, p) returns (value, gradient), the gradient of length p + 1: d/dtheta_j,
+    ``likelihood`` is the base likelihood (without gamma). Without ``dK`` returns the
+    value;
+    with dK (n, n, p) returns (value, gradient), the gradient of length p + 1:
+    d/dtheta_j,
     then d/dgamma.
     """
     mom = loo_moments(K, site_nu, site_tau, dK)

@@ -2,14 +2,20 @@
 # Edit the chapter book/04_data.md, then run `make export`.
 
 # %% book/04_data.md, code cell 1
-"""Data sets of the book and their train/test realisations (built by chapter 4, "Data sets").
+"""Data sets of the book and their train/test realisations (built by chapter 4, "Data
+sets").
 
-``load(name)`` returns a :class:`Dataset` with the training and test inputs (float64) and labels
-(int, +1/-1) of realisation 0, ``split(i)`` for realisation i, and a ``description`` of the
-source, the binary task, the sizes and the preprocessing. ``available()`` lists the names.
-The data files ship in ``gpc_literate/data/`` (each folder with its SOURCE.md) and are read
+``load(name)`` returns a :class:`Dataset` with the training and test inputs (float64)
+and labels
+(int, +1/-1) of realisation 0, ``split(i)`` for realisation i, and a ``description`` of
+the
+source, the binary task, the sizes and the preprocessing. ``available()`` lists the
+names.
+The data files ship in ``gpc_literate/data/`` (each folder with its SOURCE.md) and are
+read
 with :mod:`importlib.resources`, never relative to the working directory.
 """
+
 import csv
 import gzip
 import io
@@ -26,14 +32,26 @@ from scipy.special import expit
 
 from gpc_literate.base import check_array, check_integer
 
-__all__ = ["ALIASES", "BREIMAN_DIM", "Dataset", "RINGNORM_SHIFT", "TWONORM_SHIFT", "available",
-           "bayes_proba", "load", "make_ringnorm", "make_twonorm", "stratified_folds"]
+__all__ = [
+    "ALIASES",
+    "BREIMAN_DIM",
+    "Dataset",
+    "RINGNORM_SHIFT",
+    "TWONORM_SHIFT",
+    "available",
+    "bayes_proba",
+    "load",
+    "make_ringnorm",
+    "make_twonorm",
+    "stratified_folds",
+]
 
 _DATA_PACKAGE = "gpc_literate.data"
 
 
 def _read_bytes(*parts: str) -> bytes:
-    """Return the bytes of the package file ``data/<parts>``, decompressed if it ends in .gz."""
+    """Return the bytes of the package file ``data/<parts>``, decompressed if it ends in
+    .gz."""
     resource = resources.files(_DATA_PACKAGE)
     for part in parts:
         resource = resource.joinpath(part)
@@ -72,21 +90,24 @@ def _labels(positive) -> np.ndarray:
 
 # %% book/04_data.md, code cell 4
 class _Raw(NamedTuple):
-    """A whole data set as parsed: inputs, labels and any partitions its source gives."""
+    """A whole data set as parsed: inputs, labels and any partitions its source
+    gives."""
 
-    X: np.ndarray                  # (N, d) float64, read-only
-    y: np.ndarray                  # (N,) int64 in {-1, +1}, read-only
-    given: tuple = ()              # ((train_index, test_index), ...) fixed by the source
+    X: np.ndarray  # (N, d) float64, read-only
+    y: np.ndarray  # (N,) int64 in {-1, +1}, read-only
+    given: tuple = ()  # ((train_index, test_index), ...) fixed by the source
 
 
 # %% book/04_data.md, code cell 5
 def _rng(key: str, *words: int) -> np.random.Generator:
-    """A random generator seeded by a name and integers; the same on every run and machine."""
+    """A random generator seeded by a name and integers; the same on every run and
+    machine."""
     return np.random.default_rng([zlib.crc32(key.encode("ascii")), *words])
 
 
 def _quotas(counts, total: int) -> np.ndarray:
-    """Split ``total`` over groups in proportion to ``counts`` (largest-remainder rounding)."""
+    """Split ``total`` over groups in proportion to ``counts`` (largest-remainder
+    rounding)."""
     counts = np.asarray(counts, dtype=np.int64)
     exact = total * counts / counts.sum()
     quota = np.floor(exact).astype(np.int64)
@@ -96,12 +117,15 @@ def _quotas(counts, total: int) -> np.ndarray:
 
 
 def _random_partition(y, n_train: int, rng, stratified: bool):
-    """Indices (sorted) of a random training set of ``n_train`` rows and of the other rows."""
+    """Indices (sorted) of a random training set of ``n_train`` rows and of the other
+    rows."""
     n = len(y)
     if stratified:
         groups = [np.flatnonzero(y == c) for c in (-1, 1)]
         quota = _quotas([len(g) for g in groups], n_train)
-        train = np.concatenate([rng.choice(g, q, replace=False) for g, q in zip(groups, quota)])
+        train = np.concatenate(
+            [rng.choice(g, q, replace=False) for g, q in zip(groups, quota)]
+        )
     else:
         train = rng.choice(n, n_train, replace=False)
     train = np.sort(train)
@@ -111,17 +135,23 @@ def _random_partition(y, n_train: int, rng, stratified: bool):
 def stratified_folds(y, k: int = 10, seed: int = 0) -> np.ndarray:
     """Fold number (0..k-1) of each example for stratified k-fold cross-validation.
 
-    The examples of each class are shuffled (``seed``) and dealt round robin over the folds,
-    class after class, so fold sizes differ by at most one and the first ``len(y) % k`` folds
+    The examples of each class are shuffled (``seed``) and dealt round robin over the
+    folds,
+    class after class, so fold sizes differ by at most one and the first ``len(y) % k``
+    folds
     hold one example more.
     """
     y = np.asarray(y)
     if isinstance(k, bool) or not isinstance(k, (int, np.integer)):
         raise TypeError(f"k must be an int, got {type(k).__name__}")
     if not 2 <= k <= len(y):
-        raise ValueError(f"k must be between 2 and the number of examples ({len(y)}), got {k}")
+        raise ValueError(
+            f"k must be between 2 and the number of examples ({len(y)}), got {k}"
+        )
     rng = np.random.default_rng(seed)
-    order = np.concatenate([rng.permutation(np.flatnonzero(y == c)) for c in np.unique(y)])
+    order = np.concatenate(
+        [rng.permutation(np.flatnonzero(y == c)) for c in np.unique(y)]
+    )
     folds = np.empty(len(y), dtype=np.int64)
     folds[order] = np.arange(len(y)) % k
     return folds
@@ -141,8 +171,8 @@ class _Spec:
     n_train: int
     n_test: int
     n_splits: int
-    scheme: str                    # "given", "kfold", "random" or "stratified"
-    standardize: str               # the papers' choice: "train", "all" or "none"
+    scheme: str  # "given", "kfold", "random" or "stratified"
+    standardize: str  # the papers' choice: "train", "all" or "none"
     feature_names: tuple
     positive_class: str
     negative_class: str
@@ -150,7 +180,7 @@ class _Spec:
     task: str
     paper: str
     ours: str
-    coding: str = ""               # how the file's fields became numbers
+    coding: str = ""  # how the file's fields became numbers
     stored: str = "the values of the data file"
 
 
@@ -166,7 +196,8 @@ def _register(spec: _Spec, aliases=()) -> None:
 
 
 def available(aliases: bool = False) -> list[str]:
-    """Sorted names accepted by :func:`load` (with ``aliases=True`` also the papers' names)."""
+    """Sorted names accepted by :func:`load` (with ``aliases=True`` also the papers'
+    names)."""
     names = set(_SPECS) | (set(ALIASES) if aliases else set())
     return sorted(names)
 
@@ -178,8 +209,10 @@ def _spec(name) -> _Spec:
     key = name.strip().lower().replace("-", "_")
     key = ALIASES.get(key, key)
     if key not in _SPECS:
-        raise ValueError(f"unknown data set {name!r}; available: {', '.join(available())} "
-                         f"(aliases: {', '.join(sorted(ALIASES))})")
+        raise ValueError(
+            f"unknown data set {name!r}; available: {', '.join(available())} "
+            f"(aliases: {', '.join(sorted(ALIASES))})"
+        )
     return _SPECS[key]
 
 
@@ -188,8 +221,10 @@ def _check_index(i, n_splits: int, name: str) -> int:
     if isinstance(i, bool) or not isinstance(i, (int, np.integer)):
         raise TypeError(f"realisation index must be an int, got {type(i).__name__}")
     if not 0 <= i < n_splits:
-        raise ValueError(f"realisation {i} out of range for {name!r}: "
-                         f"n_splits = {n_splits}, valid indices 0..{n_splits - 1}")
+        raise ValueError(
+            f"realisation {i} out of range for {name!r}: "
+            f"n_splits = {n_splits}, valid indices 0..{n_splits - 1}"
+        )
     return int(i)
 
 
@@ -197,28 +232,33 @@ def _check_index(i, n_splits: int, name: str) -> int:
 def _partition(spec: _Spec, raw: _Raw, i: int, n_train):
     """(train_index, test_index) of realisation ``i``."""
     if n_train is not None:
-        return _random_partition(raw.y, n_train, _rng(spec.name, i, n_train),
-                                 spec.scheme == "stratified")
+        return _random_partition(
+            raw.y, n_train, _rng(spec.name, i, n_train), spec.scheme == "stratified"
+        )
     if spec.scheme == "given":
         return raw.given[i]
     if spec.scheme == "kfold":
-        folds = stratified_folds(raw.y, spec.n_splits, seed=zlib.crc32(spec.name.encode()))
+        folds = stratified_folds(
+            raw.y, spec.n_splits, seed=zlib.crc32(spec.name.encode())
+        )
         return np.flatnonzero(folds != i), np.flatnonzero(folds == i)
-    if i == 0 and raw.given:       # the source's own first realisation
+    if i == 0 and raw.given:  # the source's own first realisation
         return raw.given[0]
-    return _random_partition(raw.y, spec.n_train, _rng(spec.name, i),
-                             spec.scheme == "stratified")
+    return _random_partition(
+        raw.y, spec.n_train, _rng(spec.name, i), spec.scheme == "stratified"
+    )
 
 
 # %% book/04_data.md, code cell 12
 def _scale(X: np.ndarray, train: np.ndarray, mode: str) -> np.ndarray:
-    """A new array: X standardised over the training rows ("train"), all rows ("all"), or not."""
+    """A new array: X standardised over the training rows ("train"), all rows ("all"),
+    or not."""
     if mode == "none":
         return np.array(X, dtype=np.float64)
     ref = X[train] if mode == "train" else X
     mean = ref.mean(axis=0)
     std = ref.std(axis=0, ddof=1)
-    std = np.where(std > 0, std, 1.0)      # a constant column stays constant (zero)
+    std = np.where(std > 0, std, 1.0)  # a constant column stays constant (zero)
     return (X - mean) / std
 
 
@@ -228,40 +268,60 @@ def _preprocessing(spec: _Spec, mode: str, n_rows: int, n_train: int) -> str:
     if mode == "none":
         scaling = f"No standardisation by the loader: the inputs are {spec.stored}."
     elif mode == "all":
-        scaling = (f"Every input standardised to zero mean and unit variance (denominator n-1) "
-                   f"over all {n_rows} rows, training and test together.")
+        scaling = (
+            f"Every input standardised to zero mean and unit variance (denominator "
+            f"n-1) "
+            f"over all {n_rows} rows, training and test together."
+        )
     else:
-        scaling = (f"Every input standardised to zero mean and unit variance (denominator n-1) "
-                   f"with the statistics of this realisation's {n_train} training rows; the "
-                   f"test rows are transformed with the same statistics.")
-    default = ("the default for this set" if mode == spec.standardize
-               else f"the default for this set is {spec.standardize!r}")
+        scaling = (
+            f"Every input standardised to zero mean and unit variance (denominator "
+            f"n-1) "
+            f"with the statistics of this realisation's {n_train} training rows; the "
+            f"test rows are transformed with the same statistics."
+        )
+    default = (
+        "the default for this set"
+        if mode == spec.standardize
+        else f"the default for this set is {spec.standardize!r}"
+    )
     return f"{coding}{scaling} Option standardize={mode!r} ({default})."
 
 
 # %% book/04_data.md, code cell 14
-def _describe(spec: _Spec, raw: _Raw, n_splits: int, n_train, preprocessing: str) -> str:
+def _describe(
+    spec: _Spec, raw: _Raw, n_splits: int, n_train, preprocessing: str
+) -> str:
     n_rows, d = raw.X.shape
     n_pos = int((raw.y == 1).sum())
     if n_train is None and spec.scheme == "kfold":
-        sizes = (f"{n_splits}-fold cross-validation, realisation i tests on fold i "
-                 f"(about {spec.n_train} training / {spec.n_test} test rows)")
+        sizes = (
+            f"{n_splits}-fold cross-validation, realisation i tests on fold i "
+            f"(about {spec.n_train} training / {spec.n_test} test rows)"
+        )
     elif n_train is None:
-        sizes = (f"{spec.n_train} training / {spec.n_test} test rows per realisation, "
-                 f"{n_splits} realisations ({spec.scheme})")
+        sizes = (
+            f"{spec.n_train} training / {spec.n_test} test rows per realisation, "
+            f"{n_splits} realisations ({spec.scheme})"
+        )
     else:
-        sizes = (f"{n_train} training / {n_rows - n_train} test rows per realisation, "
-                 f"{n_splits} random realisations (n_train={n_train} requested)")
+        sizes = (
+            f"{n_train} training / {n_rows - n_train} test rows per realisation, "
+            f"{n_splits} random realisations (n_train={n_train} requested)"
+        )
     parts = [
         f"{spec.title} [{spec.name}]",
         f"Source: {spec.source}",
         f"Task: {spec.task} +1 = {spec.positive_class}, -1 = {spec.negative_class}.",
-        f"Size: {n_rows} rows x {d} inputs ({n_pos} positive, {n_rows - n_pos} negative); {sizes}.",
+        f"Size: {n_rows} rows x {d} inputs ({n_pos} positive, {n_rows - n_pos} "
+        f"negative); {sizes}.",
         f"Papers: {spec.paper}",
         f"This loader: {spec.ours}",
         f"Preprocessing here: {preprocessing}",
     ]
-    return "\n".join(textwrap.fill(p, width=96, subsequent_indent="    ") for p in parts)
+    return "\n".join(
+        textwrap.fill(p, width=96, subsequent_indent="    ") for p in parts
+    )
 
 
 # %% book/04_data.md, code cell 15
@@ -269,7 +329,8 @@ def _describe(spec: _Spec, raw: _Raw, n_splits: int, n_train, preprocessing: str
 class Dataset:
     """One train/test realisation of a binary data set; labels are +1/-1.
 
-    ``X_train``, ``X_test`` are float64 arrays (rows are examples), ``y_train``, ``y_test``
+    ``X_train``, ``X_test`` are float64 arrays (rows are examples), ``y_train``,
+    ``y_test``
     int arrays of +1/-1. ``split(i)`` returns realisation ``i`` (0 <= i < ``n_splits``)
     with the same options; ``whole()`` returns all rows, scaled the same way, and
     ``train_index``/``test_index`` locate this realisation's rows in them.
@@ -304,7 +365,8 @@ class Dataset:
         return self.X_train.shape[1]
 
     def split(self, i: int) -> "Dataset":
-        """Realisation ``i`` of this data set (ValueError out of range, TypeError if not int)."""
+        """Realisation ``i`` of this data set (ValueError out of range, TypeError if not
+        int)."""
         standardize, n_train = self._options
         return _build(_spec(self.name), i, standardize, n_train)
 
@@ -317,10 +379,13 @@ class Dataset:
         return _scale(raw.X, self.train_index, mode), np.array(raw.y)
 
     def __repr__(self) -> str:
-        return (f"Dataset({self.name!r}, realisation {self.realisation} of {self.n_splits}: "
-                f"{self.n_train} train (+1: {int((self.y_train == 1).sum())}), "
-                f"{self.n_test} test (+1: {int((self.y_test == 1).sum())}), "
-                f"{self.n_features} inputs)")
+        return (
+            f"Dataset({self.name!r}, realisation {self.realisation} of "
+            f"{self.n_splits}: "
+            f"{self.n_train} train (+1: {int((self.y_train == 1).sum())}), "
+            f"{self.n_test} test (+1: {int((self.y_test == 1).sum())}), "
+            f"{self.n_features} inputs)"
+        )
 
 
 # %% book/04_data.md, code cell 16
@@ -334,22 +399,33 @@ def _build(spec: _Spec, i, standardize: str, n_train) -> Dataset:
     prep = _preprocessing(spec, mode, len(raw.y), len(train))
     return Dataset(
         name=spec.name,
-        X_train=X[train], y_train=raw.y[train], X_test=X[test], y_test=raw.y[test],
-        train_index=np.array(train, dtype=np.int64), test_index=np.array(test, dtype=np.int64),
-        realisation=i, n_splits=n_splits, feature_names=tuple(spec.feature_names),
-        positive_class=spec.positive_class, negative_class=spec.negative_class,
-        preprocessing=prep, description=_describe(spec, raw, n_splits, n_train, prep),
+        X_train=X[train],
+        y_train=raw.y[train],
+        X_test=X[test],
+        y_test=raw.y[test],
+        train_index=np.array(train, dtype=np.int64),
+        test_index=np.array(test, dtype=np.int64),
+        realisation=i,
+        n_splits=n_splits,
+        feature_names=tuple(spec.feature_names),
+        positive_class=spec.positive_class,
+        negative_class=spec.negative_class,
+        preprocessing=prep,
+        description=_describe(spec, raw, n_splits, n_train, prep),
         _options=(standardize, n_train),
     )
 
 
 # %% book/04_data.md, code cell 17
-def load(name: str, *, standardize: str = "paper", n_train: int | None = None) -> Dataset:
+def load(
+    name: str, *, standardize: str = "paper", n_train: int | None = None
+) -> Dataset:
     """Load realisation 0 of data set ``name``; ``available()`` lists the names.
 
     ``standardize``: "paper" (what the paper using the set did; the default), "train"
     (training-set statistics), "all" (statistics of all rows) or "none". ``n_train``: if
-    given, the realisations are random partitions with ``n_train`` training rows (stratified
+    given, the realisations are random partitions with ``n_train`` training rows
+    (stratified
     for the imbalanced sets) and the rest as test set, ``max(n_splits, 10)`` of them.
     """
     spec = _spec(name)
@@ -357,11 +433,15 @@ def load(name: str, *, standardize: str = "paper", n_train: int | None = None) -
         raise ValueError(f"standardize must be one of {_MODES}, got {standardize!r}")
     if n_train is not None:
         if isinstance(n_train, bool) or not isinstance(n_train, (int, np.integer)):
-            raise TypeError(f"n_train must be an int or None, got {type(n_train).__name__}")
+            raise TypeError(
+                f"n_train must be an int or None, got {type(n_train).__name__}"
+            )
         n_rows = len(spec.reader().y)
         if not 2 <= n_train <= n_rows - 1:
-            raise ValueError(f"n_train must be between 2 and {n_rows - 1} for {spec.name!r}, "
-                             f"got {n_train}")
+            raise ValueError(
+                f"n_train must be between 2 and {n_rows - 1} for {spec.name!r}, "
+                f"got {n_train}"
+            )
         n_train = int(n_train)
     return _build(spec, 0, standardize, n_train)
 
@@ -370,31 +450,51 @@ def load(name: str, *, standardize: str = "paper", n_train: int | None = None) -
 @lru_cache(maxsize=None)
 def _read_wisconsin() -> _Raw:
     rows = _read_table("wisconsin", "breast-cancer-wisconsin.data", delimiter=",")
-    complete = [r for r in rows if "?" not in r]          # 16 rows miss "Bare Nuclei"
-    X = [[float(v) for v in r[1:10]] for r in complete]   # r[0] is the sample id
+    complete = [r for r in rows if "?" not in r]  # 16 rows miss "Bare Nuclei"
+    X = [[float(v) for v in r[1:10]] for r in complete]  # r[0] is the sample id
     return _Raw(_frozen(X), _labels([r[10] == "4" for r in complete]))
 
 
-_register(_Spec(
-    name="wisconsin", title="Wisconsin breast cancer (original, 9 cytological inputs)",
-    reader=_read_wisconsin, n_train=614, n_test=69, n_splits=10, scheme="kfold",
-    standardize="all",
-    feature_names=("clump_thickness", "cell_size_uniformity", "cell_shape_uniformity",
-                   "marginal_adhesion", "epithelial_cell_size", "bare_nuclei",
-                   "bland_chromatin", "normal_nucleoli", "mitoses"),
-    positive_class="malignant (UCI class 4)", negative_class="benign (UCI class 2)",
-    source="UCI 'Breast Cancer Wisconsin (Original)' (Wolberg & Mangasarian 1990): 699 fine-"
-           "needle aspirates, 9 attributes scored 1-10, 16 rows with a missing Bare Nuclei value.",
-    task="Malignant versus benign tumour.",
-    paper="Opper & Winther (ch. 17, sec. 17.7) drop the 16 incomplete rows (683 left), "
-          "standardise every input over all 683 rows and report 10-fold cross-validation "
-          "(training sets of 614 examples); their folds are not published.",
-    ours="683 complete rows (444 benign, 239 malignant); realisation i of 10 holds out fold i "
-         "of a seeded stratified 10-fold split (folds 0-2: 69 test / 614 training rows, "
-         "folds 3-9: 68 / 615). The folds are ours, not the paper's.",
-    coding="Inputs are the nine 1-10 scores.",
-    stored="the raw 1-10 scores",
-))
+_register(
+    _Spec(
+        name="wisconsin",
+        title="Wisconsin breast cancer (original, 9 cytological inputs)",
+        reader=_read_wisconsin,
+        n_train=614,
+        n_test=69,
+        n_splits=10,
+        scheme="kfold",
+        standardize="all",
+        feature_names=(
+            "clump_thickness",
+            "cell_size_uniformity",
+            "cell_shape_uniformity",
+            "marginal_adhesion",
+            "epithelial_cell_size",
+            "bare_nuclei",
+            "bland_chromatin",
+            "normal_nucleoli",
+            "mitoses",
+        ),
+        positive_class="malignant (UCI class 4)",
+        negative_class="benign (UCI class 2)",
+        source="UCI 'Breast Cancer Wisconsin (Original)' (Wolberg & Mangasarian "
+        "1990): 699 fine-"
+        "needle aspirates, 9 attributes scored 1-10, 16 rows with a missing Bare "
+        "Nuclei value.",
+        task="Malignant versus benign tumour.",
+        paper="Opper & Winther (ch. 17, sec. 17.7) drop the 16 incomplete rows (683 "
+        "left), "
+        "standardise every input over all 683 rows and report 10-fold cross-validation "
+        "(training sets of 614 examples); their folds are not published.",
+        ours="683 complete rows (444 benign, 239 malignant); realisation i of 10 "
+        "holds out fold i "
+        "of a seeded stratified 10-fold split (folds 0-2: 69 test / 614 training rows, "
+        "folds 3-9: 68 / 615). The folds are ours, not the paper's.",
+        coding="Inputs are the nine 1-10 scores.",
+        stored="the raw 1-10 scores",
+    )
+)
 
 
 # %% book/04_data.md, code cell 20
@@ -405,7 +505,9 @@ _SONAR_PATTERN = re.compile(r"^(\*?)(C[MR]\d+):\s*\{([^}]*)\}", re.MULTILINE)
 def _read_sonar() -> _Raw:
     X, mine, marked = [], [], []
     for filename in ("sonar.mines", "sonar.rocks"):
-        for star, label, values in _SONAR_PATTERN.findall(_read_text("sonar", filename)):
+        for star, label, values in _SONAR_PATTERN.findall(
+            _read_text("sonar", filename)
+        ):
             X.append([float(v) for v in values.split()])
             mine.append(label.startswith("CM"))
             marked.append(star == "*")
@@ -414,23 +516,36 @@ def _read_sonar() -> _Raw:
     return _Raw(_frozen(X), _labels(mine), given=((train, test), (test, train)))
 
 
-_register(_Spec(
-    name="sonar", title="Sonar, mines versus rocks (Gorman & Sejnowski 1988)",
-    reader=_read_sonar, n_train=104, n_test=104, n_splits=2, scheme="given",
-    standardize="train",
-    feature_names=tuple(f"band_{k:02d}" for k in range(1, 61)),
-    positive_class="mine (metal cylinder, CM patterns)", negative_class="rock (CR patterns)",
-    source="CMU benchmark files sonar.mines / sonar.rocks (Gorman & Sejnowski 1988; also UCI): "
-           "111 mine and 97 rock returns, 60 band energies in [0, 1]; '*' marks the training "
-           "patterns of the aspect-angle dependent experiment.",
-    task="Sonar return from a metal cylinder (mine) or from a rock.",
-    paper="Opper & Winther (NIPS 1999, Neural Computation 2000) use Gorman & Sejnowski's "
-          "aspect-angle split (104/104) and standardise each input over the training set; NC "
-          "2000 also exchanges training and test set. No paper states which class is +1.",
-    ours="Realisation 0: the '*' patterns train (49 mines + 55 rocks), the others test (62 + "
-         "42). Realisation 1: the same split with training and test exchanged.",
-    stored="the band energies in [0, 1]",
-))
+_register(
+    _Spec(
+        name="sonar",
+        title="Sonar, mines versus rocks (Gorman & Sejnowski 1988)",
+        reader=_read_sonar,
+        n_train=104,
+        n_test=104,
+        n_splits=2,
+        scheme="given",
+        standardize="train",
+        feature_names=tuple(f"band_{k:02d}" for k in range(1, 61)),
+        positive_class="mine (metal cylinder, CM patterns)",
+        negative_class="rock (CR patterns)",
+        source="CMU benchmark files sonar.mines / sonar.rocks (Gorman & Sejnowski "
+        "1988; also UCI): "
+        "111 mine and 97 rock returns, 60 band energies in [0, 1]; '*' marks the "
+        "training "
+        "patterns of the aspect-angle dependent experiment.",
+        task="Sonar return from a metal cylinder (mine) or from a rock.",
+        paper="Opper & Winther (NIPS 1999, Neural Computation 2000) use Gorman & "
+        "Sejnowski's "
+        "aspect-angle split (104/104) and standardise each input over the training "
+        "set; NC "
+        "2000 also exchanges training and test set. No paper states which class is +1.",
+        ours="Realisation 0: the '*' patterns train (49 mines + 55 rocks), the others "
+        "test (62 + "
+        "42). Realisation 1: the same split with training and test exchanged.",
+        stored="the band energies in [0, 1]",
+    )
+)
 
 
 # %% book/04_data.md, code cell 22
@@ -442,22 +557,35 @@ def _read_pima() -> _Raw:
     return _Raw(_frozen(X), _labels([r[7] == "Yes" for r in rows]), given=given)
 
 
-_register(_Spec(
-    name="pima", title="Pima Indians diabetes, Ripley's 200/332 partition",
-    reader=_read_pima, n_train=200, n_test=332, n_splits=1, scheme="given",
-    standardize="train",
-    feature_names=("npreg", "glu", "bp", "skin", "bmi", "ped", "age"),
-    positive_class="diabetic (type = Yes)", negative_class="not diabetic (type = No)",
-    source="Ripley (1996) pima.tr / pima.te (also R MASS Pima.tr / Pima.te): the 532 complete "
-           "records of the NIDDK Pima Indians diabetes data (Smith et al. 1988), serum insulin "
-           "dropped, 200 chosen at random for training.",
-    task="Diabetes (WHO criteria) from 7 clinical measurements.",
-    paper="Opper & Winther (NC 2000) and Williams & Barber (1998) use Ripley's split; NC 2000 "
-          "standardises over the training set. Seeger (NIPS 2000, Table 1) has the same sizes "
-          "(200/332) but a random training set and whole-set normalisation.",
-    ours="Ripley's split: train 200 (68 Yes / 132 No), test 332 (109 Yes / 223 No).",
-    stored="the raw measurements",
-))
+_register(
+    _Spec(
+        name="pima",
+        title="Pima Indians diabetes, Ripley's 200/332 partition",
+        reader=_read_pima,
+        n_train=200,
+        n_test=332,
+        n_splits=1,
+        scheme="given",
+        standardize="train",
+        feature_names=("npreg", "glu", "bp", "skin", "bmi", "ped", "age"),
+        positive_class="diabetic (type = Yes)",
+        negative_class="not diabetic (type = No)",
+        source="Ripley (1996) pima.tr / pima.te (also R MASS Pima.tr / Pima.te): the "
+        "532 complete "
+        "records of the NIDDK Pima Indians diabetes data (Smith et al. 1988), serum "
+        "insulin "
+        "dropped, 200 chosen at random for training.",
+        task="Diabetes (WHO criteria) from 7 clinical measurements.",
+        paper="Opper & Winther (NC 2000) and Williams & Barber (1998) use Ripley's "
+        "split; NC 2000 "
+        "standardises over the training set. Seeger (NIPS 2000, Table 1) has the same "
+        "sizes "
+        "(200/332) but a random training set and whole-set normalisation.",
+        ours="Ripley's split: train 200 (68 Yes / 132 No), test 332 (109 Yes / 223 "
+        "No).",
+        stored="the raw measurements",
+    )
+)
 
 
 # %% book/04_data.md, code cell 24
@@ -470,22 +598,35 @@ def _read_crabs() -> _Raw:
     return _Raw(_frozen(X), _labels([r["sex"] == "M" for r in rows]), given=given)
 
 
-_register(_Spec(
-    name="crabs", title="Leptograpsus crabs: sex from five measurements",
-    reader=_read_crabs, n_train=80, n_test=120, n_splits=1, scheme="given",
-    standardize="train",
-    feature_names=("FL", "RW", "CL", "CW", "BD"),
-    positive_class="male", negative_class="female",
-    source="Campbell & Mahon (1974) via R MASS 'crabs' (Rdatasets CSV): 200 crabs, 50 per colour "
-           "form (blue/orange) and sex, five body measurements in mm.",
-    task="Sex of the crab from FL, RW, CL, CW, BD (colour not used).",
-    paper="Williams & Barber (1998), followed by Opper & Winther (NC 2000): first 20 crabs of "
-          "each colour x sex group train (80), the rest test (120); NC 2000 standardises over the "
-          "training set. Seeger (NIPS 2000): 80/120, random training set, whole-set normalisation.",
-    ours="Training set = MASS index <= 20 in each of the four groups (40 male, 40 female); test "
-         "set = the other 120 (60, 60).",
-    stored="the measurements in mm",
-))
+_register(
+    _Spec(
+        name="crabs",
+        title="Leptograpsus crabs: sex from five measurements",
+        reader=_read_crabs,
+        n_train=80,
+        n_test=120,
+        n_splits=1,
+        scheme="given",
+        standardize="train",
+        feature_names=("FL", "RW", "CL", "CW", "BD"),
+        positive_class="male",
+        negative_class="female",
+        source="Campbell & Mahon (1974) via R MASS 'crabs' (Rdatasets CSV): 200 "
+        "crabs, 50 per colour "
+        "form (blue/orange) and sex, five body measurements in mm.",
+        task="Sex of the crab from FL, RW, CL, CW, BD (colour not used).",
+        paper="Williams & Barber (1998), followed by Opper & Winther (NC 2000): first "
+        "20 crabs of "
+        "each colour x sex group train (80), the rest test (120); NC 2000 "
+        "standardises over the "
+        "training set. Seeger (NIPS 2000): 80/120, random training set, whole-set "
+        "normalisation.",
+        ours="Training set = MASS index <= 20 in each of the four groups (40 male, 40 "
+        "female); test "
+        "set = the other 120 (60, 60).",
+        stored="the measurements in mm",
+    )
+)
 
 
 # %% book/04_data.md, code cell 27
@@ -497,72 +638,126 @@ def _read_synth() -> _Raw:
     return _Raw(_frozen(X), _labels([r[2] == "1" for r in rows]), given=given)
 
 
-_register(_Spec(
-    name="synth", title="Ripley's synthetic two-dimensional data",
-    reader=_read_synth, n_train=250, n_test=1000, n_splits=1, scheme="given",
-    standardize="none",
-    feature_names=("xs", "ys"),
-    positive_class="class 1 (yc = 1)", negative_class="class 0 (yc = 0)",
-    source="Ripley (1996) synth.tr / synth.te (also R MASS): two classes, each a mixture of two "
-           "Gaussians in the plane.",
-    task="Class 1 versus class 0 of Ripley's mixture problem.",
-    paper="Not used by the five source papers; an illustration in this book.",
-    ours="Ripley's partition: 250 training (125 + 125), 1000 test (500 + 500) points.",
-    stored="Ripley's coordinates (xs, ys)",
-))
+_register(
+    _Spec(
+        name="synth",
+        title="Ripley's synthetic two-dimensional data",
+        reader=_read_synth,
+        n_train=250,
+        n_test=1000,
+        n_splits=1,
+        scheme="given",
+        standardize="none",
+        feature_names=("xs", "ys"),
+        positive_class="class 1 (yc = 1)",
+        negative_class="class 0 (yc = 0)",
+        source="Ripley (1996) synth.tr / synth.te (also R MASS): two classes, each a "
+        "mixture of two "
+        "Gaussians in the plane.",
+        task="Class 1 versus class 0 of Ripley's mixture problem.",
+        paper="Not used by the five source papers; an illustration in this book.",
+        ours="Ripley's partition: 250 training (125 + 125), 1000 test (500 + 500) "
+        "points.",
+        stored="Ripley's coordinates (xs, ys)",
+    )
+)
 
 
 # %% book/04_data.md, code cell 29
-_WDBC_FEATURES = ("radius", "texture", "perimeter", "area", "smoothness", "compactness",
-                  "concavity", "concave_points", "symmetry", "fractal_dimension")
+_WDBC_FEATURES = (
+    "radius",
+    "texture",
+    "perimeter",
+    "area",
+    "smoothness",
+    "compactness",
+    "concavity",
+    "concave_points",
+    "symmetry",
+    "fractal_dimension",
+)
 
 
 @lru_cache(maxsize=None)
 def _read_wdbc() -> _Raw:
-    rows = _read_table("wdbc", "breast_cancer.csv.gz", delimiter=",")[1:]   # skip "569,30,..."
+    rows = _read_table("wdbc", "breast_cancer.csv.gz", delimiter=",")[
+        1:
+    ]  # skip "569,30,..."
     X = [[float(v) for v in r[:30]] for r in rows]
-    return _Raw(_frozen(X), _labels([r[30] == "0" for r in rows]))          # 0 = malignant
+    return _Raw(_frozen(X), _labels([r[30] == "0" for r in rows]))  # 0 = malignant
 
 
-_register(_Spec(
-    name="wdbc", title="Wisconsin diagnostic breast cancer (WDBC, 30 inputs)",
-    reader=_read_wdbc, n_train=300, n_test=269, n_splits=10, scheme="random",
-    standardize="all",
-    feature_names=tuple(f"{f}_{s}" for s in ("mean", "se", "worst") for f in _WDBC_FEATURES),
-    positive_class="malignant", negative_class="benign",
-    source="UCI 'Breast Cancer Wisconsin (Diagnostic)' (Street, Wolberg & Mangasarian 1993), "
-           "taken from scikit-learn 1.9.1's package data file breast_cancer.csv (BSD-3): 569 "
-           "images, 30 nuclear features.",
-    task="Malignant versus benign tumour from 30 nuclear features.",
-    paper="Seeger (NIPS 2000, Table 1): 300 training / 269 test points, whole set normalised, "
-          "one random training set.",
-    ours="10 seeded random partitions 300/269 (not stratified).",
-    stored="the raw feature values",
-))
+_register(
+    _Spec(
+        name="wdbc",
+        title="Wisconsin diagnostic breast cancer (WDBC, 30 inputs)",
+        reader=_read_wdbc,
+        n_train=300,
+        n_test=269,
+        n_splits=10,
+        scheme="random",
+        standardize="all",
+        feature_names=tuple(
+            f"{f}_{s}" for s in ("mean", "se", "worst") for f in _WDBC_FEATURES
+        ),
+        positive_class="malignant",
+        negative_class="benign",
+        source="UCI 'Breast Cancer Wisconsin (Diagnostic)' (Street, Wolberg & "
+        "Mangasarian 1993), "
+        "taken from scikit-learn 1.9.1's package data file breast_cancer.csv (BSD-3): "
+        "569 "
+        "images, 30 nuclear features.",
+        task="Malignant versus benign tumour from 30 nuclear features.",
+        paper="Seeger (NIPS 2000, Table 1): 300 training / 269 test points, whole set "
+        "normalised, "
+        "one random training set.",
+        ours="10 seeded random partitions 300/269 (not stratified).",
+        stored="the raw feature values",
+    )
+)
 
 
 # %% book/04_data.md, code cell 31
-_IDA_SIZES = {  # name: (n_train, n_test, n_splits), Sundararajan & Keerthi Table 3 / IDA
-    "banana": (400, 4900, 100), "breast_cancer": (200, 77, 100), "diabetis": (468, 300, 100),
-    "flare_solar": (666, 400, 100), "german": (700, 300, 100), "heart": (170, 100, 100),
-    "image": (1300, 1010, 20), "ringnorm": (400, 7000, 100), "splice": (1000, 2175, 20),
-    "thyroid": (140, 75, 100), "titanic": (150, 2051, 100), "twonorm": (400, 7000, 100),
+# name: (n_train, n_test, n_splits), Sundararajan & Keerthi Table 3 / IDA
+_IDA_SIZES = {
+    "banana": (400, 4900, 100),
+    "breast_cancer": (200, 77, 100),
+    "diabetis": (468, 300, 100),
+    "flare_solar": (666, 400, 100),
+    "german": (700, 300, 100),
+    "heart": (170, 100, 100),
+    "image": (1300, 1010, 20),
+    "ringnorm": (400, 7000, 100),
+    "splice": (1000, 2175, 20),
+    "thyroid": (140, 75, 100),
+    "titanic": (150, 2051, 100),
+    "twonorm": (400, 7000, 100),
     "waveform": (400, 4600, 100),
 }
-_IDA_SOURCE = ("IDA benchmark (Raetsch, Onoda & Mueller 2001), formerly "
-               "ida.first.fraunhofer.de/projects/bench; ")
-_IDA_PAPER = ("Sundararajan & Keerthi (Table 3) use IDA's {n_splits} realisations of "
-              "{n_train} training / {n_test} test points, with IDA's standardised inputs.")
-_IDA_NOT_ORIGINAL = ("IDA's original realisations are not available: ours are seeded random "
-                     "partitions of the whole set with the paper's sizes")
+_IDA_SOURCE = (
+    "IDA benchmark (Raetsch, Onoda & Mueller 2001), formerly "
+    "ida.first.fraunhofer.de/projects/bench; "
+)
+_IDA_PAPER = (
+    "Sundararajan & Keerthi (Table 3) use IDA's {n_splits} realisations of "
+    "{n_train} training / {n_test} test points, with IDA's standardised inputs."
+)
+_IDA_NOT_ORIGINAL = (
+    "IDA's original realisations are not available: ours are seeded random "
+    "partitions of the whole set with the paper's sizes"
+)
 
 
 # %% book/04_data.md, code cell 32
 def _ida_asc(name: str) -> _Raw:
-    """IDA realisation 1 (.asc files): the whole set, with realisation 1 as the given split."""
+    """IDA realisation 1 (.asc files): the whole set, with realisation 1 as the given
+    split."""
+
     def part(kind):
-        return np.loadtxt(io.StringIO(_read_text("ida", name, f"{name}_{kind}_1.asc.gz")),
-                          ndmin=2)
+        return np.loadtxt(
+            io.StringIO(_read_text("ida", name, f"{name}_{kind}_1.asc.gz")), ndmin=2
+        )
+
     y_train, y_test = part("train_labels").ravel(), part("test_labels").ravel()
     X = np.vstack([part("train_data"), part("test_data")])
     y = np.concatenate([y_train, y_test])
@@ -573,7 +768,8 @@ def _ida_asc(name: str) -> _Raw:
 # %% book/04_data.md, code cell 33
 def _ida_mat(name: str, filename: str):
     """Inputs (N x d) and labels of an IDA whole set stored as a MATLAB file."""
-    from scipy.io import loadmat       # scipy is a dependency; imported only when needed
+    from scipy.io import loadmat  # scipy is a dependency; imported only when needed
+
     m = loadmat(io.BytesIO(_read_bytes("ida", name, filename)))
     return np.asarray(m["X"], dtype=np.float64).T, np.asarray(m["Y"]).ravel()
 
@@ -583,18 +779,47 @@ def _standardised_rows(X) -> np.ndarray:
 
 
 # %% book/04_data.md, code cell 34
-def _register_ida(name, title, reader, standardize, feature_names, positive, negative,
-                  source, task, ours, coding="", stored="IDA's standardised values"):
+def _register_ida(
+    name,
+    title,
+    reader,
+    standardize,
+    feature_names,
+    positive,
+    negative,
+    source,
+    task,
+    ours,
+    coding="",
+    stored="IDA's standardised values",
+):
     n_train, n_test, n_splits = _IDA_SIZES[name]
-    first = ("; realisation 0 is IDA's realisation 1" if name in ("banana", "twonorm",
-                                                                 "waveform") else "")
-    _register(_Spec(
-        name=name, title=title, reader=reader, n_train=n_train, n_test=n_test,
-        n_splits=n_splits, scheme="random", standardize=standardize,
-        feature_names=tuple(feature_names), positive_class=positive, negative_class=negative,
-        source=_IDA_SOURCE + source, task=task,
-        paper=_IDA_PAPER.format(n_splits=n_splits, n_train=n_train, n_test=n_test),
-        ours=f"{_IDA_NOT_ORIGINAL}{first}. {ours}", coding=coding, stored=stored))
+    first = (
+        "; realisation 0 is IDA's realisation 1"
+        if name in ("banana", "twonorm", "waveform")
+        else ""
+    )
+    _register(
+        _Spec(
+            name=name,
+            title=title,
+            reader=reader,
+            n_train=n_train,
+            n_test=n_test,
+            n_splits=n_splits,
+            scheme="random",
+            standardize=standardize,
+            feature_names=tuple(feature_names),
+            positive_class=positive,
+            negative_class=negative,
+            source=_IDA_SOURCE + source,
+            task=task,
+            paper=_IDA_PAPER.format(n_splits=n_splits, n_train=n_train, n_test=n_test),
+            ours=f"{_IDA_NOT_ORIGINAL}{first}. {ours}",
+            coding=coding,
+            stored=stored,
+        )
+    )
 
 
 # %% book/04_data.md, code cell 35
@@ -628,76 +853,124 @@ def _read_breast_cancer() -> _Raw:
 @lru_cache(maxsize=None)
 def _read_thyroid() -> _Raw:
     rows = _read_table("ida", "thyroid", "ida_thyroid.data", delimiter=",")
-    return _Raw(_frozen([[float(v) for v in r[:5]] for r in rows]),
-                _labels([float(r[5]) > 0 for r in rows]))
+    return _Raw(
+        _frozen([[float(v) for v in r[:5]] for r in rows]),
+        _labels([float(r[5]) > 0 for r in rows]),
+    )
 
 
 # %% book/04_data.md, code cell 36
 _register_ida(
-    "banana", "IDA banana (two-dimensional, two banana-shaped clusters)", _read_banana, "none",
-    ("x1", "x2"), "IDA label +1", "IDA label -1",
-    "realisation 1 (banana_{train,test}_{data,labels}_1.asc), 400 + 4900 = 5300 points.",
+    "banana",
+    "IDA banana (two-dimensional, two banana-shaped clusters)",
+    _read_banana,
+    "none",
+    ("x1", "x2"),
+    "IDA label +1",
+    "IDA label -1",
+    "realisation 1 (banana_{train,test}_{data,labels}_1.asc), 400 + 4900 = 5300 "
+    "points.",
     "Artificial two-dimensional problem with banana-shaped classes.",
-    "Inputs as stored (IDA standardised them over the whole set).")
+    "Inputs as stored (IDA standardised them over the whole set).",
+)
 _register_ida(
-    "twonorm", "IDA twonorm (Breiman's two Gaussians in 20 dimensions)", _read_twonorm, "none",
-    tuple(f"x{k}" for k in range(1, 21)), "IDA label +1", "IDA label -1",
+    "twonorm",
+    "IDA twonorm (Breiman's two Gaussians in 20 dimensions)",
+    _read_twonorm,
+    "none",
+    tuple(f"x{k}" for k in range(1, 21)),
+    "IDA label +1",
+    "IDA label -1",
     "realisation 1 (twonorm_*_1.asc), 400 + 7000 = 7400 points (DELVE / Breiman 1996).",
-    "Which of two unit-covariance Gaussians with means +-(a, ..., a) generated the point.",
-    "Inputs as stored (standardised by IDA over the whole set). Seeger (NIPS 2000) uses 300 "
-    "training / 7100 test points: load('twonorm', n_train=300).")
+    "Which of two unit-covariance Gaussians with means +-(a, ..., a) generated the "
+    "point.",
+    "Inputs as stored (standardised by IDA over the whole set). Seeger (NIPS 2000) "
+    "uses 300 "
+    "training / 7100 test points: load('twonorm', n_train=300).",
+)
 _register_ida(
-    "waveform", "IDA waveform (Breiman's waveforms, one class against the other two)",
-    _read_waveform, "none", tuple(f"x{k}" for k in range(1, 22)),
+    "waveform",
+    "IDA waveform (Breiman's waveforms, one class against the other two)",
+    _read_waveform,
+    "none",
+    tuple(f"x{k}" for k in range(1, 22)),
     "IDA label +1 (one of Breiman's three wave classes)",
     "IDA label -1 (the other two wave classes, merged)",
-    "realisation 1 (waveform_*_1.asc), 400 + 4600 = 5000 points (Breiman's waveform data).",
+    "realisation 1 (waveform_*_1.asc), 400 + 4600 = 5000 points (Breiman's waveform "
+    "data).",
     "One wave class (1647 rows) against the other two (3353 rows).",
-    "Inputs as stored (standardised by IDA over the whole set). Seeger (NIPS 2000) uses "
-    "'class 1 against 2' with 800/2504 points; that task cannot be built from this copy, whose "
-    "-1 class merges two wave classes.")
+    "Inputs as stored (standardised by IDA over the whole set). Seeger (NIPS 2000) "
+    "uses "
+    "'class 1 against 2' with 800/2504 points; that task cannot be built from this "
+    "copy, whose "
+    "-1 class merges two wave classes.",
+)
 _register_ida(
-    "ringnorm", "IDA ringnorm (Breiman's ringnorm, 20 dimensions)", _read_ringnorm, "none",
-    tuple(f"x{k}" for k in range(1, 21)), "IDA label +1", "IDA label -1",
-    "whole set in ringnorm.mat (from the FSVM repository; same N x d, standardisation and "
+    "ringnorm",
+    "IDA ringnorm (Breiman's ringnorm, 20 dimensions)",
+    _read_ringnorm,
+    "none",
+    tuple(f"x{k}" for k in range(1, 21)),
+    "IDA label +1",
+    "IDA label -1",
+    "whole set in ringnorm.mat (from the FSVM repository; same N x d, standardisation "
+    "and "
     "origin as the verified twonorm.mat), 7400 points.",
-    "Gaussian with unit covariance against Gaussian with covariance 4 I (Breiman 1996).",
-    "Inputs as stored (standardised by IDA over the whole set); the file's own 10-fold split "
-    "is ignored. Seeger (NIPS 2000) uses 400/7000, IDA's sizes.")
+    "Gaussian with unit covariance against Gaussian with covariance 4 I (Breiman "
+    "1996).",
+    "Inputs as stored (standardised by IDA over the whole set); the file's own "
+    "10-fold split "
+    "is ignored. Seeger (NIPS 2000) uses 400/7000, IDA's sizes.",
+)
 _register_ida(
-    "breast_cancer", "IDA breast cancer (Ljubljana, recurrence)", _read_breast_cancer, "none",
+    "breast_cancer",
+    "IDA breast cancer (Ljubljana, recurrence)",
+    _read_breast_cancer,
+    "none",
     tuple(f"x{k}" for k in range(1, 10)),
     "class 1 of the file (81 rows; most likely recurrence events)",
     "class 2 of the file (196 rows; most likely no recurrence)",
-    "whole set in breast.mat (277 x 9, standardised; provenance not verified against an IDA "
+    "whole set in breast.mat (277 x 9, standardised; provenance not verified against "
+    "an IDA "
     "file), from the UCI Ljubljana breast cancer data with incomplete rows removed.",
-    "Recurrence of breast cancer (the file does not name its classes; the minority class is "
+    "Recurrence of breast cancer (the file does not name its classes; the minority "
+    "class is "
     "taken as +1, matching the 29% positives of Sundararajan & Keerthi's Table 6).",
-    "Inputs as stored (IDA's standardisation, not over exactly these 277 rows).")
+    "Inputs as stored (IDA's standardisation, not over exactly these 277 rows).",
+)
 _register_ida(
-    "thyroid", "IDA thyroid (new-thyroid: normal versus abnormal)", _read_thyroid, "none",
+    "thyroid",
+    "IDA thyroid (new-thyroid: normal versus abnormal)",
+    _read_thyroid,
+    "none",
     ("T3_resin", "thyroxin", "T3", "TSH", "TSH_diff"),
-    "hyper- or hypothyroid (UCI classes 2, 3)", "normal (UCI class 1)",
-    "IDA-like whole set ida_thyroid.data (215 x 5), each column an exact affine map of the UCI "
+    "hyper- or hypothyroid (UCI classes 2, 3)",
+    "normal (UCI class 1)",
+    "IDA-like whole set ida_thyroid.data (215 x 5), each column an exact affine map "
+    "of the UCI "
     "new-thyroid column.",
     "Thyroid function abnormal (hyper or hypo) versus normal, 5 laboratory tests.",
-    "Inputs as stored: IDA's centring and scaling, whose statistics are not the whole set's "
-    "(column standard deviations 0.89-1.29).")
+    "Inputs as stored: IDA's centring and scaling, whose statistics are not the whole "
+    "set's "
+    "(column standard deviations 0.89-1.29).",
+)
 
 
 # %% book/04_data.md, code cell 38
 @lru_cache(maxsize=None)
 def _read_diabetis() -> _Raw:
     rows = _read_table("ida", "diabetis", "pima-indians-diabetes.data", delimiter=",")
-    return _Raw(_frozen([[float(v) for v in r[:8]] for r in rows]),
-                _labels([r[8] == "1" for r in rows]))
+    return _Raw(
+        _frozen([[float(v) for v in r[:8]] for r in rows]),
+        _labels([r[8] == "1" for r in rows]),
+    )
 
 
 @lru_cache(maxsize=None)
 def _read_flare_solar() -> _Raw:
     rows = _read_table("ida", "flare_solar", "flare.data2")
     codes = np.array([[float(v) for v in r[3:13]] for r in rows])
-    codes = np.delete(codes, 6, axis=1)            # "area of the largest spot": constant
+    codes = np.delete(codes, 6, axis=1)  # "area of the largest spot": constant
     ranks = np.column_stack([np.unique(c, return_inverse=True)[1] + 1 for c in codes.T])
     return _Raw(_frozen(ranks), _labels([r[2] != "O" for r in rows]))
 
@@ -712,8 +985,10 @@ def _read_german() -> _Raw:
 @lru_cache(maxsize=None)
 def _read_heart() -> _Raw:
     rows = _read_table("ida", "heart", "heart.dat")
-    return _Raw(_frozen([[float(v) for v in r[:13]] for r in rows]),
-                _labels([r[13] == "2" for r in rows]))
+    return _Raw(
+        _frozen([[float(v) for v in r[:13]] for r in rows]),
+        _labels([r[13] == "2" for r in rows]),
+    )
 
 
 # %% book/04_data.md, code cell 39
@@ -724,9 +999,13 @@ _IMAGE_POSITIVE = ("BRICKFACE", "FOLIAGE", "PATH", "SKY")
 def _read_image() -> _Raw:
     rows = []
     for filename in ("segmentation.data.gz", "segmentation.test.gz"):
-        rows += [r for r in _read_table("ida", "image", filename, delimiter=",")
-                 if len(r) == 20 and not r[0].startswith(";")
-                 and not r[0].startswith("REGION")]
+        rows += [
+            r
+            for r in _read_table("ida", "image", filename, delimiter=",")
+            if len(r) == 20
+            and not r[0].startswith(";")
+            and not r[0].startswith("REGION")
+        ]
     X = np.delete(np.array([[float(v) for v in r[1:]] for r in rows]), 2, axis=1)
     return _Raw(_frozen(X), _labels([r[0] in _IMAGE_POSITIVE for r in rows]))
 
@@ -737,15 +1016,23 @@ _SPLICE_CODE = {"A": 1.0, "G": 2.0, "C": 3.0, "T": 4.0}
 
 @lru_cache(maxsize=None)
 def _read_splice() -> _Raw:
-    rows = [(r[0], r[2]) for r in _read_table("ida", "splice", "splice.data.gz", delimiter=",")]
-    rows = [(c, s) for c, s in rows if set(s) <= set(_SPLICE_CODE)]   # drop ambiguous codes
+    rows = [
+        (r[0], r[2])
+        for r in _read_table("ida", "splice", "splice.data.gz", delimiter=",")
+    ]
+    rows = [
+        (c, s) for c, s in rows if set(s) <= set(_SPLICE_CODE)
+    ]  # drop ambiguous codes
     X = [[_SPLICE_CODE[b] for b in s] for _, s in rows]
     return _Raw(_frozen(X), _labels([c == "N" for c, _ in rows]))
 
 
 # %% book/04_data.md, code cell 41
-_TITANIC_CODE = {"Class": {"1st": 1, "2nd": 2, "3rd": 3, "Crew": 4},
-                 "Age": {"Adult": 0, "Child": 1}, "Sex": {"Female": 0, "Male": 1}}
+_TITANIC_CODE = {
+    "Class": {"1st": 1, "2nd": 2, "3rd": 3, "Crew": 4},
+    "Age": {"Adult": 0, "Child": 1},
+    "Sex": {"Female": 0, "Male": 1},
+}
 
 
 @lru_cache(maxsize=None)
@@ -760,100 +1047,213 @@ def _read_titanic() -> _Raw:
 
 # %% book/04_data.md, code cell 42
 _register_ida(
-    "diabetis", "IDA diabetis (Pima Indians diabetes, all 768 rows)", _read_diabetis, "all",
+    "diabetis",
+    "IDA diabetis (Pima Indians diabetes, all 768 rows)",
+    _read_diabetis,
+    "all",
     ("npreg", "glucose", "bp", "skin", "insulin", "bmi", "pedigree", "age"),
-    "tested positive for diabetes", "tested negative",
+    "tested positive for diabetes",
+    "tested negative",
     "original UCI pima-indians-diabetes.data (NIDDK; Smith et al. 1988), 768 x 8.",
-    "Diabetes from 8 clinical measurements (zeros standing for missing values kept, as IDA).",
+    "Diabetes from 8 clinical measurements (zeros standing for missing values kept, "
+    "as IDA).",
     "Standardised over all rows by the loader (IDA's exact statistics unknown).",
-    coding="Inputs are the 8 raw measurements.", stored="the raw measurements")
+    coding="Inputs are the 8 raw measurements.",
+    stored="the raw measurements",
+)
 _register_ida(
-    "flare_solar", "IDA flare-solar (spot distribution open or not)", _read_flare_solar, "all",
-    ("activity", "evolution", "previous_activity", "historically_complex", "became_complex",
-     "area", "c_flares", "m_flares", "x_flares"),
-    "spot distribution not open (X, I or C)", "spot distribution open (O)",
+    "flare_solar",
+    "IDA flare-solar (spot distribution open or not)",
+    _read_flare_solar,
+    "all",
+    (
+        "activity",
+        "evolution",
+        "previous_activity",
+        "historically_complex",
+        "became_complex",
+        "area",
+        "c_flares",
+        "m_flares",
+        "x_flares",
+    ),
+    "spot distribution not open (X, I or C)",
+    "spot distribution open (O)",
     "original UCI flare.data2 (solar flares 1978-79), 1066 rows.",
     "Whether the sunspot group's distribution is 'open' (sign in IDA unknown).",
     "Standardised over all rows by the loader.",
-    coding="Inputs are the 6 activity codes (the constant one dropped) and the C, M, X flare "
-           "counts, each replaced by the rank of its value (IDA's coding).",
-    stored="the rank codes")
+    coding="Inputs are the 6 activity codes (the constant one dropped) and the C, M, "
+    "X flare "
+    "counts, each replaced by the rank of its value (IDA's coding).",
+    stored="the rank codes",
+)
 _register_ida(
-    "german", "IDA german (STATLOG German credit)", _read_german, "all",
-    ("checking_status", "duration", "credit_history", "purpose", "amount", "savings",
-     "employment_since", "installment_rate", "personal_status_sex", "other_debtors",
-     "residence_since", "property", "age", "other_installment_plans", "housing",
-     "existing_credits", "job", "people_liable", "telephone", "foreign_worker"),
-    "bad credit risk (class 2)", "good credit risk (class 1)",
+    "german",
+    "IDA german (STATLOG German credit)",
+    _read_german,
+    "all",
+    (
+        "checking_status",
+        "duration",
+        "credit_history",
+        "purpose",
+        "amount",
+        "savings",
+        "employment_since",
+        "installment_rate",
+        "personal_status_sex",
+        "other_debtors",
+        "residence_since",
+        "property",
+        "age",
+        "other_installment_plans",
+        "housing",
+        "existing_credits",
+        "job",
+        "people_liable",
+        "telephone",
+        "foreign_worker",
+    ),
+    "bad credit risk (class 2)",
+    "good credit risk (class 1)",
     "original STATLOG german.data (H. Hofmann), 1000 x 20.",
     "Credit risk from 20 attributes (13 categorical).",
     "Standardised over all rows by the loader (IDA's exact statistics unknown).",
-    coding="Categorical codes read as numbers by dropping the letter A (A11 -> 11, A410 -> "
-           "410), as IDA did.", stored="the codes and raw numbers")
+    coding="Categorical codes read as numbers by dropping the letter A (A11 -> 11, "
+    "A410 -> "
+    "410), as IDA did.",
+    stored="the codes and raw numbers",
+)
 _register_ida(
-    "heart", "IDA heart (STATLOG heart disease)", _read_heart, "all",
-    ("age", "sex", "chest_pain", "resting_bp", "cholesterol", "fasting_blood_sugar",
-     "resting_ecg", "max_heart_rate", "exercise_angina", "oldpeak", "slope", "n_vessels",
-     "thal"),
-    "heart disease present (class 2)", "absent (class 1)",
+    "heart",
+    "IDA heart (STATLOG heart disease)",
+    _read_heart,
+    "all",
+    (
+        "age",
+        "sex",
+        "chest_pain",
+        "resting_bp",
+        "cholesterol",
+        "fasting_blood_sugar",
+        "resting_ecg",
+        "max_heart_rate",
+        "exercise_angina",
+        "oldpeak",
+        "slope",
+        "n_vessels",
+        "thal",
+    ),
+    "heart disease present (class 2)",
+    "absent (class 1)",
     "original STATLOG heart.dat, 270 x 13.",
     "Presence of heart disease (IDA's sign not verified).",
     "Standardised over all rows by the loader.",
-    coding="Inputs are the 13 attributes as numbers.", stored="the raw attribute values")
+    coding="Inputs are the 13 attributes as numbers.",
+    stored="the raw attribute values",
+)
 
 
 # %% book/04_data.md, code cell 43
 _register_ida(
-    "image", "IDA image (UCI image segmentation, 4 classes against 3)", _read_image, "all",
-    ("region_centroid_col", "region_centroid_row", "short_line_density_5",
-     "short_line_density_2", "vedge_mean", "vedge_sd", "hedge_mean", "hedge_sd",
-     "intensity_mean", "rawred_mean", "rawblue_mean", "rawgreen_mean", "exred_mean",
-     "exblue_mean", "exgreen_mean", "value_mean", "saturation_mean", "hue_mean"),
-    "brickface, foliage, path or sky", "cement, grass or window",
+    "image",
+    "IDA image (UCI image segmentation, 4 classes against 3)",
+    _read_image,
+    "all",
+    (
+        "region_centroid_col",
+        "region_centroid_row",
+        "short_line_density_5",
+        "short_line_density_2",
+        "vedge_mean",
+        "vedge_sd",
+        "hedge_mean",
+        "hedge_sd",
+        "intensity_mean",
+        "rawred_mean",
+        "rawblue_mean",
+        "rawgreen_mean",
+        "exred_mean",
+        "exblue_mean",
+        "exgreen_mean",
+        "value_mean",
+        "saturation_mean",
+        "hue_mean",
+    ),
+    "brickface, foliage, path or sky",
+    "cement, grass or window",
     "original UCI segmentation.data + segmentation.test, 2310 x 19.",
     "Outdoor image region classes, grouped as IDA did.",
-    "Standardised over all rows (n-1), which reproduces an IDA-like copy to about 1e-6.",
-    coding="REGION-PIXEL-COUNT (constant) dropped.", stored="the raw attribute values")
+    "Standardised over all rows (n-1), which reproduces an IDA-like copy to about "
+    "1e-6.",
+    coding="REGION-PIXEL-COUNT (constant) dropped.",
+    stored="the raw attribute values",
+)
 _register_ida(
-    "splice", "IDA splice (splice junctions in DNA)", _read_splice, "all",
+    "splice",
+    "IDA splice (splice junctions in DNA)",
+    _read_splice,
+    "all",
     tuple(f"base_{k:02d}" for k in range(1, 61)),
-    "neither (no splice junction)", "exon/intron (EI) or intron/exon (IE) boundary",
-    "original UCI splice.data (Towell, Noordewier & Shavlik), 3190 sequences of 60 bases.",
-    "Whether the middle of the sequence is a splice junction (sign as in DELVE/LIBSVM; IDA's "
+    "neither (no splice junction)",
+    "exon/intron (EI) or intron/exon (IE) boundary",
+    "original UCI splice.data (Towell, Noordewier & Shavlik), 3190 sequences of 60 "
+    "bases.",
+    "Whether the middle of the sequence is a splice junction (sign as in "
+    "DELVE/LIBSVM; IDA's "
     "not verified).",
-    "15 sequences with ambiguity codes dropped (3175 left, IDA's size); standardised over all "
+    "15 sequences with ambiguity codes dropped (3175 left, IDA's size); standardised "
+    "over all "
     "rows.",
-    coding="Bases coded A, G, C, T -> 1, 2, 3, 4 (DELVE/LIBSVM order; IDA's order unknown).",
-    stored="the base codes 1-4")
+    coding="Bases coded A, G, C, T -> 1, 2, 3, 4 (DELVE/LIBSVM order; IDA's order "
+    "unknown).",
+    stored="the base codes 1-4",
+)
 _register_ida(
-    "titanic", "IDA titanic (survival on the Titanic)", _read_titanic, "all",
-    ("class", "age", "sex"), "survived", "died",
-    "R datasets::Titanic contingency table (Dawson 1995; = DELVE titanic), 2201 people.",
+    "titanic",
+    "IDA titanic (survival on the Titanic)",
+    _read_titanic,
+    "all",
+    ("class", "age", "sex"),
+    "survived",
+    "died",
+    "R datasets::Titanic contingency table (Dawson 1995; = DELVE titanic), 2201 "
+    "people.",
     "Survival from passenger class, age group and sex.",
-    "Standardised over all rows (n-1), which reproduces an IDA-like copy to about 1e-6.",
-    coding="Class 1st/2nd/3rd/crew -> 1-4, age adult/child -> 0/1, sex female/male -> 0/1.",
-    stored="the ordinal codes")
+    "Standardised over all rows (n-1), which reproduces an IDA-like copy to about "
+    "1e-6.",
+    coding="Class 1st/2nd/3rd/crew -> 1-4, age adult/child -> 0/1, sex female/male -> "
+    "0/1.",
+    stored="the ordinal codes",
+)
 
 
 # %% book/04_data.md, code cell 45
-_IMBALANCED_PAPER = ("Sundararajan & Keerthi (Table 6, F-measure experiment): {paper_name}, "
-                     "{n_train} training / {n_test} test points, {n_splits} stratified "
-                     "partitions, about {ppe}% positives; preprocessing not stated.")
+_IMBALANCED_PAPER = (
+    "Sundararajan & Keerthi (Table 6, F-measure experiment): {paper_name}, "
+    "{n_train} training / {n_test} test points, {n_splits} stratified "
+    "partitions, about {ppe}% positives; preprocessing not stated."
+)
 
 
 @lru_cache(maxsize=None)
 def _read_multiclass(name: str) -> tuple[np.ndarray, tuple]:
     """Inputs and class names of a multi-class UCI set (yeast, ecoli or car)."""
     if name == "car":
-        levels = [("low", "med", "high", "vhigh"), ("low", "med", "high", "vhigh"),
-                  ("2", "3", "4", "5more"), ("2", "4", "more"), ("small", "med", "big"),
-                  ("low", "med", "high")]
+        levels = [
+            ("low", "med", "high", "vhigh"),
+            ("low", "med", "high", "vhigh"),
+            ("2", "3", "4", "5more"),
+            ("2", "4", "more"),
+            ("small", "med", "big"),
+            ("low", "med", "high"),
+        ]
         rows = _read_table("car", "car.data", delimiter=",")
         X = [[lv.index(v) for lv, v in zip(levels, r[:6])] for r in rows]
     else:
         filename = "yeast.data.gz" if name == "yeast" else "ecoli.data"
         rows = _read_table(name, filename)
-        X = [[float(v) for v in r[1:-1]] for r in rows]        # r[0] is the sequence name
+        X = [[float(v) for v in r[1:-1]] for r in rows]  # r[0] is the sequence name
     return _frozen(X), tuple(r[-1] for r in rows)
 
 
@@ -863,60 +1263,148 @@ def _one_versus_rest(name: str, positive: str) -> _Raw:
     return _Raw(X, _labels([c == positive for c in classes]))
 
 
-def _register_imbalanced(name, paper_name, data, positive, n_train, n_test, ppe, title,
-                         feature_names, source, negative, coding="", aliases=()):
+def _register_imbalanced(
+    name,
+    paper_name,
+    data,
+    positive,
+    n_train,
+    n_test,
+    ppe,
+    title,
+    feature_names,
+    source,
+    negative,
+    coding="",
+    aliases=(),
+):
     reader = lru_cache(maxsize=None)(lambda: _one_versus_rest(data, positive))
-    _register(_Spec(
-        name=name, title=title, reader=reader, n_train=n_train, n_test=n_test, n_splits=50,
-        scheme="stratified", standardize="all", feature_names=tuple(feature_names),
-        positive_class=positive, negative_class=negative, source=source,
-        task=f"One class against the rest: {positive} versus all other classes.",
-        paper=_IMBALANCED_PAPER.format(paper_name=paper_name, n_train=n_train, n_test=n_test,
-                                       n_splits=50, ppe=ppe),
-        ours=(f"Positive class {positive} = class {paper_name[len(data):]} in the order of "
-              f"{data}.names (1-based). 50 seeded stratified random partitions of {n_train} / "
-              f"{n_test}; the paper's partitions are not available. Inputs standardised over "
-              f"all rows (our choice; the paper does not say)."),
-        coding=coding, stored="the values of the data file"), aliases=aliases)
+    _register(
+        _Spec(
+            name=name,
+            title=title,
+            reader=reader,
+            n_train=n_train,
+            n_test=n_test,
+            n_splits=50,
+            scheme="stratified",
+            standardize="all",
+            feature_names=tuple(feature_names),
+            positive_class=positive,
+            negative_class=negative,
+            source=source,
+            task=f"One class against the rest: {positive} versus all other classes.",
+            paper=_IMBALANCED_PAPER.format(
+                paper_name=paper_name,
+                n_train=n_train,
+                n_test=n_test,
+                n_splits=50,
+                ppe=ppe,
+            ),
+            ours=(
+                f"Positive class {positive} = class {paper_name[len(data) :]} in the "
+                f"order of "
+                f"{data}.names (1-based). 50 seeded stratified random partitions of "
+                f"{n_train} / "
+                f"{n_test}; the paper's partitions are not available. Inputs "
+                f"standardised over "
+                f"all rows (our choice; the paper does not say)."
+            ),
+            coding=coding,
+            stored="the values of the data file",
+        ),
+        aliases=aliases,
+    )
 
 
 # %% book/04_data.md, code cell 47
-_YEAST_SOURCE = ("UCI 'Yeast' (Nakai & Kanehisa 1992; donated by P. Horton): 1484 proteins, 8 "
-                 "numeric sequence features, 10 localisation sites.")
+_YEAST_SOURCE = (
+    "UCI 'Yeast' (Nakai & Kanehisa 1992; donated by P. Horton): 1484 proteins, 8 "
+    "numeric sequence features, 10 localisation sites."
+)
 _YEAST_FEATURES = ("mcg", "gvh", "alm", "mit", "erl", "pox", "vac", "nuc")
 _register_imbalanced(
-    "yeast", "yeast7", "yeast", "EXC", 297, 1187, 2,
-    "Yeast, extracellular (EXC) versus rest (S&K's yeast7)", _YEAST_FEATURES, _YEAST_SOURCE,
-    "any other localisation site", aliases=("yeast7",))
+    "yeast",
+    "yeast7",
+    "yeast",
+    "EXC",
+    297,
+    1187,
+    2,
+    "Yeast, extracellular (EXC) versus rest (S&K's yeast7)",
+    _YEAST_FEATURES,
+    _YEAST_SOURCE,
+    "any other localisation site",
+    aliases=("yeast7",),
+)
 _register_imbalanced(
-    "yeast5", "yeast5", "yeast", "ME2", 320, 1164, 4,
+    "yeast5",
+    "yeast5",
+    "yeast",
+    "ME2",
+    320,
+    1164,
+    4,
     "Yeast, membrane protein with uncleaved signal (ME2) versus rest (S&K's yeast5)",
-    _YEAST_FEATURES, _YEAST_SOURCE, "any other localisation site")
+    _YEAST_FEATURES,
+    _YEAST_SOURCE,
+    "any other localisation site",
+)
 _register_imbalanced(
-    "yeast4", "yeast4", "yeast", "ME3", 165, 1319, 11,
-    "Yeast, membrane protein without N-terminal signal (ME3) versus rest (S&K's yeast4)",
-    _YEAST_FEATURES, _YEAST_SOURCE, "any other localisation site")
+    "yeast4",
+    "yeast4",
+    "yeast",
+    "ME3",
+    165,
+    1319,
+    11,
+    "Yeast, membrane protein without N-terminal signal (ME3) versus rest (S&K's "
+    "yeast4)",
+    _YEAST_FEATURES,
+    _YEAST_SOURCE,
+    "any other localisation site",
+)
 _register_imbalanced(
-    "ecoli", "ecoli5", "ecoli", "om", 124, 212, 6,
+    "ecoli",
+    "ecoli5",
+    "ecoli",
+    "om",
+    124,
+    212,
+    6,
     "E. coli, outer membrane (om) versus rest (S&K's ecoli5)",
     ("mcg", "gvh", "lip", "chg", "aac", "alm1", "alm2"),
-    "UCI 'Ecoli' (Nakai & Kanehisa; donated by P. Horton): 336 proteins, 7 numeric features, "
-    "8 localisation sites.", "any other localisation site", aliases=("ecoli5",))
+    "UCI 'Ecoli' (Nakai & Kanehisa; donated by P. Horton): 336 proteins, 7 numeric "
+    "features, "
+    "8 localisation sites.",
+    "any other localisation site",
+    aliases=("ecoli5",),
+)
 _register_imbalanced(
-    "car", "car3", "car", "good", 350, 1378, 4,
+    "car",
+    "car3",
+    "car",
+    "good",
+    350,
+    1378,
+    4,
     "Car evaluation, 'good' versus rest (S&K's car3)",
     ("buying", "maint", "doors", "persons", "lug_boot", "safety"),
     "UCI 'Car Evaluation' (Bohanec & Rajkovic 1988): 1728 cars, 6 ordered categorical "
-    "attributes, classes unacc, acc, good, vgood.", "unacc, acc or vgood",
-    coding="Ordered categories coded 0, 1, ...: buying and maint low/med/high/vhigh -> 0-3, "
-           "doors 2/3/4/5more -> 0-3, persons 2/4/more -> 0-2, lug_boot small/med/big -> 0-2, "
-           "safety low/med/high -> 0-2.", aliases=("car3",))
+    "attributes, classes unacc, acc, good, vgood.",
+    "unacc, acc or vgood",
+    coding="Ordered categories coded 0, 1, ...: buying and maint low/med/high/vhigh "
+    "-> 0-3, "
+    "doors 2/3/4/5more -> 0-3, persons 2/4/more -> 0-2, lug_boot small/med/big -> 0-2, "
+    "safety low/med/high -> 0-2.",
+    aliases=("car3",),
+)
 
 
 # %% book/04_data.md, code cell 49
 BREIMAN_DIM = 20
-TWONORM_SHIFT = 2.0 / np.sqrt(BREIMAN_DIM)      # a of twonorm
-RINGNORM_SHIFT = 1.0 / np.sqrt(BREIMAN_DIM)     # a of ringnorm
+TWONORM_SHIFT = 2.0 / np.sqrt(BREIMAN_DIM)  # a of twonorm
+RINGNORM_SHIFT = 1.0 / np.sqrt(BREIMAN_DIM)  # a of ringnorm
 
 
 def _breiman_draw(n, random_state):
@@ -926,7 +1414,8 @@ def _breiman_draw(n, random_state):
 
 
 def make_twonorm(n, *, random_state=None):
-    """Breiman's twonorm: ``n`` points x | y ~ N(y a 1, I) in 20 dimensions, a = 2 / sqrt(20).
+    """Breiman's twonorm: ``n`` points x | y ~ N(y a 1, I) in 20 dimensions, a = 2 /
+    sqrt(20).
 
     Labels are +1 or -1 with probability 1/2. ``random_state``: None, an int seed or a
     numpy Generator. Returns (X, y), X of shape (n, 20).
@@ -936,7 +1425,8 @@ def make_twonorm(n, *, random_state=None):
 
 
 def make_ringnorm(n, *, random_state=None):
-    """Breiman's ringnorm: x | +1 ~ N(0, 4 I), x | -1 ~ N(a 1, I) in 20 dimensions, a = 1 / sqrt(20).
+    """Breiman's ringnorm: x | +1 ~ N(0, 4 I), x | -1 ~ N(a 1, I) in 20 dimensions, a =
+    1 / sqrt(20).
 
     As ``make_twonorm``: labels +1 or -1 with probability 1/2; returns (X, y).
     """
@@ -946,15 +1436,19 @@ def make_ringnorm(n, *, random_state=None):
 
 
 def bayes_proba(name, X):
-    """Eq. (eq-data-breiman-bayes): P(y = +1 | x) of Breiman's ``name`` ("twonorm" or "ringnorm")."""
+    """Eq. (eq-data-breiman-bayes): P(y = +1 | x) of Breiman's ``name`` ("twonorm" or
+    "ringnorm")."""
     X = check_array(X, "X")
     if X.shape[1] != BREIMAN_DIM:
         raise ValueError(f"X must have {BREIMAN_DIM} columns; got {X.shape[1]}")
     if name == "twonorm":
         log_odds = 2.0 * TWONORM_SHIFT * X.sum(axis=1)
     elif name == "ringnorm":
-        log_odds = (-0.5 * BREIMAN_DIM * np.log(4.0) - 0.125 * np.sum(X * X, axis=1)
-                    + 0.5 * np.sum((X - RINGNORM_SHIFT) ** 2, axis=1))
+        log_odds = (
+            -0.5 * BREIMAN_DIM * np.log(4.0)
+            - 0.125 * np.sum(X * X, axis=1)
+            + 0.5 * np.sum((X - RINGNORM_SHIFT) ** 2, axis=1)
+        )
     else:
         raise ValueError(f"name must be 'twonorm' or 'ringnorm'; got {name!r}")
     return expit(log_odds)

@@ -5,31 +5,51 @@
 """Expectation propagation for Gaussian-process classification (chapter 13 of the book).
 
 Built from book/13_ep.md, which derives every formula: moment matching (Sundararajan &
-Keerthi's eqs 3-4, with the sites, cavities and Gaussian of chapter 8), sequential EP with
+Keerthi's eqs 3-4, with the sites, cavities and Gaussian of chapter 8), sequential EP
+with
 rank-one updates (eq-ep-rank-one), parallel EP (chapter 8's parallel_sites), the EP log
 marginal likelihood (their eq. 5, eq-ep-logz-stable) and its gradient in the kernel
-hyperparameters (eq-ep-gradient). Chapter 14 (ep_fast) accelerates the parallel iteration and
+hyperparameters (eq-ep-gradient). Chapter 14 (ep_fast) accelerates the parallel
+iteration and
 chapter 15 (ep_classifier) builds the classifier ``EP``.
 
 Names as in gpc_literate.sites: sites exp(nu f - tau f^2 / 2) (``nu``, ``tau``), the
-posterior mean K @ coef, cavities ``mu_cav``, ``var_cav``, derivatives ``d1``, ``d2`` of log Z.
+posterior mean K @ coef, cavities ``mu_cav``, ``var_cav``, derivatives ``d1``, ``d2`` of
+log Z.
 """
+
 import numpy as np
 from scipy.linalg.blas import dgemm
 
-from gpc_literate.sites import (SiteIteration, SitePosterior, cavities, parallel_sites,
-                                site_change, site_from_derivatives)
+from gpc_literate.sites import (
+    SiteIteration,
+    SitePosterior,
+    cavities,
+    parallel_sites,
+    site_change,
+    site_from_derivatives,
+)
 
-__all__ = ["check_sites", "run_ep", "run_sequential", "ep_log_marginal", "ep_log_marginal_gradient"]
+__all__ = [
+    "check_sites",
+    "run_ep",
+    "run_sequential",
+    "ep_log_marginal",
+    "ep_log_marginal_gradient",
+]
 
 
 # %% book/13_ep.md, code cell 5
 def _sequential_sweep(Sigma, mean, nu, tau, y, likelihood, damping, block=128):
-    """One sweep of sequential EP, eq. (eq-ep-rank-one), updating Sigma, mean, nu, tau in place.
+    """One sweep of sequential EP, eq. (eq-ep-rank-one), updating Sigma, mean, nu, tau
+    in place.
 
-    Site i needs only column i of the current Sigma. The rank-one downdates are therefore
-    delayed and applied ``block`` at a time as one matrix product (BLAS 3): the column is the
-    stored one minus the pending updates. Sigma must be Fortran-ordered. Returns (largest
+    Site i needs only column i of the current Sigma. The rank-one downdates are
+    therefore
+    delayed and applied ``block`` at a time as one matrix product (BLAS 3): the column
+    is the
+    stored one minus the pending updates. Sigma must be Fortran-ordered. Returns
+    (largest
     undamped change, number of sites whose update was refused).
     """
     n = len(mean)
@@ -41,8 +61,10 @@ def _sequential_sweep(Sigma, mean, nu, tau, y, likelihood, damping, block=128):
         for i in range(start, min(start + block, n)):
             col = Sigma[:, i] - S[:, :k] @ (c[:k] * S[i, :k])
             var_i, mean_i = col[i], mean[i]
-            mu_cav, var_cav, proper = cavities(mean_i, var_i, nu[i] - tau[i] * mean_i, tau[i])
-            if not proper:                        # improper cavity: leave the site alone
+            mu_cav, var_cav, proper = cavities(
+                mean_i, var_i, nu[i] - tau[i] * mean_i, tau[i]
+            )
+            if not proper:  # improper cavity: leave the site alone
                 refused += 1
                 continue
             _, d1, d2 = likelihood.log_Z(y[i], mu_cav, var_cav)
@@ -54,22 +76,30 @@ def _sequential_sweep(Sigma, mean, nu, tau, y, likelihood, damping, block=128):
             change = max(change, site_change(d_nu, d_tau, var_cav))
             d_tau *= damping
             d_nu *= damping
-            denom = 1.0 + d_tau * var_i           # = var_i / (new var_i) > 0
+            denom = 1.0 + d_tau * var_i  # = var_i / (new var_i) > 0
             mean += ((d_nu - d_tau * mean_i) / denom) * col
             tau[i] += d_tau
             nu[i] += d_nu
             S[:, k] = col
             c[k] = d_tau / denom
             k += 1
-        if k:                                     # Sigma <- Sigma - S diag(c) S^T
-            dgemm(-1.0, S[:, :k] * c[:k], S[:, :k], beta=1.0, c=Sigma, trans_b=1,
-                  overwrite_c=1)
+        if k:  # Sigma <- Sigma - S diag(c) S^T
+            dgemm(
+                -1.0,
+                S[:, :k] * c[:k],
+                S[:, :k],
+                beta=1.0,
+                c=Sigma,
+                trans_b=1,
+                overwrite_c=1,
+            )
     return change, refused
 
 
 # %% book/13_ep.md, code cell 7
 def check_sites(site_nu, site_tau, n):
-    """Starting sites as float arrays of shape (n,) (None: all zero, i.e. q = prior); ValueError otherwise."""
+    """Starting sites as float arrays of shape (n,) (None: all zero, i.e. q = prior);
+    ValueError otherwise."""
     nu = np.zeros(n) if site_nu is None else np.array(site_nu, dtype=float)
     tau = np.zeros(n) if site_tau is None else np.array(site_tau, dtype=float)
     if nu.shape != (n,) or tau.shape != (n,):
@@ -77,14 +107,30 @@ def check_sites(site_nu, site_tau, n):
     return nu, tau
 
 
-def run_ep(K, y, likelihood, site_nu=None, site_tau=None, *, method="sequential", damping=1.0,
-           max_sweeps=100, tol=1e-8, step=None):
-    """Eqs (eq-ep-rank-one), (eq-sites-parallel), (eq-sites-converged): EP on covariance K and labels y.
+def run_ep(
+    K,
+    y,
+    likelihood,
+    site_nu=None,
+    site_tau=None,
+    *,
+    method="sequential",
+    damping=1.0,
+    max_sweeps=100,
+    tol=1e-8,
+    step=None,
+):
+    """Eqs (eq-ep-rank-one), (eq-sites-parallel), (eq-sites-converged): EP on covariance
+    K and labels y.
 
-    ``method`` "sequential" (rank-one updates, ``run_sequential``) or "parallel" (chapter 8's
-    ``parallel_sites``, with the step rule ``step`` if given: chapter 14), started from the
-    sites (site_nu, site_tau) (default: all zero, i.e. q = prior); ``damping`` in (0, 1],
-    at most ``max_sweeps`` sweeps or iterations, converged when the undamped site change is
+    ``method`` "sequential" (rank-one updates, ``run_sequential``) or "parallel"
+    (chapter 8's
+    ``parallel_sites``, with the step rule ``step`` if given: chapter 14), started from
+    the
+    sites (site_nu, site_tau) (default: all zero, i.e. q = prior); ``damping`` in (0,
+    1],
+    at most ``max_sweeps`` sweeps or iterations, converged when the undamped site change
+    is
     below ``tol`` with no refused update. Returns a SiteIteration.
     """
     if method not in ("sequential", "parallel"):
@@ -93,19 +139,32 @@ def run_ep(K, y, likelihood, site_nu=None, site_tau=None, *, method="sequential"
     nu, tau = check_sites(site_nu, site_tau, len(y))
     if method == "sequential":
         return run_sequential(K, y, likelihood, nu, tau, damping, max_sweeps, tol)
-    return parallel_sites(K, y, likelihood, nu, tau, damping=damping, max_iter=max_sweeps,
-                          tol=tol, step=step)
+    return parallel_sites(
+        K,
+        y,
+        likelihood,
+        nu,
+        tau,
+        damping=damping,
+        max_iter=max_sweeps,
+        tol=tol,
+        step=step,
+    )
 
 
 def run_sequential(K, y, likelihood, nu, tau, damping, max_sweeps, tol):
-    """Sequential EP, eq. (eq-ep-rank-one), with a fresh factorisation after every sweep."""
+    """Sequential EP, eq. (eq-ep-rank-one), with a fresh factorisation after every
+    sweep."""
     post, nu, tau = SitePosterior(K, nu, tau, full=True), nu.copy(), tau.copy()
     history, refused, sweep = [], 0, 0
     for sweep in range(1, max_sweeps + 1):
-        change, refused = _sequential_sweep(post.Sigma, post.mean.copy(), nu, tau, y,
-                                            likelihood, damping)
+        change, refused = _sequential_sweep(
+            post.Sigma, post.mean.copy(), nu, tau, y, likelihood, damping
+        )
         history.append(change)
-        post = SitePosterior(K, nu, tau, full=True)   # fresh Cholesky: no accumulated drift
+        post = SitePosterior(
+            K, nu, tau, full=True
+        )  # fresh Cholesky: no accumulated drift
         if change < tol and refused == 0:
             break
     converged = history[-1] < tol and refused == 0
@@ -114,7 +173,8 @@ def run_sequential(K, y, likelihood, nu, tau, damping, max_sweeps, tol):
 
 # %% book/13_ep.md, code cell 14
 def ep_log_marginal(post, likelihood, y, mu_cav, var_cav):
-    """Eq. (eq-ep-logz-stable), S&K eq. 5: log Z_EP from the posterior, the sites and the cavities.
+    """Eq. (eq-ep-logz-stable), S&K eq. 5: log Z_EP from the posterior, the sites and
+    the cavities.
 
     log Z_EP = sum_i log Z_i - log det(I + K T)/2 + nu^T mean/2 + sum_i c_i/2 with
     c_i = log(1 + tau_i v_i) + (tau_i m_i^2 - 2 nu_i m_i - nu_i^2 v_i) / (1 + tau_i v_i)
@@ -122,17 +182,22 @@ def ep_log_marginal(post, likelihood, y, mu_cav, var_cav):
     """
     nu, tau = post.nu, post.tau
     log_z = np.asarray(likelihood.log_Z(y, mu_cav, var_cav)[0])
-    ratio = 1.0 + tau * var_cav                     # = var_cav / var > 0
-    c = np.log(ratio) + (tau * mu_cav ** 2 - 2.0 * nu * mu_cav - nu ** 2 * var_cav) / ratio
-    return float(np.sum(log_z) - 0.5 * post.logdet + 0.5 * nu @ post.mean + 0.5 * np.sum(c))
+    ratio = 1.0 + tau * var_cav  # = var_cav / var > 0
+    c = np.log(ratio) + (tau * mu_cav**2 - 2.0 * nu * mu_cav - nu**2 * var_cav) / ratio
+    return float(
+        np.sum(log_z) - 0.5 * post.logdet + 0.5 * nu @ post.mean + 0.5 * np.sum(c)
+    )
 
 
 # %% book/13_ep.md, code cell 16
 def ep_log_marginal_gradient(post, dK):
-    """Eq. (eq-ep-gradient): d log Z_EP/d theta_j = c^T dK_j c/2 - tr(A dK_j)/2 at a fixed point of EP.
+    """Eq. (eq-ep-gradient): d log Z_EP/d theta_j = c^T dK_j c/2 - tr(A dK_j)/2 at a
+    fixed point of EP.
 
-    ``dK`` of shape (n, n, p) as returned by ``Kernel.gradient``; c = ``post.coef``, A = (K + T^-1)^-1.
+    ``dK`` of shape (n, n, p) as returned by ``Kernel.gradient``; c = ``post.coef``, A =
+    (K + T^-1)^-1.
     """
     c = post.coef
-    return (0.5 * np.einsum("i,ijk,j->k", c, dK, c)
-            - 0.5 * np.einsum("ijk,ij->k", dK, post.inverse_sum()))
+    return 0.5 * np.einsum("i,ijk,j->k", c, dK, c) - 0.5 * np.einsum(
+        "ijk,ij->k", dK, post.inverse_sum()
+    )

@@ -4,22 +4,30 @@
 # %% book/15_ep_classifier.md, code cell 2
 """The EP classifier (chapter 15 of the book).
 
-Built from book/15_ep_classifier.md: predictions under the EP posterior (eq-ep-predict), the
-estimator ``EP`` (fit by solve_ep of chapter 14, learning the kernel by the EP evidence of
+Built from book/15_ep_classifier.md: predictions under the EP posterior (eq-ep-predict),
+the
+estimator ``EP`` (fit by solve_ep of chapter 14, learning the kernel by the EP evidence
+of
 chapter 13 and its gradient), and Sundararajan & Keerthi's leave-one-out predictive
 probabilities from the cavities (their eq. 13, eq-ep-loo-predictive).
 
 Names as in gpc_literate.sites: sites ``site_nu_``, ``site_tau_``, cavities ``mu_cav_``,
 ``var_cav_``, the posterior mean K @ coef with coef = y * alpha_.
 """
+
 import copy
 import warnings
 
 import numpy as np
 from scipy.linalg import LinAlgError
 
-from gpc_literate.base import (ConvergenceWarning, GPClassifierBase, LearnsHyperparameters,
-                               NotFittedError, check_scalar)
+from gpc_literate.base import (
+    ConvergenceWarning,
+    GPClassifierBase,
+    LearnsHyperparameters,
+    NotFittedError,
+    check_scalar,
+)
 from gpc_literate.ep import ep_log_marginal, ep_log_marginal_gradient
 from gpc_literate.ep_fast import EP_METHODS, solve_ep
 from gpc_literate.kernels import check_kernel, default_kernel
@@ -32,9 +40,11 @@ __all__ = ["EP"]
 
 # %% book/15_ep_classifier.md, code cell 3
 def _predict_latent(kernel, X_train, post, X):
-    """Eq. (eq-ep-predict): mean and variance of the latent f(x) under q at each row of X.
+    """Eq. (eq-ep-predict): mean and variance of the latent f(x) under q at each row of
+    X.
 
-    ``post`` is the SitePosterior of the fitted sites on ``X_train``; the variance is clipped
+    ``post`` is the SitePosterior of the fitted sites on ``X_train``; the variance is
+    clipped
     at zero against rounding.
     """
     Ks = kernel(X_train, X)
@@ -45,81 +55,133 @@ def _predict_latent(kernel, X_train, post, X):
 
 # %% book/15_ep_classifier.md, code cell 4
 def _loo_predictive(likelihood, y, mu_cav, var_cav, gamma=0.0):
-    """Eq. (eq-ep-loo-predictive), S&K eq. 13: p(y_i | x_i, D without example i) from the cavities.
+    """Eq. (eq-ep-loo-predictive), S&K eq. 13: p(y_i | x_i, D without example i) from
+    the cavities.
 
     The likelihood's predictive probability of y_i (-1/+1) when f_i follows the cavity
     N(mu_cav_i + gamma, var_cav_i); 1/2 where the cavity is improper (var_cav_i = inf).
     """
     proper = np.isfinite(var_cav)
     p = np.full(len(y), 0.5)
-    p[proper] = likelihood.predictive(y[proper] * (mu_cav[proper] + gamma), var_cav[proper])
+    p[proper] = likelihood.predictive(
+        y[proper] * (mu_cav[proper] + gamma), var_cav[proper]
+    )
     return p
 
 
 # %% book/15_ep_classifier.md, code cell 5
 def _check_ep_options(method, damping, max_sweeps, tol, kernel, likelihood):
-    """ValueError unless EP's options are valid: a method of EP_METHODS, damping in (0, 1],
-    an integer max_sweeps >= 1, tol > 0, a kernel (or None) and a Likelihood (or None)."""
+    """ValueError unless EP's options are valid: a method of EP_METHODS, damping in (0,
+    1],
+    an integer max_sweeps >= 1, tol > 0, a kernel (or None) and a Likelihood (or
+    None)."""
     if method not in EP_METHODS:
         raise ValueError(f"method must be one of {EP_METHODS}; got {method!r}")
     check_scalar(damping, "damping", low=0.0, high=1.0, low_inclusive=False)
-    if (isinstance(max_sweeps, (bool, np.bool_))
-            or not isinstance(max_sweeps, (int, np.integer)) or max_sweeps < 1):
+    if (
+        isinstance(max_sweeps, (bool, np.bool_))
+        or not isinstance(max_sweeps, (int, np.integer))
+        or max_sweeps < 1
+    ):
         raise ValueError(f"max_sweeps must be an integer >= 1; got {max_sweeps!r}")
     check_scalar(tol, "tol", low=0.0, low_inclusive=False)
     check_kernel(kernel)
     if likelihood is not None and not isinstance(likelihood, Likelihood):
-        raise ValueError("likelihood must be a gpc_literate.likelihoods.Likelihood; "
-                         f"got {likelihood!r}")
+        raise ValueError(
+            "likelihood must be a gpc_literate.likelihoods.Likelihood; "
+            f"got {likelihood!r}"
+        )
 
 
 # %% book/15_ep_classifier.md, code cell 6
-def _run_ep_fit(K, y, likelihood, method, damping, max_sweeps, tol, site_nu_init=None,
-                site_tau_init=None, stacklevel=2):
-    """EP to convergence for a fit: solve_ep with its breakdowns explained; returns the EPRun.
+def _run_ep_fit(
+    K,
+    y,
+    likelihood,
+    method,
+    damping,
+    max_sweeps,
+    tol,
+    site_nu_init=None,
+    site_tau_init=None,
+    stacklevel=2,
+):
+    """EP to convergence for a fit: solve_ep with its breakdowns explained; returns the
+    EPRun.
 
-    Raises ImproperPosteriorError (with advice) when EP breaks down, or when a noise-free
-    likelihood meets a conflicting pair of training points; warns (ConvergenceWarning, at
+    Raises ImproperPosteriorError (with advice) when EP breaks down, or when a
+    noise-free
+    likelihood meets a conflicting pair of training points; warns (ConvergenceWarning,
+    at
     ``stacklevel`` seen from the caller) when EP stops before ``tol``.
     """
-    if getattr(likelihood, "kappa", None) == 0.0 and getattr(likelihood, "noise_var", 0.0) == 0.0:
+    if (
+        getattr(likelihood, "kappa", None) == 0.0
+        and getattr(likelihood, "noise_var", 0.0) == 0.0
+    ):
         check_no_conflicting_pair(
-            K, y, f"likelihood={likelihood!r} (noise-free)",
+            K,
+            y,
+            f"likelihood={likelihood!r} (noise-free)",
             "use a likelihood with noise, e.g. Probit(noise_var=1.0) or "
-            "StepFlip(kappa=0.1), or a kernel that separates them")
-    advice = ("; the labels may be (nearly) impossible under the prior with this "
-              "likelihood: use one with more noise (larger noise_var or kappa), or a "
-              "smaller damping")
+            "StepFlip(kappa=0.1), or a kernel that separates them",
+        )
+    advice = (
+        "; the labels may be (nearly) impossible under the prior with this "
+        "likelihood: use one with more noise (larger noise_var or kappa), or a "
+        "smaller damping"
+    )
     try:
-        run = solve_ep(K, y, likelihood, site_nu_init, site_tau_init, method=method,
-                       damping=float(damping), max_sweeps=int(max_sweeps), tol=float(tol))
+        run = solve_ep(
+            K,
+            y,
+            likelihood,
+            site_nu_init,
+            site_tau_init,
+            method=method,
+            damping=float(damping),
+            max_sweeps=int(max_sweeps),
+            tol=float(tol),
+        )
     except ImproperPosteriorError as err:
         raise ImproperPosteriorError(f"{err}{advice}") from None
     except LinAlgError:
-        raise ImproperPosteriorError("EP broke down: a factorisation of the EP posterior "
-                                     f"failed{advice}") from None
+        raise ImproperPosteriorError(
+            f"EP broke down: a factorisation of the EP posterior failed{advice}"
+        ) from None
     if not run.converged:
         unit = "sweeps" if method == "sequential" else "iterations"
-        warnings.warn(f"EP ({method}, damping={damping}) did not converge in "
-                      f"{run.n_iter} {unit}: last undamped site change "
-                      f"{run.history[-1]:.3g} (tol={tol:g}), {run.n_refused} site "
-                      "update(s) refused", ConvergenceWarning, stacklevel=stacklevel + 1)
+        warnings.warn(
+            f"EP ({method}, damping={damping}) did not converge in "
+            f"{run.n_iter} {unit}: last undamped site change "
+            f"{run.history[-1]:.3g} (tol={tol:g}), {run.n_refused} site "
+            "update(s) refused",
+            ConvergenceWarning,
+            stacklevel=stacklevel + 1,
+        )
     return run
 
 
 # %% book/15_ep_classifier.md, code cell 7
 def _cavities_and_evidence(post, likelihood, y):
-    """The cavities of ``post`` and EP's log evidence there (eq-ep-logz-stable), -inf when a
+    """The cavities of ``post`` and EP's log evidence there (eq-ep-logz-stable), -inf
+    when a
     cavity is improper: (mu_cav, var_cav, log evidence)."""
     mu_cav, var_cav, proper = post.cavities()
-    value = ep_log_marginal(post, likelihood, y, mu_cav, var_cav) if proper.all() else -np.inf
+    value = (
+        ep_log_marginal(post, likelihood, y, mu_cav, var_cav)
+        if proper.all()
+        else -np.inf
+    )
     return mu_cav, var_cav, value
 
 
 def _fitted_attributes(post, likelihood, y):
-    """Fitted attributes of EP (name -> value) from the SitePosterior ``post`` of the final sites.
+    """Fitted attributes of EP (name -> value) from the SitePosterior ``post`` of the
+    final sites.
 
-    Sites (eq-sites-site), cavities (eq-sites-cavity), the leave-one-out decision and error,
+    Sites (eq-sites-site), cavities (eq-sites-cavity), the leave-one-out decision and
+    error,
     the posterior marginals, alpha (posterior mean = K (y * alpha)) and the log marginal
     likelihood eq-ep-logz-stable (-inf when a cavity is improper).
     """
@@ -128,42 +190,65 @@ def _fitted_attributes(post, likelihood, y):
     site_var = np.full(len(post.tau), np.inf)
     site_var[nonzero] = 1.0 / post.tau[nonzero]
     return dict(
-        site_nu_=post.nu.copy(), site_tau_=post.tau.copy(), site_var_=site_var,
+        site_nu_=post.nu.copy(),
+        site_tau_=post.tau.copy(),
+        site_var_=site_var,
         site_mean_=np.where(nonzero, post.nu * np.where(nonzero, site_var, 0.0), 0.0),
-        mu_cav_=mu_cav, var_cav_=var_cav,
-        posterior_mean_=post.mean.copy(), posterior_var_=post.var.copy(),
-        alpha_=y * post.coef, loo_decision_=mu_cav,
-        loo_error_=float(np.mean(y * mu_cav <= 0.0)), log_marginal_likelihood_=log_evidence)
+        mu_cav_=mu_cav,
+        var_cav_=var_cav,
+        posterior_mean_=post.mean.copy(),
+        posterior_var_=post.var.copy(),
+        alpha_=y * post.coef,
+        loo_decision_=mu_cav,
+        loo_error_=float(np.mean(y * mu_cav <= 0.0)),
+        log_marginal_likelihood_=log_evidence,
+    )
 
 
 # %% book/15_ep_classifier.md, code cell 8
 def _ep_rerun(K, y, likelihood, site_nu, site_tau, options, theta, stacklevel=2):
-    """Eq. (eq-ep-logz-stable) at a new kernel matrix K: EP warm-started from (site_nu, site_tau).
+    """Eq. (eq-ep-logz-stable) at a new kernel matrix K: EP warm-started from (site_nu,
+    site_tau).
 
     ``options`` are solve_ep's keyword arguments; ``theta`` only names the point in the
-    ConvergenceWarning issued when EP stops early. Returns (posterior, log evidence), the
+    ConvergenceWarning issued when EP stops early. Returns (posterior, log evidence),
+    the
     evidence -inf when a cavity is improper.
     """
     run = solve_ep(K, y, likelihood, site_nu, site_tau, **options)
     post = run.posterior
     if not run.converged:
-        warnings.warn(f"EP did not converge at theta={np.asarray(theta)}",
-                      ConvergenceWarning, stacklevel=stacklevel + 1)
+        warnings.warn(
+            f"EP did not converge at theta={np.asarray(theta)}",
+            ConvergenceWarning,
+            stacklevel=stacklevel + 1,
+        )
     return post, _cavities_and_evidence(post, likelihood, y)[2]
 
 
 # %% book/15_ep_classifier.md, code cell 9
 class _EPFit:
-    """EP at a given kernel: the options checked, solve_ep run, the fitted attributes stored."""
+    """EP at a given kernel: the options checked, solve_ep run, the fitted attributes
+    stored."""
 
     def _validate_params(self):
         self._validate_learning()
-        _check_ep_options(self.method, self.damping, self.max_sweeps, self.tol, self.kernel,
-                          self.likelihood)
+        _check_ep_options(
+            self.method,
+            self.damping,
+            self.max_sweeps,
+            self.tol,
+            self.kernel,
+            self.likelihood,
+        )
 
     def _options(self):
-        return dict(method=self.method, damping=float(self.damping),
-                    max_sweeps=int(self.max_sweeps), tol=float(self.tol))
+        return dict(
+            method=self.method,
+            damping=float(self.damping),
+            max_sweeps=int(self.max_sweeps),
+            tol=float(self.tol),
+        )
 
     def _default_kernel(self, X):
         return default_kernel(X)
@@ -172,48 +257,83 @@ class _EPFit:
         return {"site_nu_init": self.site_nu_, "site_tau_init": self.site_tau_}
 
     def _fit_fixed(self, X, y_pm, kernel, site_nu_init=None, site_tau_init=None):
-        """Run EP from the given sites (default: all zero, i.e. q = prior) to convergence."""
+        """Run EP from the given sites (default: all zero, i.e. q = prior) to
+        convergence."""
         self.kernel_ = kernel
-        self.likelihood_ = (Probit(noise_var=1.0) if self.likelihood is None
-                            else copy.deepcopy(self.likelihood))
+        self.likelihood_ = (
+            Probit(noise_var=1.0)
+            if self.likelihood is None
+            else copy.deepcopy(self.likelihood)
+        )
         self.X_train_, self.y_train_ = X, y_pm
-        run = _run_ep_fit(self.kernel_(X), y_pm, self.likelihood_, self.method, self.damping,
-                          self.max_sweeps, self.tol, site_nu_init, site_tau_init, stacklevel=3)
-        self.n_iter_, self.converged_, self.n_refused_ = run.n_iter, run.converged, run.n_refused
+        run = _run_ep_fit(
+            self.kernel_(X),
+            y_pm,
+            self.likelihood_,
+            self.method,
+            self.damping,
+            self.max_sweeps,
+            self.tol,
+            site_nu_init,
+            site_tau_init,
+            stacklevel=3,
+        )
+        self.n_iter_, self.converged_, self.n_refused_ = (
+            run.n_iter,
+            run.converged,
+            run.n_refused,
+        )
         self.change_history_ = run.history
         self._store(run.posterior)
 
     def _store(self, post):
         """Fitted attributes from the posterior of the final sites."""
         self._post = post
-        for name, value in _fitted_attributes(post, self.likelihood_, self.y_train_).items():
+        for name, value in _fitted_attributes(
+            post, self.likelihood_, self.y_train_
+        ).items():
             setattr(self, name, value)
 
     def _require_fit(self):
         if not hasattr(self, "_post"):
-            raise NotFittedError(f"This {type(self).__name__} is not fitted yet; "
-                                 "call fit(X, y) first")
+            raise NotFittedError(
+                f"This {type(self).__name__} is not fitted yet; call fit(X, y) first"
+            )
 
 
 # %% book/15_ep_classifier.md, code cell 10
 class _EPEvidence:
-    """EP's evidence (eq-ep-logz-stable) and cavities (eq-sites-cavity) at other theta."""
+    """EP's evidence (eq-ep-logz-stable) and cavities (eq-sites-cavity) at other
+    theta."""
 
     def log_marginal_likelihood(self, theta=None, eval_gradient=False):
-        """Eq. (eq-ep-logz-stable) at kernel log-hyperparameters ``theta`` (None: the fitted kernel).
+        """Eq. (eq-ep-logz-stable) at kernel log-hyperparameters ``theta`` (None: the
+        fitted kernel).
 
-        A new ``theta`` re-runs EP on the training data, warm-started from the fitted sites
+        A new ``theta`` re-runs EP on the training data, warm-started from the fitted
+        sites
         (the estimator itself is not changed). With ``eval_gradient`` also returns the
         gradient in theta, eq. (eq-ep-gradient), shape (len(theta),).
         """
         self._require_fit()
         if theta is None:
-            kernel, post, value = self.kernel_, self._post, self.log_marginal_likelihood_
+            kernel, post, value = (
+                self.kernel_,
+                self._post,
+                self.log_marginal_likelihood_,
+            )
         else:
             kernel = self.kernel_.with_theta(theta)
-            post, value = _ep_rerun(kernel(self.X_train_), self.y_train_, self.likelihood_,
-                                    self.site_nu_, self.site_tau_, self._options(), theta,
-                                    stacklevel=2)
+            post, value = _ep_rerun(
+                kernel(self.X_train_),
+                self.y_train_,
+                self.likelihood_,
+                self.site_nu_,
+                self.site_tau_,
+                self._options(),
+                theta,
+                stacklevel=2,
+            )
         if not eval_gradient:
             return value
         return value, ep_log_marginal_gradient(post, kernel.gradient(self.X_train_))
@@ -222,9 +342,11 @@ class _EPEvidence:
         return self.log_marginal_likelihood(theta, eval_gradient)
 
     def cavities(self, theta=None):
-        """Eq. (eq-sites-cavity) with the fitted sites held fixed: (mu_cav, var_cav) at kernel log-hyperparameters theta.
+        """Eq. (eq-sites-cavity) with the fitted sites held fixed: (mu_cav, var_cav) at
+        kernel log-hyperparameters theta.
 
-        Sundararajan & Keerthi's M-step keeps the sites of the last EP run and moves theta;
+        Sundararajan & Keerthi's M-step keeps the sites of the last EP run and moves
+        theta;
         theta=None returns the fitted ``mu_cav_``, ``var_cav_``.
         """
         self._require_fit()
@@ -240,7 +362,8 @@ class _EPPrediction:
     """Predictions under q (eq-ep-predict) and leave-one-out (eq-ep-loo-predictive)."""
 
     def predict_latent(self, X):
-        """Eq. (eq-ep-predict): mean and variance of the latent f(x) under q at each row of X."""
+        """Eq. (eq-ep-predict): mean and variance of the latent f(x) under q at each row
+        of X."""
         X = self._check_predict_input(X)
         return _predict_latent(self.kernel_, self.X_train_, self._post, X)
 
@@ -251,71 +374,103 @@ class _EPPrediction:
         return self.likelihood_.predictive(*self.predict_latent(X))
 
     def loo_predictive(self, gamma=0.0):
-        """Eq. (eq-ep-loo-predictive), S&K eq. 13: p(y_i | x_i, D without example i), bias ``gamma``.
+        """Eq. (eq-ep-loo-predictive), S&K eq. 13: p(y_i | x_i, D without example i),
+        bias ``gamma``.
 
-        The likelihood's predictive probability of the observed label y_i when f_i follows the
+        The likelihood's predictive probability of the observed label y_i when f_i
+        follows the
         cavity N(mu_cav_i + gamma, var_cav_i); for Probit(1.0) this is
         Phi(y_i (mu_cav_i + gamma) / sqrt(1 + var_cav_i)). An improper cavity gives 1/2.
         """
         self._require_fit()
         gamma = check_scalar(gamma, "gamma")
-        return _loo_predictive(self.likelihood_, self.y_train_, self.mu_cav_, self.var_cav_, gamma)
+        return _loo_predictive(
+            self.likelihood_, self.y_train_, self.mu_cav_, self.var_cav_, gamma
+        )
 
 
 # %% book/15_ep_classifier.md, code cell 12
 class EP(_EPFit, _EPEvidence, _EPPrediction, LearnsHyperparameters, GPClassifierBase):
-    """Gaussian-process classifier by expectation propagation, S&K eqs 3-5 and 13 (chapters 13-15).
+    """Gaussian-process classifier by expectation propagation, S&K eqs 3-5 and 13
+    (chapters 13-15).
 
     Parameters
     ----------
     kernel : Kernel, default default_kernel(X)
-        Prior covariance function, the start of the hyperparameter search (eq-kern-default-length
+        Prior covariance function, the start of the hyperparameter search
+        (eq-kern-default-length
         when None).
     likelihood : Likelihood, default Probit(noise_var=1.0)
-        A likelihood of chapter 2: StepFlip(kappa), Probit(noise_var, kappa) or Gaussian.
+        A likelihood of chapter 2: StepFlip(kappa), Probit(noise_var, kappa) or
+        Gaussian.
     method : {"sequential", "parallel", "anderson", "newton"}, default "newton"
-        Sequential EP (one site at a time, rank-one updates, a fresh factorisation after each
+        Sequential EP (one site at a time, rank-one updates, a fresh factorisation after
+        each
         sweep), parallel EP (every site from the same posterior, one factorisation per
         iteration; usually with damping < 1), parallel EP with Anderson acceleration, or
-        Newton-type EP (exact marginals once per outer iteration, EP on their linear-response
-        model in between, started by EP on a pivoted-Cholesky approximation of K, from zero
+        Newton-type EP (exact marginals once per outer iteration, EP on their
+        linear-response
+        model in between, started by EP on a pivoted-Cholesky approximation of K, from
+        zero
         sites when n >= 500 or K is close to low rank; the fastest for large n, see the
         sections on cost, and the default: on small
-        problems with flip noise it converged wherever sequential EP did but once in 435, and
+        problems with flip noise it converged wherever sequential EP did but once in
+        435, and
         on many where sequential EP oscillated).
     damping : float in (0, 1]
-        Fraction of each site update, in natural parameters, that is applied (1 = undamped);
-        parallel and Newton-type EP adapt it, never above this value (eq-sites-adaptive-damping).
+        Fraction of each site update, in natural parameters, that is applied (1 =
+        undamped);
+        parallel and Newton-type EP adapt it, never above this value
+        (eq-sites-adaptive-damping).
     max_sweeps : int >= 1
         Maximum number of sweeps (sequential) or iterations (parallel).
     tol : float > 0
         Converged when the largest *undamped* site change, |d tau| var_cav and
         |d nu| sqrt(var_cav) (both dimensionless), is below ``tol``.
     optimizer : {"fmin_l_bfgs_b", "nelder-mead"} or None, default "fmin_l_bfgs_b"
-        ``fit`` learns the kernel by maximising EP's log marginal likelihood eq-ep-logz-stable
+        ``fit`` learns the kernel by maximising EP's log marginal likelihood
+        eq-ep-logz-stable
         (with its gradient eq-ep-gradient); None keeps the kernel fixed (chapter 1,
         sec-gpc-learning).
-    n_restarts_optimizer : int >= 0, random_state, hyperparameter_bounds : "auto" or (low, high)
-        Further random starts of the search, their generator, and its box: "auto" keeps each
-        hyperparameter within 1e-5 to 1e5 times its start (chapter 1, search_box), a pair
+    n_restarts_optimizer : int >= 0, random_state, hyperparameter_bounds : "auto" or
+    (low, high)
+        Further random starts of the search, their generator, and its box: "auto" keeps
+        each
+        hyperparameter within 1e-5 to 1e5 times its start (chapter 1, search_box), a
+        pair
         bounds every hyperparameter.
 
-    Fitted attributes: ``site_nu_``, ``site_tau_`` (natural site parameters; a precision may
-    be negative), ``site_mean_``, ``site_var_`` (the same as mean and variance, inf for a
+    Fitted attributes: ``site_nu_``, ``site_tau_`` (natural site parameters; a precision
+    may
+    be negative), ``site_mean_``, ``site_var_`` (the same as mean and variance, inf for
+    a
     zero precision), ``mu_cav_``, ``var_cav_`` (cavity means and variances = EP's
-    leave-one-out predictive distributions of the latent f_i, S&K eq. 4; inf for an improper
+    leave-one-out predictive distributions of the latent f_i, S&K eq. 4; inf for an
+    improper
     cavity), ``loo_decision_`` (= ``mu_cav_``), ``loo_error_``, ``posterior_mean_``,
-    ``posterior_var_``, ``alpha_`` (posterior mean = K (y * alpha_), the book's convention),
-    ``log_marginal_likelihood_``, ``n_iter_``, ``converged_``, ``n_refused_`` (site updates
+    ``posterior_var_``, ``alpha_`` (posterior mean = K (y * alpha_), the book's
+    convention),
+    ``log_marginal_likelihood_``, ``n_iter_``, ``converged_``, ``n_refused_`` (site
+    updates
     refused in the last sweep), ``change_history_``, ``X_train_``, ``y_train_`` (-1/+1),
     ``kernel_``, ``likelihood_``, ``learning_`` (None for a fixed kernel).
     """
 
     _criterion_name = "log marginal likelihood (EP)"
 
-    def __init__(self, kernel=None, likelihood=None, method="newton", damping=1.0,
-                 max_sweeps=100, tol=1e-8, optimizer="fmin_l_bfgs_b", n_restarts_optimizer=0,
-                 random_state=None, hyperparameter_bounds="auto"):
+    def __init__(
+        self,
+        kernel=None,
+        likelihood=None,
+        method="newton",
+        damping=1.0,
+        max_sweeps=100,
+        tol=1e-8,
+        optimizer="fmin_l_bfgs_b",
+        n_restarts_optimizer=0,
+        random_state=None,
+        hyperparameter_bounds="auto",
+    ):
         self.kernel = kernel
         self.likelihood = likelihood
         self.method = method

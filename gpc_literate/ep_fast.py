@@ -4,16 +4,21 @@
 # %% book/14_ep_fast.md, code cell 2
 """Faster EP: accelerations of the parallel site iteration (chapter 14 of the book).
 
-Built from book/14_ep_fast.md, which derives every formula: Anderson mixing (eq-ep-anderson),
-Newton-type EP from the linear response of the marginals (eq-ep-linear-response, eq-ep-newton,
+Built from book/14_ep_fast.md, which derives every formula: Anderson mixing
+(eq-ep-anderson),
+Newton-type EP from the linear response of the marginals (eq-ep-linear-response,
+eq-ep-newton,
 with Sigma from the triangular inverse, eq-ep-sigma-inverse), and a start from EP on a
-pivoted-Cholesky approximation of K (eq-ep-pivoted-cholesky, eq-ep-lowrank). None of them is in
-the papers; they change the speed of EP, not its fixed point. ``solve_ep`` runs EP by any of
+pivoted-Cholesky approximation of K (eq-ep-pivoted-cholesky, eq-ep-lowrank). None of
+them is in
+the papers; they change the speed of EP, not its fixed point. ``solve_ep`` runs EP by
+any of
 the four methods.
 
 Names as in gpc_literate.sites: sites exp(nu f - tau f^2 / 2) (``nu``, ``tau``), the
 posterior mean K @ coef, cavities ``mu_cav``, ``var_cav``.
 """
+
 from functools import partial
 
 import numpy as np
@@ -22,12 +27,26 @@ from scipy.linalg.blas import get_blas_funcs
 from scipy.linalg.lapack import get_lapack_funcs
 
 from gpc_literate.ep import check_sites, run_ep
-from gpc_literate.sites import (SELECTED_INVERSE_MIN, SitePosterior, cavities, site_change,
-                                site_update)
+from gpc_literate.sites import (
+    SELECTED_INVERSE_MIN,
+    SitePosterior,
+    cavities,
+    site_change,
+    site_update,
+)
 
-__all__ = ["ANDERSON_MEMORY", "AndersonStep", "NEWTON_INNER", "NewtonStep", "LOWRANK_TOL",
-           "EP_METHODS", "ep_on_marginals", "lowrank_diag_marginals", "pivoted_cholesky",
-           "solve_ep"]
+__all__ = [
+    "ANDERSON_MEMORY",
+    "AndersonStep",
+    "NEWTON_INNER",
+    "NewtonStep",
+    "LOWRANK_TOL",
+    "EP_METHODS",
+    "ep_on_marginals",
+    "lowrank_diag_marginals",
+    "pivoted_cholesky",
+    "solve_ep",
+]
 
 
 # %% book/14_ep_fast.md, code cell 4
@@ -35,10 +54,13 @@ ANDERSON_MEMORY = 5
 
 
 class AndersonStep:
-    """Eq. (eq-ep-anderson): Anderson mixing of the last ``memory`` iterates, a step rule for parallel_sites.
+    """Eq. (eq-ep-anderson): Anderson mixing of the last ``memory`` iterates, a step
+    rule for parallel_sites.
 
-    Residuals are weighted as in eq-sites-converged (|d tau| var_cav, |d nu| sqrt(var_cav)).
-    Falls back to the plain damped step, and forgets the history, after a refused update, an
+    Residuals are weighted as in eq-sites-converged (|d tau| var_cav, |d nu|
+    sqrt(var_cav)).
+    Falls back to the plain damped step, and forgets the history, after a refused
+    update, an
     improper proposal (``reset``), or when the mixed step would make a site precision
     negative that the plain step keeps non-negative. Uses a fixed damping.
     """
@@ -65,12 +87,15 @@ class AndersonStep:
         x, r = np.concatenate([nu, tau]), np.concatenate([d_nu, d_tau])
         step = eta * r
         if self.past_x:
-            dX = (x - np.array(self.past_x)).T                 # columns x_k - x_j
+            dX = (x - np.array(self.past_x)).T  # columns x_k - x_j
             dR = (r - np.array(self.past_r)).T
             gamma = np.linalg.lstsq(w[:, None] * dR, w * r, rcond=1e-12)[0]
             step = step - (dX + eta * dR) @ gamma
-        self.past_x, self.past_r = (self.past_x + [x])[-self.memory:], (self.past_r + [r])[-self.memory:]
-        s_nu, s_tau = step[:len(nu)], step[len(nu):]
+        self.past_x, self.past_r = (
+            (self.past_x + [x])[-self.memory :],
+            (self.past_r + [r])[-self.memory :],
+        )
+        s_nu, s_tau = step[: len(nu)], step[len(nu) :]
         if np.any((tau + s_tau < 0.0) & (tau + plain[1] >= 0.0)):
             self.reset()
             return plain
@@ -78,30 +103,40 @@ class AndersonStep:
 
 
 # %% book/14_ep_fast.md, code cell 6
-NEWTON_INNER = 100                 # inner (model) iterations per outer iteration, at most
-NEWTON_SIGMA_MIN = 1e-10           # the model's Sigma by eq-ep-sigma-inverse where tau Sigma >= this
-SINGLE_ABOVE = 0.1                 # the marginals in single precision while the change exceeds this
+NEWTON_INNER = 100  # inner (model) iterations per outer iteration, at most
+NEWTON_SIGMA_MIN = (
+    1e-10  # the model's Sigma by eq-ep-sigma-inverse where tau Sigma >= this
+)
+SINGLE_ABOVE = 0.1  # the marginals in single precision while the change exceeds this
 
 
 def _sigma_lower(K, post, rel=SELECTED_INVERSE_MIN, overwrite=False):
-    """Eq. (eq-ep-sigma-inverse): Sigma of ``post`` (lower triangle valid), for the Newton model.
+    """Eq. (eq-ep-sigma-inverse): Sigma of ``post`` (lower triangle valid), for the
+    Newton model.
 
-    From L^-1 (``post.Linv``; with ``overwrite``, Sigma is built in its memory and post.Linv
+    From L^-1 (``post.Linv``; with ``overwrite``, Sigma is built in its memory and
+    post.Linv
     set to None) as S^-1 (I - L^-T L^-1) S^-1 when every site is
-    positive, with the columns where tau_i Sigma_ii < rel computed as k_i - K S B^-1 S k_i;
+    positive, with the columns where tau_i Sigma_ii < rel computed as k_i - K S B^-1 S
+    k_i;
     otherwise (zero or negative sites, or no L^-1) the full Sigma of eq-sites-chol.
     """
     n = len(post.tau)
     if post.Linv is None or post.pos.size != n:
         return SitePosterior(K, post.nu, post.tau, full=True).Sigma
-    s, lauum = post.s, get_lapack_funcs("lauum", (post.Linv,))   # in the precision of L^-1
-    Binv, info = lauum(post.Linv, lower=1, overwrite_c=int(overwrite))   # lower of L^-T L^-1
+    s, lauum = (
+        post.s,
+        get_lapack_funcs("lauum", (post.Linv,)),
+    )  # in the precision of L^-1
+    Binv, info = lauum(
+        post.Linv, lower=1, overwrite_c=int(overwrite)
+    )  # lower of L^-T L^-1
     if overwrite:
         post.Linv = None
     if info != 0:
         raise LinAlgError(f"lauum failed (info={info})")
-    rest = np.flatnonzero(1.0 - np.diag(Binv) < rel)      # tau_i Sigma_ii = 1 - (B^-1)_ii
-    if rest.size:                                         # B^-1 S K[:, rest], before Binv changes
+    rest = np.flatnonzero(1.0 - np.diag(Binv) < rel)  # tau_i Sigma_ii = 1 - (B^-1)_ii
+    if rest.size:  # B^-1 S K[:, rest], before Binv changes
         Z = get_blas_funcs("symm", (Binv,))(1.0, Binv, s[:, None] * K[:, rest], lower=1)
     Sigma = Binv
     Sigma /= s[:, None]
@@ -118,11 +153,16 @@ def _sigma_lower(K, post, rel=SELECTED_INVERSE_MIN, overwrite=False):
 def _newton_model(Sigma, P, post, nu, tau):
     """Eq. (eq-ep-newton): the model's marginals (mean, var) at the sites (nu, tau).
 
-    The sum of the exact single-site responses (eq-ep-rank-one) around ``post``'s sites, exact
-    to first order (eq-ep-linear-response); Sigma its covariance and P = Sigma * Sigma (lower
+    The sum of the exact single-site responses (eq-ep-rank-one) around ``post``'s sites,
+    exact
+    to first order (eq-ep-linear-response); Sigma its covariance and P = Sigma * Sigma
+    (lower
     triangles read).
     """
-    symv, dtype = get_blas_funcs("symv", (Sigma,)), Sigma.dtype   # single or double precision
+    symv, dtype = (
+        get_blas_funcs("symv", (Sigma,)),
+        Sigma.dtype,
+    )  # single or double precision
     d_tau = tau - post.tau
     denom = 1.0 + d_tau * post.var
     var = post.var - symv(1.0, P, (d_tau / denom).astype(dtype), lower=1)
@@ -132,11 +172,14 @@ def _newton_model(Sigma, P, post, nu, tau):
 
 # %% book/14_ep_fast.md, code cell 7
 def ep_on_marginals(marginals, likelihood, y, nu, tau, eps, max_iter):
-    """Anderson-accelerated parallel EP on a model of the marginals, from the sites (nu, tau).
+    """Anderson-accelerated parallel EP on a model of the marginals, from the sites (nu,
+    tau).
 
-    ``marginals(nu, tau)`` returns (mean, var) and may raise LinAlgError. Returns (sites,
+    ``marginals(nu, tau)`` returns (mean, var) and may raise LinAlgError. Returns
+    (sites,
     converged): the sites at which the change falls below ``eps``; else the last iterate
-    whose marginals, cavities and site updates were sound (the start if none was), or the
+    whose marginals, cavities and site updates were sound (the start if none was), or
+    the
     iterate reached after ``max_iter`` iterations.
     """
     mixer, last = AndersonStep(), (nu, tau)
@@ -165,11 +208,16 @@ def ep_on_marginals(marginals, likelihood, y, nu, tau, eps, max_iter):
 class NewtonStep:
     """Newton-type EP (section sec-ep-newton), a step rule for parallel_sites.
 
-    The step towards the fixed point of EP on the linear-response model eq-ep-newton around
-    the current posterior, found by ``ep_on_marginals`` from the plain proposal to a change of
-    max(tol, r^2) / 100 (r the current change); the plain damped step after a refused update
-    or from the prior. With ``single``, asks for the marginals in single precision while the
-    change exceeds SINGLE_ABOVE (for the first ones, if ``single_first``), and never again
+    The step towards the fixed point of EP on the linear-response model eq-ep-newton
+    around
+    the current posterior, found by ``ep_on_marginals`` from the plain proposal to a
+    change of
+    max(tol, r^2) / 100 (r the current change); the plain damped step after a refused
+    update
+    or from the prior. With ``single``, asks for the marginals in single precision while
+    the
+    change exceeds SINGLE_ABOVE (for the first ones, if ``single_first``), and never
+    again
     once the change has failed to fall.
     """
 
@@ -185,8 +233,10 @@ class NewtonStep:
 
     def single_precision(self, history):
         if len(history) > 1 and history[-1] >= history[-2]:
-            self.single = False            # no progress: double precision from here on
-        return self.single and (history[-1] > SINGLE_ABOVE if history else self.single_first)
+            self.single = False  # no progress: double precision from here on
+        return self.single and (
+            history[-1] > SINGLE_ABOVE if history else self.single_first
+        )
 
     def __call__(self, posterior, proposal, eta):
         nu, tau, d_nu, d_tau, var_cav, refused = proposal
@@ -194,23 +244,30 @@ class NewtonStep:
             return eta * d_nu, eta * d_tau
         Sigma = _sigma_lower(self.K, posterior, NEWTON_SIGMA_MIN, overwrite=True)
         eps = 1e-2 * max(self.tol, min(site_change(d_nu, d_tau, var_cav) ** 2, 1.0))
-        (t_nu, t_tau), _ = ep_on_marginals(partial(_newton_model, Sigma, Sigma * Sigma, posterior),
-                                           self.likelihood, self.y, nu + d_nu, tau + d_tau,
-                                           eps, NEWTON_INNER)
+        (t_nu, t_tau), _ = ep_on_marginals(
+            partial(_newton_model, Sigma, Sigma * Sigma, posterior),
+            self.likelihood,
+            self.y,
+            nu + d_nu,
+            tau + d_tau,
+            eps,
+            NEWTON_INNER,
+        )
         return eta * (t_nu - nu), eta * (t_tau - tau)
 
 
 # %% book/14_ep_fast.md, code cell 8
-LOWRANK_TOL = 1e-6                # use the start only if K is this close (relative) to low rank
-LOWRANK_MAX_FRACTION = 8          # ... at rank n / this at most
-LOWRANK_MAX_ITER = 100            # parallel EP iterations on the low-rank prior, at most
-LOWRANK_COARSE = 1e-4             # EP first runs on the columns down to this residual
-FITC_START_TOL = 1e-2             # EP on D + Q Q^T runs to this change when K is not low-rank
-FITC_START_MIN_N = 500            # ... and only from this n (below, the overhead dominates)
+LOWRANK_TOL = 1e-6  # use the start only if K is this close (relative) to low rank
+LOWRANK_MAX_FRACTION = 8  # ... at rank n / this at most
+LOWRANK_MAX_ITER = 100  # parallel EP iterations on the low-rank prior, at most
+LOWRANK_COARSE = 1e-4  # EP first runs on the columns down to this residual
+FITC_START_TOL = 1e-2  # EP on D + Q Q^T runs to this change when K is not low-rank
+FITC_START_MIN_N = 500  # ... and only from this n (below, the overhead dominates)
 
 
 def pivoted_cholesky(K, rel_tol=LOWRANK_TOL, max_rank=None):
-    """Eq. (eq-ep-pivoted-cholesky): K ~ Q Q^T by diagonal pivoting; returns Q^T (r, n), residual diagonal.
+    """Eq. (eq-ep-pivoted-cholesky): K ~ Q Q^T by diagonal pivoting; returns Q^T (r, n),
+    residual diagonal.
 
     Stops when the largest residual variance is at most rel_tol * max(diag K), or after
     ``max_rank`` columns (default n), whichever comes first.
@@ -233,10 +290,13 @@ def pivoted_cholesky(K, rel_tol=LOWRANK_TOL, max_rank=None):
 
 
 def lowrank_diag_marginals(Qt, d, nu, tau, with_factor=False):
-    """Eqs (eq-ep-lowrank), (eq-ep-lowrank-diag): mean and diag Sigma for N(0, diag(d) + Q Q^T) and sites.
+    """Eqs (eq-ep-lowrank), (eq-ep-lowrank-diag): mean and diag Sigma for N(0, diag(d) +
+    Q Q^T) and sites.
 
-    ``Qt`` is Q^T (r, n), ``d`` the n diagonal entries (zero: eq-ep-lowrank), ``nu``, ``tau``
-    the sites; needs 1 + d_i tau_i > 0. O(n r^2). Raises LinAlgError when A = I + Q^T T G Q
+    ``Qt`` is Q^T (r, n), ``d`` the n diagonal entries (zero: eq-ep-lowrank), ``nu``,
+    ``tau``
+    the sites; needs 1 + d_i tau_i > 0. O(n r^2). Raises LinAlgError when A = I + Q^T T
+    G Q
     is not positive definite. With ``with_factor``, also returns A's Cholesky factor C.
     """
     g = 1.0 / (1.0 + d * tau)
@@ -251,16 +311,23 @@ def lowrank_diag_marginals(Qt, d, nu, tau, with_factor=False):
 
 # %% book/14_ep_fast.md, code cell 9
 def _lowrank_start(K, y, likelihood, nu, tau, tol=1e-8):
-    """Sites of parallel EP on the pivoted-Cholesky prior D + Q Q^T (eq-ep-lowrank-diag), or None.
+    """Sites of parallel EP on the pivoted-Cholesky prior D + Q Q^T
+    (eq-ep-lowrank-diag), or None.
 
-    The factorisation aims at a residual of tol / 100 relative to max K_ii (between 1e-12
-    and LOWRANK_TOL) within rank n / LOWRANK_MAX_FRACTION. If it gets there, EP runs to the
-    relative residual reached, first on the leading columns whose residual is LOWRANK_COARSE;
+    The factorisation aims at a residual of tol / 100 relative to max K_ii (between
+    1e-12
+    and LOWRANK_TOL) within rank n / LOWRANK_MAX_FRACTION. If it gets there, EP runs to
+    the
+    relative residual reached, first on the leading columns whose residual is
+    LOWRANK_COARSE;
     if not (K is not close to low rank), to FITC_START_TOL, first on a quarter of the
-    columns, and only from zero sites. Each level keeps the residual diagonal of its rank.
-    Started from the sites (nu, tau). Returns (sites, close), ``close`` whether K was close
+    columns, and only from zero sites. Each level keeps the residual diagonal of its
+    rank.
+    Started from the sites (nu, tau). Returns (sites, close), ``close`` whether K was
+    close
     to low rank; None when EP on the approximation fails (improper cavity, negative site
-    precision, no convergence), or when K is not close to low rank and n < FITC_START_MIN_N or
+    precision, no convergence), or when K is not close to low rank and n <
+    FITC_START_MIN_N or
     the given sites are not all zero.
     """
     n = len(y)
@@ -271,17 +338,33 @@ def _lowrank_start(K, y, likelihood, nu, tau, tol=1e-8):
     Qt, d = pivoted_cholesky(K, target, max(1, n // LOWRANK_MAX_FRACTION))
     reached = max(d.max() / scale, target)
     if reached <= LOWRANK_TOL:
-        pivots = np.abs(Qt).max(axis=1) ** 2 / scale   # residual before each column, relative
-        levels = [(np.count_nonzero(pivots > LOWRANK_COARSE), LOWRANK_COARSE),
-                  (len(Qt), reached)]
-    elif n >= FITC_START_MIN_N and not np.any(tau):      # a cold start only
-        levels = [(max(1, len(Qt) // 4), 10.0 * FITC_START_TOL), (len(Qt), FITC_START_TOL)]
+        pivots = (
+            np.abs(Qt).max(axis=1) ** 2 / scale
+        )  # residual before each column, relative
+        levels = [
+            (np.count_nonzero(pivots > LOWRANK_COARSE), LOWRANK_COARSE),
+            (len(Qt), reached),
+        ]
+    elif n >= FITC_START_MIN_N and not np.any(tau):  # a cold start only
+        levels = [
+            (max(1, len(Qt) // 4), 10.0 * FITC_START_TOL),
+            (len(Qt), FITC_START_TOL),
+        ]
     else:
         return None
     for rank, eps in levels:
-        d_rank = d + np.einsum("ij,ij->j", Qt[rank:], Qt[rank:])   # residual at this rank
-        (nu, tau), converged = ep_on_marginals(partial(lowrank_diag_marginals, Qt[:rank], d_rank),
-                                               likelihood, y, nu, tau, eps, LOWRANK_MAX_ITER)
+        d_rank = d + np.einsum(
+            "ij,ij->j", Qt[rank:], Qt[rank:]
+        )  # residual at this rank
+        (nu, tau), converged = ep_on_marginals(
+            partial(lowrank_diag_marginals, Qt[:rank], d_rank),
+            likelihood,
+            y,
+            nu,
+            tau,
+            eps,
+            LOWRANK_MAX_ITER,
+        )
         if not converged:
             return None
     return ((nu, tau), reached <= LOWRANK_TOL) if np.all(tau >= 0.0) else None
@@ -291,29 +374,68 @@ def _lowrank_start(K, y, likelihood, nu, tau, tol=1e-8):
 EP_METHODS = ("sequential", "parallel", "anderson", "newton")
 
 
-def solve_ep(K, y, likelihood, site_nu=None, site_tau=None, *, method="newton", damping=1.0,
-             max_sweeps=100, tol=1e-8, lowrank_start=True, single_precision=True):
-    """EP on covariance K and labels y by one of EP_METHODS, from the sites (site_nu, site_tau).
+def solve_ep(
+    K,
+    y,
+    likelihood,
+    site_nu=None,
+    site_tau=None,
+    *,
+    method="newton",
+    damping=1.0,
+    max_sweeps=100,
+    tol=1e-8,
+    lowrank_start=True,
+    single_precision=True,
+):
+    """EP on covariance K and labels y by one of EP_METHODS, from the sites (site_nu,
+    site_tau).
 
-    "sequential" and "parallel" are run_ep's; "anderson" is parallel EP with AndersonStep
-    (eq-ep-anderson); "newton" is parallel EP with NewtonStep (eq-ep-newton), first run, with
+    "sequential" and "parallel" are run_ep's; "anderson" is parallel EP with
+    AndersonStep
+    (eq-ep-anderson); "newton" is parallel EP with NewtonStep (eq-ep-newton), first run,
+    with
     ``lowrank_start``, on a low-rank approximation of K (eq-ep-lowrank), and, with
-    ``single_precision``, with the marginals in single precision while its change exceeds
+    ``single_precision``, with the marginals in single precision while its change
+    exceeds
     SINGLE_ABOVE (section sec-ep-floor). ``damping``, ``max_sweeps`` and ``tol`` as in
     run_ep. Returns a SiteIteration, whose last marginals are in double precision.
     """
     if method not in EP_METHODS:
         raise ValueError(f"method must be one of {EP_METHODS}; got {method!r}")
     if method in ("sequential", "parallel"):
-        return run_ep(K, y, likelihood, site_nu, site_tau, method=method, damping=damping,
-                      max_sweeps=max_sweeps, tol=tol)
+        return run_ep(
+            K,
+            y,
+            likelihood,
+            site_nu,
+            site_tau,
+            method=method,
+            damping=damping,
+            max_sweeps=max_sweeps,
+            tol=tol,
+        )
     K, y = np.asarray(K, dtype=float), np.asarray(y, dtype=float)
     nu, tau = check_sites(site_nu, site_tau, len(y))
     if method == "anderson":
         step = AndersonStep()
     else:
-        start = _lowrank_start(K, y, likelihood, nu, tau, tol) if lowrank_start else None
+        start = (
+            _lowrank_start(K, y, likelihood, nu, tau, tol) if lowrank_start else None
+        )
         (nu, tau), close = ((nu, tau), True) if start is None else start
-        step = NewtonStep(K, likelihood, y, tol, single_precision, single_first=not close)
-    return run_ep(K, y, likelihood, nu, tau, method="parallel", damping=damping,
-                  max_sweeps=max_sweeps, tol=tol, step=step)
+        step = NewtonStep(
+            K, likelihood, y, tol, single_precision, single_first=not close
+        )
+    return run_ep(
+        K,
+        y,
+        likelihood,
+        nu,
+        tau,
+        method="parallel",
+        damping=damping,
+        max_sweeps=max_sweeps,
+        tol=tol,
+        step=step,
+    )

@@ -5,15 +5,20 @@
 """Section 6 of Sundararajan & Keerthi (2008): the experiments (chapter 18 of the book).
 
 Built from book/18_ep_experiments.md. ``run_experiment`` runs, for every (data set,
-realisation, method), a hyperparameter selection of gpc_literate.selection on the training
-part and records the test NLP, error, F-measure, the selected hyperparameters, the time and
+realisation, method), a hyperparameter selection of gpc_literate.selection on the
+training
+part and records the test NLP, error, F-measure, the selected hyperparameters, the time
+and
 the convergence; in parallel with joblib when it is installed or on a Dask cluster
 (``dask_client``), resumably (an output JSON file
-merged into under a lock and written atomically after each job; records carry configuration,
+merged into under a lock and written atomically after each job; records carry
+configuration,
 version and commit). ``summarise`` gives mean and standard error per set and
 method; ``friedman_nemenyi`` the Friedman test and the Nemenyi critical difference of
-Demsar (2006). ``python -m gpc_literate.experiments {ida,imbalanced}`` is the command line.
+Demsar (2006). ``python -m gpc_literate.experiments {ida,imbalanced}`` is the command
+line.
 """
+
 import argparse
 import contextlib
 import json
@@ -35,28 +40,72 @@ from gpc_literate.kernels import RBF
 from gpc_literate.criteria import f_measure
 from gpc_literate.selection import LSCV, nlp_fm_bias, select_hyperparameters
 
-__all__ = ["METHODS", "DEFAULT_DATASETS", "DEFAULT_CONFIG", "ResultsFileError", "check_indices",
-           "check_jobs", "run_jobs", "int_at_least", "jobs_argument", "DASK_RETRIES",
-           "dask_client", "add_cluster_arguments", "run_one", "run_experiment",
-           "load_results", "StaleResultsError", "read_results_file", "compare_recomputed",
-           "recomputed_markdown", "check_recomputed", "summarise", "mean_table",
-           "friedman_nemenyi", "main"]
+__all__ = [
+    "METHODS",
+    "DEFAULT_DATASETS",
+    "DEFAULT_CONFIG",
+    "ResultsFileError",
+    "check_indices",
+    "check_jobs",
+    "run_jobs",
+    "int_at_least",
+    "jobs_argument",
+    "DASK_RETRIES",
+    "dask_client",
+    "add_cluster_arguments",
+    "run_one",
+    "run_experiment",
+    "load_results",
+    "StaleResultsError",
+    "read_results_file",
+    "compare_recomputed",
+    "recomputed_markdown",
+    "check_recomputed",
+    "summarise",
+    "mean_table",
+    "friedman_nemenyi",
+    "main",
+]
 
-METHODS = {"ida": ("EP(ML)", "EP-CV(NLP)", "LS-CV(NLP)"),
-           "imbalanced": ("EP-CV(NLP)", "EP-CV(FM)", "NLP-FM(BIAS)")}
+METHODS = {
+    "ida": ("EP(ML)", "EP-CV(NLP)", "LS-CV(NLP)"),
+    "imbalanced": ("EP-CV(NLP)", "EP-CV(FM)", "NLP-FM(BIAS)"),
+}
 DEFAULT_DATASETS = {
-    "ida": ("banana", "breast_cancer", "diabetis", "flare_solar", "german", "heart", "image",
-            "ringnorm", "splice", "thyroid", "titanic", "twonorm", "waveform"),
+    "ida": (
+        "banana",
+        "breast_cancer",
+        "diabetis",
+        "flare_solar",
+        "german",
+        "heart",
+        "image",
+        "ringnorm",
+        "splice",
+        "thyroid",
+        "titanic",
+        "twonorm",
+        "waveform",
+    ),
     "imbalanced": ("yeast7", "yeast5", "car3", "ecoli5", "yeast4"),
 }
-DEFAULT_CONFIG = {"ep_method": "anderson", "damping": 1.0, "max_sweeps": 100, "ep_tol": 1e-6,
-                  "max_iter": 50, "tol": 1e-4, "m_step_iter": 5, "zeta": 0.5}
+DEFAULT_CONFIG = {
+    "ep_method": "anderson",
+    "damping": 1.0,
+    "max_sweeps": 100,
+    "ep_tol": 1e-6,
+    "max_iter": 50,
+    "tol": 1e-4,
+    "m_step_iter": 5,
+    "zeta": 0.5,
+}
 ALL_METHODS = tuple(dict.fromkeys(METHODS["ida"] + METHODS["imbalanced"]))
 
 
 # %% book/18_ep_experiments.md, code cell 2
 def _start_kernel(n_features):
-    """The isotropic RBF the optimisation starts from: length scale sqrt(D), variance 1."""
+    """The isotropic RBF the optimisation starts from: length scale sqrt(D), variance
+    1."""
     return RBF(length_scale=float(np.sqrt(n_features)), variance=1.0)
 
 
@@ -66,9 +115,14 @@ def _clip(p):
 
 def _select(method, X, y, config):
     """Fit one method of S&K's Table 2 on (X, y): (model, histories)."""
-    ep = EP(kernel=_start_kernel(X.shape[1]), method=config["ep_method"],
-            damping=config["damping"], max_sweeps=config["max_sweeps"], tol=config["ep_tol"],
-            optimizer=None)
+    ep = EP(
+        kernel=_start_kernel(X.shape[1]),
+        method=config["ep_method"],
+        damping=config["damping"],
+        max_sweeps=config["max_sweeps"],
+        tol=config["ep_tol"],
+        optimizer=None,
+    )
     options = dict(max_iter=config["max_iter"], tol=config["tol"])
     cv = dict(options, m_step_iter=config["m_step_iter"])
     if method == "EP(ML)":
@@ -78,8 +132,9 @@ def _select(method, X, y, config):
         model, h = select_hyperparameters(ep, X, y, "nlp", **cv)
         return model, [h]
     if method == "EP-CV(FM)":
-        model, h = select_hyperparameters(ep, X, y, "f-measure",
-                                          criterion_params={"zeta": config["zeta"]}, **cv)
+        model, h = select_hyperparameters(
+            ep, X, y, "f-measure", criterion_params={"zeta": config["zeta"]}, **cv
+        )
         return model, [h]
     if method == "NLP-FM(BIAS)":
         model, hs = nlp_fm_bias(ep, X, y, zeta=config["zeta"], **cv)
@@ -92,12 +147,14 @@ def _select(method, X, y, config):
 
 # %% book/18_ep_experiments.md, code cell 3
 def run_one(dataset, realisation, method, config=None):
-    """One job of the protocol: select on the training part of a realisation, score on its test part.
+    """One job of the protocol: select on the training part of a realisation, score on
+    its test part.
 
     Returns a JSON-serialisable dict: dataset, realisation, method, status ("ok" or
     "failed"), nlp, error, f_measure (test; zeta of the config), theta (log kernel
     hyperparameters), gamma (for LS-CV the offset b, with its scale a and noise_var),
-    time (s), converged, n_iter, n_fits, n_warnings, and for the EP-CV methods the history of the last run (smoothed and true LOO F-measure, LOO NLP).
+    time (s), converged, n_iter, n_fits, n_warnings, and for the EP-CV methods the
+    history of the last run (smoothed and true LOO F-measure, LOO NLP).
     """
     config = dict(DEFAULT_CONFIG, **(config or {}))
     record = {"dataset": dataset, "realisation": int(realisation), "method": method}
@@ -109,8 +166,12 @@ def run_one(dataset, realisation, method, config=None):
             model, histories = _select(method, data.X_train, data.y_train, config)
             p = _clip(model.predict_proba(data.X_test)[:, 1])
         except (np.linalg.LinAlgError, ValueError, FloatingPointError) as err:
-            record.update(status="failed", message=f"{type(err).__name__}: {err}",
-                          time=time.perf_counter() - start, n_warnings=len(caught))
+            record.update(
+                status="failed",
+                message=f"{type(err).__name__}: {err}",
+                time=time.perf_counter() - start,
+                n_warnings=len(caught),
+            )
             return record
     y = data.y_test
     hard = (p > 0.5).astype(float)
@@ -122,33 +183,41 @@ def run_one(dataset, realisation, method, config=None):
         theta=[float(t) for t in model.kernel_.theta],
         gamma=float(getattr(model, "gamma_", getattr(model, "offset_", 0.0))),
         time=time.perf_counter() - start,
-        converged=bool(all(h.converged for h in histories)
-                       if histories else getattr(model, "converged_", True)),
+        converged=bool(
+            all(h.converged for h in histories)
+            if histories
+            else getattr(model, "converged_", True)
+        ),
         n_iter=int(sum(h.n_iter for h in histories) if histories else model.n_iter_),
         n_fits=int(sum(h.n_fits for h in histories)),
         n_warnings=len(caught),
-        n_train=int(len(data.y_train)), n_test=int(len(y)))
-    if hasattr(model, "scale_"):                       # LS-CV: a, lambda (gamma holds b)
+        n_train=int(len(data.y_train)),
+        n_test=int(len(y)),
+    )
+    if hasattr(model, "scale_"):  # LS-CV: a, lambda (gamma holds b)
         record.update(scale=float(model.scale_), noise_var=float(model.noise_var_))
     if histories and method != "EP(ML)":
         h = histories[-1]
-        record["history"] = {"criterion": h.criterion,
-                             "value": [float(v) for v in h.value],
-                             "smoothed_f_measure": [float(v) for v in h.smoothed_f_measure],
-                             "true_f_measure": [float(v) for v in h.true_f_measure],
-                             "nlp": [float(v) for v in h.nlp]}
+        record["history"] = {
+            "criterion": h.criterion,
+            "value": [float(v) for v in h.value],
+            "smoothed_f_measure": [float(v) for v in h.smoothed_f_measure],
+            "true_f_measure": [float(v) for v in h.true_f_measure],
+            "nlp": [float(v) for v in h.nlp],
+        }
     return record
 
 
 # %% book/18_ep_experiments.md, code cell 4
-try:                                   # POSIX file locks; elsewhere runs must not share a file
+try:  # POSIX file locks; elsewhere runs must not share a file
     import fcntl
-except ImportError:                    # pragma: no cover
+except ImportError:  # pragma: no cover
     fcntl = None
 
 
 class ResultsFileError(ValueError):
-    """A results file that cannot be used: not valid JSON, not a results file of this kind,
+    """A results file that cannot be used: not valid JSON, not a results file of this
+    kind,
     or written with another configuration."""
 
 
@@ -157,34 +226,46 @@ def _key(record):
 
 
 def _plain(config):
-    """The configuration as JSON stores it (tuples become lists), so that it compares equal."""
+    """The configuration as JSON stores it (tuples become lists), so that it compares
+    equal."""
     return json.loads(json.dumps(config))
 
 
 def _read_results(path, kind=None, key=None):
     """(config, records, header) of a results file; (None, [], {}) if there is none.
 
-    header holds the file's other top-level fields (a note, say), kept by _merge. Raises ResultsFileError, naming the file, if it is not valid JSON (e.g. truncated), is
-    not a results file (a JSON object with kind, config and records, each record with the
-    fields of ``key``), or, when ``kind`` is given, holds the results of another experiment.
+    header holds the file's other top-level fields (a note, say), kept by _merge. Raises
+    ResultsFileError, naming the file, if it is not valid JSON (e.g. truncated), is
+    not a results file (a JSON object with kind, config and records, each record with
+    the
+    fields of ``key``), or, when ``kind`` is given, holds the results of another
+    experiment.
     """
     if path is None or not os.path.exists(path):
         return None, [], {}
     try:
         with open(path, encoding="utf-8") as fh:
             data = json.load(fh)
-    except ValueError as err:              # JSONDecodeError, UnicodeDecodeError
-        raise ResultsFileError(f"{path} is not a results file: not valid JSON, perhaps "
-                               f"truncated ({err})") from None
-    foreign = ResultsFileError(f"{path} is not a results file of gpc_literate (a JSON object "
-                               f"with 'kind', 'config' and a list of job 'records')")
+    except ValueError as err:  # JSONDecodeError, UnicodeDecodeError
+        raise ResultsFileError(
+            f"{path} is not a results file: not valid JSON, perhaps truncated ({err})"
+        ) from None
+    foreign = ResultsFileError(
+        f"{path} is not a results file of gpc_literate (a JSON object "
+        f"with 'kind', 'config' and a list of job 'records')"
+    )
     records = data.get("records") if isinstance(data, dict) else None
-    if not (isinstance(records, list) and isinstance(data.get("config"), dict)
-            and isinstance(data.get("kind"), str)):
+    if not (
+        isinstance(records, list)
+        and isinstance(data.get("config"), dict)
+        and isinstance(data.get("kind"), str)
+    ):
         raise foreign
     if kind is not None and data["kind"] != kind:
-        raise ResultsFileError(f"{path} holds results of the {data['kind']!r} experiment, "
-                               f"not {kind!r}; choose another output file")
+        raise ResultsFileError(
+            f"{path} holds results of the {data['kind']!r} experiment, "
+            f"not {kind!r}; choose another output file"
+        )
     try:
         for r in records:
             if not isinstance(r, dict) or "status" not in r:
@@ -199,7 +280,8 @@ def _read_results(path, kind=None, key=None):
 
 # %% book/18_ep_experiments.md, code cell 5
 def load_results(path, kind=None):
-    """The records of a results file ([] if it does not exist); ResultsFileError if malformed.
+    """The records of a results file ([] if it does not exist); ResultsFileError if
+    malformed.
 
     kind: if given, the file must hold that experiment's results. Records written before
     they carried config, version and commit are returned as they are.
@@ -208,26 +290,37 @@ def load_results(path, kind=None):
 
 
 def _check_config(path, stored, records, config):
-    """ResultsFileError naming the keys in which the file's configuration differs from ours."""
+    """ResultsFileError naming the keys in which the file's configuration differs from
+    ours."""
     ours = _plain(config)
     differ = set()
-    for theirs in [stored] + [r["config"] for r in records if isinstance(r.get("config"), dict)]:
+    for theirs in [stored] + [
+        r["config"] for r in records if isinstance(r.get("config"), dict)
+    ]:
         theirs = _plain(theirs)
-        differ |= {k for k in set(theirs) | set(ours)
-                   if k not in theirs or k not in ours or theirs[k] != ours[k]}
+        differ |= {
+            k
+            for k in set(theirs) | set(ours)
+            if k not in theirs or k not in ours or theirs[k] != ours[k]
+        }
     if differ:
         stored = _plain(stored)
-        detail = "; ".join(f"{k}: file {stored.get(k, '(absent)')!r}, "
-                           f"now {ours.get(k, '(absent)')!r}" for k in sorted(differ))
-        raise ResultsFileError(f"{path} was written with another configuration, which differs "
-                               f"in {sorted(differ)} ({detail}); rerun with the file's "
-                               f"settings or write to a new output file")
+        detail = "; ".join(
+            f"{k}: file {stored.get(k, '(absent)')!r}, now {ours.get(k, '(absent)')!r}"
+            for k in sorted(differ)
+        )
+        raise ResultsFileError(
+            f"{path} was written with another configuration, which differs "
+            f"in {sorted(differ)} ({detail}); rerun with the file's "
+            f"settings or write to a new output file"
+        )
 
 
 # %% book/18_ep_experiments.md, code cell 6
 @contextlib.contextmanager
 def _locked(path):
-    """Hold an exclusive lock on the sidecar file path + ".lock" (fcntl.flock; waits for it)."""
+    """Hold an exclusive lock on the sidecar file path + ".lock" (fcntl.flock; waits for
+    it)."""
     lock_path = os.path.abspath(path) + ".lock"
     os.makedirs(os.path.dirname(lock_path), exist_ok=True)
     with open(lock_path, "a") as fh:
@@ -241,16 +334,21 @@ def _locked(path):
 
 
 def _write_atomic(path, kind, config, records, header=None):
-    """Write the results to a temporary file in the same directory, then rename it over path.
+    """Write the results to a temporary file in the same directory, then rename it over
+    path.
 
-    header: other top-level fields of the file (from _read_results), written after kind."""
+    header: other top-level fields of the file (from _read_results), written after
+    kind."""
     folder = os.path.dirname(os.path.abspath(path))
     os.makedirs(folder, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=".tmp_", suffix=".json", dir=folder)
     try:
         with os.fdopen(fd, "w") as fh:
-            json.dump({"kind": kind, **(header or {}), "config": config, "records": records},
-                      fh, indent=1)
+            json.dump(
+                {"kind": kind, **(header or {}), "config": config, "records": records},
+                fh,
+                indent=1,
+            )
         os.replace(tmp, path)
     except BaseException:
         if os.path.exists(tmp):
@@ -259,9 +357,11 @@ def _write_atomic(path, kind, config, records, header=None):
 
 
 def _merge(path, kind, config, new, key):
-    """Under the lock: read the file, check its configuration, merge ``new``, write atomically.
+    """Under the lock: read the file, check its configuration, merge ``new``, write
+    atomically.
 
-    A new record replaces the stored record of the same job unless that one is "ok" and the
+    A new record replaces the stored record of the same job unless that one is "ok" and
+    the
     new one is not. Returns the merged records (those of every run writing the file).
     """
     with _locked(path):
@@ -282,45 +382,64 @@ def _merge(path, kind, config, new, key):
 
 # %% book/18_ep_experiments.md, code cell 7
 def _git_commit():
-    """The commit the package runs from (``git rev-parse HEAD``), or None without git."""
+    """The commit the package runs from (``git rev-parse HEAD``), or None without
+    git."""
     try:
-        done = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True,
-                              timeout=10, cwd=os.path.dirname(os.path.abspath(datasets.__file__)))
+        done = subprocess.run(
+            ["git", "rev-parse", "HEAD"],
+            capture_output=True,
+            text=True,
+            timeout=10,
+            cwd=os.path.dirname(os.path.abspath(datasets.__file__)),
+        )
     except (OSError, subprocess.SubprocessError):
         return None
     commit = done.stdout.strip()
     return commit if done.returncode == 0 and commit else None
 
 
-DASK_RETRIES = 2        # a job that raises on a Dask worker is run again this many times
+DASK_RETRIES = 2  # a job that raises on a Dask worker is run again this many times
 
 
 @contextlib.contextmanager
 def dask_client(scheduler=None, local_workers=None):
-    """A dask.distributed Client on the scheduler at ``scheduler`` (an address) or on a new
+    """A dask.distributed Client on the scheduler at ``scheduler`` (an address) or on a
+    new
     LocalCluster of ``local_workers`` single-threaded worker processes; None if neither.
 
-    Closes what it opened on exit. Raises ValueError for both or a bad count, ImportError
+    Closes what it opened on exit. Raises ValueError for both or a bad count,
+    ImportError
     (with the install command) without the ``distributed`` package.
     """
     if scheduler is None and local_workers is None:
         yield None
         return
     if scheduler is not None and local_workers is not None:
-        raise ValueError("give a scheduler address or a number of local workers, not both")
+        raise ValueError(
+            "give a scheduler address or a number of local workers, not both"
+        )
     if local_workers is not None:
         local_workers = check_integer(local_workers, "local_workers", low=1)
     try:
         from distributed import Client, LocalCluster
     except ImportError:
-        raise ImportError("running on a Dask cluster needs the distributed package: "
-                          "pip install 'dask[distributed]'") from None
+        raise ImportError(
+            "running on a Dask cluster needs the distributed package: "
+            "pip install 'dask[distributed]'"
+        ) from None
     if scheduler is not None:
         with Client(scheduler) as client:
             yield client
         return
-    with LocalCluster(n_workers=local_workers, threads_per_worker=1, processes=True,
-                      dashboard_address=":0") as cluster, Client(cluster) as client:
+    with (
+        LocalCluster(
+            n_workers=local_workers,
+            threads_per_worker=1,
+            processes=True,
+            dashboard_address=":0",
+        ) as cluster,
+        Client(cluster) as client,
+    ):
         if client.dashboard_link:
             print(f"Dask dashboard: {client.dashboard_link}", file=sys.stderr)
         yield client
@@ -329,19 +448,23 @@ def dask_client(scheduler=None, local_workers=None):
 def _dask_results(client, tasks, config, job):
     """Yield job(*task, config) from futures on the client's workers, as they finish."""
     from distributed import as_completed
-    futures = [client.submit(job, *task, config, pure=False, retries=DASK_RETRIES)
-               for task in tasks]
+
+    futures = [
+        client.submit(job, *task, config, pure=False, retries=DASK_RETRIES)
+        for task in tasks
+    ]
     try:
         for future in as_completed(futures):
             yield future.result()
-    finally:                               # Ctrl-C or an error: stop what is still queued
+    finally:  # Ctrl-C or an error: stop what is still queued
         client.cancel(futures)
 
 
 def _parallel_results(tasks, jobs, config, job=None, client=None):
     """Yield job(*task, config) for the tasks as they finish (job default: run_one).
 
-    On the workers of ``client`` (a dask.distributed Client) when given, else by joblib in
+    On the workers of ``client`` (a dask.distributed Client) when given, else by joblib
+    in
     ``jobs`` processes, else serially.
     """
     job = run_one if job is None else job
@@ -359,7 +482,7 @@ def _parallel_results(tasks, jobs, config, job=None, client=None):
             calls = (joblib.delayed(job)(*task, config) for task in tasks)
             try:
                 parallel = joblib.Parallel(n_jobs=jobs, return_as="generator_unordered")
-            except (TypeError, ValueError):                  # joblib < 1.4
+            except (TypeError, ValueError):  # joblib < 1.4
                 parallel = joblib.Parallel(n_jobs=jobs, return_as="generator")
             yield from parallel(calls)
             return
@@ -368,29 +491,51 @@ def _parallel_results(tasks, jobs, config, job=None, client=None):
 
 
 # %% book/18_ep_experiments.md, code cell 8
-def run_jobs(tasks, *, kind, key, config, out, jobs, job, retry_failed, progress, label,
-             client=None):
-    """Run the tasks whose job is not yet in ``out`` (all when out is None): the shared runner.
+def run_jobs(
+    tasks,
+    *,
+    kind,
+    key,
+    config,
+    out,
+    jobs,
+    job,
+    retry_failed,
+    progress,
+    label,
+    client=None,
+):
+    """Run the tasks whose job is not yet in ``out`` (all when out is None): the shared
+    runner.
 
-    tasks: tuples equal to key(record) of their records. Each new record gets the config,
+    tasks: tuples equal to key(record) of their records. Each new record gets the
+    config,
     version and commit, and is merged into ``out`` as it finishes (_merge); with
     retry_failed, jobs whose stored record has status "failed" run again; with a
-    dask.distributed ``client``, the jobs run on its workers. Returns the records of the file
+    dask.distributed ``client``, the jobs run on its workers. Returns the records of the
+    file
     after the last merge (out given) or the new records.
     """
     config = _plain(config)
     records = []
-    if out is not None:                    # no lock needed: the file is replaced atomically
+    if out is not None:  # no lock needed: the file is replaced atomically
         stored, records, _ = _read_results(out, kind, key)
         if stored is not None:
             _check_config(out, stored, records, config)
-    done = {key(r) for r in records if not (retry_failed and r.get("status") == "failed")}
+    done = {
+        key(r) for r in records if not (retry_failed and r.get("status") == "failed")
+    }
     todo = [t for t in tasks if t not in done]
     if len(todo) < len(tasks):
-        print(f"{len(tasks) - len(todo)} of {len(tasks)} jobs are already in {out}",
-              file=sys.stderr)
-    stamp = {"config": config, "version": __version__,
-             "commit": _git_commit() if todo else None}
+        print(
+            f"{len(tasks) - len(todo)} of {len(tasks)} jobs are already in {out}",
+            file=sys.stderr,
+        )
+    stamp = {
+        "config": config,
+        "version": __version__,
+        "commit": _git_commit() if todo else None,
+    }
     bar = tqdm(total=len(todo), desc=label, disable=not progress or not todo)
     for record in _parallel_results(todo, jobs, config, job=job, client=client):
         record = dict(record, **stamp)
@@ -408,18 +553,23 @@ def run_jobs(tasks, *, kind, key, config, out, jobs, job, retry_failed, progress
 def check_jobs(jobs):
     """The number of worker processes: an int >= 1, or -1 for all cores.
 
-    Returns the int; raises TypeError for a non-integer and ValueError for 0 or below -1.
+    Returns the int; raises TypeError for a non-integer and ValueError for 0 or below
+    -1.
     """
     jobs = check_integer(jobs, "jobs", low=-1)
     if jobs == 0:
-        raise ValueError("jobs must be a positive number of worker processes or -1 (all cores)")
+        raise ValueError(
+            "jobs must be a positive number of worker processes or -1 (all cores)"
+        )
     return jobs
 
 
 def check_indices(value, name, item):
-    """Which realisations or splits to run: an int n >= 1 (the first n), or a list of indices.
+    """Which realisations or splits to run: an int n >= 1 (the first n), or a list of
+    indices.
 
-    Returns the int, or the indices as a list of ints >= 0. Raises TypeError for anything
+    Returns the int, or the indices as a list of ints >= 0. Raises TypeError for
+    anything
     else and ValueError for n < 1, a negative index or an empty list, naming ``name``.
     Chapter 21's runner uses it for its splits.
     """
@@ -428,8 +578,9 @@ def check_indices(value, name, item):
     try:
         indices = [check_integer(i, f"{item} index", low=0) for i in value]
     except TypeError:
-        raise TypeError(f"{name} must be a positive int or a list of {item} indices; got "
-                        f"{value!r}") from None
+        raise TypeError(
+            f"{name} must be a positive int or a list of {item} indices; got {value!r}"
+        ) from None
     if not indices:
         raise ValueError(f"{name} must name at least one {item}")
     return indices
@@ -437,22 +588,28 @@ def check_indices(value, name, item):
 
 # %% book/18_ep_experiments.md, code cell 10
 def _experiment_tasks(kind, dataset_names, realisations, methods):
-    """The (dataset, realisation, method) jobs of run_experiment, its arguments validated."""
+    """The (dataset, realisation, method) jobs of run_experiment, its arguments
+    validated."""
     if kind not in METHODS:
         raise ValueError(f"kind must be one of {sorted(METHODS)}; got {kind!r}")
-    names = list(dict.fromkeys(DEFAULT_DATASETS[kind] if dataset_names is None
-                               else dataset_names))
+    names = list(
+        dict.fromkeys(
+            DEFAULT_DATASETS[kind] if dataset_names is None else dataset_names
+        )
+    )
     methods = list(dict.fromkeys(METHODS[kind] if methods is None else methods))
     if not names or not methods:
         raise ValueError("name at least one data set and one method")
     for m in methods:
         if m not in ALL_METHODS:
-            raise ValueError(f"unknown method {m!r}; the methods are {list(ALL_METHODS)}")
+            raise ValueError(
+                f"unknown method {m!r}; the methods are {list(ALL_METHODS)}"
+            )
     if realisations is not None:
         realisations = check_indices(realisations, "realisations", "realisation")
     tasks = []
     for name in names:
-        n_splits = datasets.load(name).n_splits          # ValueError naming the valid sets
+        n_splits = datasets.load(name).n_splits  # ValueError naming the valid sets
         if realisations is None:
             indices = range(n_splits)
         elif isinstance(realisations, int):
@@ -460,35 +617,66 @@ def _experiment_tasks(kind, dataset_names, realisations, methods):
         else:
             indices = realisations
             if max(indices) >= n_splits:
-                raise ValueError(f"{name!r} has {n_splits} realisations (indices 0.."
-                                 f"{n_splits - 1}); asked for {max(indices)}")
+                raise ValueError(
+                    f"{name!r} has {n_splits} realisations (indices 0.."
+                    f"{n_splits - 1}); asked for {max(indices)}"
+                )
         tasks += [(name, int(i), m) for i in indices for m in methods]
     return tasks
 
 
-def run_experiment(kind, dataset_names=None, realisations=None, *, jobs=1, out=None,
-                   config=None, methods=None, progress=True, retry_failed=False, client=None):
+def run_experiment(
+    kind,
+    dataset_names=None,
+    realisations=None,
+    *,
+    jobs=1,
+    out=None,
+    config=None,
+    methods=None,
+    progress=True,
+    retry_failed=False,
+    client=None,
+):
     """Run the jobs of experiment ``kind`` ("ida" or "imbalanced") not yet in ``out``.
 
     dataset_names: default DEFAULT_DATASETS[kind]; realisations: an int n (the first n
     realisations of each set), a list of indices, or None (all of each set); methods:
-    default METHODS[kind]; jobs: worker processes (joblib; -1 all cores); out: a JSON file
+    default METHODS[kind]; jobs: worker processes (joblib; -1 all cores); out: a JSON
+    file
     that is read first (its jobs are skipped) and merged into under a lock after every
-    finished job, or None; config: overrides of DEFAULT_CONFIG; retry_failed: run again the
-    jobs whose record in ``out`` has status "failed"; client: a dask.distributed Client whose
-    workers run the jobs (``dask_client``), instead of ``jobs`` processes. Returns all the
+    finished job, or None; config: overrides of DEFAULT_CONFIG; retry_failed: run again
+    the
+    jobs whose record in ``out`` has status "failed"; client: a dask.distributed Client
+    whose
+    workers run the jobs (``dask_client``), instead of ``jobs`` processes. Returns all
+    the
     records of ``out`` (old and new, of every run writing it), or the new ones. Raises
-    ValueError (its subclass ResultsFileError) for a malformed ``out`` or one written with
+    ValueError (its subclass ResultsFileError) for a malformed ``out`` or one written
+    with
     another configuration, naming the differing keys.
     """
     tasks = _experiment_tasks(kind, dataset_names, realisations, methods)
     jobs = check_jobs(jobs)
     unknown = set(config or {}) - set(DEFAULT_CONFIG)
     if unknown:
-        raise ValueError(f"unknown config keys {sorted(unknown)}; known: {sorted(DEFAULT_CONFIG)}")
+        raise ValueError(
+            f"unknown config keys {sorted(unknown)}; known: {sorted(DEFAULT_CONFIG)}"
+        )
     config = dict(DEFAULT_CONFIG, **(config or {}))
-    return run_jobs(tasks, kind=kind, key=_key, config=config, out=out, jobs=jobs, job=None,
-                     retry_failed=retry_failed, progress=progress, label=kind, client=client)
+    return run_jobs(
+        tasks,
+        kind=kind,
+        key=_key,
+        config=config,
+        out=out,
+        jobs=jobs,
+        job=None,
+        retry_failed=retry_failed,
+        progress=progress,
+        label=kind,
+        client=client,
+    )
 
 
 # %% book/18_ep_experiments.md, code cell 12
@@ -499,7 +687,8 @@ class StaleResultsError(AssertionError):
 def read_results_file(path, command):
     """The JSON content of the results file at ``path``, which ``command`` makes.
 
-    Raises FileNotFoundError naming ``command`` if the file is missing, and ResultsFileError
+    Raises FileNotFoundError naming ``command`` if the file is missing, and
+    ResultsFileError
     if it is not valid JSON.
     """
     path = os.fspath(path)
@@ -509,19 +698,24 @@ def read_results_file(path, command):
         with open(path, encoding="utf-8") as fh:
             return json.load(fh)
     except ValueError as err:
-        raise ResultsFileError(f"{path} is not valid JSON ({err}); remake it with "
-                               f"`{command}`") from None
+        raise ResultsFileError(
+            f"{path} is not valid JSON ({err}); remake it with `{command}`"
+        ) from None
 
 
 def _number(value):
-    return isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(value, bool)
+    return isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(
+        value, bool
+    )
 
 
 def compare_recomputed(rows):
     """Stored against recomputed values: rows (record, quantity, file, now, tolerance).
 
-    Returns one dict per row with those fields, ``difference`` (now - file, None unless both
-    are numbers) and ``agrees``: |now - file| <= tolerance for numbers (tolerance 0: equal;
+    Returns one dict per row with those fields, ``difference`` (now - file, None unless
+    both
+    are numbers) and ``agrees``: |now - file| <= tolerance for numbers (tolerance 0:
+    equal;
     two NaN agree, a value that is undefined in both), equality otherwise.
     """
     out = []
@@ -529,13 +723,24 @@ def compare_recomputed(rows):
         tolerance = check_scalar(tolerance, "tolerance", low=0.0)
         if _number(file) and _number(now):
             difference = float(now) - float(file)
-            agrees = bool(file == now or abs(difference) <= tolerance
-                          or (np.isnan(file) and np.isnan(now)))
+            agrees = bool(
+                file == now
+                or abs(difference) <= tolerance
+                or (np.isnan(file) and np.isnan(now))
+            )
         else:
             difference, agrees = None, file == now
-        out.append({"record": str(record), "quantity": str(quantity), "file": file,
-                    "now": now, "difference": difference, "tolerance": tolerance,
-                    "agrees": agrees})
+        out.append(
+            {
+                "record": str(record),
+                "quantity": str(quantity),
+                "file": file,
+                "now": now,
+                "difference": difference,
+                "tolerance": tolerance,
+                "agrees": agrees,
+            }
+        )
     return out
 
 
@@ -546,29 +751,45 @@ def _cell(value):
 
 
 def recomputed_markdown(compared, caption=""):
-    """A Markdown table of compare_recomputed's rows: file, now, difference, tolerance, verdict."""
-    lines = ["| record | quantity | file | now | now − file | tolerance | agrees |",
-             "|:---|:---|---:|---:|---:|---:|:---|"]
+    """A Markdown table of compare_recomputed's rows: file, now, difference, tolerance,
+    verdict."""
+    lines = [
+        "| record | quantity | file | now | now − file | tolerance | agrees |",
+        "|:---|:---|---:|---:|---:|---:|:---|",
+    ]
     for c in compared:
         diff = "" if c["difference"] is None else f"{c['difference']:+.1e}"
         tol = c["tolerance"]
-        tol = ("equal" if tol == 0 or c["difference"] is None
-               else f"{tol:.0e}" if tol < 0.01 else f"{tol:g}")
-        lines.append(f"| {_cell(c['record'])} | {_cell(c['quantity'])} | {_cell(c['file'])} | "
-                     f"{_cell(c['now'])} | {diff} | {tol} | "
-                     f"{'yes' if c['agrees'] else '**no**'} |")
+        tol = (
+            "equal"
+            if tol == 0 or c["difference"] is None
+            else f"{tol:.0e}"
+            if tol < 0.01
+            else f"{tol:g}"
+        )
+        lines.append(
+            f"| {_cell(c['record'])} | {_cell(c['quantity'])} | {_cell(c['file'])} | "
+            f"{_cell(c['now'])} | {diff} | {tol} | "
+            f"{'yes' if c['agrees'] else '**no**'} |"
+        )
     return "\n".join(lines) + (f"\n\n{caption}" if caption else "")
 
 
 def check_recomputed(compared, path, command):
-    """Raise StaleResultsError, naming ``path``, the disagreeing rows and ``command``, if any."""
+    """Raise StaleResultsError, naming ``path``, the disagreeing rows and ``command``,
+    if any."""
     bad = [c for c in compared if not c["agrees"]]
     if bad:
-        detail = "; ".join(f"{c['record']} {c['quantity']}: file {_cell(c['file'])}, now "
-                           f"{_cell(c['now'])} (tolerance {c['tolerance']:g})" for c in bad)
-        raise StaleResultsError(f"{os.fspath(path)} does not match the current code in "
-                                f"{len(bad)} recomputed value(s): {detail}. If the change is "
-                                f"intended, remake the file with `{command}`")
+        detail = "; ".join(
+            f"{c['record']} {c['quantity']}: file {_cell(c['file'])}, now "
+            f"{_cell(c['now'])} (tolerance {c['tolerance']:g})"
+            for c in bad
+        )
+        raise StaleResultsError(
+            f"{os.fspath(path)} does not match the current code in "
+            f"{len(bad)} recomputed value(s): {detail}. If the change is "
+            f"intended, remake the file with `{command}`"
+        )
 
 
 # %% book/18_ep_experiments.md, code cell 14
@@ -576,9 +797,11 @@ _METRICS = ("nlp", "error", "f_measure")
 
 
 def summarise(records, metrics=_METRICS):
-    """Mean, standard error (s / sqrt(r)), standard deviation and count per set, method, metric.
+    """Mean, standard error (s / sqrt(r)), standard deviation and count per set, method,
+    metric.
 
-    records: the output of run_experiment (failed jobs are counted, not averaged). Returns
+    records: the output of run_experiment (failed jobs are counted, not averaged).
+    Returns
     {dataset: {method: {metric: {"mean", "se", "std", "n"}, "n_failed": int,
     "time": mean seconds}}}, data sets and methods in the order they first appear.
     """
@@ -590,21 +813,27 @@ def summarise(records, metrics=_METRICS):
         summary[name] = {}
         for method, rs in by_method.items():
             ok = [r for r in rs if r.get("status", "ok") == "ok"]
-            entry = {"n_failed": len(rs) - len(ok),
-                     "time": float(np.mean([r["time"] for r in ok])) if ok else float("nan")}
+            entry = {
+                "n_failed": len(rs) - len(ok),
+                "time": float(np.mean([r["time"] for r in ok])) if ok else float("nan"),
+            }
             for metric in metrics:
                 values = np.array([r[metric] for r in ok], dtype=float)
                 n = len(values)
                 std = float(np.std(values, ddof=1)) if n > 1 else float("nan")
-                entry[metric] = {"mean": float(np.mean(values)) if n else float("nan"),
-                                 "se": std / np.sqrt(n) if n > 1 else float("nan"),
-                                 "std": std, "n": n}
+                entry[metric] = {
+                    "mean": float(np.mean(values)) if n else float("nan"),
+                    "se": std / np.sqrt(n) if n > 1 else float("nan"),
+                    "std": std,
+                    "n": n,
+                }
             summary[name][method] = entry
     return summary
 
 
 def mean_table(summary, metric, methods=None):
-    """{dataset: {method: mean}} of one metric from summarise(): the input of friedman_nemenyi."""
+    """{dataset: {method: mean}} of one metric from summarise(): the input of
+    friedman_nemenyi."""
     table = {}
     for name, by_method in summary.items():
         chosen = list(by_method) if methods is None else methods
@@ -616,10 +845,12 @@ def mean_table(summary, metric, methods=None):
 def friedman_nemenyi(table, methods=None, *, alpha=0.05, higher_is_better=False):
     """Eqs (eq-exp4-friedman), (eq-exp4-cd): Friedman test and Nemenyi CD (Demsar 2006).
 
-    table: {dataset: {method: score}} or an array (N data sets, k methods) with ``methods``
+    table: {dataset: {method: score}} or an array (N data sets, k methods) with
+    ``methods``
     naming its columns; lower scores are better unless higher_is_better. Returns a dict:
     methods, average_ranks, ranks (N, k), chi2, p_value (chi2 with k-1 df, scipy's
-    friedmanchisquare), iman_davenport, p_value_iman_davenport (F with k-1, (k-1)(N-1) df),
+    friedmanchisquare), iman_davenport, p_value_iman_davenport (F with k-1, (k-1)(N-1)
+    df),
     q_alpha (Demsar's, the studentised range quantile / sqrt 2), critical_difference and
     significant (k, k) booleans: |R_j - R_l| > CD.
     """
@@ -629,17 +860,24 @@ def friedman_nemenyi(table, methods=None, *, alpha=0.05, higher_is_better=False)
         scores = np.array([[table[n][m] for m in methods] for n in names], dtype=float)
     else:
         scores = np.asarray(table, dtype=float)
-        methods = [f"method {j}" for j in range(scores.shape[1])] if methods is None \
+        methods = (
+            [f"method {j}" for j in range(scores.shape[1])]
+            if methods is None
             else list(methods)
+        )
     if scores.ndim != 2 or scores.shape[1] != len(methods):
-        raise ValueError("table must be (N data sets, k methods) with one name per method")
+        raise ValueError(
+            "table must be (N data sets, k methods) with one name per method"
+        )
     N, k = scores.shape
     if k < 3 or N < 2 or not np.all(np.isfinite(scores)):
-        raise ValueError(f"the Friedman test needs k >= 3 methods, N >= 2 data sets and finite "
-                         f"scores; got N={N}, k={k}")
+        raise ValueError(
+            f"the Friedman test needs k >= 3 methods, N >= 2 data sets and finite "
+            f"scores; got N={N}, k={k}"
+        )
     ranks = stats.rankdata(-scores if higher_is_better else scores, axis=1)
     R = ranks.mean(axis=0)
-    if np.all(ranks == ranks[:, :1]):                  # every row tied: no evidence at all
+    if np.all(ranks == ranks[:, :1]):  # every row tied: no evidence at all
         chi2, p = 0.0, 1.0
     else:
         chi2, p = stats.friedmanchisquare(*ranks.T)
@@ -648,10 +886,19 @@ def friedman_nemenyi(table, methods=None, *, alpha=0.05, higher_is_better=False)
     p_ff = float(stats.f.sf(ff, k - 1, (k - 1) * (N - 1))) if denom > 0 else 0.0
     q = float(stats.studentized_range.ppf(1.0 - alpha, k, np.inf))
     cd = q * np.sqrt(k * (k + 1) / (12.0 * N))
-    return {"methods": methods, "average_ranks": R, "ranks": ranks, "chi2": float(chi2),
-            "p_value": float(p), "iman_davenport": float(ff), "p_value_iman_davenport": p_ff,
-            "q_alpha": q / np.sqrt(2.0), "critical_difference": float(cd), "alpha": alpha,
-            "significant": np.abs(R[:, None] - R[None, :]) > cd}
+    return {
+        "methods": methods,
+        "average_ranks": R,
+        "ranks": ranks,
+        "chi2": float(chi2),
+        "p_value": float(p),
+        "iman_davenport": float(ff),
+        "p_value_iman_davenport": p_ff,
+        "q_alpha": q / np.sqrt(2.0),
+        "critical_difference": float(cd),
+        "alpha": alpha,
+        "significant": np.abs(R[:, None] - R[None, :]) > cd,
+    }
 
 
 # %% book/18_ep_experiments.md, code cell 18
@@ -659,33 +906,48 @@ def _format_summary(summary, metrics=_METRICS):
     lines = []
     for name, by_method in summary.items():
         for method, entry in by_method.items():
-            cells = [f"{metric} {100 * entry[metric]['mean']:6.2f} +- "
-                     f"{100 * entry[metric]['se']:5.2f}" for metric in metrics]
-            lines.append(f"{name:14s} {method:13s} n={entry[metrics[0]]['n']:3d} "
-                         + "  ".join(cells) + f"  ({entry['time']:.1f} s)")
+            cells = [
+                f"{metric} {100 * entry[metric]['mean']:6.2f} +- "
+                f"{100 * entry[metric]['se']:5.2f}"
+                for metric in metrics
+            ]
+            lines.append(
+                f"{name:14s} {method:13s} n={entry[metrics[0]]['n']:3d} "
+                + "  ".join(cells)
+                + f"  ({entry['time']:.1f} s)"
+            )
     return "\n".join(lines)
 
 
 def int_at_least(low, what):
     """An argparse type: an integer >= low (a clear message otherwise)."""
+
     def parse(text):
         try:
             value = int(text)
         except ValueError:
-            raise argparse.ArgumentTypeError(f"{what} must be an integer; got {text!r}") from None
+            raise argparse.ArgumentTypeError(
+                f"{what} must be an integer; got {text!r}"
+            ) from None
         if value < low:
-            raise argparse.ArgumentTypeError(f"{what} must be at least {low}; got {value}")
+            raise argparse.ArgumentTypeError(
+                f"{what} must be at least {low}; got {value}"
+            )
         return value
+
     return parse
 
 
 def jobs_argument(text):
-    """An argparse type for ``--jobs``: the text as check_jobs accepts it (a clear message otherwise)."""
+    """An argparse type for ``--jobs``: the text as check_jobs accepts it (a clear
+    message otherwise)."""
     try:
         return check_jobs(int(text))
     except ValueError:
-        raise argparse.ArgumentTypeError(f"must be a positive number of worker processes or "
-                                         f"-1 (all cores); got {text!r}") from None
+        raise argparse.ArgumentTypeError(
+            f"must be a positive number of worker processes or "
+            f"-1 (all cores); got {text!r}"
+        ) from None
 
 
 def _damping_argument(text):
@@ -694,7 +956,9 @@ def _damping_argument(text):
     except ValueError:
         value = float("nan")
     if not 0.0 < value <= 1.0:
-        raise argparse.ArgumentTypeError(f"damping must be a number in (0, 1]; got {text!r}")
+        raise argparse.ArgumentTypeError(
+            f"damping must be a number in (0, 1]; got {text!r}"
+        )
     return value
 
 
@@ -707,44 +971,90 @@ def _check_out(parser, out):
 def add_cluster_arguments(parser):
     """--scheduler and --local-workers, for dask_client (mutually exclusive)."""
     group = parser.add_mutually_exclusive_group()
-    group.add_argument("--scheduler", default=None, metavar="ADDRESS",
-                       help="run the jobs on this Dask scheduler (e.g. tcp://host:8786)")
-    group.add_argument("--local-workers", type=int_at_least(1, "local-workers"), default=None,
-                       metavar="N", help="run the jobs on a Dask LocalCluster of N processes")
+    group.add_argument(
+        "--scheduler",
+        default=None,
+        metavar="ADDRESS",
+        help="run the jobs on this Dask scheduler (e.g. tcp://host:8786)",
+    )
+    group.add_argument(
+        "--local-workers",
+        type=int_at_least(1, "local-workers"),
+        default=None,
+        metavar="N",
+        help="run the jobs on a Dask LocalCluster of N processes",
+    )
 
 
 # %% book/18_ep_experiments.md, code cell 19
 def main(argv=None):
-    """``python -m gpc_literate.experiments {ida,imbalanced} [options]``: run, save, summarise.
+    """``python -m gpc_literate.experiments {ida,imbalanced} [options]``: run, save,
+    summarise.
 
     Returns 0; a bad argument exits with status 2 (argparse), and an output file that is
-    malformed, of another experiment or written with another configuration gives a message
+    malformed, of another experiment or written with another configuration gives a
+    message
     on stderr and status 2.
     """
     parser = argparse.ArgumentParser(
         prog="python -m gpc_literate.experiments",
-        description="Sundararajan & Keerthi (2008), section 6: EP(ML), EP-CV(NLP), LS-CV(NLP) "
-                    "on the IDA sets; EP-CV(NLP), EP-CV(FM), NLP-FM(BIAS) on imbalanced sets.")
+        description="Sundararajan & Keerthi (2008), section 6: EP(ML), EP-CV(NLP), "
+        "LS-CV(NLP) "
+        "on the IDA sets; EP-CV(NLP), EP-CV(FM), NLP-FM(BIAS) on imbalanced sets.",
+    )
     parser.add_argument("kind", choices=sorted(METHODS))
-    parser.add_argument("--datasets", nargs="+", default=None, metavar="NAME",
-                        help=f"data sets (default: all of the experiment); any of "
-                             f"{', '.join(datasets.available())}")
-    parser.add_argument("--realisations", type=int_at_least(1, "realisations"), default=None,
-                        metavar="N", help="the first N realisations of each set (default: all)")
-    parser.add_argument("--methods", nargs="+", default=None, choices=ALL_METHODS,
-                        metavar="METHOD", help=f"default: those of KIND; any of "
-                                               f"{', '.join(ALL_METHODS)}")
-    parser.add_argument("--jobs", type=jobs_argument, default=1,
-                        help="worker processes (joblib; -1: all cores)")
-    parser.add_argument("--out", default=None,
-                        help="results file (default results/KIND.json); reruns resume it")
-    parser.add_argument("--retry-failed", action="store_true",
-                        help="run again the jobs whose record in the file has failed")
-    parser.add_argument("--max-iter", type=int_at_least(1, "max-iter"),
-                        default=DEFAULT_CONFIG["max_iter"])
-    parser.add_argument("--max-sweeps", type=int_at_least(1, "max-sweeps"),
-                        default=DEFAULT_CONFIG["max_sweeps"])
-    parser.add_argument("--damping", type=_damping_argument, default=DEFAULT_CONFIG["damping"])
+    parser.add_argument(
+        "--datasets",
+        nargs="+",
+        default=None,
+        metavar="NAME",
+        help=f"data sets (default: all of the experiment); any of "
+        f"{', '.join(datasets.available())}",
+    )
+    parser.add_argument(
+        "--realisations",
+        type=int_at_least(1, "realisations"),
+        default=None,
+        metavar="N",
+        help="the first N realisations of each set (default: all)",
+    )
+    parser.add_argument(
+        "--methods",
+        nargs="+",
+        default=None,
+        choices=ALL_METHODS,
+        metavar="METHOD",
+        help=f"default: those of KIND; any of {', '.join(ALL_METHODS)}",
+    )
+    parser.add_argument(
+        "--jobs",
+        type=jobs_argument,
+        default=1,
+        help="worker processes (joblib; -1: all cores)",
+    )
+    parser.add_argument(
+        "--out",
+        default=None,
+        help="results file (default results/KIND.json); reruns resume it",
+    )
+    parser.add_argument(
+        "--retry-failed",
+        action="store_true",
+        help="run again the jobs whose record in the file has failed",
+    )
+    parser.add_argument(
+        "--max-iter",
+        type=int_at_least(1, "max-iter"),
+        default=DEFAULT_CONFIG["max_iter"],
+    )
+    parser.add_argument(
+        "--max-sweeps",
+        type=int_at_least(1, "max-sweeps"),
+        default=DEFAULT_CONFIG["max_sweeps"],
+    )
+    parser.add_argument(
+        "--damping", type=_damping_argument, default=DEFAULT_CONFIG["damping"]
+    )
     parser.add_argument("--no-progress", action="store_true")
     add_cluster_arguments(parser)
     args = parser.parse_args(argv)
@@ -754,14 +1064,25 @@ def main(argv=None):
         _experiment_tasks(args.kind, args.datasets, args.realisations, args.methods)
     except (TypeError, ValueError) as err:
         parser.error(str(err))
-    config = {"max_iter": args.max_iter, "max_sweeps": args.max_sweeps,
-              "damping": args.damping}
+    config = {
+        "max_iter": args.max_iter,
+        "max_sweeps": args.max_sweeps,
+        "damping": args.damping,
+    }
     try:
         with dask_client(args.scheduler, args.local_workers) as client:
-            records = run_experiment(args.kind, args.datasets, args.realisations,
-                                     jobs=args.jobs, out=out, config=config,
-                                     methods=args.methods, progress=not args.no_progress,
-                                     retry_failed=args.retry_failed, client=client)
+            records = run_experiment(
+                args.kind,
+                args.datasets,
+                args.realisations,
+                jobs=args.jobs,
+                out=out,
+                config=config,
+                methods=args.methods,
+                progress=not args.no_progress,
+                retry_failed=args.retry_failed,
+                client=client,
+            )
     except (ResultsFileError, OSError, ImportError) as err:
         print(f"{parser.prog}: error: {err}", file=sys.stderr)
         return 2
@@ -769,5 +1090,5 @@ def main(argv=None):
     return 0
 
 
-if __name__ == "__main__" and "ipykernel" not in sys.modules:   # not inside the chapter
+if __name__ == "__main__" and "ipykernel" not in sys.modules:  # not inside the chapter
     sys.exit(main())

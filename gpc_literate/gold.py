@@ -6,7 +6,8 @@
 
 Built by chapter 23 of the book (book/23_approximations_vs_gold.md).  Elliptical slice
 sampling and annealed importance sampling around a Gaussian-site approximation
-(eq-gold-ratio, eq-gold-evidence), exact leave-one-out from posterior draws (eq-gold-loo),
+(eq-gold-ratio, eq-gold-evidence), exact leave-one-out from posterior draws
+(eq-gold-loo),
 each approximation of the book reduced to the same quantities (approximate), and the
 measures that compare them with the gold standard (compare_methods).
 
@@ -14,6 +15,7 @@ Names: ``site_tau``, ``site_nu`` the natural parameters of Gaussian sites (eq-go
 ``family`` "probit" (Probit(1.0): Laplace, EP, TAP, naive mean field, SVM) or "logistic"
 (Logistic: Laplace, EP, the variational method); ``prob`` P(y* = +1) at test inputs.
 """
+
 import time
 import warnings
 from dataclasses import dataclass, replace
@@ -26,28 +28,52 @@ from gpc_literate.criteria import loo_moments
 from gpc_literate.ep_classifier import EP
 from gpc_literate.laplace import Laplace, Logistic
 from gpc_literate.likelihoods import Gaussian, Likelihood, Probit
-from gpc_literate.mcmc import (AISResult, MCMCPredictive, MCMCResult, ais_log_evidence,
-                               check_generator, elliptical_slice_sampling, monte_carlo_mean,
-                               predictive_probabilities, prior_cholesky)
+from gpc_literate.mcmc import (
+    AISResult,
+    MCMCPredictive,
+    MCMCResult,
+    ais_log_evidence,
+    check_generator,
+    elliptical_slice_sampling,
+    monte_carlo_mean,
+    predictive_probabilities,
+    prior_cholesky,
+)
 from gpc_literate.meanfield import NaiveMeanField
 from gpc_literate.sites import positive_site_marginals
 from gpc_literate.svm import KernelAdatron
 from gpc_literate.tap import TAP
 from gpc_literate.variational import VariationalGP
 
-__all__ = ["FAMILIES", "METHODS", "family_likelihood", "SiteGaussian", "site_gaussian",
-           "SiteRatio", "GoldStandard", "gold_standard", "exact_loo", "loo_variance_limit",
-           "Approximation",
-           "approximate", "information_bits", "compare_methods", "Comparison"]
+__all__ = [
+    "FAMILIES",
+    "METHODS",
+    "family_likelihood",
+    "SiteGaussian",
+    "site_gaussian",
+    "SiteRatio",
+    "GoldStandard",
+    "gold_standard",
+    "exact_loo",
+    "loo_variance_limit",
+    "Approximation",
+    "approximate",
+    "information_bits",
+    "compare_methods",
+    "Comparison",
+]
 
 FAMILIES = ("probit", "logistic")
-METHODS = {"probit": ("Laplace", "EP", "TAP", "naive MF", "SVM"),
-           "logistic": ("Laplace", "EP", "variational")}
+METHODS = {
+    "probit": ("Laplace", "EP", "TAP", "naive MF", "SVM"),
+    "logistic": ("Laplace", "EP", "variational"),
+}
 
 
 # %% book/23_approximations_vs_gold.md, code cell 3
 def family_likelihood(family):
-    """The likelihood of a family: "probit" Probit(noise_var=1.0), "logistic" Logistic()."""
+    """The likelihood of a family: "probit" Probit(noise_var=1.0), "logistic"
+    Logistic()."""
     if family not in FAMILIES:
         raise ValueError(f"family must be one of {FAMILIES}; got {family!r}")
     return Probit(noise_var=1.0) if family == "probit" else Logistic()
@@ -62,7 +88,8 @@ class SiteGaussian(NamedTuple):
 
 
 def site_gaussian(K, site_tau, site_nu):
-    """Eqs (eq-gold-q), (eq-gold-evidence): the Gaussian of sites tau >= 0 and its log Z_q.
+    """Eqs (eq-gold-q), (eq-gold-evidence): the Gaussian of sites tau >= 0 and its log
+    Z_q.
 
     ``K`` (n, n) the prior covariance, finite and n >= 1; ``site_tau``, ``site_nu`` (n,)
     finite, tau >= 0 (ValueError naming the argument otherwise). Chapter 8's
@@ -72,29 +99,40 @@ def site_gaussian(K, site_tau, site_nu):
     tau = np.asarray(site_tau, dtype=float)
     nu = np.asarray(site_nu, dtype=float)
     if K.ndim != 2 or K.shape[0] != K.shape[1] or K.shape[0] == 0:
-        raise ValueError(f"K must be a square (n, n) matrix with n >= 1; got shape {K.shape}")
+        raise ValueError(
+            f"K must be a square (n, n) matrix with n >= 1; got shape {K.shape}"
+        )
     if not np.all(np.isfinite(K)) or not np.allclose(K, K.T, rtol=1e-10, atol=1e-12):
         raise ValueError("K must be a finite symmetric matrix")
     for name, a in (("site_tau", tau), ("site_nu", nu)):
         if a.shape != (len(K),) or not np.all(np.isfinite(a)):
             raise ValueError(f"{name} must be a finite array of shape ({len(K)},)")
     if np.any(tau < 0.0):
-        raise ValueError("site_tau must be >= 0: eq-gold-evidence needs a positive "
-                         "definite B = I + T^1/2 K T^1/2")
+        raise ValueError(
+            "site_tau must be >= 0: eq-gold-evidence needs a positive "
+            "definite B = I + T^1/2 K T^1/2"
+        )
     try:
         plus = positive_site_marginals(K, nu, tau, full=True)
     except np.linalg.LinAlgError:
-        raise ValueError("K must be positive semi-definite: B = I + T^1/2 K T^1/2 has no "
-                         "Cholesky factor") from None
-    return SiteGaussian(plus.mean, np.asarray(plus.Sigma), float(-0.5 * plus.logdet
-                                                                 + 0.5 * nu @ plus.mean))
+        raise ValueError(
+            "K must be positive semi-definite: B = I + T^1/2 K T^1/2 has no "
+            "Cholesky factor"
+        ) from None
+    return SiteGaussian(
+        plus.mean,
+        np.asarray(plus.Sigma),
+        float(-0.5 * plus.logdet + 0.5 * nu @ plus.mean),
+    )
 
 
 # %% book/23_approximations_vs_gold.md, code cell 4
 class SiteRatio(Likelihood):
-    """Eq. (eq-gold-ratio): log p(y_i | m_i + g_i) - log t_i(m_i + g_i), for the sampler of g.
+    """Eq. (eq-gold-ratio): log p(y_i | m_i + g_i) - log t_i(m_i + g_i), for the sampler
+    of g.
 
-    ``likelihood`` the model's, ``site_tau``, ``site_nu`` the sites and ``mean`` = m of q.
+    ``likelihood`` the model's, ``site_tau``, ``site_nu`` the sites and ``mean`` = m of
+    q.
     Only ``log_prob`` is defined: it is all elliptical slice sampling and AIS use.
     """
 
@@ -106,32 +144,43 @@ class SiteRatio(Likelihood):
 
     def log_prob(self, y, g):
         f = self.mean + g
-        return self.likelihood.log_prob(y, f) + 0.5 * self.site_tau * f * f - self.site_nu * f
+        return (
+            self.likelihood.log_prob(y, f)
+            + 0.5 * self.site_tau * f * f
+            - self.site_nu * f
+        )
 
 
 # %% book/23_approximations_vs_gold.md, code cell 5
 def exact_loo(draws, y, likelihood):
-    """Eq. (eq-gold-loo): p(y_i | D without i) from posterior draws of f, with its error.
+    """Eq. (eq-gold-loo): p(y_i | D without i) from posterior draws of f, with its
+    error.
 
-    ``draws`` (chains, draws, n) of f from the full posterior, ``y`` (n,) labels. Returns
+    ``draws`` (chains, draws, n) of f from the full posterior, ``y`` (n,) labels.
+    Returns
     (prob, se): 1 / mean of 1 / p(y_i | f_i), and the delta-method standard error.
     """
     draws = np.asarray(draws, dtype=float)
     if draws.ndim != 3 or draws.shape[-1] != len(y):
-        raise ValueError(f"draws must have shape (chains, draws, {len(y)}); got {draws.shape}")
+        raise ValueError(
+            f"draws must have shape (chains, draws, {len(y)}); got {draws.shape}"
+        )
     inverse = np.exp(-np.asarray(likelihood.log_prob(y, draws), dtype=float))
     mean, se, _ = monte_carlo_mean(inverse)
-    return 1.0 / mean, se / mean ** 2
+    return 1.0 / mean, se / mean**2
 
 
 def loo_variance_limit(likelihood):
-    """Eq. (eq-gold-loo-finite): the cavity variance below which eq-gold-loo has finite variance.
+    """Eq. (eq-gold-loo-finite): the cavity variance below which eq-gold-loo has finite
+    variance.
 
-    The noise variance nu for Gaussian and for Probit without flips; inf (no limit) for the
+    The noise variance nu for Gaussian and for Probit without flips; inf (no limit) for
+    the
     other likelihoods of the package (logistic, or bounded away from zero by flips).
     """
-    if isinstance(likelihood, Gaussian) or (isinstance(likelihood, Probit)
-                                            and likelihood.kappa == 0.0):
+    if isinstance(likelihood, Gaussian) or (
+        isinstance(likelihood, Probit) and likelihood.kappa == 0.0
+    ):
         return float(likelihood.noise_var)
     return np.inf
 
@@ -139,12 +188,17 @@ def loo_variance_limit(likelihood):
 # %% book/23_approximations_vs_gold.md, code cell 6
 @dataclass
 class GoldStandard:
-    """The posterior by MCMC and the evidence by AIS around Gaussian sites (eq-gold-ratio).
+    """The posterior by MCMC and the evidence by AIS around Gaussian sites
+    (eq-gold-ratio).
 
-    ``mcmc`` an MCMCResult in f (draws, moments, diagnostics); ``ais`` an AISResult whose
-    log evidence includes log Z_q; ``base`` the SiteGaussian q; ``loo_prob``, ``loo_prob_se``
-    exact leave-one-out probabilities of the observed labels (eq-gold-loo) and their errors;
-    ``loo_reliable`` where q's cavity variance satisfies eq-gold-loo-finite; ``converged``:
+    ``mcmc`` an MCMCResult in f (draws, moments, diagnostics); ``ais`` an AISResult
+    whose
+    log evidence includes log Z_q; ``base`` the SiteGaussian q; ``loo_prob``,
+    ``loo_prob_se``
+    exact leave-one-out probabilities of the observed labels (eq-gold-loo) and their
+    errors;
+    ``loo_reliable`` where q's cavity variance satisfies eq-gold-loo-finite;
+    ``converged``:
     the chains passed their diagnostics and the AIS weights are not degenerate.
     """
 
@@ -162,45 +216,101 @@ class GoldStandard:
 
 
 # %% book/23_approximations_vs_gold.md, code cell 7
-def gold_standard(K, y, likelihood, site_tau, site_nu, *, n_samples=4000, n_chains=4,
-                  burn_in=200, thin=1, ais_runs=64, ais_schedule=200, min_weight_ess=10.0,
-                  rng=None, progress=False):
-    """Eqs (eq-gold-ratio), (eq-gold-evidence): exact posterior draws and log p(y) around sites.
+def gold_standard(
+    K,
+    y,
+    likelihood,
+    site_tau,
+    site_nu,
+    *,
+    n_samples=4000,
+    n_chains=4,
+    burn_in=200,
+    thin=1,
+    ais_runs=64,
+    ais_schedule=200,
+    min_weight_ess=10.0,
+    rng=None,
+    progress=False,
+):
+    """Eqs (eq-gold-ratio), (eq-gold-evidence): exact posterior draws and log p(y)
+    around sites.
 
     ``K``, ``y``, ``likelihood`` as for elliptical_slice_sampling; ``site_tau`` >= 0 and
-    ``site_nu`` the sites of a Gaussian approximation (EP's or Laplace's: any finite values
+    ``site_nu`` the sites of a Gaussian approximation (EP's or Laplace's: any finite
+    values
     give exact answers, close ones give fast mixing). ``n_samples``, ``n_chains``,
-    ``burn_in``, ``thin`` go to elliptical_slice_sampling, ``ais_runs``, ``ais_schedule``,
+    ``burn_in``, ``thin`` go to elliptical_slice_sampling, ``ais_runs``,
+    ``ais_schedule``,
     ``min_weight_ess`` to ais_log_evidence; ``rng`` a Generator or seed. Returns a
-    GoldStandard; the two estimators warn (ConvergenceWarning) when their diagnostics fail.
+    GoldStandard; the two estimators warn (ConvergenceWarning) when their diagnostics
+    fail.
     """
     rng = check_generator(rng)
     y = np.asarray(y, dtype=float)
     q = site_gaussian(K, site_tau, site_nu)
-    ratio = SiteRatio(likelihood, np.asarray(site_tau, dtype=float),
-                      np.asarray(site_nu, dtype=float), q.mean)
-    run = elliptical_slice_sampling(q.cov, y, ratio, n_samples=n_samples, n_chains=n_chains,
-                                    burn_in=burn_in, thin=thin, rng=rng, progress=progress)
+    ratio = SiteRatio(
+        likelihood,
+        np.asarray(site_tau, dtype=float),
+        np.asarray(site_nu, dtype=float),
+        q.mean,
+    )
+    run = elliptical_slice_sampling(
+        q.cov,
+        y,
+        ratio,
+        n_samples=n_samples,
+        n_chains=n_chains,
+        burn_in=burn_in,
+        thin=thin,
+        rng=rng,
+        progress=progress,
+    )
     draws = q.mean + run.samples
     log_lik = np.asarray(likelihood.log_prob(y, draws), dtype=float).sum(axis=-1)
-    run = replace(run, samples=draws, mean=q.mean + run.mean, log_lik=log_lik,
-                  chol=prior_cholesky(K))
-    ais = ais_log_evidence(q.cov, y, ratio, n_runs=ais_runs, schedule=ais_schedule,
-                           min_weight_ess=min_weight_ess, rng=rng, progress=progress)
-    ais = replace(ais, log_evidence=ais.log_evidence + q.log_norm,
-                  log_weights=ais.log_weights + q.log_norm, f=q.mean + ais.f)
+    run = replace(
+        run,
+        samples=draws,
+        mean=q.mean + run.mean,
+        log_lik=log_lik,
+        chol=prior_cholesky(K),
+    )
+    ais = ais_log_evidence(
+        q.cov,
+        y,
+        ratio,
+        n_runs=ais_runs,
+        schedule=ais_schedule,
+        min_weight_ess=min_weight_ess,
+        rng=rng,
+        progress=progress,
+    )
+    ais = replace(
+        ais,
+        log_evidence=ais.log_evidence + q.log_norm,
+        log_weights=ais.log_weights + q.log_norm,
+        f=q.mean + ais.f,
+    )
     loo_prob, loo_se = exact_loo(draws, y, likelihood)
-    tau_cav = 1.0 / np.diag(q.cov) - ratio.site_tau                  # q's cavities
+    tau_cav = 1.0 / np.diag(q.cov) - ratio.site_tau  # q's cavities
     reliable = (tau_cav > 0.0) & (1.0 < loo_variance_limit(likelihood) * tau_cav)
-    return GoldStandard(run, ais, q, loo_prob, loo_se, reliable,
-                        bool(run.converged and ais.weight_ess >= min_weight_ess))
+    return GoldStandard(
+        run,
+        ais,
+        q,
+        loo_prob,
+        loo_se,
+        reliable,
+        bool(run.converged and ais.weight_ess >= min_weight_ess),
+    )
 
 
 # %% book/23_approximations_vs_gold.md, code cell 11
 class Approximation(NamedTuple):
     """One method's answers at a fixed kernel; NaN where the method has none.
 
-    ``mean``, ``var`` (n,) the posterior marginals of f at the training inputs; ``prob`` (m,)
+    ``mean``, ``var`` (n,) the posterior marginals of f at the training inputs; ``prob``
+    (m,)
     P(y* = +1) at the test inputs; ``decision`` (m,) the sign that classifies them;
     ``log_evidence``; ``loo_prob`` (n,) p(y_i | D without i); ``loo_decision`` (n,) the
     leave-one-out activations; ``seconds`` the fit; ``converged`` the fit's flag.
@@ -221,7 +331,7 @@ class Approximation(NamedTuple):
 def _laplace(kernel, X, y, likelihood):
     est = Laplace(kernel=kernel, likelihood=likelihood, optimizer=None).fit(X, y)
     mean, var = est.predict_latent(X)
-    tau = -likelihood.log_prob_derivatives(y, est.f_hat_)[1]          # W
+    tau = -likelihood.log_prob_derivatives(y, est.f_hat_)[1]  # W
     loo = loo_moments(kernel(X), tau * est.f_hat_ + est.alpha_, tau)  # nu = W f + grad
     log_p = likelihood.log_Z(y, loo.mean, loo.var)[0]
     return est, mean, var, est.log_marginal_likelihood_, np.exp(log_p), loo.mean
@@ -229,14 +339,20 @@ def _laplace(kernel, X, y, likelihood):
 
 def _ep(kernel, X, y, likelihood):
     est = EP(kernel=kernel, likelihood=likelihood, optimizer=None).fit(X, y)
-    return (est, est.posterior_mean_, est.posterior_var_, est.log_marginal_likelihood_,
-            est.loo_predictive(), est.mu_cav_)
+    return (
+        est,
+        est.posterior_mean_,
+        est.posterior_var_,
+        est.log_marginal_likelihood_,
+        est.loo_predictive(),
+        est.mu_cav_,
+    )
 
 
 def _mean_field(cls, kernel, X, y, likelihood):
     est = cls(kernel=kernel, v=1.0, optimizer=None).fit(X, y)
     mean, var = est.predict_latent(X)
-    var_cav = est.var_cav_ if cls is TAP else est.loo_var_           # of the noisy process
+    var_cav = est.var_cav_ if cls is TAP else est.loo_var_  # of the noisy process
     loo = likelihood.predictive(y * est.loo_decision_, np.maximum(var_cav - 1.0, 0.0))
     log_evidence = est.log_evidence_ if cls is TAP else np.nan
     return est, mean, var, log_evidence, loo, est.loo_decision_
@@ -256,15 +372,21 @@ def _svm(kernel, X, y, likelihood):
 
 
 # %% book/23_approximations_vs_gold.md, code cell 13
-_ADAPTERS = {"Laplace": _laplace, "EP": _ep, "variational": _variational, "SVM": _svm,
-             "TAP": lambda *a: _mean_field(TAP, *a),
-             "naive MF": lambda *a: _mean_field(NaiveMeanField, *a)}
+_ADAPTERS = {
+    "Laplace": _laplace,
+    "EP": _ep,
+    "variational": _variational,
+    "SVM": _svm,
+    "TAP": lambda *a: _mean_field(TAP, *a),
+    "naive MF": lambda *a: _mean_field(NaiveMeanField, *a),
+}
 
 
 def approximate(method, kernel, X, y, X_test, family="probit"):
     """One method of METHODS[family] at a fixed ``kernel``, as an Approximation.
 
-    ``X`` (n, d), ``y`` (n,) labels +-1, ``X_test`` (m, d). ConvergenceWarnings of the fit
+    ``X`` (n, d), ``y`` (n,) labels +-1, ``X_test`` (m, d). ConvergenceWarnings of the
+    fit
     are recorded in ``converged`` rather than raised (the caller decides what to show).
     """
     return _approximate(method, kernel, X, y, X_test, family)[0]
@@ -274,29 +396,44 @@ def _approximate(method, kernel, X, y, X_test, family):
     """approximate, and the fitted estimator (compare_methods reuses EP's sites)."""
     likelihood = family_likelihood(family)
     if method not in METHODS[family]:
-        raise ValueError(f"method must be one of {METHODS[family]} for the {family} family; "
-                         f"got {method!r}")
+        raise ValueError(
+            f"method must be one of {METHODS[family]} for the {family} family; "
+            f"got {method!r}"
+        )
     y = np.asarray(y, dtype=float)
     t0 = time.perf_counter()
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", ConvergenceWarning)
         est, mean, var, log_evidence, loo_prob, loo_decision = _ADAPTERS[method](
-            kernel, X, y, likelihood)
+            kernel, X, y, likelihood
+        )
         decision = est.decision_function(X_test)
-        prob = (np.full(len(X_test), np.nan) if method == "SVM"
-                else est.predict_proba(X_test)[:, 1])
+        prob = (
+            np.full(len(X_test), np.nan)
+            if method == "SVM"
+            else est.predict_proba(X_test)[:, 1]
+        )
     seconds = time.perf_counter() - t0
     converged = bool(getattr(est, "converged_", True)) and not any(
-        issubclass(w.category, ConvergenceWarning) for w in caught)
-    return Approximation(np.asarray(mean, dtype=float), np.asarray(var, dtype=float), prob,
-                         np.asarray(decision, dtype=float), float(log_evidence),
-                         np.asarray(loo_prob, dtype=float), np.asarray(loo_decision, dtype=float),
-                         seconds, converged), est
+        issubclass(w.category, ConvergenceWarning) for w in caught
+    )
+    return Approximation(
+        np.asarray(mean, dtype=float),
+        np.asarray(var, dtype=float),
+        prob,
+        np.asarray(decision, dtype=float),
+        float(log_evidence),
+        np.asarray(loo_prob, dtype=float),
+        np.asarray(loo_decision, dtype=float),
+        seconds,
+        converged,
+    ), est
 
 
 # %% book/23_approximations_vs_gold.md, code cell 14
 def information_bits(y, prob):
-    """Eq. (eq-gold-bits): 1 + mean log2 p(y_j | x_j) for labels +-1 and prob = P(y = +1)."""
+    """Eq. (eq-gold-bits): 1 + mean log2 p(y_j | x_j) for labels +-1 and prob = P(y =
+    +1)."""
     y = np.asarray(y, dtype=float)
     prob = np.asarray(prob, dtype=float)
     p = np.clip(np.where(y > 0, prob, 1.0 - prob), 1e-300, 1.0)
@@ -305,33 +442,46 @@ def information_bits(y, prob):
 
 def _test_measures(y_test, prob, decision):
     p = np.clip(np.where(y_test > 0, prob, 1.0 - prob), 1e-300, 1.0)
-    return {"test_error": float(np.mean(y_test * decision <= 0.0)),
-            "nlp": float(-np.mean(np.log(p))), "bits": information_bits(y_test, prob),
-            "sharpness": float(np.mean(np.abs(2.0 * prob - 1.0)))}
+    return {
+        "test_error": float(np.mean(y_test * decision <= 0.0)),
+        "nlp": float(-np.mean(np.log(p))),
+        "bits": information_bits(y_test, prob),
+        "sharpness": float(np.mean(np.abs(2.0 * prob - 1.0))),
+    }
 
 
 def _measures(gold, pred, approx, y, y_test):
-    """The measures of sec-gold-measures for one Approximation against the gold standard."""
+    """The measures of sec-gold-measures for one Approximation against the gold
+    standard."""
     d_loo = np.abs(approx.loo_prob - gold.loo_prob)[gold.loo_reliable]
     d_loo = d_loo if d_loo.size else np.array([np.nan])
-    out = {"d_mean": float(np.mean(np.abs(approx.mean - gold.mcmc.mean))),
-           "mean_abs_f": float(np.mean(np.abs(approx.mean))),
-           "d_var": float(np.mean(np.abs(approx.var - gold.mcmc.var))),
-           "max_d_prob": float(np.max(np.abs(approx.prob - pred.prob))),
-           "d_log_evidence": float(approx.log_evidence - gold.ais.log_evidence),
-           "max_d_loo": float(np.max(d_loo)), "mean_d_loo": float(np.mean(d_loo)),
-           "loo_error": (float(np.mean(y * approx.loo_decision <= 0.0))
-                         if np.all(np.isfinite(approx.loo_decision)) else float("nan")),
-           "log_evidence": approx.log_evidence, "seconds": approx.seconds,
-           "converged": approx.converged}
+    out = {
+        "d_mean": float(np.mean(np.abs(approx.mean - gold.mcmc.mean))),
+        "mean_abs_f": float(np.mean(np.abs(approx.mean))),
+        "d_var": float(np.mean(np.abs(approx.var - gold.mcmc.var))),
+        "max_d_prob": float(np.max(np.abs(approx.prob - pred.prob))),
+        "d_log_evidence": float(approx.log_evidence - gold.ais.log_evidence),
+        "max_d_loo": float(np.max(d_loo)),
+        "mean_d_loo": float(np.mean(d_loo)),
+        "loo_error": (
+            float(np.mean(y * approx.loo_decision <= 0.0))
+            if np.all(np.isfinite(approx.loo_decision))
+            else float("nan")
+        ),
+        "log_evidence": approx.log_evidence,
+        "seconds": approx.seconds,
+        "converged": approx.converged,
+    }
     return dict(out, **_test_measures(y_test, approx.prob, approx.decision))
 
 
 # %% book/23_approximations_vs_gold.md, code cell 15
 class Comparison(NamedTuple):
-    """compare_methods' result: the gold standard, its predictions, each method and measures.
+    """compare_methods' result: the gold standard, its predictions, each method and
+    measures.
 
-    ``measures``: {"gold": {...}, method: {...}} (sec-gold-measures); ``approximations``:
+    ``measures``: {"gold": {...}, method: {...}} (sec-gold-measures);
+    ``approximations``:
     {method: Approximation}.
     """
 
@@ -341,13 +491,26 @@ class Comparison(NamedTuple):
     measures: dict
 
 
-def compare_methods(kernel, X, y, X_test, y_test, family="probit", *, methods=None,
-                    rng=None, **gold_settings):
-    """Every method of METHODS[family] (or ``methods``) against the gold standard at ``kernel``.
+def compare_methods(
+    kernel,
+    X,
+    y,
+    X_test,
+    y_test,
+    family="probit",
+    *,
+    methods=None,
+    rng=None,
+    **gold_settings,
+):
+    """Every method of METHODS[family] (or ``methods``) against the gold standard at
+    ``kernel``.
 
-    The gold standard is gold_standard around EP's sites with ``gold_settings`` (n_samples,
+    The gold standard is gold_standard around EP's sites with ``gold_settings``
+    (n_samples,
     burn_in, ais_runs, ...); its ConvergenceWarnings are recorded in the measures
-    ("converged", "min_ess", "max_rhat", "weight_ess"), not raised. A method whose fit raises
+    ("converged", "min_ess", "max_rhat", "weight_ess"), not raised. A method whose fit
+    raises
     (ValueError, ArithmeticError, LinAlgError) gets {"failed": message} as its measures.
     Returns a Comparison.
     """
@@ -358,26 +521,50 @@ def compare_methods(kernel, X, y, X_test, y_test, family="probit", *, methods=No
     for m in methods:
         try:
             approximations[m], fitted[m] = _approximate(m, kernel, X, y, X_test, family)
-        except (ValueError, ArithmeticError, np.linalg.LinAlgError) as err:   # e.g. TAP breaks down
+        except (
+            ValueError,
+            ArithmeticError,
+            np.linalg.LinAlgError,
+        ) as err:  # e.g. TAP breaks down
             failures[m] = {"failed": f"{type(err).__name__}: {err}"}
     ep = approximations.get("EP")
-    base = fitted.get("EP") or EP(kernel=kernel, likelihood=likelihood, optimizer=None).fit(X, y)
+    base = fitted.get("EP") or EP(
+        kernel=kernel, likelihood=likelihood, optimizer=None
+    ).fit(X, y)
     t0 = time.perf_counter()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
-        gold = gold_standard(kernel(X), y, likelihood, np.maximum(base.site_tau_, 0.0),
-                             base.site_nu_, rng=rng, **gold_settings)   # tau < 0: rounding
-        pred = predictive_probabilities(gold.mcmc, kernel(X_test, X), kernel.diag(X_test),
-                                        likelihood, thin=max(1, gold.mcmc.samples.shape[1] // 1000))
+        gold = gold_standard(
+            kernel(X),
+            y,
+            likelihood,
+            np.maximum(base.site_tau_, 0.0),
+            base.site_nu_,
+            rng=rng,
+            **gold_settings,
+        )  # tau < 0: rounding
+        pred = predictive_probabilities(
+            gold.mcmc,
+            kernel(X_test, X),
+            kernel.diag(X_test),
+            likelihood,
+            thin=max(1, gold.mcmc.samples.shape[1] // 1000),
+        )
     seconds = time.perf_counter() - t0 + (ep.seconds if ep is not None else 0.0)
-    row = dict(_test_measures(y_test, pred.prob, pred.prob - 0.5),
-               log_evidence=gold.ais.log_evidence, log_evidence_se=gold.ais.log_evidence_se,
-               loo_error=float(np.mean(gold.loo_prob < 0.5)), seconds=seconds,
-               loo_reliable=float(np.mean(gold.loo_reliable)),
-               mean_abs_f=float(np.mean(np.abs(gold.mcmc.mean))),
-               converged=gold.converged, min_ess=gold.mcmc.min_ess,
-               max_rhat=gold.mcmc.max_rhat, weight_ess=gold.ais.weight_ess,
-               max_prob_se=float(np.max(pred.prob_se)))
+    row = dict(
+        _test_measures(y_test, pred.prob, pred.prob - 0.5),
+        log_evidence=gold.ais.log_evidence,
+        log_evidence_se=gold.ais.log_evidence_se,
+        loo_error=float(np.mean(gold.loo_prob < 0.5)),
+        seconds=seconds,
+        loo_reliable=float(np.mean(gold.loo_reliable)),
+        mean_abs_f=float(np.mean(np.abs(gold.mcmc.mean))),
+        converged=gold.converged,
+        min_ess=gold.mcmc.min_ess,
+        max_rhat=gold.mcmc.max_rhat,
+        weight_ess=gold.ais.weight_ess,
+        max_prob_se=float(np.max(pred.prob_se)),
+    )
     measures = dict({"gold": row}, **failures)
     for m, a in approximations.items():
         measures[m] = _measures(gold, pred, a, y, y_test)

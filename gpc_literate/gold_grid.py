@@ -4,13 +4,18 @@
 # %% book/24_evidence_maps.md, code cell 2
 """Part VI over a grid of hyperparameters: evidence maps, chosen hyperparameters, cost.
 
-Built by chapter 24 of the book (book/24_evidence_maps.md).  One job compares every method
-with the gold standard (gold.compare_methods) at one point (a, log sigma^2) of the grid, with
-the squared-exponential kernel of length scale sqrt(d) e^a and variance sigma^2; run_grid
+Built by chapter 24 of the book (book/24_evidence_maps.md).  One job compares every
+method
+with the gold standard (gold.compare_methods) at one point (a, log sigma^2) of the grid,
+with
+the squared-exponential kernel of length scale sqrt(d) e^a and variance sigma^2;
+run_grid
 runs the jobs not yet in a results file (resumable, chapter 18's run_jobs); grid_array
-arranges one measure as a (len(A), len(LOG_VAR)) array.  ``python -m gpc_literate.gold_grid``
+arranges one measure as a (len(A), len(LOG_VAR)) array.  ``python -m
+gpc_literate.gold_grid``
 runs the grid from the command line.
 """
+
 import argparse
 import os
 import sys
@@ -19,26 +24,50 @@ import zlib
 import numpy as np
 
 from gpc_literate import datasets
-from gpc_literate.experiments import (ResultsFileError, add_cluster_arguments, check_jobs,
-                                      dask_client, int_at_least, jobs_argument, run_jobs)
+from gpc_literate.experiments import (
+    ResultsFileError,
+    add_cluster_arguments,
+    check_jobs,
+    dask_client,
+    int_at_least,
+    jobs_argument,
+    run_jobs,
+)
 from gpc_literate.gold import FAMILIES, METHODS, compare_methods
 from gpc_literate.kernels import RBF
 
-__all__ = ["DATASETS", "A_GRID", "LOG_VAR_GRID", "DEFAULT_CONFIG", "grid_kernel", "run_point",
-           "run_grid", "grid_array", "main"]
+__all__ = [
+    "DATASETS",
+    "A_GRID",
+    "LOG_VAR_GRID",
+    "DEFAULT_CONFIG",
+    "grid_kernel",
+    "run_point",
+    "run_grid",
+    "grid_array",
+    "main",
+]
 
 DATASETS = ("sonar", "wisconsin", "crabs", "pima")
-A_GRID = tuple(np.round(np.arange(-1.0, 2.01, 0.5), 2).tolist())      # l = sqrt(d) e^a
-LOG_VAR_GRID = tuple(float(v) for v in range(7))                        # log sigma^2
-DEFAULT_CONFIG = {"n_samples": 4000, "burn_in": 200, "ais_runs": 64, "ais_schedule": 200,
-                  "seed": 2005}
+A_GRID = tuple(np.round(np.arange(-1.0, 2.01, 0.5), 2).tolist())  # l = sqrt(d) e^a
+LOG_VAR_GRID = tuple(float(v) for v in range(7))  # log sigma^2
+DEFAULT_CONFIG = {
+    "n_samples": 4000,
+    "burn_in": 200,
+    "ais_runs": 64,
+    "ais_schedule": 200,
+    "seed": 2005,
+}
 
 
 # %% book/24_evidence_maps.md, code cell 3
 def grid_kernel(n_features, a, log_var):
-    """The squared-exponential kernel of length scale sqrt(n_features) e^a, variance e^log_var."""
-    return RBF(length_scale=float(np.sqrt(n_features) * np.exp(a)),
-               variance=float(np.exp(log_var)))
+    """The squared-exponential kernel of length scale sqrt(n_features) e^a, variance
+    e^log_var."""
+    return RBF(
+        length_scale=float(np.sqrt(n_features) * np.exp(a)),
+        variance=float(np.exp(log_var)),
+    )
 
 
 def _key(record):
@@ -46,26 +75,49 @@ def _key(record):
 
 
 def _seed(config, dataset, family, i, j):
-    """A seed from the job's key: the same job gives the same draws, alone or in a grid."""
-    return [int(config["seed"]), zlib.crc32(f"{dataset}/{family}".encode()), int(i), int(j)]
+    """A seed from the job's key: the same job gives the same draws, alone or in a
+    grid."""
+    return [
+        int(config["seed"]),
+        zlib.crc32(f"{dataset}/{family}".encode()),
+        int(i),
+        int(j),
+    ]
 
 
 def run_point(dataset, family, i, j, config=None):
-    """One job: compare_methods on ``dataset`` at grid point (A_GRID[i], LOG_VAR_GRID[j]).
+    """One job: compare_methods on ``dataset`` at grid point (A_GRID[i],
+    LOG_VAR_GRID[j]).
 
     Returns a record {dataset, family, i, j, a, log_var, status, measures | message}; a
-    failure of the fit (ValueError, LinAlgError, ...) gives status "failed" and its message.
+    failure of the fit (ValueError, LinAlgError, ...) gives status "failed" and its
+    message.
     """
     config = dict(DEFAULT_CONFIG, **(config or {}))
     d = datasets.load(dataset)
     a, log_var = A_GRID[i], LOG_VAR_GRID[j]
-    record = {"dataset": dataset, "family": family, "i": int(i), "j": int(j), "a": a,
-              "log_var": log_var}
-    settings = {k: config[k] for k in ("n_samples", "burn_in", "ais_runs", "ais_schedule")}
+    record = {
+        "dataset": dataset,
+        "family": family,
+        "i": int(i),
+        "j": int(j),
+        "a": a,
+        "log_var": log_var,
+    }
+    settings = {
+        k: config[k] for k in ("n_samples", "burn_in", "ais_runs", "ais_schedule")
+    }
     try:
-        comp = compare_methods(grid_kernel(d.n_features, a, log_var), d.X_train, d.y_train,
-                               d.X_test, d.y_test, family,
-                               rng=_seed(config, dataset, family, i, j), **settings)
+        comp = compare_methods(
+            grid_kernel(d.n_features, a, log_var),
+            d.X_train,
+            d.y_train,
+            d.X_test,
+            d.y_test,
+            family,
+            rng=_seed(config, dataset, family, i, j),
+            **settings,
+        )
     except (ValueError, ArithmeticError, np.linalg.LinAlgError) as err:
         return dict(record, status="failed", message=f"{type(err).__name__}: {err}")
     return dict(record, status="ok", measures=comp.measures)
@@ -86,7 +138,9 @@ def _grid_tasks(dataset_names, families, jobs, config):
     families = _names(families, FAMILIES)
     for name in names:
         if name not in DATASETS:
-            raise ValueError(f"dataset_names: unknown data set {name!r}; known: {DATASETS}")
+            raise ValueError(
+                f"dataset_names: unknown data set {name!r}; known: {DATASETS}"
+            )
     for family in families:
         if family not in FAMILIES:
             raise ValueError(f"families: unknown family {family!r}; known: {FAMILIES}")
@@ -95,17 +149,36 @@ def _grid_tasks(dataset_names, families, jobs, config):
     check_jobs(jobs)
     unknown = set(config or {}) - set(DEFAULT_CONFIG)
     if unknown:
-        raise ValueError(f"unknown config keys {sorted(unknown)}; known: {sorted(DEFAULT_CONFIG)}")
-    return [(n, f, i, j) for n in names for f in families
-            for i in range(len(A_GRID)) for j in range(len(LOG_VAR_GRID))]
+        raise ValueError(
+            f"unknown config keys {sorted(unknown)}; known: {sorted(DEFAULT_CONFIG)}"
+        )
+    return [
+        (n, f, i, j)
+        for n in names
+        for f in families
+        for i in range(len(A_GRID))
+        for j in range(len(LOG_VAR_GRID))
+    ]
 
 
-def run_grid(dataset_names=None, families=None, *, points=None, jobs=1, out=None,
-             config=None, progress=True, retry_failed=False, client=None):
+def run_grid(
+    dataset_names=None,
+    families=None,
+    *,
+    points=None,
+    jobs=1,
+    out=None,
+    config=None,
+    progress=True,
+    retry_failed=False,
+    client=None,
+):
     """Run the grid's jobs that are not yet in ``out``; returns all records of ``out``.
 
-    dataset_names: default DATASETS (a name or a list of names); families: default FAMILIES;
-    points: a non-empty list of (i, j) grid indices to run (default all); jobs: worker processes (joblib, -1 all cores); out: a
+    dataset_names: default DATASETS (a name or a list of names); families: default
+    FAMILIES;
+    points: a non-empty list of (i, j) grid indices to run (default all); jobs: worker
+    processes (joblib, -1 all cores); out: a
     JSON results file, read first and merged into after every job, or None; config:
     overrides of DEFAULT_CONFIG; client: a dask.distributed Client whose workers run the
     jobs (chapter 18's ``dask_client``). Raises ValueError for bad arguments and
@@ -115,20 +188,37 @@ def run_grid(dataset_names=None, families=None, *, points=None, jobs=1, out=None
     if points is not None:
         wanted = {(int(i), int(j)) for i, j in points}
         if not wanted:
-            raise ValueError("points must list at least one (i, j) grid cell, or be None")
-        if not wanted <= {(i, j) for i in range(len(A_GRID)) for j in range(len(LOG_VAR_GRID))}:
-            raise ValueError(f"points must be (i, j) with 0 <= i < {len(A_GRID)} and "
-                             f"0 <= j < {len(LOG_VAR_GRID)}")
+            raise ValueError(
+                "points must list at least one (i, j) grid cell, or be None"
+            )
+        if not wanted <= {
+            (i, j) for i in range(len(A_GRID)) for j in range(len(LOG_VAR_GRID))
+        }:
+            raise ValueError(
+                f"points must be (i, j) with 0 <= i < {len(A_GRID)} and "
+                f"0 <= j < {len(LOG_VAR_GRID)}"
+            )
         tasks = [t for t in tasks if (t[2], t[3]) in wanted]
     config = dict(DEFAULT_CONFIG, **(config or {}))
-    return run_jobs(tasks, kind="gold_grid", key=_key, config=config, out=out, jobs=jobs,
-                    job=run_point, retry_failed=retry_failed, progress=progress,
-                    label="gold-standard grid", client=client)
+    return run_jobs(
+        tasks,
+        kind="gold_grid",
+        key=_key,
+        config=config,
+        out=out,
+        jobs=jobs,
+        job=run_point,
+        retry_failed=retry_failed,
+        progress=progress,
+        label="gold-standard grid",
+        client=client,
+    )
 
 
 # %% book/24_evidence_maps.md, code cell 5
 def grid_array(records, dataset, family, method, key):
-    """(len(A_GRID), len(LOG_VAR_GRID)) array of measures[method][key] from the records."""
+    """(len(A_GRID), len(LOG_VAR_GRID)) array of measures[method][key] from the
+    records."""
     out = np.full((len(A_GRID), len(LOG_VAR_GRID)), np.nan)
     for r in records:
         if r["dataset"] == dataset and r["family"] == family and r["status"] == "ok":
@@ -139,23 +229,37 @@ def grid_array(records, dataset, family, method, key):
 
 # %% book/24_evidence_maps.md, code cell 6
 def main(argv=None):
-    """``python -m gpc_literate.gold_grid [options]``: run the grid, save, print a summary.
+    """``python -m gpc_literate.gold_grid [options]``: run the grid, save, print a
+    summary.
 
     Returns 0; a bad argument exits with status 2 (argparse), and a results file that is
     malformed or written with another configuration gives a message and status 2.
     """
     parser = argparse.ArgumentParser(
         prog="python -m gpc_literate.gold_grid",
-        description="Every approximation against MCMC and AIS over a grid of (length scale, "
-                    "signal variance), on Sonar, Wisconsin, crabs and Pima (chapter 24).")
+        description="Every approximation against MCMC and AIS over a grid of (length "
+        "scale, "
+        "signal variance), on Sonar, Wisconsin, crabs and Pima (chapter 24).",
+    )
     parser.add_argument("--datasets", nargs="+", default=None, choices=DATASETS)
     parser.add_argument("--families", nargs="+", default=None, choices=FAMILIES)
-    parser.add_argument("--jobs", type=jobs_argument, default=1,
-                        help="worker processes (joblib; -1: all cores)")
-    parser.add_argument("--n-samples", type=int_at_least(4, "n-samples"),
-                        default=DEFAULT_CONFIG["n_samples"], help="kept draws per chain")
-    parser.add_argument("--out", default=os.path.join("results", "gold_grid.json"),
-                        help="results file (default results/gold_grid.json); reruns resume it")
+    parser.add_argument(
+        "--jobs",
+        type=jobs_argument,
+        default=1,
+        help="worker processes (joblib; -1: all cores)",
+    )
+    parser.add_argument(
+        "--n-samples",
+        type=int_at_least(4, "n-samples"),
+        default=DEFAULT_CONFIG["n_samples"],
+        help="kept draws per chain",
+    )
+    parser.add_argument(
+        "--out",
+        default=os.path.join("results", "gold_grid.json"),
+        help="results file (default results/gold_grid.json); reruns resume it",
+    )
     parser.add_argument("--retry-failed", action="store_true")
     parser.add_argument("--no-progress", action="store_true")
     add_cluster_arguments(parser)
@@ -165,17 +269,27 @@ def main(argv=None):
     config = {"n_samples": args.n_samples}
     try:
         with dask_client(args.scheduler, args.local_workers) as client:
-            records = run_grid(args.datasets, args.families, jobs=args.jobs, out=args.out,
-                               config=config, progress=not args.no_progress,
-                               retry_failed=args.retry_failed, client=client)
+            records = run_grid(
+                args.datasets,
+                args.families,
+                jobs=args.jobs,
+                out=args.out,
+                config=config,
+                progress=not args.no_progress,
+                retry_failed=args.retry_failed,
+                client=client,
+            )
     except (ResultsFileError, OSError, ImportError) as err:
         print(f"{parser.prog}: error: {err}", file=sys.stderr)
         return 2
     ok = [r for r in records if r["status"] == "ok"]
     trusted = [r for r in ok if r["measures"]["gold"]["converged"]]
-    print(f"{len(records)} records: {len(ok)} ok, {len(trusted)} with a converged gold standard")
+    print(
+        f"{len(records)} records: {len(ok)} ok, {len(trusted)} with a converged gold "
+        f"standard"
+    )
     return 0
 
 
-if __name__ == "__main__" and "ipykernel" not in sys.modules:   # not inside the chapter
+if __name__ == "__main__" and "ipykernel" not in sys.modules:  # not inside the chapter
     sys.exit(main())

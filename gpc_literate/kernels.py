@@ -8,12 +8,21 @@ Built from chapter 3 of the book (book/03_covariance_functions.md). Kernels:
 ``RBF`` (squared exponential with ARD), ``ArcSin`` (infinite neural network),
 ``Linear`` (perceptron) and ``Cauchy``; all derive from ``Kernel``.
 """
+
 import copy
 
 import numpy as np
 
-__all__ = ["Kernel", "RBF", "ArcSin", "Linear", "Cauchy", "check_kernel", "default_kernel",
-           "input_scale"]
+__all__ = [
+    "Kernel",
+    "RBF",
+    "ArcSin",
+    "Linear",
+    "Cauchy",
+    "check_kernel",
+    "default_kernel",
+    "input_scale",
+]
 
 # |theta_j| must stay below this, so that exp(2 theta_j) (a squared length scale,
 # a squared variance) is a finite float.
@@ -21,7 +30,8 @@ _THETA_MAX = 0.5 * np.log(np.finfo(float).max)
 
 
 def _check_hyperparameter(value, name, *, allow_zero=False, allow_vector=False):
-    """Validate a positive (or non-negative) hyperparameter; return a float or a 1-D array."""
+    """Validate a positive (or non-negative) hyperparameter; return a float or a 1-D
+    array."""
     raw = np.asarray(value)
     kind = "a real number" + (" or a 1-D array of real numbers" if allow_vector else "")
     if raw.dtype.kind not in "iuf":
@@ -34,25 +44,33 @@ def _check_hyperparameter(value, name, *, allow_zero=False, allow_vector=False):
     if not np.all(np.isfinite(arr)):
         raise ValueError(f"{name} must be finite, got {value!r}")
     if allow_zero and np.any(arr < 0):
-        raise ValueError(f"{name} must be non-negative (0 means no such term), got {value!r}")
+        raise ValueError(
+            f"{name} must be non-negative (0 means no such term), got {value!r}"
+        )
     if not allow_zero and np.any(arr <= 0):
         raise ValueError(f"{name} must be positive, got {value!r}")
     return arr.copy() if arr.ndim == 1 else float(arr)
 
 
 def _check_inputs(X, name="X"):
-    """Return X as a 2-D float64 array of shape (n, d); refuse 1-D, empty or non-finite input."""
+    """Return X as a 2-D float64 array of shape (n, d); refuse 1-D, empty or non-finite
+    input."""
     raw = np.asarray(X)
     if raw.dtype.kind not in "biuf":
         raise TypeError(f"{name} must be a numeric array, got dtype {raw.dtype}")
     X = raw.astype(float)
     if X.ndim != 2:
         raise ValueError(
-            f"{name} must be a 2-D array of shape (n_samples, n_features), got ndim={X.ndim}; "
-            f"reshape a single feature with {name}.reshape(-1, 1) or a single sample with "
-            f"{name}.reshape(1, -1)")
+            f"{name} must be a 2-D array of shape (n_samples, n_features), got "
+            f"ndim={X.ndim}; "
+            f"reshape a single feature with {name}.reshape(-1, 1) or a single sample "
+            f"with "
+            f"{name}.reshape(1, -1)"
+        )
     if X.shape[0] == 0 or X.shape[1] == 0:
-        raise ValueError(f"{name} must have at least one row and one column, got shape {X.shape}")
+        raise ValueError(
+            f"{name} must have at least one row and one column, got shape {X.shape}"
+        )
     if not np.all(np.isfinite(X)):
         raise ValueError(f"{name} contains NaN or infinity")
     return X
@@ -60,7 +78,8 @@ def _check_inputs(X, name="X"):
 
 # %% book/03_covariance_functions.md, code cell 3
 def _check_ard_inputs(X, name, ard):
-    """Return X checked as in _check_inputs, with one column per entry of each ARD array.
+    """Return X checked as in _check_inputs, with one column per entry of each ARD
+    array.
 
     ``ard`` maps the names of the kernel's per-dimension hyperparameters to their values
     (a float for an isotropic one, which fits any number of columns).
@@ -70,13 +89,15 @@ def _check_ard_inputs(X, name, ard):
         if np.ndim(value) == 1 and value.size != X.shape[1]:
             raise ValueError(
                 f"{param} has {value.size} entries (one per input dimension, ARD) "
-                f"but {name} has {X.shape[1]} columns")
+                f"but {name} has {X.shape[1]} columns"
+            )
     return X
 
 
 # %% book/03_covariance_functions.md, code cell 4
 def _theta_names(values):
-    """Names of the entries of theta for ``values`` (hyperparameter name -> value), in order."""
+    """Names of the entries of theta for ``values`` (hyperparameter name -> value), in
+    order."""
     names = []
     for param, value in values.items():
         if np.ndim(value) == 1:
@@ -91,7 +112,8 @@ def _split_theta(theta, values, names):
     """Validate a new theta for the hyperparameters ``values`` (name -> current value).
 
     Returns the new values exp(theta) in the same order and shapes; raises TypeError or
-    ValueError (listing ``names``, the entries of theta) if theta is not a finite 1-D array of
+    ValueError (listing ``names``, the entries of theta) if theta is not a finite 1-D
+    array of
     the right length with |theta_j| <= _THETA_MAX.
     """
     raw = np.asarray(theta)
@@ -100,16 +122,20 @@ def _split_theta(theta, values, names):
     theta = raw.astype(float)
     sizes = [np.size(value) for value in values.values()]
     if theta.ndim != 1 or theta.size != sum(sizes):
-        raise ValueError(f"theta must be a 1-D array of length {sum(sizes)} "
-                         f"{names}, got shape {theta.shape}")
+        raise ValueError(
+            f"theta must be a 1-D array of length {sum(sizes)} "
+            f"{names}, got shape {theta.shape}"
+        )
     if not np.all(np.isfinite(theta)):
         raise ValueError(f"theta must be finite, got {theta}")
     if np.any(np.abs(theta) > _THETA_MAX):
-        raise ValueError(f"theta out of range: |theta_j| must not exceed {_THETA_MAX:.1f}, "
-                         f"got {theta}")
+        raise ValueError(
+            f"theta out of range: |theta_j| must not exceed {_THETA_MAX:.1f}, "
+            f"got {theta}"
+        )
     new, start = [], 0
     for current, size in zip(values.values(), sizes):
-        value = np.exp(theta[start:start + size])
+        value = np.exp(theta[start : start + size])
         new.append(value if np.ndim(current) == 1 else value[0])
         start += size
     return new
@@ -117,27 +143,34 @@ def _split_theta(theta, values, names):
 
 # %% book/03_covariance_functions.md, code cell 6
 def _check_param_names(kernel, params):
-    """Raise ValueError if a key of ``params`` is not a constructor argument of ``kernel``."""
+    """Raise ValueError if a key of ``params`` is not a constructor argument of
+    ``kernel``."""
     unknown = sorted(set(params) - set(kernel._hyperparameters))
     if unknown:
-        raise ValueError(f"Invalid parameter(s) {unknown} for kernel {type(kernel).__name__}; "
-                         f"valid parameters are {list(kernel._hyperparameters)}")
+        raise ValueError(
+            f"Invalid parameter(s) {unknown} for kernel {type(kernel).__name__}; "
+            f"valid parameters are {list(kernel._hyperparameters)}"
+        )
 
 
 # %% book/03_covariance_functions.md, code cell 7
 def _constructor_call(kernel):
     """The text type(kernel).__name__(param=value, ...) that rebuilds ``kernel``."""
-    args = ", ".join(f"{p}={v.tolist() if isinstance(v, np.ndarray) else v!r}"
-                     for p, v in kernel.get_params().items())
+    args = ", ".join(
+        f"{p}={v.tolist() if isinstance(v, np.ndarray) else v!r}"
+        for p, v in kernel.get_params().items()
+    )
     return f"{type(kernel).__name__}({args})"
 
 
 # %% book/03_covariance_functions.md, code cell 8
 class _KernelEvaluation:
-    """Kernel's K = k(X, Z) (eq-kern-psd), its diagonal and dK/dtheta, on checked inputs."""
+    """Kernel's K = k(X, Z) (eq-kern-psd), its diagonal and dK/dtheta, on checked
+    inputs."""
 
     def __call__(self, X, Z=None):
-        """Covariance matrix k(X, Z), shape (n, m); k(X, X), exactly symmetric, if Z is None."""
+        """Covariance matrix k(X, Z), shape (n, m); k(X, X), exactly symmetric, if Z is
+        None."""
         X = self._check_X(X, "X")
         if Z is None:
             return self._matrix(X, None)
@@ -147,11 +180,13 @@ class _KernelEvaluation:
         return self._matrix(X, Z)
 
     def diag(self, X):
-        """Variances k(x_i, x_i) of the rows of X, shape (n,), without forming the matrix."""
+        """Variances k(x_i, x_i) of the rows of X, shape (n,), without forming the
+        matrix."""
         return self._diag(self._check_X(X, "X"))
 
     def gradient(self, X):
-        """Derivatives dK/dtheta_j of K = k(X, X), shape (n, n, p), in the order of ``theta``."""
+        """Derivatives dK/dtheta_j of K = k(X, X), shape (n, n, p), in the order of
+        ``theta``."""
         return np.moveaxis(self._gradient(self._check_X(X, "X")), 0, -1)
 
     def _check_X(self, X, name):
@@ -160,28 +195,37 @@ class _KernelEvaluation:
 
 # %% book/03_covariance_functions.md, code cell 9
 class _KernelTheta:
-    """Kernel's log-hyperparameter vector theta_j = log p_j: get, set, names, modified copy."""
+    """Kernel's log-hyperparameter vector theta_j = log p_j: get, set, names, modified
+    copy."""
 
     def _active(self):
-        """Names of the hyperparameters in ``theta``: all but the optional ones that are 0."""
-        return tuple(p for p in self._hyperparameters
-                     if not (p in self._optional and getattr(self, p) == 0.0))
+        """Names of the hyperparameters in ``theta``: all but the optional ones that are
+        0."""
+        return tuple(
+            p
+            for p in self._hyperparameters
+            if not (p in self._optional and getattr(self, p) == 0.0)
+        )
 
     @property
     def theta(self):
-        """Logarithms of the positive hyperparameters, a 1-D array (a copy); settable."""
+        """Logarithms of the positive hyperparameters, a 1-D array (a copy);
+        settable."""
         parts = [np.log(np.atleast_1d(getattr(self, p))) for p in self._active()]
         return np.concatenate([np.empty(0)] + parts)
 
     @theta.setter
     def theta(self, theta):
         values = {p: getattr(self, p) for p in self._active()}
-        for param, value in zip(values, _split_theta(theta, values, self.hyperparameter_names)):
+        for param, value in zip(
+            values, _split_theta(theta, values, self.hyperparameter_names)
+        ):
             setattr(self, param, value)
 
     @property
     def hyperparameter_names(self):
-        """Names of the entries of ``theta``, e.g. ('log_length_scale[0]', 'log_variance')."""
+        """Names of the entries of ``theta``, e.g. ('log_length_scale[0]',
+        'log_variance')."""
         return _theta_names({p: getattr(self, p) for p in self._active()})
 
     def with_theta(self, theta):
@@ -193,31 +237,41 @@ class _KernelTheta:
 
 # %% book/03_covariance_functions.md, code cell 10
 class _KernelParams:
-    """Kernel's scikit-learn parameter protocol: get_params, set_params, clone and repr."""
+    """Kernel's scikit-learn parameter protocol: get_params, set_params, clone and
+    repr."""
 
     def get_params(self, deep=True):
-        """Constructor arguments as a dict (arrays copied): type(k)(**k.get_params()) == k.
+        """Constructor arguments as a dict (arrays copied): type(k)(**k.get_params()) ==
+        k.
 
-        ``deep`` is part of scikit-learn's protocol; a kernel has no nested objects, so it
+        ``deep`` is part of scikit-learn's protocol; a kernel has no nested objects, so
+        it
         changes nothing.
         """
-        return {p: (v.copy() if isinstance(v, np.ndarray) else v)
-                for p, v in ((p, getattr(self, p)) for p in self._hyperparameters)}
+        return {
+            p: (v.copy() if isinstance(v, np.ndarray) else v)
+            for p, v in ((p, getattr(self, p)) for p in self._hyperparameters)
+        }
 
     def set_params(self, **params):
-        """Set constructor arguments by name, e.g. set_params(length_scale=2.0); return self.
+        """Set constructor arguments by name, e.g. set_params(length_scale=2.0); return
+        self.
 
         Raises ValueError for a name that is not a constructor argument; the values are
-        validated as in the constructor, and nothing is changed if any of them is refused.
+        validated as in the constructor, and nothing is changed if any of them is
+        refused.
         """
         _check_param_names(self, params)
-        checked = type(self)(**{**self.get_params(), **params})     # validates all, or raises
+        checked = type(self)(
+            **{**self.get_params(), **params}
+        )  # validates all, or raises
         for name in params:
             setattr(self, name, getattr(checked, name))
         return self
 
     def __sklearn_clone__(self):
-        """A new kernel with the same hyperparameters and no shared state (sklearn.base.clone)."""
+        """A new kernel with the same hyperparameters and no shared state
+        (sklearn.base.clone)."""
         return type(self)(**self.get_params())
 
     def __repr__(self):
@@ -228,9 +282,12 @@ class _KernelParams:
 class Kernel(_KernelEvaluation, _KernelTheta, _KernelParams):
     """Base class of the covariance functions of chapter 3 (eq-kern-psd).
 
-    Subclasses set the class attributes ``_hyperparameters`` (constructor arguments that are
-    positive hyperparameters, in the order of ``theta``), ``_optional`` (those that may be
-    zero, meaning "term absent"; a zero one is left out of ``theta``) and ``_vector`` (those
+    Subclasses set the class attributes ``_hyperparameters`` (constructor arguments that
+    are
+    positive hyperparameters, in the order of ``theta``), ``_optional`` (those that may
+    be
+    zero, meaning "term absent"; a zero one is left out of ``theta``) and ``_vector``
+    (those
     that may be a 1-D array with one entry per input dimension, ARD), and implement
     ``_matrix(X, Z)``, ``_diag(X)`` and ``_gradient(X)``. Assigning a hyperparameter
     attribute validates it.
@@ -242,8 +299,12 @@ class Kernel(_KernelEvaluation, _KernelTheta, _KernelParams):
 
     def __setattr__(self, name, value):
         if name in self._hyperparameters:
-            value = _check_hyperparameter(value, name, allow_zero=name in self._optional,
-                                          allow_vector=name in self._vector)
+            value = _check_hyperparameter(
+                value,
+                name,
+                allow_zero=name in self._optional,
+                allow_vector=name in self._vector,
+            )
         super().__setattr__(name, value)
 
     def _matrix(self, X, Z):
@@ -258,16 +319,20 @@ class Kernel(_KernelEvaluation, _KernelTheta, _KernelParams):
 
 # %% book/03_covariance_functions.md, code cell 12
 def check_kernel(kernel, name="kernel"):
-    """Return ``kernel`` if it is a Kernel or None; raise TypeError naming ``name`` otherwise."""
+    """Return ``kernel`` if it is a Kernel or None; raise TypeError naming ``name``
+    otherwise."""
     if kernel is not None and not isinstance(kernel, Kernel):
-        raise TypeError(f"{name} must be a gpc_literate.kernels.Kernel such as RBF(), or None; "
-                        f"got {kernel!r}")
+        raise TypeError(
+            f"{name} must be a gpc_literate.kernels.Kernel such as RBF(), or None; "
+            f"got {kernel!r}"
+        )
     return kernel
 
 
 # %% book/03_covariance_functions.md, code cell 14
 def _sqdist(X, Z=None):
-    """Squared Euclidean distances between the rows of X and Z, shape (n, m), clipped at 0."""
+    """Squared Euclidean distances between the rows of X and Z, shape (n, m), clipped at
+    0."""
     xx = np.einsum("ij,ij->i", X, X)
     if Z is None:
         D = xx[:, None] + xx[None, :] - 2.0 * (X @ X.T)
@@ -291,7 +356,8 @@ def _check_n_features(n_features):
 
 # %% book/03_covariance_functions.md, code cell 17
 def _length_scale_slices(F, Xs, D, ard, G):
-    """dK/dlog l for a kernel of the scaled squared distance D: F * (x_id - x_jd)^2 / l_d^2 into
+    """dK/dlog l for a kernel of the scaled squared distance D: F * (x_id - x_jd)^2 /
+    l_d^2 into
     G[d] per input (``ard``), or F * D into G[0]; F = -2 dK/dD, Xs = X / l."""
     if ard:
         for i in range(Xs.shape[1]):
@@ -303,7 +369,8 @@ def _length_scale_slices(F, Xs, D, ard, G):
 
 # %% book/03_covariance_functions.md, code cell 18
 def _rbf_gradient(X, length_scale, variance, bias):
-    """Eq. (eq-kern-grad-rbf): dK/dtheta_j of the RBF kernel, shape (p, n, n), in theta's order."""
+    """Eq. (eq-kern-grad-rbf): dK/dtheta_j of the RBF kernel, shape (p, n, n), in
+    theta's order."""
     n, d = X.shape
     ls = length_scale
     ard = np.ndim(ls) == 1
@@ -322,7 +389,8 @@ def _rbf_gradient(X, length_scale, variance, bias):
 
 # %% book/03_covariance_functions.md, code cell 19
 class RBF(Kernel):
-    """Squared-exponential kernel with ARD, eq-kern-rbf (Opper & Winther 1999 eq 2, Seeger eq 8).
+    """Squared-exponential kernel with ARD, eq-kern-rbf (Opper & Winther 1999 eq 2,
+    Seeger eq 8).
 
     k(x, x') = variance * exp(-0.5 * sum_i (x_i - x'_i)**2 / length_scale_i**2) + bias
 
@@ -337,7 +405,8 @@ class RBF(Kernel):
     variance : float, > 0
         Signal variance (Seeger's C).
     bias : float, >= 0
-        Variance of a constant offset (Seeger's C * v). 0 means no bias term; it is then not
+        Variance of a constant offset (Seeger's C * v). 0 means no bias term; it is then
+        not
         part of ``theta``.
 
     ``theta`` = log of (length_scale..., variance[, bias]).
@@ -354,13 +423,16 @@ class RBF(Kernel):
 
     @classmethod
     def from_sigma2(cls, sigma2, n_features, variance=1.0, bias=0.0):
-        """Isotropic RBF with Opper & Winther's (1999) Sonar weights w_i = 1/(sigma2 N), eq-kern-sonar.
+        """Isotropic RBF with Opper & Winther's (1999) Sonar weights w_i = 1/(sigma2 N),
+        eq-kern-sonar.
 
         ``n_features`` is the input dimension N; the length scale is sqrt(sigma2 * N).
         """
         sigma2 = _check_hyperparameter(sigma2, "sigma2")
         n_features = _check_n_features(n_features)
-        return cls(length_scale=np.sqrt(sigma2 * n_features), variance=variance, bias=bias)
+        return cls(
+            length_scale=np.sqrt(sigma2 * n_features), variance=variance, bias=bias
+        )
 
     def _matrix(self, X, Z):
         ls = self.length_scale
@@ -376,20 +448,25 @@ class RBF(Kernel):
 
 # %% book/03_covariance_functions.md, code cell 21
 def default_kernel(X):
-    """RBF with the data-scaled length scale eq-kern-default-length, sqrt(sum_i Var x_i), variance 1.
+    """RBF with the data-scaled length scale eq-kern-default-length, sqrt(sum_i Var
+    x_i), variance 1.
 
-    The kernel the classifiers use when none is given; sqrt(d) for standardised inputs, 1 if
+    The kernel the classifiers use when none is given; sqrt(d) for standardised inputs,
+    1 if
     no input varies.
     """
     X = _check_inputs(X, "X")
     spread = float(np.sqrt(np.sum(np.var(X, axis=0))))
-    return RBF(length_scale=spread if spread > 0.0 and np.isfinite(spread) else 1.0,
-               variance=1.0)
+    return RBF(
+        length_scale=spread if spread > 0.0 and np.isfinite(spread) else 1.0,
+        variance=1.0,
+    )
 
 
 # %% book/03_covariance_functions.md, code cell 23
 def input_scale(X):
-    """Standard deviation of each column of X (1 where a column does not vary): a unit per input."""
+    """Standard deviation of each column of X (1 where a column does not vary): a unit
+    per input."""
     X = _check_inputs(X, "X")
     scale = np.std(X, axis=0)
     return np.where((scale > 0.0) & np.isfinite(scale), scale, 1.0)
@@ -397,7 +474,8 @@ def input_scale(X):
 
 # %% book/03_covariance_functions.md, code cell 25
 def _arcsin_inner(X, Z, weight_variance, bias_variance):
-    """c(x, z) = b + sum_i w_i x_i z_i of eq-kern-arcsin for the rows of X and Z (None: symmetric)."""
+    """c(x, z) = b + sum_i w_i x_i z_i of eq-kern-arcsin for the rows of X and Z (None:
+    symmetric)."""
     C = (X * weight_variance) @ (X if Z is None else Z).T + bias_variance
     return 0.5 * (C + C.T) if Z is None else C
 
@@ -410,7 +488,8 @@ def _arcsin_self_inner(X, weight_variance, bias_variance):
 
 # %% book/03_covariance_functions.md, code cell 27
 def _arcsin_gradient(X, weight_variance, variance, bias_variance):
-    """Eq. (eq-kern-grad-arcsin): dK/dtheta_j of the ArcSin kernel, shape (p, n, n), theta's order."""
+    """Eq. (eq-kern-grad-arcsin): dK/dtheta_j of the ArcSin kernel, shape (p, n, n),
+    theta's order."""
     n, d = X.shape
     w, b = weight_variance, bias_variance
     ard = np.ndim(w) == 1
@@ -422,7 +501,8 @@ def _arcsin_gradient(X, weight_variance, variance, bias_variance):
     qq = np.outer(q, q)
     # q q' - c^2 >= 1 + s + s' by Cauchy-Schwarz; the maximum only guards rounding
     pref = (2.0 * variance / np.pi) / np.sqrt(
-        np.maximum(qq - C * C, q[:, None] + q[None, :] - 1.0))
+        np.maximum(qq - C * C, q[:, None] + q[None, :] - 1.0)
+    )
 
     def fill(out, dc, ds):
         r = ds / q
@@ -443,22 +523,29 @@ def _arcsin_gradient(X, weight_variance, variance, bias_variance):
 
 # %% book/03_covariance_functions.md, code cell 28
 class ArcSin(Kernel):
-    """Infinite-network (arcsin) kernel, eq-kern-arcsin (Opper & Winther 1999 eq 1; Williams 1998).
+    """Infinite-network (arcsin) kernel, eq-kern-arcsin (Opper & Winther 1999 eq 1;
+    Williams 1998).
 
-    k(x, x') = variance * (2/pi) * arcsin(c(x, x') / sqrt((1 + c(x, x)) (1 + c(x', x')))),
-    c(x, x') = bias_variance + sum_i weight_variance_i * x_i * x'_i; Opper & Winther's form
+    k(x, x') = variance * (2/pi) * arcsin(c(x, x') / sqrt((1 + c(x, x)) (1 + c(x',
+    x')))),
+    c(x, x') = bias_variance + sum_i weight_variance_i * x_i * x'_i; Opper & Winther's
+    form
     eq-kern-ow-arcsin is bias_variance = 0, variance = 1, derived from the network of
     eqs (eq-kern-network)-(eq-kern-sheppard).
 
-    The covariance of a network f(x) = H**-0.5 sum_j v_j g(u_j . (1, x)) with H -> infinity
-    hidden units g(z) = 2 Phi(z) - 1 = erf(z / sqrt 2), v_j ~ N(0, variance), hidden bias
+    The covariance of a network f(x) = H**-0.5 sum_j v_j g(u_j . (1, x)) with H ->
+    infinity
+    hidden units g(z) = 2 Phi(z) - 1 = erf(z / sqrt 2), v_j ~ N(0, variance), hidden
+    bias
     weights ~ N(0, bias_variance) and input weights u_ji ~ N(0, weight_variance_i).
 
     Parameters
     ----------
     weight_variance : float or 1-D array, > 0
-        Input-to-hidden weight variance, one for all inputs or one per input (ARD). These are
-        Opper & Winther's w_i; Williams's (1998) Sigma for erf(z) hidden units is half of it.
+        Input-to-hidden weight variance, one for all inputs or one per input (ARD).
+        These are
+        Opper & Winther's w_i; Williams's (1998) Sigma for erf(z) hidden units is half
+        of it.
     variance : float, > 0
         Output-weight variance, a factor in front of the kernel (1 in Opper & Winther).
     bias_variance : float, >= 0
@@ -479,14 +566,18 @@ class ArcSin(Kernel):
 
     @classmethod
     def from_sigma2(cls, sigma2, n_features, variance=1.0, bias_variance=0.0):
-        """ArcSin with Opper & Winther's (1999) Sonar weights w_i = 1/(sigma2 N), eq-kern-sonar.
+        """ArcSin with Opper & Winther's (1999) Sonar weights w_i = 1/(sigma2 N),
+        eq-kern-sonar.
 
         ``n_features`` is the input dimension N; weight_variance = 1 / (sigma2 * N).
         """
         sigma2 = _check_hyperparameter(sigma2, "sigma2")
         n_features = _check_n_features(n_features)
-        return cls(weight_variance=1.0 / (sigma2 * n_features), variance=variance,
-                   bias_variance=bias_variance)
+        return cls(
+            weight_variance=1.0 / (sigma2 * n_features),
+            variance=variance,
+            bias_variance=bias_variance,
+        )
 
     def _matrix(self, X, Z):
         w, b = self.weight_variance, self.bias_variance
@@ -501,7 +592,9 @@ class ArcSin(Kernel):
         return self.variance * (2.0 / np.pi) * np.arcsin(s / (1.0 + s))
 
     def _gradient(self, X):
-        return _arcsin_gradient(X, self.weight_variance, self.variance, self.bias_variance)
+        return _arcsin_gradient(
+            X, self.weight_variance, self.variance, self.bias_variance
+        )
 
 
 # %% book/03_covariance_functions.md, code cell 33
@@ -549,7 +642,8 @@ class Linear(Kernel):
 
 # %% book/03_covariance_functions.md, code cell 34
 def _cauchy_gradient(X, length_scale, variance):
-    """Eq. (eq-kern-grad-cauchy): dK/dtheta_j of the Cauchy kernel, shape (p, n, n), theta's order."""
+    """Eq. (eq-kern-grad-cauchy): dK/dtheta_j of the Cauchy kernel, shape (p, n, n),
+    theta's order."""
     n, d = X.shape
     ls = length_scale
     ard = np.ndim(ls) == 1
@@ -565,7 +659,8 @@ def _cauchy_gradient(X, length_scale, variance):
 
 # %% book/03_covariance_functions.md, code cell 35
 class Cauchy(Kernel):
-    """Cauchy kernel, eq-kern-cauchy (Opper & Winther 2000b, appendix on covariance functions).
+    """Cauchy kernel, eq-kern-cauchy (Opper & Winther 2000b, appendix on covariance
+    functions).
 
     k(x, x') = variance / (1 + sum_i (x_i - x'_i)**2 / length_scale_i**2)
 

@@ -2,16 +2,19 @@
 # Edit the chapter book/12_laplace.md, then run `make export`.
 
 # %% book/12_laplace.md, code cell 4
-"""The Laplace approximation for Gaussian-process classification (chapter 12 of the book).
+"""The Laplace approximation for Gaussian-process classification (chapter 12 of the
+book).
 
 Built from book/12_laplace.md, which derives every formula: the logistic likelihood
 ``Logistic`` with its Gaussian average by the trapezoidal rule; the posterior mode by a
 safeguarded Newton method on the well-conditioned matrix B = I + W^1/2 K W^1/2
-(``laplace_mode``); the approximate log evidence and its exact gradient with respect to the
+(``laplace_mode``); the approximate log evidence and its exact gradient with respect to
+the
 kernel hyperparameters, explicit term plus the implicit term through the mode
 (``laplace_log_evidence``); and the estimator ``Laplace`` with predictions and evidence
 maximisation.
 """
+
 import copy
 import warnings
 from typing import NamedTuple
@@ -21,11 +24,22 @@ from scipy.linalg import cho_solve, cholesky, solve_triangular
 from scipy.linalg.lapack import dpotri
 from scipy.special import expit, log_expit, log_ndtr, logsumexp, ndtr
 
-from gpc_literate.base import (ConvergenceWarning, GPClassifierBase, LearnsHyperparameters,
-                               NotFittedError, check_integer, check_scalar)
+from gpc_literate.base import (
+    ConvergenceWarning,
+    GPClassifierBase,
+    LearnsHyperparameters,
+    NotFittedError,
+    check_integer,
+    check_scalar,
+)
 from gpc_literate.kernels import check_kernel, default_kernel
-from gpc_literate.likelihoods import (Likelihood, Probit, check_finite_array,
-                                      check_latent_variance, check_pm_labels)
+from gpc_literate.likelihoods import (
+    Likelihood,
+    Probit,
+    check_finite_array,
+    check_latent_variance,
+    check_pm_labels,
+)
 
 __all__ = ["Logistic", "LaplaceMode", "laplace_mode", "laplace_log_evidence", "Laplace"]
 
@@ -33,79 +47,90 @@ _LOG_2PI = float(np.log(2.0 * np.pi))
 
 
 # %% book/12_laplace.md, code cell 5
-_TRAP_RANGE = 10.0   # the tilted mass lies in t in [-10, s + 10] (eq-lap-trapezoid)
-_TRAP_STEP = 0.5     # step in f; the poles of the sigmoid are at distance pi
+_TRAP_RANGE = 10.0  # the tilted mass lies in t in [-10, s + 10] (eq-lap-trapezoid)
+_TRAP_STEP = 0.5  # step in f; the poles of the sigmoid are at distance pi
 
 
 def _trapezoid_grid(s_max):
-    """Eq. (eq-lap-trapezoid): nodes t and log-weights log(h N(t)) for averages over N(0, 1)."""
+    """Eq. (eq-lap-trapezoid): nodes t and log-weights log(h N(t)) for averages over
+    N(0, 1)."""
     h = _TRAP_STEP / max(s_max, 1.0)
     t = np.arange(-_TRAP_RANGE, s_max + _TRAP_RANGE + h, h)
     return t, np.log(h) - 0.5 * t * t - 0.5 * _LOG_2PI
 
 
 # %% book/12_laplace.md, code cell 6
-_WIDE_S = 10.0       # above this s, log_Z splits off a probit (eq-lap-logistic-wide)
-_WIDE_NODES = np.arange(-60.0, 60.25, 0.5)   # the remainder r is below e^-60 outside
+_WIDE_S = 10.0  # above this s, log_Z splits off a probit (eq-lap-logistic-wide)
+_WIDE_NODES = np.arange(-60.0, 60.25, 0.5)  # the remainder r is below e^-60 outside
 _LAMBDA = float(np.sqrt(np.pi / 8.0))
 
 
 def _log_z_wide(y, mu, s):
-    """Eq. (eq-lap-logistic-wide): log Z and its first two mu-derivatives for s > _WIDE_S.
+    """Eq. (eq-lap-logistic-wide): log Z and its first two mu-derivatives for s >
+    _WIDE_S.
 
-    With u = y f ~ N(a, s^2), a = y mu: sigma(u) = Phi(lambda u) + r(u).  The probit part
-    has the closed-form average Phi(c a), c = lambda / sqrt(1 + lambda^2 s^2); r is smooth,
+    With u = y f ~ N(a, s^2), a = y mu: sigma(u) = Phi(lambda u) + r(u).  The probit
+    part
+    has the closed-form average Phi(c a), c = lambda / sqrt(1 + lambda^2 s^2); r is
+    smooth,
     analytic in |Im u| < pi and below e^-|u|, so the trapezoidal rule with step 1/2 on
     [-60, 60] (241 nodes, for every s) integrates it.  For a < -s^2/2 the reflection
-    Z(a) = e^(a + s^2/2) Z(-a - s^2) moves the mass of the tilted density back to where the
-    nodes are.  Terms are scaled by a common e^m, so a tiny Z keeps its relative accuracy.
+    Z(a) = e^(a + s^2/2) Z(-a - s^2) moves the mass of the tilted density back to where
+    the
+    nodes are.  Terms are scaled by a common e^m, so a tiny Z keeps its relative
+    accuracy.
     """
     a = y * mu
     flip = a < -0.5 * s * s
     b = np.where(flip, -a - s * s, a)
-    d = (_WIDE_NODES[None, :] - b[:, None]) / s[:, None]     # standardised node positions
+    d = (_WIDE_NODES[None, :] - b[:, None]) / s[:, None]  # standardised node positions
     log_n = np.log(0.5) - 0.5 * d * d - np.log(s)[:, None] - 0.5 * _LOG_2PI
     r = expit(_WIDE_NODES) - ndtr(_LAMBDA * _WIDE_NODES)
-    c = _LAMBDA / np.sqrt(1.0 + _LAMBDA ** 2 * s * s)
+    c = _LAMBDA / np.sqrt(1.0 + _LAMBDA**2 * s * s)
     z = c * b
     log_phi, log_dens = log_ndtr(z), -0.5 * z * z - 0.5 * _LOG_2PI
     m = np.maximum(np.maximum(log_phi, log_dens), log_n.max(axis=1))
     w = r[None, :] * np.exp(log_n - m[:, None])
     e_phi, e_dens = np.exp(log_phi - m), np.exp(log_dens - m)
     z0 = e_phi + w.sum(axis=1)
-    z1 = (c * e_dens + np.sum(w * d, axis=1) / s) / z0        # d log Z / d b
-    z2 = (-c * c * z * e_dens + np.sum(w * (d * d - 1.0), axis=1) / (s * s)) / z0 - z1 * z1
+    z1 = (c * e_dens + np.sum(w * d, axis=1) / s) / z0  # d log Z / d b
+    z2 = (
+        -c * c * z * e_dens + np.sum(w * (d * d - 1.0), axis=1) / (s * s)
+    ) / z0 - z1 * z1
     log_z = m + np.log(z0) + np.where(flip, a + 0.5 * s * s, 0.0)
     return log_z, y * np.where(flip, 1.0 - z1, z1), z2
 
 
 # %% book/12_laplace.md, code cell 7
 def _log_sigmoid_derivatives(y, f):
-    """Eq. (eq-lap-logistic-derivs): the three f-derivatives of log sigma(y f), as arrays."""
+    """Eq. (eq-lap-logistic-derivs): the three f-derivatives of log sigma(y f), as
+    arrays."""
     y, f = np.broadcast_arrays(y, f)
-    p, q = expit(y * f), expit(-y * f)        # sigma(u), sigma(-u) with u = y f
+    p, q = expit(y * f), expit(-y * f)  # sigma(u), sigma(-u) with u = y f
     pq = p * q
     return y * q, -pq, -y * pq * (q - p)
 
 
 def _logistic_log_z(y, mu, var):
-    """Eqs (eq-lap-trapezoid), (eq-lap-logistic-logz): log Z, d log Z/d mu, d2 log Z/d mu2.
+    """Eqs (eq-lap-trapezoid), (eq-lap-logistic-logz): log Z, d log Z/d mu, d2 log Z/d
+    mu2.
 
-    ``y``, ``mu`` and ``var`` are checked arrays of one shape; returns three arrays of it.
+    ``y``, ``mu`` and ``var`` are checked arrays of one shape; returns three arrays of
+    it.
     """
     s = np.sqrt(var)
-    wide = s > _WIDE_S                                    # eq-lap-logistic-wide instead
+    wide = s > _WIDE_S  # eq-lap-logistic-wide instead
     t, log_w = _trapezoid_grid(float(np.where(wide, 0.0, s).max(initial=0.0)))
-    u = (y * mu)[..., None] + np.where(wide, 0.0, s)[..., None] * t   # y f at the nodes
+    u = (y * mu)[..., None] + np.where(wide, 0.0, s)[..., None] * t  # y f at the nodes
     log_terms = log_w + log_expit(u)
     log_z = np.array(logsumexp(log_terms, axis=-1))
-    tilted = np.exp(log_terms - log_z[..., None])         # weights of the tilted density
+    tilted = np.exp(log_terms - log_z[..., None])  # weights of the tilted density
     q = expit(-u)
-    mean_q = np.sum(tilted * q, axis=-1)                  # <sigma(-u)>
+    mean_q = np.sum(tilted * q, axis=-1)  # <sigma(-u)>
     var_q = np.sum(tilted * (q - mean_q[..., None]) ** 2, axis=-1)
-    mean_pq = np.sum(tilted * q * (1.0 - q), axis=-1)     # <sigma(u) sigma(-u)>
+    mean_pq = np.sum(tilted * q * (1.0 - q), axis=-1)  # <sigma(u) sigma(-u)>
     d1, d2 = np.array(y * mean_q), np.array(var_q - mean_pq)
-    point = s == 0.0                                      # no average: the likelihood itself
+    point = s == 0.0  # no average: the likelihood itself
     if np.any(point):
         log_z[point] = log_expit((y * mu)[point])
         d1[point], d2[point] = _log_sigmoid_derivatives(y[point], mu[point])[:2]
@@ -116,11 +141,15 @@ def _logistic_log_z(y, mu, var):
 
 # %% book/12_laplace.md, code cell 8
 class Logistic(Likelihood):
-    """Eq. (eq-lap-logistic): p(y|f) = sigma(y f) = 1 / (1 + exp(-y f)), the logistic likelihood.
+    """Eq. (eq-lap-logistic): p(y|f) = sigma(y f) = 1 / (1 + exp(-y f)), the logistic
+    likelihood.
 
-    Log-concave (W = sigma(u) sigma(-u) in (0, 1/4]) and smooth, with no parameters.  Its
-    Gaussian average has no closed form: ``log_Z`` and ``predictive`` use the trapezoidal rule
-    of eq. (eq-lap-trapezoid) for s <= 10 and eq. (eq-lap-logistic-wide) above, accurate to
+    Log-concave (W = sigma(u) sigma(-u) in (0, 1/4]) and smooth, with no parameters.
+    Its
+    Gaussian average has no closed form: ``log_Z`` and ``predictive`` use the
+    trapezoidal rule
+    of eq. (eq-lap-trapezoid) for s <= 10 and eq. (eq-lap-logistic-wide) above, accurate
+    to
     about 1e-13 in log Z for every variance, with at most about 600 nodes per average.
     """
 
@@ -133,13 +162,15 @@ class Logistic(Likelihood):
         return log_expit(y * f)[()]
 
     def log_prob_derivatives(self, y, f):
-        """Eq. (eq-lap-logistic-derivs): d/df, d2/df2 and d3/df3 of log sigma(y f), three arrays."""
+        """Eq. (eq-lap-logistic-derivs): d/df, d2/df2 and d3/df3 of log sigma(y f),
+        three arrays."""
         y = check_pm_labels(y)
         f = check_finite_array(f, "f")
         return tuple(d[()] for d in _log_sigmoid_derivatives(y, f))
 
     def log_Z(self, y, mu, var):
-        """Eqs (eq-lap-trapezoid), (eq-lap-logistic-logz): log Z and its first two mu-derivatives.
+        """Eqs (eq-lap-trapezoid), (eq-lap-logistic-logz): log Z and its first two
+        mu-derivatives.
 
         Z(y; mu, var) = int sigma(y f) N(f; mu, var) df by the trapezoidal rule in
         t = (f - mu) / sqrt(var); the derivatives are averages under the tilted density.
@@ -152,7 +183,8 @@ class Logistic(Likelihood):
         return log_z[()], d1[()], d2[()]
 
     def predictive(self, mu, var):
-        """Eq. (eq-lap-logistic-pred): P(y=+1) = int sigma(f) N(f; mu, var) df, by quadrature."""
+        """Eq. (eq-lap-logistic-pred): P(y=+1) = int sigma(f) N(f; mu, var) df, by
+        quadrature."""
         mu = check_finite_array(mu, "mu")
         return np.exp(self.log_Z(np.ones(np.shape(mu)), mu, var)[0])[()]
 
@@ -161,11 +193,15 @@ class Logistic(Likelihood):
 class LaplaceMode(NamedTuple):
     """The posterior mode and what the evidence, its gradient and the predictions reuse.
 
-    ``f`` the mode; ``alpha`` = K^{-1} f (= grad log p(y|f) at convergence); ``sqrt_w`` =
-    W^1/2; ``L`` the lower Cholesky factor of B = I + W^1/2 K W^1/2 at ``f``; ``d3`` the third
+    ``f`` the mode; ``alpha`` = K^{-1} f (= grad log p(y|f) at convergence); ``sqrt_w``
+    =
+    W^1/2; ``L`` the lower Cholesky factor of B = I + W^1/2 K W^1/2 at ``f``; ``d3`` the
+    third
     f-derivatives of log p(y|f); ``log_lik`` = log p(y|f); ``n_iter`` Newton steps;
-    ``converged``; ``residual`` = max |grad log p(y|f) - alpha|; ``objective`` Psi at each
-    iterate (without its constant terms); ``step_sizes`` the accepted step of each iteration.
+    ``converged``; ``residual`` = max |grad log p(y|f) - alpha|; ``objective`` Psi at
+    each
+    iterate (without its constant terms); ``step_sizes`` the accepted step of each
+    iteration.
     """
 
     f: np.ndarray
@@ -182,42 +218,54 @@ class LaplaceMode(NamedTuple):
 
 
 def _check_likelihood(likelihood, name="likelihood"):
-    """Refuse likelihoods the Laplace method cannot use: no f-derivatives, or not log-concave."""
+    """Refuse likelihoods the Laplace method cannot use: no f-derivatives, or not
+    log-concave."""
     if not isinstance(likelihood, Likelihood):
-        raise TypeError(f"{name} must be a gpc_literate likelihood such as Probit() or "
-                        f"Logistic(), got {likelihood!r}")
+        raise TypeError(
+            f"{name} must be a gpc_literate likelihood such as Probit() or "
+            f"Logistic(), got {likelihood!r}"
+        )
     try:
         likelihood.log_prob_derivatives(np.ones(1), np.zeros(1))
     except NotImplementedError:
-        raise TypeError(f"{name}={likelihood!r} has no derivatives in f; the Laplace "
-                        "approximation needs a twice-differentiable likelihood such as "
-                        "Probit(noise_var) or Logistic()") from None
+        raise TypeError(
+            f"{name}={likelihood!r} has no derivatives in f; the Laplace "
+            "approximation needs a twice-differentiable likelihood such as "
+            "Probit(noise_var) or Logistic()"
+        ) from None
     if getattr(likelihood, "kappa", 0.0) > 0.0:
-        raise ValueError(f"{name}={likelihood!r} is not log-concave (label flips, kappa > 0): "
-                         "W can be negative and B = I + W^1/2 K W^1/2 need not be positive "
-                         "definite; use kappa=0 with the Laplace method")
+        raise ValueError(
+            f"{name}={likelihood!r} is not log-concave (label flips, kappa > 0): "
+            "W can be negative and B = I + W^1/2 K W^1/2 need not be positive "
+            "definite; use kappa=0 with the Laplace method"
+        )
 
 
 def _curvature(likelihood, y, f):
-    """Eq. (eq-lap-grad-hess): g = grad log p(y|f), W = -d2 log p (checked >= 0), and d3."""
+    """Eq. (eq-lap-grad-hess): g = grad log p(y|f), W = -d2 log p (checked >= 0), and
+    d3."""
     g, d2, d3 = likelihood.log_prob_derivatives(y, f)
     w = -np.asarray(d2, dtype=float)
     if np.any(w < 0.0):
-        raise ValueError("the likelihood has negative curvature (W < 0) at the current f: it is "
-                         "not log-concave, and the Laplace method here needs W >= 0")
+        raise ValueError(
+            "the likelihood has negative curvature (W < 0) at the current f: it is "
+            "not log-concave, and the Laplace method here needs W >= 0"
+        )
     return np.asarray(g, dtype=float), w, np.asarray(d3, dtype=float)
 
 
 def _factor_b(K, sqrt_w):
-    """Eq. (eq-lap-b): the lower Cholesky factor L of B = I + W^1/2 K W^1/2, an O(n^3) step."""
+    """Eq. (eq-lap-b): the lower Cholesky factor L of B = I + W^1/2 K W^1/2, an O(n^3)
+    step."""
     B = K * np.outer(sqrt_w, sqrt_w)
-    B.flat[::len(B) + 1] += 1.0
+    B.flat[:: len(B) + 1] += 1.0
     return cholesky(B, lower=True, overwrite_a=True, check_finite=False)
 
 
 # %% book/12_laplace.md, code cell 13
 def _newton_start(K, y, likelihood, alpha_init):
-    """Start of the mode search: alpha = 0, or the warm start ``alpha_init`` if its Psi is higher.
+    """Start of the mode search: alpha = 0, or the warm start ``alpha_init`` if its Psi
+    is higher.
 
     Returns (alpha, f = K alpha, log p(y_i|f_i), Psi(f) without its constant terms).
     """
@@ -225,10 +273,12 @@ def _newton_start(K, y, likelihood, alpha_init):
     a, f = np.zeros(n), np.zeros(n)
     ell = likelihood.log_prob(y, f)
     obj = float(np.sum(ell))
-    if alpha_init is not None:            # warm start, kept only if it beats f = 0
+    if alpha_init is not None:  # warm start, kept only if it beats f = 0
         a0 = np.array(alpha_init, dtype=float)
         if a0.shape != (n,) or not np.all(np.isfinite(a0)):
-            raise ValueError(f"alpha_init must be a finite array of shape ({n},), got {a0.shape}")
+            raise ValueError(
+                f"alpha_init must be a finite array of shape ({n},), got {a0.shape}"
+            )
         f0 = K @ a0
         ell0 = likelihood.log_prob(y, f0)
         obj0 = float(np.sum(ell0)) - 0.5 * float(a0 @ f0)
@@ -238,20 +288,23 @@ def _newton_start(K, y, likelihood, alpha_init):
 
 
 def _newton_step(K, y, likelihood, current, g, w, sqrt_w, L):
-    """Eqs (eq-lap-newton-stable), (eq-lap-armijo): one Newton step, halved until Armijo holds.
+    """Eqs (eq-lap-newton-stable), (eq-lap-armijo): one Newton step, halved until Armijo
+    holds.
 
-    ``current`` = (alpha, f, log p(y_i|f_i), Psi) and g, W, W^1/2, L at f.  Returns (step,
-    alpha, f, log p, Psi) at the step taken; a step below 1e-10 means no progress is possible.
+    ``current`` = (alpha, f, log p(y_i|f_i), Psi) and g, W, W^1/2, L at f.  Returns
+    (step,
+    alpha, f, log p, Psi) at the step taken; a step below 1e-10 means no progress is
+    possible.
     """
     a, f, ell, obj = current
     # eq-lap-newton-stable: alpha_new = b - W^1/2 B^{-1} W^1/2 K b
     b = w * f + g
     a_new = b - sqrt_w * cho_solve((L, True), sqrt_w * (K @ b), check_finite=False)
     da, df = a_new - a, K @ a_new - f
-    slope = float((g - a) @ df)                        # grad Psi . delta f > 0
+    slope = float((g - a) @ df)  # grad Psi . delta f > 0
     noise = 1e-12 * (1.0 + float(np.sum(np.abs(ell))) + 0.5 * abs(float(a @ f)))
     step = 1.0
-    while True:                                        # eq-lap-armijo, halving
+    while True:  # eq-lap-armijo, halving
         a_try, f_try = a + step * da, f + step * df
         ell_try = likelihood.log_prob(y, f_try)
         obj_try = float(np.sum(ell_try)) - 0.5 * float(a_try @ f_try)
@@ -263,12 +316,16 @@ def _newton_step(K, y, likelihood, current, g, w, sqrt_w, L):
 
 # %% book/12_laplace.md, code cell 14
 def laplace_mode(K, y, likelihood, *, alpha_init=None, max_iter=100, tol=1e-8):
-    """Eqs (eq-lap-newton-stable), (eq-lap-armijo): the posterior mode by safeguarded Newton.
+    """Eqs (eq-lap-newton-stable), (eq-lap-armijo): the posterior mode by safeguarded
+    Newton.
 
-    Maximises Psi = log p(y|f) - f^T K^{-1} f / 2 over f = K alpha.  Each iterate factors
-    B = I + W^1/2 K W^1/2 once; the iteration stops when max |grad log p(y|f) - alpha| < tol,
+    Maximises Psi = log p(y|f) - f^T K^{-1} f / 2 over f = K alpha.  Each iterate
+    factors
+    B = I + W^1/2 K W^1/2 once; the iteration stops when max |grad log p(y|f) - alpha| <
+    tol,
     otherwise takes the Newton step, halved until Armijo's condition holds.  After
-    ``max_iter`` steps without reaching ``tol`` it warns with ConvergenceWarning.  ``y`` holds
+    ``max_iter`` steps without reaching ``tol`` it warns with ConvergenceWarning.  ``y``
+    holds
     the labels (+-1, or real targets for a Gaussian likelihood).  Returns a LaplaceMode.
     """
     _check_likelihood(likelihood)
@@ -278,8 +335,10 @@ def laplace_mode(K, y, likelihood, *, alpha_init=None, max_iter=100, tol=1e-8):
     y = np.asarray(y, dtype=float)
     n = len(y)
     if y.ndim != 1 or K.shape != (n, n):
-        raise ValueError(f"K must be a square matrix matching y: y has shape {y.shape}, "
-                         f"K has shape {K.shape}")
+        raise ValueError(
+            f"K must be a square matrix matching y: y has shape {y.shape}, "
+            f"K has shape {K.shape}"
+        )
 
     a, f, ell, obj = _newton_start(K, y, likelihood, alpha_init)
     n_iter, converged = 0, False
@@ -296,50 +355,75 @@ def laplace_mode(K, y, likelihood, *, alpha_init=None, max_iter=100, tol=1e-8):
             break
         step, *trial = _newton_step(K, y, likelihood, (a, f, ell, obj), g, w, sqrt_w, L)
         n_iter += 1
-        if step < 1e-10:                                   # no progress possible
+        if step < 1e-10:  # no progress possible
             break
         a, f, ell, obj = trial
         objective.append(obj)
         step_sizes.append(step)
     if not converged:
-        warnings.warn(f"Laplace mode: Newton's method stopped after {n_iter} iteration(s) with "
-                      f"residual max|grad log p - K^-1 f| = {residual:.3g} > tol = {tol:g}; "
-                      "increase max_iter", ConvergenceWarning, stacklevel=2)
-    return LaplaceMode(f, a, sqrt_w, L, d3, float(np.sum(ell)), n_iter, converged, residual,
-                       np.array(objective), np.array(step_sizes))
+        warnings.warn(
+            f"Laplace mode: Newton's method stopped after {n_iter} iteration(s) with "
+            f"residual max|grad log p - K^-1 f| = {residual:.3g} > tol = {tol:g}; "
+            "increase max_iter",
+            ConvergenceWarning,
+            stacklevel=2,
+        )
+    return LaplaceMode(
+        f,
+        a,
+        sqrt_w,
+        L,
+        d3,
+        float(np.sum(ell)),
+        n_iter,
+        converged,
+        residual,
+        np.array(objective),
+        np.array(step_sizes),
+    )
 
 
 # %% book/12_laplace.md, code cell 20
 def laplace_log_evidence(mode, K=None, dK=None):
-    """Eqs (eq-lap-evidence), (eq-lap-grad): the Laplace log evidence and, with dK, its gradient.
+    """Eqs (eq-lap-evidence), (eq-lap-grad): the Laplace log evidence and, with dK, its
+    gradient.
 
-    log q(y) = log p(y|f) - alpha^T f / 2 - sum log diag(L), from a LaplaceMode.  With the
-    kernel matrix ``K`` (n, n) and ``dK`` (n, n, p) = dK/dtheta, returns (value, gradient of
-    shape (p,)): the explicit term (eq-lap-grad-explicit) plus the implicit term through the
-    mode (eqs eq-lap-dfdmode, eq-lap-dfdtheta).  O(n^3): B^{-1} from L (LAPACK potri) and
+    log q(y) = log p(y|f) - alpha^T f / 2 - sum log diag(L), from a LaplaceMode.  With
+    the
+    kernel matrix ``K`` (n, n) and ``dK`` (n, n, p) = dK/dtheta, returns (value,
+    gradient of
+    shape (p,)): the explicit term (eq-lap-grad-explicit) plus the implicit term through
+    the
+    mode (eqs eq-lap-dfdmode, eq-lap-dfdtheta).  O(n^3): B^{-1} from L (LAPACK potri)
+    and
     V = L^{-1} W^1/2 K; then O(n^2) per hyperparameter.
     """
-    value = (mode.log_lik - 0.5 * float(mode.alpha @ mode.f)
-             - float(np.sum(np.log(np.diag(mode.L)))))
+    value = (
+        mode.log_lik
+        - 0.5 * float(mode.alpha @ mode.f)
+        - float(np.sum(np.log(np.diag(mode.L))))
+    )
     if dK is None:
         return value
     n = len(mode.f)
     K = np.asarray(K, dtype=float)
     dK = np.asarray(dK, dtype=float)
     if K.shape != (n, n) or dK.ndim != 3 or dK.shape[:2] != (n, n):
-        raise ValueError(f"K must have shape ({n}, {n}) and dK shape ({n}, {n}, p); "
-                         f"got {K.shape} and {dK.shape}")
+        raise ValueError(
+            f"K must have shape ({n}, {n}) and dK shape ({n}, {n}, p); "
+            f"got {K.shape} and {dK.shape}"
+        )
     sw, a = mode.sqrt_w, mode.alpha
-    B_inv, info = dpotri(mode.L, lower=1)          # lower triangle of B^{-1}
+    B_inv, info = dpotri(mode.L, lower=1)  # lower triangle of B^{-1}
     if info != 0:
         raise np.linalg.LinAlgError(f"LAPACK potri failed (info={info})")
     B_inv = np.tril(B_inv) + np.tril(B_inv, -1).T
     R = sw[:, None] * B_inv * sw[None, :]
     V = solve_triangular(mode.L, sw[:, None] * K, lower=True, check_finite=False)
     diag_sigma = np.diag(K) - np.einsum("ij,ij->j", V, V)
-    s = 0.5 * diag_sigma * mode.d3                 # dF/df at the mode, eq-lap-dfdmode
+    s = 0.5 * diag_sigma * mode.d3  # dF/df at the mode, eq-lap-dfdmode
     grad = np.empty(dK.shape[2])
-    for j in range(dK.shape[2]):                   # O(n^2) per hyperparameter
+    for j in range(dK.shape[2]):  # O(n^2) per hyperparameter
         dK_j = dK[:, :, j]
         b = dK_j @ a
         explicit = 0.5 * float(a @ b) - 0.5 * float(np.sum(R * dK_j))
@@ -350,41 +434,49 @@ def laplace_log_evidence(mode, K=None, dK=None):
 
 # %% book/12_laplace.md, code cell 22
 def _laplace_latent(mode, kernel, X_train, X):
-    """Eq. (eq-lap-predictive): mean k*^T alpha and variance k** - |L^-1 W^1/2 k*|^2 at X.
+    """Eq. (eq-lap-predictive): mean k*^T alpha and variance k** - |L^-1 W^1/2 k*|^2 at
+    X.
 
-    ``mode`` is a LaplaceMode found with ``kernel`` on ``X_train``; negative variances from
+    ``mode`` is a LaplaceMode found with ``kernel`` on ``X_train``; negative variances
+    from
     rounding are set to 0.  Returns two arrays of length len(X).
     """
     mean, var = np.empty(len(X)), np.empty(len(X))
-    for start in range(0, len(X), 1024):              # bounded memory: (n, 1024) blocks
+    for start in range(0, len(X), 1024):  # bounded memory: (n, 1024) blocks
         rows = slice(start, start + 1024)
         Ks = kernel(X_train, X[rows])
         mean[rows] = Ks.T @ mode.alpha
-        V = solve_triangular(mode.L, mode.sqrt_w[:, None] * Ks, lower=True,
-                             check_finite=False)
+        V = solve_triangular(
+            mode.L, mode.sqrt_w[:, None] * Ks, lower=True, check_finite=False
+        )
         var[rows] = kernel.diag(X[rows]) - np.einsum("ij,ij->j", V, V)
     return mean, np.maximum(var, 0.0)
 
 
 # %% book/12_laplace.md, code cell 23
 class _LaplacePrediction:
-    """Laplace's predictions from the stored mode: eqs (eq-lap-predictive), (eq-lap-predprob)."""
+    """Laplace's predictions from the stored mode: eqs (eq-lap-predictive),
+    (eq-lap-predprob)."""
 
     def _decision_function(self, X):
         return _laplace_latent(self._mode, self.kernel_, self.X_train_, X)[0]
 
     def _predict_proba_positive(self, X):
         """Eq. (eq-lap-predprob): the likelihood averaged over f(x) ~ N(mean, var)."""
-        return self.likelihood_.predictive(*_laplace_latent(self._mode, self.kernel_,
-                                                              self.X_train_, X))
+        return self.likelihood_.predictive(
+            *_laplace_latent(self._mode, self.kernel_, self.X_train_, X)
+        )
 
 
 # %% book/12_laplace.md, code cell 24
 class _LaplaceFit(_LaplacePrediction, LearnsHyperparameters, GPClassifierBase):
-    """Laplace at a given kernel: parameter checks, the mode, fitted attributes, predictions.
+    """Laplace at a given kernel: parameter checks, the mode, fitted attributes,
+    predictions.
 
-    Laplace adds the parameters and the public methods; chapter 1's LearnsHyperparameters
-    calls ``_fit_fixed`` at the starting kernel and again at the learned one.  Predictions
+    Laplace adds the parameters and the public methods; chapter 1's
+    LearnsHyperparameters
+    calls ``_fit_fixed`` at the starting kernel and again at the learned one.
+    Predictions
     follow eqs (eq-lap-predictive) and (eq-lap-predprob).
     """
 
@@ -404,18 +496,28 @@ class _LaplaceFit(_LaplacePrediction, LearnsHyperparameters, GPClassifierBase):
 
     def _fit_fixed(self, X, y_pm, kernel, alpha_init=None):
         self.kernel_ = kernel
-        self.likelihood_ = (Probit(noise_var=1.0) if self.likelihood is None
-                            else copy.deepcopy(self.likelihood))   # never the caller's object
+        self.likelihood_ = (
+            Probit(noise_var=1.0)
+            if self.likelihood is None
+            else copy.deepcopy(self.likelihood)
+        )  # never the caller's object
         self.X_train_ = X
         self.y_train_ = y_pm
         self._store(self._find_mode(self.kernel_(X), alpha_init))
 
     def _find_mode(self, K, alpha_init):
-        """laplace_mode with the estimator's settings; its warning points at the caller's caller."""
+        """laplace_mode with the estimator's settings; its warning points at the
+        caller's caller."""
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always", ConvergenceWarning)
-            mode = laplace_mode(K, self.y_train_, self.likelihood_, alpha_init=alpha_init,
-                                max_iter=self.max_iter, tol=self.tol)
+            mode = laplace_mode(
+                K,
+                self.y_train_,
+                self.likelihood_,
+                alpha_init=alpha_init,
+                max_iter=self.max_iter,
+                tol=self.tol,
+            )
         for w in caught:
             warnings.warn(w.message, w.category, stacklevel=4)
         self._alpha_warm = mode.alpha
@@ -431,34 +533,50 @@ class _LaplaceFit(_LaplacePrediction, LearnsHyperparameters, GPClassifierBase):
 
     def _require_fitted(self):
         if not hasattr(self, "_mode") or not hasattr(self, "classes_"):
-            raise NotFittedError(f"This {type(self).__name__} is not fitted yet; "
-                                 "call fit(X, y) first")
+            raise NotFittedError(
+                f"This {type(self).__name__} is not fitted yet; call fit(X, y) first"
+            )
 
 
 # %% book/12_laplace.md, code cell 25
 class Laplace(_LaplaceFit):
-    """GP classification with the Laplace approximation, eqs (eq-lap-psi)-(eq-lap-predprob).
+    """GP classification with the Laplace approximation, eqs
+    (eq-lap-psi)-(eq-lap-predprob).
 
-    Parameters: ``kernel`` (a Kernel; default default_kernel(X), eq-kern-default-length),
-    ``likelihood`` (twice differentiable and log-concave: Probit with kappa=0, Logistic or
+    Parameters: ``kernel`` (a Kernel; default default_kernel(X),
+    eq-kern-default-length),
+    ``likelihood`` (twice differentiable and log-concave: Probit with kappa=0, Logistic
+    or
     Gaussian; default Probit(noise_var=1.0)), ``max_iter`` and ``tol`` of the Newton
-    iteration (tol bounds max |grad log p(y|f) - K^-1 f|); ``optimizer`` ("fmin_l_bfgs_b",
+    iteration (tol bounds max |grad log p(y|f) - K^-1 f|); ``optimizer``
+    ("fmin_l_bfgs_b",
     "nelder-mead", or None to keep the kernel fixed), ``n_restarts_optimizer``,
-    ``random_state`` and ``hyperparameter_bounds``: ``fit`` learns the kernel by maximising
-    the evidence eq-lap-evidence with its gradient eq-lap-grad (chapter 1, sec-gpc-learning).
+    ``random_state`` and ``hyperparameter_bounds``: ``fit`` learns the kernel by
+    maximising
+    the evidence eq-lap-evidence with its gradient eq-lap-grad (chapter 1,
+    sec-gpc-learning).
 
     Fitted attributes: ``kernel_``, ``likelihood_``, ``f_hat_`` (the mode), ``alpha_``
     (= K^-1 f_hat = grad log p(y|f_hat); Opper & Winther's y_i alpha_i),
-    ``log_marginal_likelihood_``, ``n_iter_``, ``converged_``, ``X_train_``, ``y_train_``
+    ``log_marginal_likelihood_``, ``n_iter_``, ``converged_``, ``X_train_``,
+    ``y_train_``
     (+-1), ``learning_`` (None for a fixed kernel).  ``fit`` accepts a warm start
     ``alpha_init``.
     """
 
     _criterion_name = "log evidence (Laplace)"
 
-    def __init__(self, kernel=None, likelihood=None, max_iter=100, tol=1e-8,
-                 optimizer="fmin_l_bfgs_b", n_restarts_optimizer=0, random_state=None,
-                 hyperparameter_bounds="auto"):
+    def __init__(
+        self,
+        kernel=None,
+        likelihood=None,
+        max_iter=100,
+        tol=1e-8,
+        optimizer="fmin_l_bfgs_b",
+        n_restarts_optimizer=0,
+        random_state=None,
+        hyperparameter_bounds="auto",
+    ):
         self.kernel = kernel
         self.likelihood = likelihood
         self.max_iter = max_iter
@@ -472,10 +590,13 @@ class Laplace(_LaplaceFit):
         return self.log_marginal_likelihood(theta, eval_gradient)
 
     def log_marginal_likelihood(self, theta=None, eval_gradient=False):
-        """Eqs (eq-lap-evidence), (eq-lap-grad): the Laplace log evidence at log-hyperparameters theta.
+        """Eqs (eq-lap-evidence), (eq-lap-grad): the Laplace log evidence at
+        log-hyperparameters theta.
 
-        theta=None: at the fitted kernel_, from the stored mode.  Otherwise the mode is found
-        again at ``theta`` (warm start: the last mode found); the fitted model is unchanged.
+        theta=None: at the fitted kernel_, from the stored mode.  Otherwise the mode is
+        found
+        again at ``theta`` (warm start: the last mode found); the fitted model is
+        unchanged.
         With eval_gradient=True returns (value, gradient with respect to theta).
         """
         self._require_fitted()
@@ -491,6 +612,7 @@ class Laplace(_LaplaceFit):
         return laplace_log_evidence(mode, K, kernel.gradient(self.X_train_))
 
     def predict_latent(self, X):
-        """Eq. (eq-lap-predictive): mean and variance of the latent f(x) at each row of X."""
+        """Eq. (eq-lap-predictive): mean and variance of the latent f(x) at each row of
+        X."""
         X = self._check_predict_input(X)
         return _laplace_latent(self._mode, self.kernel_, self.X_train_, X)

@@ -9,13 +9,22 @@ formula: label-flip noise, probit (input) noise, their combination, a Gaussian
 likelihood for comparisons, the Gaussian average Z(y; mu, var) with the
 derivatives of log Z in mu, and the stable ratio N(z)/Phi(z).
 """
+
 import numpy as np
 from scipy.special import erfcx, log_ndtr, ndtr
 
 from gpc_literate.base import check_scalar
 
-__all__ = ["check_finite_array", "check_pm_labels", "check_latent_variance",
-           "normal_ratio", "Likelihood", "StepFlip", "Probit", "Gaussian"]
+__all__ = [
+    "check_finite_array",
+    "check_pm_labels",
+    "check_latent_variance",
+    "normal_ratio",
+    "Likelihood",
+    "StepFlip",
+    "Probit",
+    "Gaussian",
+]
 
 _LOG_2PI = float(np.log(2.0 * np.pi))
 _SQRT_2_OVER_PI = float(np.sqrt(2.0 / np.pi))
@@ -23,7 +32,8 @@ _SQRT_HALF = float(np.sqrt(0.5))
 
 
 def check_finite_array(a, name):
-    """Return ``a`` as a float array; ValueError, naming ``name``, if an entry is NaN or inf."""
+    """Return ``a`` as a float array; ValueError, naming ``name``, if an entry is NaN or
+    inf."""
     a = np.asarray(a, dtype=float)
     if not np.all(np.isfinite(a)):
         raise ValueError(f"{name} must be finite (no NaN or inf)")
@@ -31,7 +41,8 @@ def check_finite_array(a, name):
 
 
 def check_pm_labels(y):
-    """Return the labels ``y`` as a float array; ValueError unless every entry is -1 or +1."""
+    """Return the labels ``y`` as a float array; ValueError unless every entry is -1 or
+    +1."""
     y = np.asarray(y, dtype=float)
     if not np.all((y == 1.0) | (y == -1.0)):
         raise ValueError("y must contain only the labels -1 and +1")
@@ -39,13 +50,16 @@ def check_pm_labels(y):
 
 
 def check_latent_variance(var, *, positive):
-    """Return the latent variance(s) ``var`` as a float array; ValueError unless var >= 0.
+    """Return the latent variance(s) ``var`` as a float array; ValueError unless var >=
+    0.
 
     With ``positive=True`` (the step likelihood, which has no width of its own) var > 0.
     """
     var = check_finite_array(var, "var")
     if positive and np.any(var <= 0.0):
-        raise ValueError("var must be > 0 for the step likelihood (it has no width of its own)")
+        raise ValueError(
+            "var must be > 0 for the step likelihood (it has no width of its own)"
+        )
     if np.any(var < 0.0):
         raise ValueError("var must be >= 0")
     return var
@@ -74,12 +88,13 @@ def normal_ratio(z):
 
 
 # %% book/02_noise_models.md, code cell 11
-_CF_SWITCH = -3.0   # below this z the continued fraction replaces the direct formulas
-_CF_TERMS = 64      # terms of the fraction; full double precision for -z >= 3
+_CF_SWITCH = -3.0  # below this z the continued fraction replaces the direct formulas
+_CF_TERMS = 64  # terms of the fraction; full double precision for -z >= 3
 
 
 def _ratio_parts(z):
-    """Eqs (eq-noise-cf-a), (eq-noise-cf-b): rho = N/Phi, a = z + rho, b = a (a + rho) - 1.
+    """Eqs (eq-noise-cf-a), (eq-noise-cf-b): rho = N/Phi, a = z + rho, b = a (a + rho) -
+    1.
 
     a and b enter the second and third derivatives of log Phi; for z < -3 both
     are differences of nearly equal numbers and are taken from the continued
@@ -109,7 +124,8 @@ def _ratio_parts(z):
 
 # %% book/02_noise_models.md, code cell 12
 def _flip_probit_parts(z, kappa, order):
-    """Eqs (eq-noise-logz)-(eq-noise-d3), (eq-noise-flip-ab): log G(z) and its z-derivatives.
+    """Eqs (eq-noise-logz)-(eq-noise-d3), (eq-noise-flip-ab): log G(z) and its
+    z-derivatives.
 
     G(z) = kappa + (1 - 2 kappa) Phi(z).  Returns ``[log G, g1, ..., g_order]``
     (order <= 3) with g1 = r, g2 = -r A, g3 = r B, where r = (1 - 2 kappa) N(z) / G,
@@ -124,17 +140,17 @@ def _flip_probit_parts(z, kappa, order):
     else:
         log_k, log_1m2k = np.log(kappa), np.log1p(-2.0 * kappa)
         log_g = np.logaddexp(log_k, log_1m2k + log_phi)
-        w = np.exp(log_1m2k + log_phi - log_g)   # share of G from the un-flipped label
-        q = np.exp(log_k - log_g)                # share from the flipped label, 1 - w
+        w = np.exp(log_1m2k + log_phi - log_g)  # share of G from the un-flipped label
+        q = np.exp(log_k - log_g)  # share from the flipped label, 1 - w
         r = rho * w
         big_a = np.empty_like(z)
         big_b = np.empty_like(z)
-        near = q < 0.5      # the label is mostly trusted: correct the stable a, b
+        near = q < 0.5  # the label is mostly trusted: correct the stable a, b
         rn, qn, an = rho[near], q[near], a[near]
         big_a[near] = an - rn * qn
         big_b[near] = b[near] - rn * qn * (3.0 * an + rn * (1.0 - 2.0 * qn))
-        far = ~near         # the flip dominates: r <= rho / 2, use the definitions
-        zf = np.clip(z[far], -1e100, 1e100)   # beyond, r == 0 and A, B only multiply r
+        far = ~near  # the flip dominates: r <= rho / 2, use the definitions
+        zf = np.clip(z[far], -1e100, 1e100)  # beyond, r == 0 and A, B only multiply r
         big_a[far] = zf + r[far]
         big_b[far] = big_a[far] * (big_a[far] + r[far]) - 1.0
     out = [log_g, r, -r * big_a, r * big_b]
@@ -143,7 +159,8 @@ def _flip_probit_parts(z, kappa, order):
 
 # %% book/02_noise_models.md, code cell 13
 class Likelihood:
-    """Base class of the likelihoods p(y|f), eqs (eq-noise-flip-probit) and (eq-noise-gaussian).
+    """Base class of the likelihoods p(y|f), eqs (eq-noise-flip-probit) and
+    (eq-noise-gaussian).
 
     Subclasses store their constructor arguments as attributes of the same name,
     list them in ``_param_names``, and implement ``log_prob``, ``log_Z`` and
@@ -157,11 +174,14 @@ class Likelihood:
         return {name: getattr(self, name) for name in self._param_names}
 
     def set_params(self, **params):
-        """Set parameters by name, validating them as the constructor does; returns self."""
+        """Set parameters by name, validating them as the constructor does; returns
+        self."""
         unknown = set(params) - set(self._param_names)
         if unknown:
-            raise ValueError(f"unknown parameter(s) {sorted(unknown)} for {type(self).__name__}; "
-                             f"valid: {list(self._param_names)}")
+            raise ValueError(
+                f"unknown parameter(s) {sorted(unknown)} for {type(self).__name__}; "
+                f"valid: {list(self._param_names)}"
+            )
         self.__init__(**{**self.get_params(), **params})
         return self
 
@@ -183,17 +203,21 @@ class Likelihood:
 
     def log_prob_derivatives(self, y, f):
         """First, second and third derivatives of log p(y|f) with respect to f."""
-        raise NotImplementedError(f"{type(self).__name__} does not provide derivatives in f")
+        raise NotImplementedError(
+            f"{type(self).__name__} does not provide derivatives in f"
+        )
 
 
 # %% book/02_noise_models.md, code cell 14
 class _FlipProbitBase(Likelihood):
-    """Shared code of StepFlip and Probit: p(y|f) = kappa + (1 - 2 kappa) Phi(y f / sqrt(v))."""
+    """Shared code of StepFlip and Probit: p(y|f) = kappa + (1 - 2 kappa) Phi(y f /
+    sqrt(v))."""
 
-    _v = 0.0   # input-noise variance v; 0 means the step function (StepFlip)
+    _v = 0.0  # input-noise variance v; 0 means the step function (StepFlip)
 
     def log_Z(self, y, mu, var):
-        """Eqs (eq-noise-gauss-avg)-(eq-noise-d2logz): log Z and its first two mu-derivatives.
+        """Eqs (eq-noise-gauss-avg)-(eq-noise-d2logz): log Z and its first two
+        mu-derivatives.
 
         Z(y; mu, var) = kappa + (1 - 2 kappa) Phi(y mu / sqrt(v + var)).  The
         arguments broadcast together; returns three arrays (floats for scalars).
@@ -209,7 +233,8 @@ class _FlipProbitBase(Likelihood):
         return log_z[()], (y * g1 / s)[()], (g2 / s2)[()]
 
     def predictive(self, mu, var):
-        """Eq. (eq-noise-predictive): P(y=+1) = kappa + (1 - 2 kappa) Phi(mu / sqrt(v + var))."""
+        """Eq. (eq-noise-predictive): P(y=+1) = kappa + (1 - 2 kappa) Phi(mu / sqrt(v +
+        var))."""
         v = self._v
         mu = check_finite_array(mu, "mu")
         var = check_latent_variance(var, positive=(v == 0.0))
@@ -229,10 +254,13 @@ class StepFlip(_FlipProbitBase):
     _param_names = ("kappa",)
 
     def __init__(self, kappa=0.0):
-        self.kappa = check_scalar(kappa, "kappa", low=0.0, high=0.5, high_inclusive=False)
+        self.kappa = check_scalar(
+            kappa, "kappa", low=0.0, high=0.5, high_inclusive=False
+        )
 
     def log_prob(self, y, f):
-        """Eq. (eq-noise-flip): log[kappa + (1 - 2 kappa) Theta(y f)], with Theta(0) = 0."""
+        """Eq. (eq-noise-flip): log[kappa + (1 - 2 kappa) Theta(y f)], with Theta(0) =
+        0."""
         y = check_pm_labels(y)
         f = check_finite_array(f, "f")
         log_k = np.log(self.kappa) if self.kappa > 0.0 else -np.inf
@@ -241,12 +269,15 @@ class StepFlip(_FlipProbitBase):
     def log_prob_derivatives(self, y, f):
         """Not defined: the step likelihood is piecewise constant in f."""
         raise NotImplementedError(
-            "StepFlip is a step function of f: its f-derivatives are zero or undefined. "
-            "Use Probit(noise_var, kappa) for a differentiable likelihood.")
+            "StepFlip is a step function of f: its f-derivatives are zero or "
+            "undefined. "
+            "Use Probit(noise_var, kappa) for a differentiable likelihood."
+        )
 
 
 class Probit(_FlipProbitBase):
-    """Eq. (eq-noise-flip-probit), O&W 17.15 with 17.17: kappa + (1 - 2 kappa) Phi(y f / sqrt(v)).
+    """Eq. (eq-noise-flip-probit), O&W 17.15 with 17.17: kappa + (1 - 2 kappa) Phi(y f /
+    sqrt(v)).
 
     Gaussian input noise of variance ``noise_var`` = v > 0 turns the step into a
     probit (eq-noise-probit); ``kappa`` in [0, 0.5) adds random label flips on top.
@@ -255,8 +286,12 @@ class Probit(_FlipProbitBase):
     _param_names = ("noise_var", "kappa")
 
     def __init__(self, noise_var=1.0, kappa=0.0):
-        self.noise_var = check_scalar(noise_var, "noise_var", low=0.0, low_inclusive=False)
-        self.kappa = check_scalar(kappa, "kappa", low=0.0, high=0.5, high_inclusive=False)
+        self.noise_var = check_scalar(
+            noise_var, "noise_var", low=0.0, low_inclusive=False
+        )
+        self.kappa = check_scalar(
+            kappa, "kappa", low=0.0, high=0.5, high_inclusive=False
+        )
         self._v = self.noise_var
 
     def log_prob(self, y, f):
@@ -288,7 +323,9 @@ class Gaussian(Likelihood):
     _param_names = ("noise_var",)
 
     def __init__(self, noise_var=1.0):
-        self.noise_var = check_scalar(noise_var, "noise_var", low=0.0, low_inclusive=False)
+        self.noise_var = check_scalar(
+            noise_var, "noise_var", low=0.0, low_inclusive=False
+        )
 
     def log_prob(self, y, f):
         """Eq. (eq-noise-gaussian): log N(y; f, v)."""
@@ -298,14 +335,15 @@ class Gaussian(Likelihood):
         return (-0.5 * (_LOG_2PI + np.log(v)) - 0.5 * (y - f) ** 2 / v)[()]
 
     def log_Z(self, y, mu, var):
-        """Eq. (eq-noise-gaussian-logz): log N(y; mu, v + var) and its first two mu-derivatives."""
+        """Eq. (eq-noise-gaussian-logz): log N(y; mu, v + var) and its first two
+        mu-derivatives."""
         y = check_finite_array(y, "y")
         mu = check_finite_array(mu, "mu")
         var = check_latent_variance(var, positive=False)
         y, mu, var = np.broadcast_arrays(y, mu, var)
         s2 = var + self.noise_var
         resid = y - mu
-        log_z = -0.5 * (_LOG_2PI + np.log(s2)) - 0.5 * resid ** 2 / s2
+        log_z = -0.5 * (_LOG_2PI + np.log(s2)) - 0.5 * resid**2 / s2
         return log_z[()], (resid / s2)[()], (-1.0 / s2)[()]
 
     def predictive(self, mu, var):
@@ -315,7 +353,8 @@ class Gaussian(Likelihood):
         return ndtr(mu / np.sqrt(var + self.noise_var))[()]
 
     def log_prob_derivatives(self, y, f):
-        """Eq. (eq-noise-gaussian): (y - f)/v, -1/v and 0, the f-derivatives of log N(y; f, v)."""
+        """Eq. (eq-noise-gaussian): (y - f)/v, -1/v and 0, the f-derivatives of log N(y;
+        f, v)."""
         y = check_finite_array(y, "y")
         f = check_finite_array(f, "f")
         y, f = np.broadcast_arrays(y, f)

@@ -2,16 +2,21 @@
 # Edit the chapter book/06_loo.md, then run `make export`.
 
 # %% book/06_loo.md, code cell 1
-"""Leave-one-out errors: exact (by retraining) and comparisons with approximate estimates.
+"""Leave-one-out errors: exact (by retraining) and comparisons with approximate
+estimates.
 
 Built from chapter 6 of the book (book/06_loo.md). ``lr_loo_activations`` is the SVM's
-linear-response leave-one-out estimate eq-svm-loo, derived in chapter 5 by the partitioned
+linear-response leave-one-out estimate eq-svm-loo, derived in chapter 5 by the
+partitioned
 inverse eq-loo-partitioned and the bordered inverse eq-loo-bordered-inverse.
-``exact_loo_error`` retrains any estimator of the package on the n leave-one-out training
-sets (warm-started when the estimator's ``fit`` accepts ``alpha_init``), eq-loo-error; ``approximate_vs_exact``
+``exact_loo_error`` retrains any estimator of the package on the n leave-one-out
+training
+sets (warm-started when the estimator's ``fit`` accepts ``alpha_init``), eq-loo-error;
+``approximate_vs_exact``
 compares it with an estimator's built-in approximate estimate (``loo_error_`` and
 ``loo_decision_``), such as the SVM's linear-response estimate eq-svm-loo.
 """
+
 import copy
 import inspect
 import warnings
@@ -23,19 +28,29 @@ from tqdm import tqdm
 from gpc_literate.base import ConvergenceWarning, check_X_y, encode_labels
 from gpc_literate.svm import conditional_variances
 
-__all__ = ["LOOComparison", "LOOResult", "approximate_vs_exact", "exact_loo_error",
-           "lr_loo_activations"]
+__all__ = [
+    "LOOComparison",
+    "LOOResult",
+    "approximate_vs_exact",
+    "exact_loo_error",
+    "lr_loo_activations",
+]
 
 
 # %% book/06_loo.md, code cell 3
 def lr_loo_activations(K, y, alpha, bias=0.0, *, C=np.inf, v=0.0, fit_bias=False):
-    """Linear-response leave-one-out activations h_i^{-i}, eq-svm-loo (O&W eqs 17.29-17.32).
+    """Linear-response leave-one-out activations h_i^{-i}, eq-svm-loo (O&W eqs
+    17.29-17.32).
 
-    Eq. (eq-loo-activation): h_l - y_l alpha_l sigma_l, with sigma_l from the partitioned
+    Eq. (eq-loo-activation): h_l - y_l alpha_l sigma_l, with sigma_l from the
+    partitioned
     inverse eq-loo-partitioned (eq-loo-margin, eq-loo-bound) and, with ``fit_bias``, the
-    bordered inverse eq-loo-bordered-inverse, from one Cholesky factorisation of the margin
-    support vector block of K + v I. ``K`` is the kernel matrix without the noise variance
-    ``v``; ``alpha``, ``bias`` a solution of the dual eq-svm-dual. Returns an array of shape
+    bordered inverse eq-loo-bordered-inverse, from one Cholesky factorisation of the
+    margin
+    support vector block of K + v I. ``K`` is the kernel matrix without the noise
+    variance
+    ``v``; ``alpha``, ``bias`` a solution of the dual eq-svm-dual. Returns an array of
+    shape
     (n,); the estimated leave-one-out error is mean(y * h <= 0).
     """
     K = np.asarray(K, dtype=float)
@@ -43,10 +58,12 @@ def lr_loo_activations(K, y, alpha, bias=0.0, *, C=np.inf, v=0.0, fit_bias=False
     alpha = np.asarray(alpha, dtype=float)
     n = y.size
     if K.shape != (n, n) or alpha.shape != (n,):
-        raise ValueError(f"K must have shape ({n}, {n}) and alpha shape ({n},), got "
-                         f"{K.shape} and {alpha.shape}")
+        raise ValueError(
+            f"K must have shape ({n}, {n}) and alpha shape ({n},), got "
+            f"{K.shape} and {alpha.shape}"
+        )
     u = y * alpha
-    h = K @ u + v * u + bias                   # activations of the noisy process
+    h = K @ u + v * u + bias  # activations of the noisy process
     return h - u * conditional_variances(K, alpha, C=C, v=v, fit_bias=fit_bias)
 
 
@@ -55,10 +72,14 @@ def lr_loo_activations(K, y, alpha, bias=0.0, *, C=np.inf, v=0.0, fit_bias=False
 class LOOResult:
     """Exact leave-one-out result, eq-loo-error.
 
-    ``errors`` (n,) bool: example i misclassified by the fit without it; ``decision`` (n,):
-    its activation under that fit (positive means ``classes_[1]``); ``n_fits``: fits done
-    (n, plus one full-data fit for the warm start); ``converged`` (n,) bool, ``n_iter`` (n,)
-    int (-1 where the estimator records none); ``warm_start``: whether warm starts were used.
+    ``errors`` (n,) bool: example i misclassified by the fit without it; ``decision``
+    (n,):
+    its activation under that fit (positive means ``classes_[1]``); ``n_fits``: fits
+    done
+    (n, plus one full-data fit for the warm start); ``converged`` (n,) bool, ``n_iter``
+    (n,)
+    int (-1 where the estimator records none); ``warm_start``: whether warm starts were
+    used.
     """
 
     error_rate: float
@@ -81,7 +102,8 @@ def _clone(estimator, **overrides):
 
 # %% book/06_loo.md, code cell 7
 def _accepts_alpha_init(estimator):
-    """Whether ``estimator.fit`` takes ``alpha_init`` (directly or forwarded to ``_fit``)."""
+    """Whether ``estimator.fit`` takes ``alpha_init`` (directly or forwarded to
+    ``_fit``)."""
     for method in (getattr(estimator, "fit", None), getattr(estimator, "_fit", None)):
         if method is not None and "alpha_init" in inspect.signature(method).parameters:
             return True
@@ -92,14 +114,15 @@ def _accepts_alpha_init(estimator):
 def exact_loo_error(estimator, X, y, *, warm_start=True, progress=False):
     """Exact leave-one-out error eq-loo-error by n refits of a clone of ``estimator``.
 
-    Works for any estimator of the package (get_params, fit, decision_function, predict).
+    Works for any estimator of the package (get_params, fit, decision_function,
+    predict).
     With ``warm_start`` and an estimator whose ``fit`` accepts ``alpha_init`` and sets
     ``alpha_``, the full data are fitted once and fit i starts from ``alpha_`` without
     entry i. ``progress`` shows a tqdm bar. Returns a ``LOOResult``; warns once with
     ``ConvergenceWarning`` if any fit did not converge.
     """
     X, y = check_X_y(X, y)
-    encode_labels(y)                                     # two classes, or ValueError
+    encode_labels(y)  # two classes, or ValueError
     n = len(y)
     loo_estimator = _clone(estimator, compute_loo=False)
     n_fits, alpha_full = 0, None
@@ -131,24 +154,38 @@ def exact_loo_error(estimator, X, y, *, warm_start=True, progress=False):
                 warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
         converged[i] = bool(getattr(model, "converged_", True)) and not warned
         n_iter[i] = int(getattr(model, "n_iter_", -1))
-        decision[i] = float(model.decision_function(X[i:i + 1])[0])
-        errors[i] = model.predict(X[i:i + 1])[0] != y[i]
+        decision[i] = float(model.decision_function(X[i : i + 1])[0])
+        errors[i] = model.predict(X[i : i + 1])[0] != y[i]
     if not converged.all():
-        warnings.warn(f"{int((~converged).sum())} of {n} leave-one-out fits did not converge; "
-                      "the exact leave-one-out error may be wrong", ConvergenceWarning,
-                      stacklevel=2)
+        warnings.warn(
+            f"{int((~converged).sum())} of {n} leave-one-out fits did not converge; "
+            "the exact leave-one-out error may be wrong",
+            ConvergenceWarning,
+            stacklevel=2,
+        )
     n_errors = int(errors.sum())
-    return LOOResult(n_errors / n, n_errors, errors, decision, n_fits, converged, n_iter,
-                     alpha_full is not None)
+    return LOOResult(
+        n_errors / n,
+        n_errors,
+        errors,
+        decision,
+        n_fits,
+        converged,
+        n_iter,
+        alpha_full is not None,
+    )
 
 
 # %% book/06_loo.md, code cell 10
 @dataclass(frozen=True)
 class LOOComparison:
-    """An approximate leave-one-out estimate beside the exact one (``exact``, a LOOResult).
+    """An approximate leave-one-out estimate beside the exact one (``exact``, a
+    LOOResult).
 
-    ``approx_errors`` (n,) bool from the estimator's ``loo_decision_`` (None if it has none);
-    ``n_disagree``: examples counted as errors by exactly one of the two (None likewise).
+    ``approx_errors`` (n,) bool from the estimator's ``loo_decision_`` (None if it has
+    none);
+    ``n_disagree``: examples counted as errors by exactly one of the two (None
+    likewise).
     """
 
     approx_error_rate: float
@@ -164,21 +201,28 @@ class LOOComparison:
     @property
     def error_count_difference(self):
         """(approximate - exact) number of leave-one-out errors."""
-        return int(round(self.n_examples * self.approx_error_rate)) - self.exact.n_errors
+        return (
+            int(round(self.n_examples * self.approx_error_rate)) - self.exact.n_errors
+        )
 
 
 # %% book/06_loo.md, code cell 11
 def approximate_vs_exact(estimator, X, y, *, warm_start=True, progress=False):
-    """Compare an estimator's approximate leave-one-out error with the exact one, eq-loo-error.
+    """Compare an estimator's approximate leave-one-out error with the exact one,
+    eq-loo-error.
 
-    ``estimator`` must set ``loo_error_`` when fitted (and, for the per-example comparison,
-    ``loo_decision_``, the approximate leave-one-out activations, eq-svm-loo for the SVM).
+    ``estimator`` must set ``loo_error_`` when fitted (and, for the per-example
+    comparison,
+    ``loo_decision_``, the approximate leave-one-out activations, eq-svm-loo for the
+    SVM).
     """
     model = _clone(estimator, compute_loo=True).fit(X, y)
     approx = getattr(model, "loo_error_", None)
     if approx is None:
-        raise TypeError(f"{type(estimator).__name__} provides no approximate leave-one-out "
-                        "error (loo_error_)")
+        raise TypeError(
+            f"{type(estimator).__name__} provides no approximate leave-one-out "
+            "error (loo_error_)"
+        )
     X, y = check_X_y(X, y)
     loo_decision = getattr(model, "loo_decision_", None)
     exact = exact_loo_error(estimator, X, y, warm_start=warm_start, progress=progress)
@@ -187,4 +231,6 @@ def approximate_vs_exact(estimator, X, y, *, warm_start=True, progress=False):
         y_pm = np.where(y == model.classes_[1], 1.0, -1.0)
         approx_errors = y_pm * np.asarray(loo_decision) <= 0.0
         n_disagree = int(np.sum(approx_errors != exact.errors))
-    return LOOComparison(float(approx), exact.error_rate, approx_errors, exact, n_disagree)
+    return LOOComparison(
+        float(approx), exact.error_rate, approx_errors, exact, n_disagree
+    )

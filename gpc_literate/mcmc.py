@@ -5,18 +5,22 @@
 """Markov chain Monte Carlo for GP classification: the gold standard of Part VI.
 
 Built by chapter 22 of the book (book/22_gold_standard.md).  Elliptical slice sampling
-(eq-mcmc-ellipse, eq-mcmc-shrink) of the latent activations f ~ N(0, K) under any likelihood
+(eq-mcmc-ellipse, eq-mcmc-shrink) of the latent activations f ~ N(0, K) under any
+likelihood
 of the package, several chains advanced together; convergence diagnostics (split R-hat
-eq-mcmc-rhat on rank-normalised draws, the effective sample size eq-mcmc-geyer, Monte Carlo
+eq-mcmc-rhat on rank-normalised draws, the effective sample size eq-mcmc-geyer, Monte
+Carlo
 standard errors eq-mcmc-mcse); Rao-Blackwellised predictions (eq-mcmc-rb); and annealed
 importance sampling for the log evidence (eq-mcmc-ais-weight, eq-mcmc-ais-estimate).
 
-Names: ``f`` latent activations at the training inputs (rows = chains or runs), ``L`` the
+Names: ``f`` latent activations at the training inputs (rows = chains or runs), ``L``
+the
 lower Cholesky factor of K + jitter (eq-mcmc-jitter), ``nu`` the auxiliary prior draw,
 ``theta`` the angle on the ellipse, ``beta`` the inverse temperature, ``draws`` an array
 (chains, draws, ...) of a quantity's values.  Every random number comes from an explicit
 numpy Generator.
 """
+
 import time
 import warnings
 from dataclasses import dataclass
@@ -28,18 +32,39 @@ from scipy.special import logsumexp, ndtri
 from scipy.stats import rankdata
 from tqdm import tqdm
 
-from gpc_literate.base import ConvergenceWarning, check_bool, check_integer, check_scalar
+from gpc_literate.base import (
+    ConvergenceWarning,
+    check_bool,
+    check_integer,
+    check_scalar,
+)
 from gpc_literate.likelihoods import Likelihood
 
-__all__ = ["JITTER", "RHAT_MAX", "ESS_MIN", "check_generator", "prior_cholesky",
-           "elliptical_slice_step", "initial_state", "split_chains", "rank_normalize",
-           "split_rhat", "effective_sample_size", "monte_carlo_mean", "MCMCResult",
-           "elliptical_slice_sampling", "MCMCPredictive", "predictive_probabilities",
-           "ais_schedule", "AISResult", "ais_log_evidence"]
+__all__ = [
+    "JITTER",
+    "RHAT_MAX",
+    "ESS_MIN",
+    "check_generator",
+    "prior_cholesky",
+    "elliptical_slice_step",
+    "initial_state",
+    "split_chains",
+    "rank_normalize",
+    "split_rhat",
+    "effective_sample_size",
+    "monte_carlo_mean",
+    "MCMCResult",
+    "elliptical_slice_sampling",
+    "MCMCPredictive",
+    "predictive_probabilities",
+    "ais_schedule",
+    "AISResult",
+    "ais_log_evidence",
+]
 
-JITTER = 1e-8        # relative jitter of eq-mcmc-jitter
-RHAT_MAX = 1.01      # the chains pass when max R-hat <= RHAT_MAX ...
-ESS_MIN = 400.0      # ... and min ESS >= ESS_MIN (Vehtari et al. 2021)
+JITTER = 1e-8  # relative jitter of eq-mcmc-jitter
+RHAT_MAX = 1.01  # the chains pass when max R-hat <= RHAT_MAX ...
+ESS_MIN = 400.0  # ... and min ESS >= ESS_MIN (Vehtari et al. 2021)
 _TWO_PI = 2.0 * np.pi
 
 
@@ -49,39 +74,50 @@ def check_generator(rng, name="rng"):
 
     TypeError, naming ``name``, for anything else (a float, a string, a RandomState).
     """
-    if isinstance(rng, (bool, np.bool_, float, str)) or isinstance(rng, np.random.RandomState):
-        raise TypeError(f"{name} must be None, an integer seed or a numpy Generator; got {rng!r}")
+    if isinstance(rng, (bool, np.bool_, float, str)) or isinstance(
+        rng, np.random.RandomState
+    ):
+        raise TypeError(
+            f"{name} must be None, an integer seed or a numpy Generator; got {rng!r}"
+        )
     try:
         return np.random.default_rng(rng)
     except (TypeError, ValueError):
-        raise TypeError(f"{name} must be None, an integer seed or a numpy Generator; "
-                        f"got {rng!r}") from None
+        raise TypeError(
+            f"{name} must be None, an integer seed or a numpy Generator; got {rng!r}"
+        ) from None
 
 
 # %% book/22_gold_standard.md, code cell 4
 def prior_cholesky(K, jitter=JITTER):
     """Eq. (eq-mcmc-jitter): lower Cholesky factor of K + jitter * mean(diag K) * I.
 
-    ``K`` must be a finite symmetric (n, n) matrix, n >= 1 (ValueError naming K otherwise),
+    ``K`` must be a finite symmetric (n, n) matrix, n >= 1 (ValueError naming K
+    otherwise),
     positive definite once the jitter is added.
     """
     K = np.asarray(K, dtype=float)
     if K.ndim != 2 or K.shape[0] != K.shape[1] or K.shape[0] == 0:
-        raise ValueError(f"K must be a square (n, n) matrix with n >= 1; got shape {K.shape}")
+        raise ValueError(
+            f"K must be a square (n, n) matrix with n >= 1; got shape {K.shape}"
+        )
     if not np.all(np.isfinite(K)) or not np.allclose(K, K.T, rtol=1e-10, atol=1e-12):
         raise ValueError("K must be a finite symmetric matrix")
     jitter = check_scalar(jitter, "jitter", low=0.0)
     try:
         return cholesky(K + jitter * np.mean(np.diag(K)) * np.eye(len(K)), lower=True)
     except LinAlgError:
-        raise ValueError("K + jitter * mean(diag K) * I is not positive definite; "
-                         "increase jitter") from None
+        raise ValueError(
+            "K + jitter * mean(diag K) * I is not positive definite; increase jitter"
+        ) from None
 
 
 def _checked_problem(K, y, likelihood, jitter):
     """The prior's Cholesky factor and the labels as floats, with the inputs checked."""
     if not isinstance(likelihood, Likelihood):
-        raise TypeError(f"likelihood must be a gpc_literate Likelihood; got {likelihood!r}")
+        raise TypeError(
+            f"likelihood must be a gpc_literate Likelihood; got {likelihood!r}"
+        )
     L = prior_cholesky(K, jitter)
     y = np.asarray(y, dtype=float)
     if y.shape != (L.shape[0],):
@@ -95,25 +131,33 @@ def _log_likelihood(likelihood, y, f):
     return np.asarray(likelihood.log_prob(y, f), dtype=float).sum(axis=-1)
 
 
-def elliptical_slice_step(f, log_lik, L, likelihood, y, rng, *, beta=1.0, max_shrink=100):
-    """Eqs (eq-mcmc-ellipse), (eq-mcmc-shrink): one elliptical slice step for each row of f.
+def elliptical_slice_step(
+    f, log_lik, L, likelihood, y, rng, *, beta=1.0, max_shrink=100
+):
+    """Eqs (eq-mcmc-ellipse), (eq-mcmc-shrink): one elliptical slice step for each row
+    of f.
 
     ``f`` (chains, n) current states with finite untempered log-likelihoods ``log_lik``
-    (chains,); ``L`` the prior's Cholesky factor (prior_cholesky); the target is the tempered
-    posterior eq-mcmc-tempered with ``beta`` in (0, 1].  At most ``max_shrink`` proposals per
-    chain: a chain that reaches it keeps its state (still exact, eq-mcmc-balance).  Returns
+    (chains,); ``L`` the prior's Cholesky factor (prior_cholesky); the target is the
+    tempered
+    posterior eq-mcmc-tempered with ``beta`` in (0, 1].  At most ``max_shrink``
+    proposals per
+    chain: a chain that reaches it keeps its state (still exact, eq-mcmc-balance).
+    Returns
     (f, log_lik, n_proposals, capped), the last two per chain.
     """
     beta = check_scalar(beta, "beta", low=0.0, high=1.0, low_inclusive=False)
     n_chains = f.shape[0]
     # nu ~ N(0, K).  einsum, not BLAS: threads only slow down these thin products
     nu = np.einsum("kj,ij->ki", rng.standard_normal(f.shape), L)
-    log_h = beta * log_lik + np.log1p(-rng.random(n_chains))     # log h = log L^beta + log u
+    log_h = beta * log_lik + np.log1p(
+        -rng.random(n_chains)
+    )  # log h = log L^beta + log u
     theta = _TWO_PI * rng.random(n_chains)
-    lo, hi = theta - _TWO_PI, theta                              # the whole circle, cut at theta
+    lo, hi = theta - _TWO_PI, theta  # the whole circle, cut at theta
     f_new, log_lik_new = f.copy(), log_lik.copy()
     n_proposals = np.full(n_chains, max_shrink)
-    idx, f_a, nu_a = np.arange(n_chains), f, nu                  # the chains still searching
+    idx, f_a, nu_a = np.arange(n_chains), f, nu  # the chains still searching
     for k in range(1, max_shrink + 1):
         prop = f_a * np.cos(theta)[:, None] + nu_a * np.sin(theta)[:, None]
         ll = _log_likelihood(likelihood, y, prop)
@@ -124,9 +168,16 @@ def elliptical_slice_step(f, log_lik, L, likelihood, y, rng, *, beta=1.0, max_sh
             idx = idx[:0]
             break
         rej = ~ok
-        idx, f_a, nu_a, theta, lo, hi, log_h = (idx[rej], f_a[rej], nu_a[rej], theta[rej],
-                                                lo[rej], hi[rej], log_h[rej])
-        neg = theta < 0.0                                        # shrink towards theta = 0
+        idx, f_a, nu_a, theta, lo, hi, log_h = (
+            idx[rej],
+            f_a[rej],
+            nu_a[rej],
+            theta[rej],
+            lo[rej],
+            hi[rej],
+            log_h[rej],
+        )
+        neg = theta < 0.0  # shrink towards theta = 0
         lo, hi = np.where(neg, theta, lo), np.where(neg, hi, theta)
         theta = lo + (hi - lo) * rng.random(idx.size)
     capped = np.zeros(n_chains, dtype=bool)
@@ -138,9 +189,11 @@ def elliptical_slice_step(f, log_lik, L, likelihood, y, rng, *, beta=1.0, max_sh
 def initial_state(L, likelihood, y, n_chains, rng, f0=None):
     """Eq. (eq-mcmc-init): starting states (n_chains, n) with finite log-likelihoods.
 
-    Without ``f0``: independent prior draws f = L z, and where log L(f) = -inf the reflection
+    Without ``f0``: independent prior draws f = L z, and where log L(f) = -inf the
+    reflection
     f_i <- y_i |f_i| (every label satisfied).  ``f0`` of shape (n,) (every chain) or
-    (n_chains, n) is used as given.  Returns (f, log_lik); ValueError, naming f0, if a state
+    (n_chains, n) is used as given.  Returns (f, log_lik); ValueError, naming f0, if a
+    state
     has a log-likelihood of -inf or NaN.
     """
     n = L.shape[0]
@@ -155,8 +208,10 @@ def initial_state(L, likelihood, y, n_chains, rng, f0=None):
     else:
         f0 = np.asarray(f0, dtype=float)
         if f0.shape not in ((n,), (n_chains, n)) or not np.all(np.isfinite(f0)):
-            raise ValueError(f"f0 must be a finite array of shape ({n},) or ({n_chains}, {n}); "
-                             f"got shape {f0.shape}")
+            raise ValueError(
+                f"f0 must be a finite array of shape ({n},) or ({n_chains}, {n}); "
+                f"got shape {f0.shape}"
+            )
         f = np.array(np.broadcast_to(f0, (n_chains, n)))
         log_lik = _log_likelihood(likelihood, y, f)
         where = "f0"
@@ -173,14 +228,15 @@ def split_chains(draws):
     """
     draws = np.asarray(draws, dtype=float)
     half = draws.shape[1] // 2
-    return np.concatenate([draws[:, :half], draws[:, draws.shape[1] - half:]], axis=0)
+    return np.concatenate([draws[:, :half], draws[:, draws.shape[1] - half :]], axis=0)
 
 
 # %% book/22_gold_standard.md, code cell 9
 def rank_normalize(draws):
     """Eq. (eq-mcmc-rank): normal scores of the ranks over all chains and draws.
 
-    ``draws`` (M, N, ...): each trailing coordinate is ranked separately (ties averaged).
+    ``draws`` (M, N, ...): each trailing coordinate is ranked separately (ties
+    averaged).
     """
     draws = np.asarray(draws, dtype=float)
     flat = draws.reshape(draws.shape[0] * draws.shape[1], -1)
@@ -199,9 +255,11 @@ def _rhat(x):
 
 
 def split_rhat(draws):
-    """Eqs (eq-mcmc-rhat), (eq-mcmc-rank): rank-normalised split R-hat of each coordinate.
+    """Eqs (eq-mcmc-rhat), (eq-mcmc-rank): rank-normalised split R-hat of each
+    coordinate.
 
-    ``draws`` (M, N, ...) with M >= 1 chains of N >= 4 draws; the larger of the R-hats of
+    ``draws`` (M, N, ...) with M >= 1 chains of N >= 4 draws; the larger of the R-hats
+    of
     the location (ranks of the draws) and of the scale (ranks of |draws - median|).
     A coordinate constant within every half chain gets inf.
     """
@@ -212,20 +270,23 @@ def split_rhat(draws):
 
 # %% book/22_gold_standard.md, code cell 11
 def _autocovariance(x):
-    """Autocovariances c_t (divided by N) of each chain of x (M, N, ...) along axis 1, by FFT."""
+    """Autocovariances c_t (divided by N) of each chain of x (M, N, ...) along axis 1,
+    by FFT."""
     n = x.shape[1]
     centred = x - x.mean(axis=1, keepdims=True)
-    size = 1 << (2 * n - 1).bit_length()                 # zero padding: no circular wrap
+    size = 1 << (2 * n - 1).bit_length()  # zero padding: no circular wrap
     spectrum = np.fft.rfft(centred, n=size, axis=1)
     return np.fft.irfft(spectrum * np.conj(spectrum), n=size, axis=1)[:, :n] / n
 
 
 def effective_sample_size(draws, *, rank_normalized=False):
-    """Eqs (eq-mcmc-autocorr), (eq-mcmc-geyer): effective sample size of each coordinate.
+    """Eqs (eq-mcmc-autocorr), (eq-mcmc-geyer): effective sample size of each
+    coordinate.
 
     ``draws`` (M, N, ...) from M >= 1 chains of N >= 4 draws, split in halves first;
     ``rank_normalized=True`` gives the bulk ESS of the ranks (eq-mcmc-rank).  Geyer's
-    initial monotone sequence; tau is kept >= 1 / log10(M N).  NaN where all draws are equal.
+    initial monotone sequence; tau is kept >= 1 / log10(M N).  NaN where all draws are
+    equal.
     """
     x = split_chains(draws)
     if rank_normalized:
@@ -235,10 +296,12 @@ def effective_sample_size(draws, *, rank_normalized=False):
     W = acov[:, 0].mean(axis=0) * n / (n - 1)
     var_plus = (n - 1) / n * W + x.mean(axis=1).var(axis=0, ddof=1)
     with np.errstate(divide="ignore", invalid="ignore"):
-        rho = 1.0 - (W - acov.mean(axis=0)) / var_plus     # (n, ...)
+        rho = 1.0 - (W - acov.mean(axis=0)) / var_plus  # (n, ...)
     rho[0] = 1.0
-    pairs = rho[0:2 * (n // 2):2] + rho[1:2 * (n // 2):2]  # P_k = rho_2k + rho_2k+1
-    keep = np.cumprod(pairs > 0.0, axis=0).astype(bool)    # up to the first P_k <= 0
+    pairs = (
+        rho[0 : 2 * (n // 2) : 2] + rho[1 : 2 * (n // 2) : 2]
+    )  # P_k = rho_2k + rho_2k+1
+    keep = np.cumprod(pairs > 0.0, axis=0).astype(bool)  # up to the first P_k <= 0
     monotone = np.minimum.accumulate(np.where(keep, pairs, np.inf), axis=0)
     tau = -1.0 + 2.0 * np.sum(np.where(keep, monotone, 0.0), axis=0)
     tau = np.maximum(tau, 1.0 / np.log10(m * n))
@@ -247,7 +310,8 @@ def effective_sample_size(draws, *, rank_normalized=False):
 
 # %% book/22_gold_standard.md, code cell 12
 def monte_carlo_mean(draws):
-    """Eq. (eq-mcmc-mcse): (mean, standard error, ESS) of each coordinate of draws (M, N, ...)."""
+    """Eq. (eq-mcmc-mcse): (mean, standard error, ESS) of each coordinate of draws (M,
+    N, ...)."""
     draws = np.asarray(draws, dtype=float)
     ess = effective_sample_size(draws)
     var = draws.reshape(-1, *draws.shape[2:]).var(axis=0, ddof=1)
@@ -259,10 +323,13 @@ def monte_carlo_mean(draws):
 class MCMCResult:
     """Draws of f from elliptical_slice_sampling and their diagnostics.
 
-    ``samples`` (chains, draws, n) and ``log_lik`` (chains, draws) the kept states and their
-    log-likelihoods; ``mean``, ``var`` (n,) the posterior mean and variance of f with their
+    ``samples`` (chains, draws, n) and ``log_lik`` (chains, draws) the kept states and
+    their
+    log-likelihoods; ``mean``, ``var`` (n,) the posterior mean and variance of f with
+    their
     Monte Carlo standard errors ``mean_se``, ``var_se`` (eq-mcmc-mcse); ``ess`` (bulk,
-    eq-mcmc-geyer) and ``rhat`` (eq-mcmc-rhat) per coordinate, ``min_ess`` and ``max_rhat``
+    eq-mcmc-geyer) and ``rhat`` (eq-mcmc-rhat) per coordinate, ``min_ess`` and
+    ``max_rhat``
     over them; ``converged``: max_rhat <= rhat_max and min_ess >= ess_min;
     ``proposals_per_step`` (mean over chains and steps), ``n_capped`` (steps that hit
     max_shrink); ``chol`` the Cholesky factor used (eq-mcmc-jitter), for predictions;
@@ -288,14 +355,17 @@ class MCMCResult:
     def summary(self):
         """One line: chains x draws, min ESS, max R-hat, proposals per step, time."""
         m, s = self.samples.shape[:2]
-        return (f"{m} chains x {s} draws: min ESS {self.min_ess:.0f}, max R-hat "
-                f"{self.max_rhat:.3f}, {self.proposals_per_step:.1f} proposals/step, "
-                f"{self.seconds:.1f} s")
+        return (
+            f"{m} chains x {s} draws: min ESS {self.min_ess:.0f}, max R-hat "
+            f"{self.max_rhat:.3f}, {self.proposals_per_step:.1f} proposals/step, "
+            f"{self.seconds:.1f} s"
+        )
 
 
 # %% book/22_gold_standard.md, code cell 15
 def _diagnose(samples, log_lik, counts, L, seconds, rhat_max, ess_min):
-    """An MCMCResult from the kept draws; warns (ConvergenceWarning) if they fail the thresholds."""
+    """An MCMCResult from the kept draws; warns (ConvergenceWarning) if they fail the
+    thresholds."""
     n_proposals, n_steps, n_capped = counts
     mean, mean_se, _ = monte_carlo_mean(samples)
     var, var_se, _ = monte_carlo_mean((samples - mean) ** 2)
@@ -305,27 +375,65 @@ def _diagnose(samples, log_lik, counts, L, seconds, rhat_max, ess_min):
     max_rhat = float(np.max(rhat))
     converged = bool(max_rhat <= rhat_max and min_ess >= ess_min)
     if not converged:
-        warnings.warn(f"elliptical_slice_sampling: max R-hat = {max_rhat:.3f} (at most "
-                      f"{rhat_max:g} wanted) and min ESS = {min_ess:.0f} (at least {ess_min:g}); "
-                      "run longer chains (n_samples, burn_in, thin)", ConvergenceWarning,
-                      stacklevel=3)
-    return MCMCResult(samples, log_lik, mean, var, mean_se, var_se, ess, rhat, min_ess,
-                      max_rhat, converged, n_proposals / n_steps, int(n_capped), L, seconds)
+        warnings.warn(
+            f"elliptical_slice_sampling: max R-hat = {max_rhat:.3f} (at most "
+            f"{rhat_max:g} wanted) and min ESS = {min_ess:.0f} (at least {ess_min:g}); "
+            "run longer chains (n_samples, burn_in, thin)",
+            ConvergenceWarning,
+            stacklevel=3,
+        )
+    return MCMCResult(
+        samples,
+        log_lik,
+        mean,
+        var,
+        mean_se,
+        var_se,
+        ess,
+        rhat,
+        min_ess,
+        max_rhat,
+        converged,
+        n_proposals / n_steps,
+        int(n_capped),
+        L,
+        seconds,
+    )
 
 
 # %% book/22_gold_standard.md, code cell 16
-def elliptical_slice_sampling(K, y, likelihood, *, n_samples=1000, n_chains=4, burn_in=500,
-                              thin=1, max_shrink=100, f0=None, jitter=JITTER, rng=None,
-                              progress=False, rhat_max=RHAT_MAX, ess_min=ESS_MIN):
-    """Eqs (eq-mcmc-ellipse)-(eq-mcmc-shrink): posterior draws of f ~ N(0, K) given labels y.
+def elliptical_slice_sampling(
+    K,
+    y,
+    likelihood,
+    *,
+    n_samples=1000,
+    n_chains=4,
+    burn_in=500,
+    thin=1,
+    max_shrink=100,
+    f0=None,
+    jitter=JITTER,
+    rng=None,
+    progress=False,
+    rhat_max=RHAT_MAX,
+    ess_min=ESS_MIN,
+):
+    """Eqs (eq-mcmc-ellipse)-(eq-mcmc-shrink): posterior draws of f ~ N(0, K) given
+    labels y.
 
-    ``K`` (n, n) prior covariance at the training inputs, ``y`` (n,) labels +-1 (real targets
-    for Gaussian), ``likelihood`` any Likelihood of the package (only ``log_prob`` is used).
+    ``K`` (n, n) prior covariance at the training inputs, ``y`` (n,) labels +-1 (real
+    targets
+    for Gaussian), ``likelihood`` any Likelihood of the package (only ``log_prob`` is
+    used).
     ``n_chains`` independent chains from eq-mcmc-init (or ``f0``) advance together;
-    ``burn_in`` steps are discarded, then ``n_samples`` states per chain are kept, one every
-    ``thin`` steps; ``max_shrink`` caps the proposals of a step; ``rng`` a Generator or seed;
+    ``burn_in`` steps are discarded, then ``n_samples`` states per chain are kept, one
+    every
+    ``thin`` steps; ``max_shrink`` caps the proposals of a step; ``rng`` a Generator or
+    seed;
     ``progress`` shows a progress bar.  Returns an MCMCResult with the diagnostics
-    eq-mcmc-rhat and eq-mcmc-geyer; warns (ConvergenceWarning) when max R-hat > ``rhat_max``
+    eq-mcmc-rhat and eq-mcmc-geyer; warns (ConvergenceWarning) when max R-hat >
+    ``rhat_max``
     or min ESS < ``ess_min``.
     """
     t_start = time.perf_counter()
@@ -342,24 +450,34 @@ def elliptical_slice_sampling(K, y, likelihood, *, n_samples=1000, n_chains=4, b
     kept_log_lik = np.empty((n_chains, n_samples))
     n_steps = burn_in + n_samples * thin
     n_proposals = n_capped = 0
-    for step in tqdm(range(1, n_steps + 1), desc="elliptical slice sampling",
-                     disable=not progress):
-        f, log_lik, props, capped = elliptical_slice_step(f, log_lik, L, likelihood, y, rng,
-                                                          max_shrink=max_shrink)
+    for step in tqdm(
+        range(1, n_steps + 1), desc="elliptical slice sampling", disable=not progress
+    ):
+        f, log_lik, props, capped = elliptical_slice_step(
+            f, log_lik, L, likelihood, y, rng, max_shrink=max_shrink
+        )
         n_proposals += int(props.sum())
         n_capped += int(capped.sum())
         kept, rest = divmod(step - burn_in, thin)
         if step > burn_in and rest == 0:
             samples[:, kept - 1], kept_log_lik[:, kept - 1] = f, log_lik
-    return _diagnose(samples, kept_log_lik, (n_proposals, n_steps * n_chains, n_capped), L,
-                     time.perf_counter() - t_start, rhat_max, ess_min)
+    return _diagnose(
+        samples,
+        kept_log_lik,
+        (n_proposals, n_steps * n_chains, n_capped),
+        L,
+        time.perf_counter() - t_start,
+        rhat_max,
+        ess_min,
+    )
 
 
 # %% book/22_gold_standard.md, code cell 18
 class MCMCPredictive(NamedTuple):
     """Predictions at m test inputs from posterior draws (eq-mcmc-rb).
 
-    ``prob``, ``prob_se`` P(y* = +1) and its Monte Carlo standard error; ``mean``, ``mean_se``
+    ``prob``, ``prob_se`` P(y* = +1) and its Monte Carlo standard error; ``mean``,
+    ``mean_se``
     the predictive mean of f* and its error; ``var`` the predictive variance of f*.
     """
 
@@ -371,15 +489,19 @@ class MCMCPredictive(NamedTuple):
 
 
 # %% book/22_gold_standard.md, code cell 19
-_PREDICTIVE_CHUNK = 4096      # Gaussian averages per call of likelihood.predictive
+_PREDICTIVE_CHUNK = 4096  # Gaussian averages per call of likelihood.predictive
 
 
 def predictive_probabilities(result, K_cross, k_test_diag, likelihood, *, thin=1):
-    """Eqs (eq-mcmc-conditional), (eq-mcmc-rb): Rao-Blackwellised predictions from MCMC draws.
+    """Eqs (eq-mcmc-conditional), (eq-mcmc-rb): Rao-Blackwellised predictions from MCMC
+    draws.
 
-    ``result`` an MCMCResult; ``K_cross`` (m, n) prior covariances of m test inputs with the
-    n training inputs, ``k_test_diag`` (m,) their prior variances; ``likelihood`` provides
-    ``predictive(mu, var)``, called on at most _PREDICTIVE_CHUNK averages at a time; every
+    ``result`` an MCMCResult; ``K_cross`` (m, n) prior covariances of m test inputs with
+    the
+    n training inputs, ``k_test_diag`` (m,) their prior variances; ``likelihood``
+    provides
+    ``predictive(mu, var)``, called on at most _PREDICTIVE_CHUNK averages at a time;
+    every
     ``thin``-th draw is used.  Returns an MCMCPredictive.
     """
     thin = check_integer(thin, "thin", low=1)
@@ -387,48 +509,69 @@ def predictive_probabilities(result, K_cross, k_test_diag, likelihood, *, thin=1
     K_cross = np.atleast_2d(np.asarray(K_cross, dtype=float))
     k_test_diag = np.asarray(k_test_diag, dtype=float).reshape(-1)
     if K_cross.shape[1] != L.shape[0] or k_test_diag.shape != (K_cross.shape[0],):
-        raise ValueError(f"K_cross must have shape (m, {L.shape[0]}) and k_test_diag (m,); "
-                         f"got {K_cross.shape} and {k_test_diag.shape}")
-    v = solve_triangular(L, K_cross.T, lower=True)                 # L^{-1} k*
-    weights = solve_triangular(L.T, v, lower=False)                # K^{-1} k* = L^{-T} v
+        raise ValueError(
+            f"K_cross must have shape (m, {L.shape[0]}) and k_test_diag (m,); "
+            f"got {K_cross.shape} and {k_test_diag.shape}"
+        )
+    v = solve_triangular(L, K_cross.T, lower=True)  # L^{-1} k*
+    weights = solve_triangular(L.T, v, lower=False)  # K^{-1} k* = L^{-T} v
     s2 = np.maximum(k_test_diag - np.sum(v * v, axis=0), 1e-12 * k_test_diag)
-    mu = result.samples[:, ::thin] @ weights                       # (chains, draws, m)
+    mu = result.samples[:, ::thin] @ weights  # (chains, draws, m)
     flat, rows = mu.reshape(-1, mu.shape[-1]), max(1, _PREDICTIVE_CHUNK // mu.shape[-1])
-    prob = np.concatenate([likelihood.predictive(flat[i:i + rows], s2)
-                           for i in range(0, flat.shape[0], rows)])
+    prob = np.concatenate(
+        [
+            likelihood.predictive(flat[i : i + rows], s2)
+            for i in range(0, flat.shape[0], rows)
+        ]
+    )
     prob, prob_se, _ = monte_carlo_mean(prob.reshape(mu.shape))
     mean, mean_se, _ = monte_carlo_mean(mu)
-    var = s2 + flat.var(axis=0)                                    # law of total variance
+    var = s2 + flat.var(axis=0)  # law of total variance
     return MCMCPredictive(prob, prob_se, mean, mean_se, var)
 
 
 # %% book/22_gold_standard.md, code cell 20
 def ais_schedule(n_temperatures, power=4.0):
-    """Eq. (eq-mcmc-schedule): beta_t = (t / T)^power, t = 0..T, with T = n_temperatures >= 1."""
+    """Eq. (eq-mcmc-schedule): beta_t = (t / T)^power, t = 0..T, with T = n_temperatures
+    >= 1."""
     n_temperatures = check_integer(n_temperatures, "n_temperatures", low=1)
     power = check_scalar(power, "power", low=0.0, low_inclusive=False)
     return (np.arange(n_temperatures + 1) / n_temperatures) ** power
 
 
 def _check_schedule(schedule):
-    """The inverse temperatures: an int T (eq-mcmc-schedule) or an increasing array 0 ... 1."""
-    if isinstance(schedule, (int, np.integer)) and not isinstance(schedule, (bool, np.bool_)):
+    """The inverse temperatures: an int T (eq-mcmc-schedule) or an increasing array 0
+    ... 1."""
+    if isinstance(schedule, (int, np.integer)) and not isinstance(
+        schedule, (bool, np.bool_)
+    ):
         return ais_schedule(schedule)
     betas = np.asarray(schedule, dtype=float)
-    if (betas.ndim != 1 or betas.size < 2 or not np.all(np.isfinite(betas))
-            or betas[0] != 0.0 or betas[-1] != 1.0 or not np.all(np.diff(betas) > 0.0)):
-        raise ValueError("schedule must be an integer T >= 1 or an increasing array of finite "
-                         f"inverse temperatures from 0 to 1; got {schedule!r}")
+    if (
+        betas.ndim != 1
+        or betas.size < 2
+        or not np.all(np.isfinite(betas))
+        or betas[0] != 0.0
+        or betas[-1] != 1.0
+        or not np.all(np.diff(betas) > 0.0)
+    ):
+        raise ValueError(
+            "schedule must be an integer T >= 1 or an increasing array of finite "
+            f"inverse temperatures from 0 to 1; got {schedule!r}"
+        )
     return betas
 
 
 # %% book/22_gold_standard.md, code cell 21
 @dataclass
 class AISResult:
-    """log p(y) by annealed importance sampling (eq-mcmc-ais-estimate) and what it rests on.
+    """log p(y) by annealed importance sampling (eq-mcmc-ais-estimate) and what it rests
+    on.
 
-    ``log_evidence`` and its standard error ``log_evidence_se`` (delta method over the runs);
-    ``log_weights`` (runs,) eq-mcmc-ais-weight; ``weight_ess`` the effective number of runs;
+    ``log_evidence`` and its standard error ``log_evidence_se`` (delta method over the
+    runs);
+    ``log_weights`` (runs,) eq-mcmc-ais-weight; ``weight_ess`` the effective number of
+    runs;
     ``betas`` the schedule; ``f`` (runs, n) the last states; ``seconds`` the wall time.
     """
 
@@ -441,30 +584,52 @@ class AISResult:
     seconds: float
 
     def summary(self):
-        """One line: estimate, standard error, runs, temperatures, ESS of the weights, time."""
-        return (f"log p(y) = {self.log_evidence:.4f} +- {self.log_evidence_se:.4f} "
-                f"({self.log_weights.size} runs, T = {self.betas.size - 1}, weight ESS "
-                f"{self.weight_ess:.0f}, {self.seconds:.1f} s)")
+        """One line: estimate, standard error, runs, temperatures, ESS of the weights,
+        time."""
+        return (
+            f"log p(y) = {self.log_evidence:.4f} +- {self.log_evidence_se:.4f} "
+            f"({self.log_weights.size} runs, T = {self.betas.size - 1}, weight ESS "
+            f"{self.weight_ess:.0f}, {self.seconds:.1f} s)"
+        )
 
 
 # %% book/22_gold_standard.md, code cell 22
 def _ais_estimate(log_w):
-    """Eq. (eq-mcmc-ais-estimate): (log mean w, its se, ESS of the weights), overflow-free."""
+    """Eq. (eq-mcmc-ais-estimate): (log mean w, its se, ESS of the weights),
+    overflow-free."""
     if not np.any(np.isfinite(log_w)):
         return -np.inf, np.inf, 0.0
-    w = np.exp(log_w - np.max(log_w))              # the largest weight is 1
+    w = np.exp(log_w - np.max(log_w))  # the largest weight is 1
     se = w.std(ddof=1) / np.sqrt(w.size) / w.mean() if w.size > 1 else np.inf
-    return float(logsumexp(log_w) - np.log(w.size)), float(se), float(w.sum() ** 2 / (w @ w))
+    return (
+        float(logsumexp(log_w) - np.log(w.size)),
+        float(se),
+        float(w.sum() ** 2 / (w @ w)),
+    )
 
 
 # %% book/22_gold_standard.md, code cell 23
-def ais_log_evidence(K, y, likelihood, *, n_runs=100, schedule=1000, n_steps=1,
-                     max_shrink=100, jitter=JITTER, rng=None, progress=False,
-                     min_weight_ess=10.0):
-    """Eqs (eq-mcmc-ais-weight), (eq-mcmc-ais-estimate): log p(y) by annealed importance sampling.
+def ais_log_evidence(
+    K,
+    y,
+    likelihood,
+    *,
+    n_runs=100,
+    schedule=1000,
+    n_steps=1,
+    max_shrink=100,
+    jitter=JITTER,
+    rng=None,
+    progress=False,
+    min_weight_ess=10.0,
+):
+    """Eqs (eq-mcmc-ais-weight), (eq-mcmc-ais-estimate): log p(y) by annealed importance
+    sampling.
 
-    ``K``, ``y``, ``likelihood`` as for elliptical_slice_sampling.  ``n_runs`` independent
-    runs from the prior along the geometric path eq-mcmc-ais-path with ``schedule`` an int T
+    ``K``, ``y``, ``likelihood`` as for elliptical_slice_sampling.  ``n_runs``
+    independent
+    runs from the prior along the geometric path eq-mcmc-ais-path with ``schedule`` an
+    int T
     (beta_t = (t/T)^4, eq-mcmc-schedule) or an increasing array from 0 to 1; ``n_steps``
     elliptical slice steps per temperature.  Returns an AISResult; warns
     (ConvergenceWarning) when the ESS of the weights is below ``min_weight_ess``.
@@ -477,22 +642,36 @@ def ais_log_evidence(K, y, likelihood, *, n_runs=100, schedule=1000, n_steps=1,
     progress = check_bool(progress, "progress")
     betas = _check_schedule(schedule)
     rng = check_generator(rng)
-    f = rng.standard_normal((n_runs, L.shape[0])) @ L.T        # f_0 from the prior
+    f = rng.standard_normal((n_runs, L.shape[0])) @ L.T  # f_0 from the prior
     log_lik = _log_likelihood(likelihood, y, f)
     log_w = np.zeros(n_runs)
-    for t in tqdm(range(1, betas.size), desc="annealed importance sampling",
-                  disable=not progress):
-        log_w += (betas[t] - betas[t - 1]) * log_lik           # gamma_t / gamma_{t-1} at f_{t-1}
+    for t in tqdm(
+        range(1, betas.size), desc="annealed importance sampling", disable=not progress
+    ):
+        log_w += (betas[t] - betas[t - 1]) * log_lik  # gamma_t / gamma_{t-1} at f_{t-1}
         alive = np.isfinite(log_w)
         if t == betas.size - 1 or not alive.any():
             continue
-        for _ in range(n_steps):                               # T_t leaves gamma_t invariant
+        for _ in range(n_steps):  # T_t leaves gamma_t invariant
             f[alive], log_lik[alive], _, _ = elliptical_slice_step(
-                f[alive], log_lik[alive], L, likelihood, y, rng, beta=betas[t],
-                max_shrink=max_shrink)
+                f[alive],
+                log_lik[alive],
+                L,
+                likelihood,
+                y,
+                rng,
+                beta=betas[t],
+                max_shrink=max_shrink,
+            )
     log_z, se, weight_ess = _ais_estimate(log_w)
     if weight_ess < min_weight_ess:
-        warnings.warn(f"ais_log_evidence: the ESS of the weights is {weight_ess:.1f} of "
-                      f"{n_runs} runs; the standard error is not reliable: use more "
-                      "temperatures (schedule) or runs", ConvergenceWarning, stacklevel=2)
-    return AISResult(log_z, se, log_w, weight_ess, betas, f, time.perf_counter() - t_start)
+        warnings.warn(
+            f"ais_log_evidence: the ESS of the weights is {weight_ess:.1f} of "
+            f"{n_runs} runs; the standard error is not reliable: use more "
+            "temperatures (schedule) or runs",
+            ConvergenceWarning,
+            stacklevel=2,
+        )
+    return AISResult(
+        log_z, se, log_w, weight_ess, betas, f, time.perf_counter() - t_start
+    )

@@ -4,22 +4,31 @@
 # %% book/09_naive_mean_field.md, code cell 1
 """Naive mean-field theory for Gaussian-process classification (O&W section 17.6).
 
-Built by chapter 9 of the book (book/09_naive_mean_field.md), which derives every formula:
+Built by chapter 9 of the book (book/09_naive_mean_field.md), which derives every
+formula:
 the naive mean-field equations for the embedding strengths (eq-mf-alpha, O&W eq. 17.40),
-Algorithm 17.1 with its adaptive learning rate (eq-mf-update), Newton's method for the same
-equations (eq-mf-newton) with a test for their solvability (eq-mf-feasible), the linear-response
+Algorithm 17.1 with its adaptive learning rate (eq-mf-update), Newton's method for the
+same
+equations (eq-mf-newton) with a test for their solvability (eq-mf-feasible), the
+linear-response
 leave-one-out estimator (eq-mf-loo, O&W eqs. 17.41-17.42) in a stable form
 (eq-mf-loo-stable), and the classifier ``NaiveMeanField``.
 
-The naive theory is the member of the Gaussian-site family of chapter 8 (gpc_literate.sites)
-whose cavity variance is the prior variance K_ii: its cavity fields are ``cavity_mean``, and
-its leave-one-out estimate is the cavity (eq-sites-cavity) of the linear-response Gaussian, a
+The naive theory is the member of the Gaussian-site family of chapter 8
+(gpc_literate.sites)
+whose cavity variance is the prior variance K_ii: its cavity fields are ``cavity_mean``,
+and
+its leave-one-out estimate is the cavity (eq-sites-cavity) of the linear-response
+Gaussian, a
 ``SitePosterior`` with the site precisions of eq-sites-update.
 
-Names as in gpc_literate.sites: sites exp(nu f - tau f^2 / 2) (``nu``, ``tau``), the posterior
-mean K @ coef with ``coef`` = y * alpha, cavities ``mu_cav``, ``var_cav``, derivatives ``d1``,
+Names as in gpc_literate.sites: sites exp(nu f - tau f^2 / 2) (``nu``, ``tau``), the
+posterior
+mean K @ coef with ``coef`` = y * alpha, cavities ``mu_cav``, ``var_cav``, derivatives
+``d1``,
 ``d2`` of log Z and w = -d2 the curvature.
 """
+
 import warnings
 from dataclasses import dataclass
 
@@ -27,21 +36,42 @@ import numpy as np
 from scipy.linalg import LinAlgWarning, cholesky, lu_factor, lu_solve, solve_triangular
 from scipy.optimize import linprog
 
-from gpc_literate.base import (ConvergenceWarning, GPClassifierBase, LearnsHyperparameters,
-                               check_bool, check_integer, check_scalar)
+from gpc_literate.base import (
+    ConvergenceWarning,
+    GPClassifierBase,
+    LearnsHyperparameters,
+    check_bool,
+    check_integer,
+    check_scalar,
+)
 from gpc_literate.kernels import check_kernel, default_kernel
 from gpc_literate.likelihoods import StepFlip
-from gpc_literate.sites import SitePosterior, cavities, cavity_mean, site_from_derivatives
+from gpc_literate.sites import (
+    SitePosterior,
+    cavities,
+    cavity_mean,
+    site_from_derivatives,
+)
 
-__all__ = ["embedding_strength", "NaiveMFResult", "naive_mean_field", "naive_residual",
-           "naive_loo", "latent_moments", "check_no_conflicting_pair", "NaiveMeanField"]
+__all__ = [
+    "embedding_strength",
+    "NaiveMFResult",
+    "naive_mean_field",
+    "naive_residual",
+    "naive_loo",
+    "latent_moments",
+    "check_no_conflicting_pair",
+    "NaiveMeanField",
+]
 
 
 # %% book/09_naive_mean_field.md, code cell 3
 def embedding_strength(z, kappa=0.0):
-    """Eq. (eq-mf-alpha-z), O&W eq. 17.40 with k_ii = 1: (1 - 2 kappa) N(z) / (kappa + (1 - 2 kappa) Phi(z)).
+    """Eq. (eq-mf-alpha-z), O&W eq. 17.40 with k_ii = 1: (1 - 2 kappa) N(z) / (kappa +
+    (1 - 2 kappa) Phi(z)).
 
-    The embedding strength as a function of the scaled cavity field z (Figure 17.1); it is
+    The embedding strength as a function of the scaled cavity field z (Figure 17.1); it
+    is
     d log Z / d mu of the step-flip likelihood at y = 1, mu = z, var = 1.
     """
     return StepFlip(kappa).log_Z(1.0, np.asarray(z, dtype=float), 1.0)[1]
@@ -49,7 +79,8 @@ def embedding_strength(z, kappa=0.0):
 
 # %% book/09_naive_mean_field.md, code cell 7
 def _naive_update(K, k_diag, y, alpha, likelihood):
-    """<f> = K (y alpha), cavity fields mu_i = <f_i> - k_ii y_i alpha_i, the right side of eq-mf-alpha, w.
+    """<f> = K (y alpha), cavity fields mu_i = <f_i> - k_ii y_i alpha_i, the right side
+    of eq-mf-alpha, w.
 
     w_i = -d^2 log Z_i / d mu^2 at the cavity field, the curvature in eq-mf-newton.
     """
@@ -61,18 +92,23 @@ def _naive_update(K, k_diag, y, alpha, likelihood):
 
 # %% book/09_naive_mean_field.md, code cell 8
 def naive_residual(K, y, likelihood, alpha):
-    """max_i |alpha_i - (right side of eq-mf-alpha)|: how far alpha is from the naive fixed point."""
+    """max_i |alpha_i - (right side of eq-mf-alpha)|: how far alpha is from the naive
+    fixed point."""
     K = np.asarray(K, dtype=float)
     y = np.asarray(y, dtype=float)
-    _, _, target, _ = _naive_update(K, np.diag(K), y, np.asarray(alpha, dtype=float), likelihood)
+    _, _, target, _ = _naive_update(
+        K, np.diag(K), y, np.asarray(alpha, dtype=float), likelihood
+    )
     return float(np.max(np.abs(target - alpha)))
 
 
 # %% book/09_naive_mean_field.md, code cell 9
 def _newton_direction(K, tau, b):
-    """(I + T K)^{-1} b of eq-mf-newton, as b - S A^{-1} S K b with A = sign(T) + S K S, S = |T|^(1/2).
+    """(I + T K)^{-1} b of eq-mf-newton, as b - S A^{-1} S K b with A = sign(T) + S K S,
+    S = |T|^(1/2).
 
-    One Cholesky factorisation of A when every tau_i >= 0 (A = I + S K S, eigenvalues >= 1),
+    One Cholesky factorisation of A when every tau_i >= 0 (A = I + S K S, eigenvalues >=
+    1),
     an LU factorisation otherwise; a singular A gives a non-finite result.
     """
     s = np.sqrt(np.abs(tau))
@@ -82,7 +118,9 @@ def _newton_direction(K, tau, b):
     try:
         if np.all(tau >= 0.0):
             L = cholesky(A, lower=True)
-            x = solve_triangular(L, solve_triangular(L, rhs, lower=True), lower=True, trans="T")
+            x = solve_triangular(
+                L, solve_triangular(L, rhs, lower=True), lower=True, trans="T"
+            )
         else:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", LinAlgWarning)
@@ -94,16 +132,19 @@ def _newton_direction(K, tau, b):
 
 # %% book/09_naive_mean_field.md, code cell 11
 def _newton_step(K, k_diag, y, alpha, delta, w, error, likelihood):
-    """Eq. (eq-mf-newton) with step halving: (new alpha, step size), or (None, last step size).
+    """Eq. (eq-mf-newton) with step halving: (new alpha, step size), or (None, last step
+    size).
 
-    ``delta`` is the residual of eq-mf-alpha at ``alpha``, ``w`` the curvatures there and
-    ``error`` = sum(delta ** 2), which the step must reduce (by a factor 1 - 1e-4 eta). A
+    ``delta`` is the residual of eq-mf-alpha at ``alpha``, ``w`` the curvatures there
+    and
+    ``error`` = sum(delta ** 2), which the step must reduce (by a factor 1 - 1e-4 eta).
+    A
     singular Jacobian gives the plain step ``delta`` instead of the Newton direction.
     """
     one_minus = 1.0 - k_diag * w
     step = y * _newton_direction(K, w / one_minus, y * delta / one_minus)
     if not np.all(np.isfinite(step)):
-        step = delta                                     # singular Jacobian
+        step = delta  # singular Jacobian
     for eta in 0.5 ** np.arange(40):
         trial = alpha + eta * step
         _, _, target_t, _ = _naive_update(K, k_diag, y, trial, likelihood)
@@ -114,17 +155,25 @@ def _newton_step(K, k_diag, y, alpha, delta, w, error, likelihood):
 
 # %% book/09_naive_mean_field.md, code cell 12
 def _separable(K, y):
-    """Eq. (eq-mf-feasible): is there alpha >= 0 with y_i (K (y alpha))_i >= 1 for every i? (an LP)"""
+    """Eq. (eq-mf-feasible): is there alpha >= 0 with y_i (K (y alpha))_i >= 1 for every
+    i? (an LP)"""
     Q = y[:, None] * K * y[None, :]
-    lp = linprog(np.zeros(y.size), A_ub=-Q, b_ub=-np.ones(y.size), bounds=(0.0, None),
-                 method="highs")
-    return lp.status != 2                              # 2: proven infeasible
+    lp = linprog(
+        np.zeros(y.size),
+        A_ub=-Q,
+        b_ub=-np.ones(y.size),
+        bounds=(0.0, None),
+        method="highs",
+    )
+    return lp.status != 2  # 2: proven infeasible
 
 
-_NO_SOLUTION = ("the naive mean-field equations have no solution: with the noise-free likelihood "
-                "(kappa = 0, no input noise) every example must be classified correctly, and no "
-                "alpha >= 0 does so with this kernel (eq-mf-feasible); use input noise v > 0 or "
-                "label flips kappa > 0, or a more flexible kernel")
+_NO_SOLUTION = (
+    "the naive mean-field equations have no solution: with the noise-free likelihood "
+    "(kappa = 0, no input noise) every example must be classified correctly, and no "
+    "alpha >= 0 does so with this kernel (eq-mf-feasible); use input noise v > 0 or "
+    "label flips kappa > 0, or a more flexible kernel"
+)
 
 
 # %% book/09_naive_mean_field.md, code cell 13
@@ -132,9 +181,11 @@ _NO_SOLUTION = ("the naive mean-field equations have no solution: with the noise
 class NaiveMFResult:
     """Output of ``naive_mean_field``.
 
-    ``alpha`` (n,) the embedding strengths, ``mean`` = K (y alpha) the posterior mean of the
+    ``alpha`` (n,) the embedding strengths, ``mean`` = K (y alpha) the posterior mean of
+    the
     latent at the training points, ``n_iter`` the iterations done, ``converged`` whether
-    max_i |delta alpha_i| < tol was reached, ``residual`` that maximum at the returned alpha,
+    max_i |delta alpha_i| < tol was reached, ``residual`` that maximum at the returned
+    alpha,
     ``learning_rate`` the last step size, ``history`` the residual of every iteration,
     ``message`` why the iteration stopped early ("" if it converged or ran to max_iter).
     """
@@ -151,7 +202,8 @@ class NaiveMFResult:
 
 # %% book/09_naive_mean_field.md, code cell 14
 def _initial_alpha(alpha_init, n):
-    """The start of the iteration: zeros (tabula rasa) or a float copy of ``alpha_init``.
+    """The start of the iteration: zeros (tabula rasa) or a float copy of
+    ``alpha_init``.
 
     Raises ValueError unless ``alpha_init`` is finite with shape (n,).
     """
@@ -165,31 +217,50 @@ def _initial_alpha(alpha_init, n):
 
 # %% book/09_naive_mean_field.md, code cell 15
 def _naive_state(K, k_diag, y, alpha, likelihood):
-    """At ``alpha``: (<f>, w, delta alpha, sum delta^2, max |delta|), delta of eq-mf-alpha."""
+    """At ``alpha``: (<f>, w, delta alpha, sum delta^2, max |delta|), delta of
+    eq-mf-alpha."""
     f, _, target, w = _naive_update(K, k_diag, y, alpha, likelihood)
     delta = target - alpha
     return f, w, delta, float(delta @ delta), float(np.max(np.abs(delta)))
 
 
 # %% book/09_naive_mean_field.md, code cell 16
-def naive_mean_field(K, y, likelihood, *, alpha_init=None, max_iter=10_000, tol=1e-6,
-                     learning_rate=0.05, method="newton"):
-    """Solve eq-mf-alpha by Newton's method (eq-mf-newton, default) or O&W's Algorithm 17.1 (eq-mf-update).
+def naive_mean_field(
+    K,
+    y,
+    likelihood,
+    *,
+    alpha_init=None,
+    max_iter=10_000,
+    tol=1e-6,
+    learning_rate=0.05,
+    method="newton",
+):
+    """Solve eq-mf-alpha by Newton's method (eq-mf-newton, default) or O&W's Algorithm
+    17.1 (eq-mf-update).
 
-    ``K`` (n, n) is the covariance matrix of the latent process the likelihood acts on (for
-    input noise v the noisy process, K + v I), ``y`` labels +-1, ``likelihood`` an object with
-    ``log_Z`` (e.g. StepFlip(kappa)).  Both methods start from ``alpha_init`` (default 0,
+    ``K`` (n, n) is the covariance matrix of the latent process the likelihood acts on
+    (for
+    input noise v the noisy process, K + v I), ``y`` labels +-1, ``likelihood`` an
+    object with
+    ``log_Z`` (e.g. StepFlip(kappa)).  Both methods start from ``alpha_init`` (default
+    0,
     tabula rasa), compute delta alpha = (right side of eq-mf-alpha) - alpha for all i at
-    once, and stop when max_i |delta alpha_i| < tol (O&W's ftol = 1e-5 bounds the square:
+    once, and stop when max_i |delta alpha_i| < tol (O&W's ftol = 1e-5 bounds the
+    square:
     tol = 3.2e-3) or after ``max_iter`` iterations.
 
-    ``method="adaptive"``: Algorithm 17.1, alpha += eta delta alpha at one O(n^2) product per
+    ``method="adaptive"``: Algorithm 17.1, alpha += eta delta alpha at one O(n^2)
+    product per
     iteration; eta starts at ``learning_rate``, grows by 1.1 when sum_i delta alpha_i^2
-    decreased and halves otherwise.  ``method="newton"``: the Newton step of eq-mf-newton (one
+    decreased and halves otherwise.  ``method="newton"``: the Newton step of
+    eq-mf-newton (one
     O(n^3) factorisation per iteration), halved until sum_i delta alpha_i^2 decreases;
     ``learning_rate`` is not used.  For the noise-free likelihood StepFlip(0), a Newton
-    iteration not converged after 30 iterations solves the linear program eq-mf-feasible; if
-    no alpha >= 0 classifies every example correctly, the equations have no solution and it
+    iteration not converged after 30 iterations solves the linear program
+    eq-mf-feasible; if
+    no alpha >= 0 classifies every example correctly, the equations have no solution and
+    it
     stops at once with a ConvergenceWarning saying so.  Returns a ``NaiveMFResult``.
     """
     if method not in ("newton", "adaptive"):
@@ -205,12 +276,12 @@ def naive_mean_field(K, y, likelihood, *, alpha_init=None, max_iter=10_000, tol=
     f, w, delta, error, residual = _naive_state(K, k_diag, y, alpha, likelihood)
     converged, n_iter = residual < tol, 0
     while not converged and n_iter < max_iter:
-        if not newton:                                           # O&W's adaptive rate
+        if not newton:  # O&W's adaptive rate
             if previous is not None:
                 eta = 1.1 * eta if error < previous else 0.5 * eta
             previous = error
             alpha = alpha + eta * delta
-        else:                                                    # eq-mf-newton, step halving
+        else:  # eq-mf-newton, step halving
             trial, eta = _newton_step(K, k_diag, y, alpha, delta, w, error, likelihood)
             if trial is None:
                 message = "no step along the Newton direction reduces the residual"
@@ -223,25 +294,42 @@ def naive_mean_field(K, y, likelihood, *, alpha_init=None, max_iter=10_000, tol=
         if noise_free and n_iter == 30 and not converged and not _separable(K, y):
             message = _NO_SOLUTION
             break
-    if noise_free and (message or converged and np.min(y * f) <= 1e-8 * np.max(np.abs(f))):
-        # a stalled step, or y_i <f_i> at rounding level: alpha -> infinity, not a solution?
+    if noise_free and (
+        message or converged and np.min(y * f) <= 1e-8 * np.max(np.abs(f))
+    ):
+        # a stalled step, or y_i <f_i> at rounding level: alpha -> infinity, not a
+        # solution?
         if message != _NO_SOLUTION and not _separable(K, y):
             converged, message = False, _NO_SOLUTION
     if message == _NO_SOLUTION:
-        warnings.warn(f"naive_mean_field stopped after {n_iter} iterations: {message}",
-                      ConvergenceWarning, stacklevel=2)
-    return NaiveMFResult(alpha, f, n_iter, bool(converged), residual, float(eta),
-                         np.array(history), message)
+        warnings.warn(
+            f"naive_mean_field stopped after {n_iter} iterations: {message}",
+            ConvergenceWarning,
+            stacklevel=2,
+        )
+    return NaiveMFResult(
+        alpha,
+        f,
+        n_iter,
+        bool(converged),
+        residual,
+        float(eta),
+        np.array(history),
+        message,
+    )
 
 
 # %% book/09_naive_mean_field.md, code cell 22
 def naive_loo(K, y, alpha, likelihood):
-    """Eqs (eq-mf-loo), (eq-mf-loo-stable), O&W 17.41-17.42: linear-response leave-one-out activations.
+    """Eqs (eq-mf-loo), (eq-mf-loo-stable), O&W 17.41-17.42: linear-response
+    leave-one-out activations.
 
-    For the naive mean-field solution ``alpha`` of ``naive_mean_field(K, y, likelihood)``
+    For the naive mean-field solution ``alpha`` of ``naive_mean_field(K, y,
+    likelihood)``
     returns (f_loo, var_loo, posterior): f_loo[i] estimates the activation at x_i of the
     solution trained without example i. They are the cavities (eq-sites-cavity) of the
-    linear-response Gaussian ``posterior``, the SitePosterior with precisions 1 / Omega_i
+    linear-response Gaussian ``posterior``, the SitePosterior with precisions 1 /
+    Omega_i
     (eq-sites-update at cavity variance k_ii); var_loo[i] = 1 / [(K + Omega)^{-1}]_ii -
     Omega_i, inf where that is not positive.  One O(n^3) factorisation.  The estimated
     leave-one-out error is mean(y * f_loo <= 0).
@@ -251,16 +339,22 @@ def naive_loo(K, y, alpha, likelihood):
     alpha = np.asarray(alpha, dtype=float)
     k_diag = np.diag(K)
     mean, mu, target, w = _naive_update(K, k_diag, y, alpha, likelihood)
-    tau = site_from_derivatives(mu, k_diag, y * target, -w)[1]   # 1 / Omega_i, eq-mf-omega
+    tau = site_from_derivatives(mu, k_diag, y * target, -w)[
+        1
+    ]  # 1 / Omega_i, eq-mf-omega
     posterior = SitePosterior(K, np.zeros_like(tau), tau, allow_improper=True)
     f_loo, var_loo, _ = cavities(mean, posterior.var, y * alpha, tau)
     return f_loo, var_loo, posterior
 
 
 # %% book/09_naive_mean_field.md, code cell 24
-def _check_mf_options(method, kappa, v, tol, learning_rate, max_iter, kernel, compute_loo):
-    """ValueError unless NaiveMeanField's options are valid: method "newton" or "adaptive",
-    kappa in [0, 1/2), v >= 0, tol > 0, learning_rate > 0, an integer max_iter, a kernel (or
+def _check_mf_options(
+    method, kappa, v, tol, learning_rate, max_iter, kernel, compute_loo
+):
+    """ValueError unless NaiveMeanField's options are valid: method "newton" or
+    "adaptive",
+    kappa in [0, 1/2), v >= 0, tol > 0, learning_rate > 0, an integer max_iter, a kernel
+    (or
     None) and a boolean compute_loo."""
     if method not in ("newton", "adaptive"):
         raise ValueError(f"method must be 'newton' or 'adaptive'; got {method!r}")
@@ -277,10 +371,13 @@ def _check_mf_options(method, kappa, v, tol, learning_rate, max_iter, kernel, co
 def check_no_conflicting_pair(K, y, likelihood_name, fix, rel=1e-12):
     """Raise ValueError if two examples that the prior ties have different labels.
 
-    Var(f_i - f_j) = K_ii + K_jj - 2 K_ij <= rel (K_ii + K_jj): identical inputs, or inputs
-    the kernel cannot tell apart in floating point.  A noise-free likelihood gives such a
+    Var(f_i - f_j) = K_ii + K_jj - 2 K_ij <= rel (K_ii + K_jj): identical inputs, or
+    inputs
+    the kernel cannot tell apart in floating point.  A noise-free likelihood gives such
+    a
     pair probability zero, so no posterior exists; the message names the pair, the
-    likelihood (``likelihood_name``) and the ``fix``.  TAP (chapter 10) and the EP classifier (chapter 15) use it
+    likelihood (``likelihood_name``) and the ``fix``.  TAP (chapter 10) and the EP
+    classifier (chapter 15) use it
     too.
     """
     d = np.diag(K)
@@ -289,39 +386,56 @@ def check_no_conflicting_pair(K, y, likelihood_name, fix, rel=1e-12):
     if tied.any():
         i, j = sorted(np.argwhere(tied)[0])
         raise ValueError(
-            f"training examples {i} and {j} have (numerically) the same latent value under "
-            f"the kernel but different labels, which {likelihood_name} gives probability "
-            f"zero: {fix}")
+            f"training examples {i} and {j} have (numerically) the same latent value "
+            f"under "
+            f"the kernel but different labels, which {likelihood_name} gives "
+            f"probability "
+            f"zero: {fix}"
+        )
 
 
 # %% book/09_naive_mean_field.md, code cell 26
 class _NaiveMFSolve:
-    """NaiveMeanField at a given kernel: eq-mf-alpha solved by naive_mean_field, attributes set."""
+    """NaiveMeanField at a given kernel: eq-mf-alpha solved by naive_mean_field,
+    attributes set."""
 
     def _solver_options(self):
-        return dict(max_iter=int(self.max_iter), tol=float(self.tol),
-                    learning_rate=float(self.learning_rate), method=self.method)
+        return dict(
+            max_iter=int(self.max_iter),
+            tol=float(self.tol),
+            learning_rate=float(self.learning_rate),
+            method=self.method,
+        )
 
     def _fit_fixed(self, X, y, kernel, alpha_init=None):
         K = kernel(X) + float(self.v) * np.eye(len(y))
         likelihood = StepFlip(float(self.kappa))
         if self.v == 0 and self.kappa == 0:
             check_no_conflicting_pair(
-                K, y, "the noise-free likelihood (kappa=0, v=0)",
-                "set v > 0 (input noise, e.g. v=0.1) or kappa > 0 (label flips), or use a "
-                "kernel that separates the inputs")
-        result = naive_mean_field(K, y, likelihood, alpha_init=alpha_init,
-                                  **self._solver_options())
+                K,
+                y,
+                "the noise-free likelihood (kappa=0, v=0)",
+                "set v > 0 (input noise, e.g. v=0.1) or kappa > 0 (label flips), or "
+                "use a "
+                "kernel that separates the inputs",
+            )
+        result = naive_mean_field(
+            K, y, likelihood, alpha_init=alpha_init, **self._solver_options()
+        )
         self.kernel_, self.X_train_, self._y = kernel, X, y
         self.alpha_, self.coef_ = result.alpha, y * result.alpha
         self.n_iter_, self.converged_ = result.n_iter, result.converged
         self.residual_, self.learning_rate_ = result.residual, result.learning_rate
         if not result.converged:
             warnings.warn(
-                f"NaiveMeanField did not converge in {result.n_iter} iterations (max_i |delta "
-                f"alpha_i| = {result.residual:.2e} > tol = {self.tol:g}); increase max_iter, or "
+                f"NaiveMeanField did not converge in {result.n_iter} iterations "
+                f"(max_i |delta "
+                f"alpha_i| = {result.residual:.2e} > tol = {self.tol:g}); increase "
+                f"max_iter, or "
                 "use v > 0 or kappa > 0 for data that may not be separable",
-                ConvergenceWarning, stacklevel=3)
+                ConvergenceWarning,
+                stacklevel=3,
+            )
         self._posterior = None
         self.loo_decision_ = self.loo_error_ = self.loo_var_ = None
         if self.compute_loo:
@@ -331,9 +445,11 @@ class _NaiveMFSolve:
 
 # %% book/09_naive_mean_field.md, code cell 27
 def _loo_criterion(K, y, alpha, likelihood):
-    """Eq. (eq-mf-loo-criterion): mean_i log Z_i(f_loo_i, var_loo_i) at the solution ``alpha``.
+    """Eq. (eq-mf-loo-criterion): mean_i log Z_i(f_loo_i, var_loo_i) at the solution
+    ``alpha``.
 
-    The leave-one-out distributions are those of eq-mf-loo (``naive_loo``); -inf when one of
+    The leave-one-out distributions are those of eq-mf-loo (``naive_loo``); -inf when
+    one of
     them is not a proper Gaussian.
     """
     f_loo, var_loo, _ = naive_loo(K, y, alpha, likelihood)
@@ -344,21 +460,25 @@ def _loo_criterion(K, y, alpha, likelihood):
 
 # %% book/09_naive_mean_field.md, code cell 28
 class _NaiveMFLOO:
-    """NaiveMeanField's leave-one-out by linear response, eq-mf-loo, and eq-mf-loo-criterion."""
+    """NaiveMeanField's leave-one-out by linear response, eq-mf-loo, and
+    eq-mf-loo-criterion."""
 
     def _criterion(self, theta, eval_gradient=False):
-        """Eq. (eq-mf-loo-criterion) at kernel log-hyperparameters theta (None: the fitted kernel)."""
+        """Eq. (eq-mf-loo-criterion) at kernel log-hyperparameters theta (None: the
+        fitted kernel)."""
         likelihood = StepFlip(float(self.kappa))
         kernel = self.kernel_ if theta is None else self.kernel_.with_theta(theta)
         K = kernel(self.X_train_) + float(self.v) * np.eye(len(self._y))
         alpha = self.alpha_
         if theta is not None:
-            alpha = naive_mean_field(K, self._y, likelihood, alpha_init=self.alpha_,
-                                     **self._solver_options()).alpha
+            alpha = naive_mean_field(
+                K, self._y, likelihood, alpha_init=self.alpha_, **self._solver_options()
+            ).alpha
         return _loo_criterion(K, self._y, alpha, likelihood)
 
     def _linear_response(self, K, y, likelihood):
-        """Leave-one-out activations and the linear-response Gaussian (eq-mf-loo, eq-mf-predictive)."""
+        """Leave-one-out activations and the linear-response Gaussian (eq-mf-loo,
+        eq-mf-predictive)."""
         f_loo, var_loo, self._posterior = naive_loo(K, y, self.alpha_, likelihood)
         self.loo_decision_, self.loo_var_ = f_loo, var_loo
         self.loo_error_ = float(np.mean(y * f_loo <= 0.0))
@@ -366,9 +486,11 @@ class _NaiveMFLOO:
 
 # %% book/09_naive_mean_field.md, code cell 29
 def latent_moments(kernel, X_train, coef, posterior, X):
-    """Eq. (eq-mf-predictive): mean <f(x)> = k(x)^T coef and Var f(x), noise-free, at rows of X.
+    """Eq. (eq-mf-predictive): mean <f(x)> = k(x)^T coef and Var f(x), noise-free, at
+    rows of X.
 
-    ``coef`` = y * alpha and ``posterior`` the Gaussian (a SitePosterior) on ``X_train`` of a
+    ``coef`` = y * alpha and ``posterior`` the Gaussian (a SitePosterior) on ``X_train``
+    of a
     mean-field solution (naive or TAP). Returns (mean, var), the variance floored at the
     smallest positive float (rounding at a training input).
     """
@@ -378,69 +500,111 @@ def latent_moments(kernel, X_train, coef, posterior, X):
 
 
 def _mf_predict_proba(kernel, X_train, coef, posterior, kappa, v, X):
-    """Eq. (eq-mf-predictive): kappa + (1 - 2 kappa) Phi(<f(x)> / sqrt(Var f(x) + v))."""
+    """Eq. (eq-mf-predictive): kappa + (1 - 2 kappa) Phi(<f(x)> / sqrt(Var f(x) +
+    v))."""
     mean, var = latent_moments(kernel, X_train, coef, posterior, X)
     return StepFlip(float(kappa)).predictive(mean, var + float(v))
 
 
 # %% book/09_naive_mean_field.md, code cell 30
 class _NaiveMFPrediction:
-    """NaiveMeanField's predictions: mean (eq-exact-mean-rep), probability (eq-mf-predictive)."""
+    """NaiveMeanField's predictions: mean (eq-exact-mean-rep), probability
+    (eq-mf-predictive)."""
 
     def _decision_function(self, X):
-        """Posterior mean sum_i k(x, x_i) y_i alpha_i, eq-exact-mean-rep (no noise variance)."""
+        """Posterior mean sum_i k(x, x_i) y_i alpha_i, eq-exact-mean-rep (no noise
+        variance)."""
         return self.kernel_(X, self.X_train_) @ self.coef_
 
     def _gaussian(self):
-        """The linear-response Gaussian, built at the first call when compute_loo=False."""
+        """The linear-response Gaussian, built at the first call when
+        compute_loo=False."""
         if self._posterior is None:
             K = self.kernel_(self.X_train_) + float(self.v) * np.eye(len(self._y))
-            _, _, self._posterior = naive_loo(K, self._y, self.alpha_, StepFlip(float(self.kappa)))
+            _, _, self._posterior = naive_loo(
+                K, self._y, self.alpha_, StepFlip(float(self.kappa))
+            )
         return self._posterior
 
     def _predict_proba_positive(self, X):
-        """Eq. (eq-mf-predictive): kappa + (1 - 2 kappa) Phi(<f(x)> / sqrt(Var f(x) + v))."""
-        return _mf_predict_proba(self.kernel_, self.X_train_, self.coef_, self._gaussian(),
-                                 self.kappa, self.v, X)
+        """Eq. (eq-mf-predictive): kappa + (1 - 2 kappa) Phi(<f(x)> / sqrt(Var f(x) +
+        v))."""
+        return _mf_predict_proba(
+            self.kernel_,
+            self.X_train_,
+            self.coef_,
+            self._gaussian(),
+            self.kappa,
+            self.v,
+            X,
+        )
 
     def predict_latent(self, X):
-        """Eq. (eq-mf-predictive): mean and variance of the noise-free f(x) at each row of X."""
+        """Eq. (eq-mf-predictive): mean and variance of the noise-free f(x) at each row
+        of X."""
         X = self._check_predict_input(X)
-        return latent_moments(self.kernel_, self.X_train_, self.coef_, self._gaussian(), X)
+        return latent_moments(
+            self.kernel_, self.X_train_, self.coef_, self._gaussian(), X
+        )
 
 
 # %% book/09_naive_mean_field.md, code cell 31
-class NaiveMeanField(_NaiveMFSolve, _NaiveMFLOO, _NaiveMFPrediction, LearnsHyperparameters,
-                     GPClassifierBase):
-    """GP classifier by naive mean-field theory, O&W section 17.6 (Algorithm 17.1, eq-mf-alpha).
+class NaiveMeanField(
+    _NaiveMFSolve,
+    _NaiveMFLOO,
+    _NaiveMFPrediction,
+    LearnsHyperparameters,
+    GPClassifierBase,
+):
+    """GP classifier by naive mean-field theory, O&W section 17.6 (Algorithm 17.1,
+    eq-mf-alpha).
 
     Likelihood kappa + (1 - 2 kappa) Theta(y f) on the noisy process with covariance
     k(x, x') + v delta (Gaussian input noise of variance ``v``, equivalently the probit
     likelihood of chapter 2).  ``kernel`` defaults to default_kernel(X)
-    (eq-kern-default-length), the start of the search: with ``optimizer`` "nelder-mead" (the
-    default; None keeps the kernel fixed), ``n_restarts_optimizer``, ``random_state`` and
-    ``hyperparameter_bounds``, ``fit`` learns it by maximising the leave-one-out criterion
+    (eq-kern-default-length), the start of the search: with ``optimizer`` "nelder-mead"
+    (the
+    default; None keeps the kernel fixed), ``n_restarts_optimizer``, ``random_state``
+    and
+    ``hyperparameter_bounds``, ``fit`` learns it by maximising the leave-one-out
+    criterion
     eq-mf-loo-criterion (chapter 1, sec-gpc-learning).  ``kappa`` in [0, 0.5) is the
     label-flip probability; ``method`` ("newton", eq-mf-newton, or "adaptive", Algorithm
-    17.1 with its ``learning_rate``), ``max_iter`` and ``tol`` control ``naive_mean_field``;
+    17.1 with its ``learning_rate``), ``max_iter`` and ``tol`` control
+    ``naive_mean_field``;
     with ``compute_loo`` the fit also computes the linear-response
     leave-one-out estimate eq-mf-loo (one O(n^3) factorisation).
 
     Fitted attributes: ``alpha_`` (embedding strengths), ``coef_`` = y * alpha_,
-    ``X_train_``, ``kernel_``, ``n_iter_``, ``converged_``, ``residual_`` (max_i |delta alpha_i|
-    at the solution), ``loo_decision_`` (leave-one-out activations or None), ``loo_error_``
-    (their error rate or None), ``loo_var_``.  ``decision_function`` is the posterior mean
-    sum_i k(x, x_i) y_i alpha_i (eq-exact-mean-rep); ``predict_proba`` uses the Gaussian of
+    ``X_train_``, ``kernel_``, ``n_iter_``, ``converged_``, ``residual_`` (max_i |delta
+    alpha_i|
+    at the solution), ``loo_decision_`` (leave-one-out activations or None),
+    ``loo_error_``
+    (their error rate or None), ``loo_var_``.  ``decision_function`` is the posterior
+    mean
+    sum_i k(x, x_i) y_i alpha_i (eq-exact-mean-rep); ``predict_proba`` uses the Gaussian
+    of
     linear response (eq-mf-predictive).  ``fit(X, y, alpha_init=...)`` warm-starts.
     """
 
     _criterion_name = "mean leave-one-out log predictive (naive mean field)"
     _optimizers = ("nelder-mead",)
 
-    def __init__(self, kernel=None, kappa=0.0, v=0.0, max_iter=10_000, tol=1e-6,
-                 learning_rate=0.05, compute_loo=True, optimizer="nelder-mead",
-                 n_restarts_optimizer=0, random_state=None, hyperparameter_bounds="auto",
-                 method="newton"):
+    def __init__(
+        self,
+        kernel=None,
+        kappa=0.0,
+        v=0.0,
+        max_iter=10_000,
+        tol=1e-6,
+        learning_rate=0.05,
+        compute_loo=True,
+        optimizer="nelder-mead",
+        n_restarts_optimizer=0,
+        random_state=None,
+        hyperparameter_bounds="auto",
+        method="newton",
+    ):
         self.kernel = kernel
         self.kappa = kappa
         self.v = v
@@ -456,11 +620,20 @@ class NaiveMeanField(_NaiveMFSolve, _NaiveMFLOO, _NaiveMFPrediction, LearnsHyper
 
     def _validate_params(self):
         self._validate_learning()
-        _check_mf_options(self.method, self.kappa, self.v, self.tol, self.learning_rate,
-                          self.max_iter, self.kernel, self.compute_loo)
+        _check_mf_options(
+            self.method,
+            self.kappa,
+            self.v,
+            self.tol,
+            self.learning_rate,
+            self.max_iter,
+            self.kernel,
+            self.compute_loo,
+        )
 
     def fit(self, X, y, alpha_init=None, **fit_params):
-        """Fit to inputs X (n, d) and two-class labels y; ``alpha_init`` (n,) warm-starts alpha.
+        """Fit to inputs X (n, d) and two-class labels y; ``alpha_init`` (n,)
+        warm-starts alpha.
 
         Any other keyword argument (e.g. ``sample_weight``) raises TypeError, naming it.
         """

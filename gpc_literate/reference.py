@@ -2,16 +2,20 @@
 # Edit the chapter book/07_exact_relations.md, then run `make export`.
 
 # %% book/07_exact_relations.md, code cell 3
-"""Brute-force posterior moments of GP classification on tiny problems: the book's ground truth.
+"""Brute-force posterior moments of GP classification on tiny problems: the book's
+ground truth.
 
 Built by chapter 7 of the book (book/07_exact_relations.md), which derives the exact
-relations the mean-field chapters approximate: the representation of the posterior mean by
+relations the mean-field chapters approximate: the representation of the posterior mean
+by
 embedding strengths (eq-exact-mean-rep) and the integral for them (eq-exact-alpha,
 eq-exact-alpha-step).  The functions here compute posterior moments, log evidence and
 embedding strengths by sequential importance sampling (eq-exact-sis) with an explicit
-random generator, with Monte Carlo standard errors.  They cost O(N n^2) for N samples and n
+random generator, with Monte Carlo standard errors.  They cost O(N n^2) for N samples
+and n
 points and are meant for a handful of points.
 """
+
 from dataclasses import dataclass
 
 import numpy as np
@@ -20,19 +24,27 @@ from scipy.special import log_ndtr, ndtri
 
 from gpc_literate.likelihoods import Gaussian, Likelihood, Probit, StepFlip
 
-__all__ = ["ExactMoments", "flip_noise_parameters", "sequential_importance_sample",
-           "exact_posterior_moments", "exact_embedding_strengths"]
+__all__ = [
+    "ExactMoments",
+    "flip_noise_parameters",
+    "sequential_importance_sample",
+    "exact_posterior_moments",
+    "exact_embedding_strengths",
+]
 
 _LOG_2PI = float(np.log(2.0 * np.pi))
 
 
 # %% book/07_exact_relations.md, code cell 4
 def _check_problem(K, y):
-    """Validate a covariance matrix K (n, n) and labels y (n,); NaN in y marks 'no label'."""
+    """Validate a covariance matrix K (n, n) and labels y (n,); NaN in y marks 'no
+    label'."""
     K = np.asarray(K, dtype=float)
     y = np.asarray(y, dtype=float)
     if y.ndim != 1 or K.shape != (y.size, y.size):
-        raise ValueError(f"K must have shape (n, n) and y shape (n,); got {K.shape} and {y.shape}")
+        raise ValueError(
+            f"K must have shape (n, n) and y shape (n,); got {K.shape} and {y.shape}"
+        )
     if not np.all(np.isfinite(K)) or not np.allclose(K, K.T, rtol=1e-10, atol=1e-12):
         raise ValueError("K must be a finite symmetric matrix")
     return K, y
@@ -40,7 +52,8 @@ def _check_problem(K, y):
 
 # %% book/07_exact_relations.md, code cell 5
 def flip_noise_parameters(likelihood):
-    """(kappa, v) of kappa + (1 - 2 kappa) Phi(y f / sqrt(v)) (eq-exact-family); None otherwise.
+    """(kappa, v) of kappa + (1 - 2 kappa) Phi(y f / sqrt(v)) (eq-exact-family); None
+    otherwise.
 
     StepFlip(kappa) is v = 0, Probit(noise_var, kappa) is v = noise_var.
     """
@@ -54,11 +67,15 @@ def flip_noise_parameters(likelihood):
 # %% book/07_exact_relations.md, code cell 6
 @dataclass
 class ExactMoments:
-    """Posterior moments of the latent f at the n points of a problem, and the log evidence.
+    """Posterior moments of the latent f at the n points of a problem, and the log
+    evidence.
 
-    ``mean`` (n,) and ``cov`` (n, n) are <f> and Cov[f] under the posterior, ``mean_se`` (n,)
-    the Monte Carlo standard errors of ``mean``, ``log_evidence`` = log p(y) with its standard
-    error ``log_evidence_se``; ``ess`` is the effective sample size of the importance weights
+    ``mean`` (n,) and ``cov`` (n, n) are <f> and Cov[f] under the posterior, ``mean_se``
+    (n,)
+    the Monte Carlo standard errors of ``mean``, ``log_evidence`` = log p(y) with its
+    standard
+    error ``log_evidence_se``; ``ess`` is the effective sample size of the importance
+    weights
     and ``n_samples`` the number of draws (ess = n_samples and se = 0 for closed forms).
     """
 
@@ -73,7 +90,8 @@ class ExactMoments:
 
 # %% book/07_exact_relations.md, code cell 7
 def _cholesky_jitter(C):
-    """Lower Cholesky factor of C, adding a tiny multiple of the mean diagonal if C is singular."""
+    """Lower Cholesky factor of C, adding a tiny multiple of the mean diagonal if C is
+    singular."""
     scale = float(np.mean(np.diag(C))) if C.size else 1.0
     for jitter in (0.0, 1e-12, 1e-10, 1e-8):
         try:
@@ -85,12 +103,17 @@ def _cholesky_jitter(C):
 
 # %% book/07_exact_relations.md, code cell 8
 def sequential_importance_sample(C, y, kappa, n_samples, rng):
-    """Eq. (eq-exact-sis): draws g ~ N(0, C) weighted by prod_i [kappa + (1 - 2 kappa) Theta(y_i g_i)].
+    """Eq. (eq-exact-sis): draws g ~ N(0, C) weighted by prod_i [kappa + (1 - 2 kappa)
+    Theta(y_i g_i)].
 
-    Geweke-Hajivassiliou-Keane sampler: coordinate i is drawn from its conditional Gaussian
-    given the earlier ones, tilted by its own likelihood factor, and the weight collects the
-    normalisers Z_i (eq-exact-sis-weight).  NaN labels carry no factor.  Returns the draws
-    (n_samples, n) and their log weights (n_samples,); the mean of the weights is an unbiased
+    Geweke-Hajivassiliou-Keane sampler: coordinate i is drawn from its conditional
+    Gaussian
+    given the earlier ones, tilted by its own likelihood factor, and the weight collects
+    the
+    normalisers Z_i (eq-exact-sis-weight).  NaN labels carry no factor.  Returns the
+    draws
+    (n_samples, n) and their log weights (n_samples,); the mean of the weights is an
+    unbiased
     estimate of the evidence.  O(n_samples n^2) time.
     """
     C = np.asarray(C, dtype=float)
@@ -101,18 +124,18 @@ def sequential_importance_sample(C, y, kappa, n_samples, rng):
     log_w = np.zeros(n_samples)
     tiny = np.finfo(float).tiny
     for i in range(n):
-        mean = np.einsum("kj,j->k", u[:, :i], L[i, :i])    # E[g_i | g_1..g_{i-1}]
-        sd = L[i, i]                               # its conditional standard deviation
+        mean = np.einsum("kj,j->k", u[:, :i], L[i, :i])  # E[g_i | g_1..g_{i-1}]
+        sd = L[i, i]  # its conditional standard deviation
         if np.isnan(y[i]):
             u[:, i] = rng.standard_normal(n_samples)
             continue
-        a = y[i] * mean / sd                       # y_i g_i > 0  <=>  w > -a, w ~ N(0, 1)
-        log_keep = log_ndtr(a)                     # log P(w > -a)
+        a = y[i] * mean / sd  # y_i g_i > 0  <=>  w > -a, w ~ N(0, 1)
+        log_keep = log_ndtr(a)  # log P(w > -a)
         if kappa == 0.0:
             log_z, keep, log_side = log_keep, True, log_keep
         else:
             log_flip = log_ndtr(-a)
-            log_keep_w = np.log1p(-kappa) + log_keep     # mass on the labelled side
+            log_keep_w = np.log1p(-kappa) + log_keep  # mass on the labelled side
             log_z = np.logaddexp(log_keep_w, np.log(kappa) + log_flip)
             keep = rng.random(n_samples) < np.exp(log_keep_w - log_z)
             log_side = np.where(keep, log_keep, log_flip)
@@ -120,22 +143,24 @@ def sequential_importance_sample(C, y, kappa, n_samples, rng):
         w = ndtri(np.maximum(rng.random(n_samples) * np.exp(log_side), tiny))
         u[:, i] = y[i] * np.where(keep, -w, w)
         log_w += log_z
-    # einsum rather than BLAS for these thin products: threads gain nothing on (N, n) x (n,)
+    # einsum rather than BLAS for these thin products: threads gain nothing on (N, n) x
+    # (n,)
     return np.einsum("kj,ij->ki", u, L), log_w
 
 
 # %% book/07_exact_relations.md, code cell 9
 class _WeightedMoments:
-    """Streaming self-normalised importance-sampling moments, stable in the log weights."""
+    """Streaming self-normalised importance-sampling moments, stable in the log
+    weights."""
 
     def __init__(self, n):
-        self.ref = -np.inf            # log of the weight scale the sums are kept in
+        self.ref = -np.inf  # log of the weight scale the sums are kept in
         self.n = 0
-        self.s0 = self.s00 = 0.0      # sum w, sum w^2
-        self.s1 = np.zeros(n)         # sum w g
-        self.s2 = np.zeros((n, n))    # sum w g g'
-        self.t1 = np.zeros(n)         # sum w^2 g
-        self.t2 = np.zeros((n, n))    # sum w^2 g g'
+        self.s0 = self.s00 = 0.0  # sum w, sum w^2
+        self.s1 = np.zeros(n)  # sum w g
+        self.s2 = np.zeros((n, n))  # sum w g g'
+        self.t1 = np.zeros(n)  # sum w^2 g
+        self.t2 = np.zeros((n, n))  # sum w^2 g g'
 
     def add(self, g, log_w):
         self.n += len(log_w)
@@ -155,7 +180,8 @@ class _WeightedMoments:
         w2 = w * w
         self.s0 += w.sum()
         self.s00 += w2.sum()
-        # einsum, not BLAS: these (N, n) x (N, n) products are far too thin to gain from threads
+        # einsum, not BLAS: these (N, n) x (N, n) products are far too thin to gain from
+        # threads
         self.s1 += np.einsum("k,ki->i", w, g)
         self.s2 += np.einsum("ki,kj->ij", g * w[:, None], g)
         self.t1 += np.einsum("k,ki->i", w2, g)
@@ -164,23 +190,37 @@ class _WeightedMoments:
     def result(self):
         """(mean, cov, covariance of the mean estimate, log evidence, its se, ess)."""
         if self.s0 == 0.0:
-            raise RuntimeError("no draw has a positive likelihood; the labels are impossible "
-                               "under this model, or more samples are needed")
+            raise RuntimeError(
+                "no draw has a positive likelihood; the labels are impossible "
+                "under this model, or more samples are needed"
+            )
         mean = self.s1 / self.s0
         cov = self.s2 / self.s0 - np.outer(mean, mean)
         # delta method: Var(mean) ~ sum_k w_k^2 (g_k - mean)(g_k - mean)' / (sum w)^2
-        mean_cov = (self.t2 - np.outer(mean, self.t1) - np.outer(self.t1, mean)
-                    + self.s00 * np.outer(mean, mean)) / self.s0**2
+        mean_cov = (
+            self.t2
+            - np.outer(mean, self.t1)
+            - np.outer(self.t1, mean)
+            + self.s00 * np.outer(mean, mean)
+        ) / self.s0**2
         w_bar = self.s0 / self.n
         w_var = max(self.s00 / self.n - w_bar**2, 0.0)
         log_z = np.log(w_bar) + self.ref
         log_z_se = np.sqrt(w_var / self.n) / w_bar
-        return mean, 0.5 * (cov + cov.T), mean_cov, log_z, log_z_se, self.s0**2 / self.s00
+        return (
+            mean,
+            0.5 * (cov + cov.T),
+            mean_cov,
+            log_z,
+            log_z_se,
+            self.s0**2 / self.s00,
+        )
 
 
 # %% book/07_exact_relations.md, code cell 10
 def _gaussian_moments(K, y, noise_var):
-    """Closed-form posterior of GP regression, y_i ~ N(f_i, noise_var) at the labelled points."""
+    """Closed-form posterior of GP regression, y_i ~ N(f_i, noise_var) at the labelled
+    points."""
     lab = ~np.isnan(y)
     A = K[np.ix_(lab, lab)] + noise_var * np.eye(lab.sum())
     factor = cho_factor(A, lower=True)
@@ -188,22 +228,40 @@ def _gaussian_moments(K, y, noise_var):
     KL = K[:, lab]
     mean = KL @ coef
     cov = K - KL @ cho_solve(factor, KL.T)
-    log_z = (-0.5 * y[lab] @ coef - np.sum(np.log(np.diag(factor[0])))
-             - 0.5 * lab.sum() * _LOG_2PI)
+    log_z = (
+        -0.5 * y[lab] @ coef
+        - np.sum(np.log(np.diag(factor[0])))
+        - 0.5 * lab.sum() * _LOG_2PI
+    )
     return mean, 0.5 * (cov + cov.T), float(log_z), coef, lab
 
 
 # %% book/07_exact_relations.md, code cell 11
-def exact_posterior_moments(K, y, likelihood, *, n_samples=200_000, rng=None,
-                            method="sequential", batch_size=50_000):
-    """Eqs (eq-exact-posterior-moments): <f>, Cov[f] and log p(y) by brute force, with errors.
+def exact_posterior_moments(
+    K,
+    y,
+    likelihood,
+    *,
+    n_samples=200_000,
+    rng=None,
+    method="sequential",
+    batch_size=50_000,
+):
+    """Eqs (eq-exact-posterior-moments): <f>, Cov[f] and log p(y) by brute force, with
+    errors.
 
-    ``K`` (n, n) is the prior covariance of f at the n points, ``y`` (n,) the labels +-1 (any
-    real targets for ``Gaussian``), NaN for a point without a label (a test point, or the
-    left-out point of a cavity).  ``method="sequential"``: sequential importance sampling
-    (eq-exact-sis) for StepFlip and Probit, closed form for Gaussian.  ``method="prior"``:
-    importance sampling from the prior with weights p(y|f) from ``likelihood.log_prob``, for
-    any likelihood (simple and slow: a cross-check).  ``rng``: a numpy Generator or seed.
+    ``K`` (n, n) is the prior covariance of f at the n points, ``y`` (n,) the labels +-1
+    (any
+    real targets for ``Gaussian``), NaN for a point without a label (a test point, or
+    the
+    left-out point of a cavity).  ``method="sequential"``: sequential importance
+    sampling
+    (eq-exact-sis) for StepFlip and Probit, closed form for Gaussian.
+    ``method="prior"``:
+    importance sampling from the prior with weights p(y|f) from ``likelihood.log_prob``,
+    for
+    any likelihood (simple and slow: a cross-check).  ``rng``: a numpy Generator or
+    seed.
     Returns an ``ExactMoments``.
     """
     K, y = _check_problem(K, y)
@@ -221,20 +279,25 @@ def exact_posterior_moments(K, y, likelihood, *, n_samples=200_000, rng=None,
             mean, cov, log_z, _, _ = _gaussian_moments(K, y, likelihood.noise_var)
             return ExactMoments(mean, cov, np.zeros(n), log_z, 0.0, float("inf"), 0)
         if family is None:
-            raise TypeError(f"method='sequential' needs StepFlip, Probit or Gaussian, got "
-                            f"{likelihood!r}; use method='prior'")
+            raise TypeError(
+                f"method='sequential' needs StepFlip, Probit or Gaussian, got "
+                f"{likelihood!r}; use method='prior'"
+            )
         kappa, v = family
-        C = K + v * np.eye(n)          # the noisy process g = f + xi (eq-noise-noisy-kernel)
+        C = K + v * np.eye(n)  # the noisy process g = f + xi (eq-noise-noisy-kernel)
         draw = lambda m: sequential_importance_sample(C, y, kappa, m, rng)
     else:
         if not isinstance(likelihood, Likelihood):
-            raise TypeError(f"likelihood must be a gpc_literate Likelihood, got {likelihood!r}")
+            raise TypeError(
+                f"likelihood must be a gpc_literate Likelihood, got {likelihood!r}"
+            )
         kappa, v = 0.0, 0.0
         L = _cholesky_jitter(K)
 
         def draw(m):
             f = rng.standard_normal((m, n)) @ L.T
             return f, likelihood.log_prob(y[lab], f[:, lab]).sum(axis=1)
+
     acc = _WeightedMoments(n)
     done = 0
     while done < n_samples:
@@ -244,23 +307,35 @@ def exact_posterior_moments(K, y, likelihood, *, n_samples=200_000, rng=None,
     mean, cov, mean_cov, log_z, log_z_se, ess = acc.result()
     if v > 0.0:
         # the moments are those of g = f + xi; f | g is Gaussian with mean K C^{-1} g
-        A = cho_solve(cho_factor(C, lower=True), K).T        # K C^{-1}
+        A = cho_solve(cho_factor(C, lower=True), K).T  # K C^{-1}
         mean, mean_cov = A @ mean, A @ mean_cov @ A.T
         cov = K - A @ K + A @ cov @ A.T
         cov = 0.5 * (cov + cov.T)
-    return ExactMoments(mean, cov, np.sqrt(np.maximum(np.diag(mean_cov), 0.0)),
-                        float(log_z), float(log_z_se), float(ess), n_samples)
+    return ExactMoments(
+        mean,
+        cov,
+        np.sqrt(np.maximum(np.diag(mean_cov), 0.0)),
+        float(log_z),
+        float(log_z_se),
+        float(ess),
+        n_samples,
+    )
 
 
 # %% book/07_exact_relations.md, code cell 12
 def exact_embedding_strengths(K, y, likelihood, *, n_samples=200_000, rng=None):
-    """Eq. (eq-exact-alpha-step): the embedding strengths alpha_i of eq-exact-alpha by their own integrals.
+    """Eq. (eq-exact-alpha-step): the embedding strengths alpha_i of eq-exact-alpha by
+    their own integrals.
 
-    For kappa + (1 - 2 kappa) Phi(y f / sqrt(v)) (StepFlip, Probit) alpha_i is a ratio of two
-    Gaussian orthant-type integrals, each estimated by sequential importance sampling with
+    For kappa + (1 - 2 kappa) Phi(y f / sqrt(v)) (StepFlip, Probit) alpha_i is a ratio
+    of two
+    Gaussian orthant-type integrals, each estimated by sequential importance sampling
+    with
     independent draws: (1 - 2 kappa) N(0; 0, K_ii + v) p(y_rest | g_i = 0) / p(y).  For
-    Gaussian the closed form alpha_i = y_i [(K + v I)^{-1} y]_i.  NaN labels get alpha_i = 0.
-    Returns (alpha, alpha_cov): the estimates and the covariance matrix of their Monte Carlo
+    Gaussian the closed form alpha_i = y_i [(K + v I)^{-1} y]_i.  NaN labels get alpha_i
+    = 0.
+    Returns (alpha, alpha_cov): the estimates and the covariance matrix of their Monte
+    Carlo
     errors (all alpha_i share the estimate of p(y), so the errors are correlated).  One
     sampler run per labelled point: meant for a handful of points.
     """
@@ -275,9 +350,11 @@ def exact_embedding_strengths(K, y, likelihood, *, n_samples=200_000, rng=None):
         return alpha, np.zeros((n, n))
     family = flip_noise_parameters(likelihood)
     if family is None:
-        raise TypeError(f"likelihood must be StepFlip, Probit or Gaussian, got {likelihood!r}")
+        raise TypeError(
+            f"likelihood must be StepFlip, Probit or Gaussian, got {likelihood!r}"
+        )
     kappa, v = family
-    C = (K + v * np.eye(n))[np.ix_(lab, lab)]       # unlabelled points integrate out
+    C = (K + v * np.eye(n))[np.ix_(lab, lab)]  # unlabelled points integrate out
     yl = y[lab]
 
     def log_mean_weight(Cm, ym):
@@ -293,11 +370,14 @@ def exact_embedding_strengths(K, y, likelihood, *, n_samples=200_000, rng=None):
     for k, i in enumerate(lab):
         rest = np.arange(lab.size) != k
         c = C[rest, k]
-        C_cond = C[np.ix_(rest, rest)] - np.outer(c, c) / C[k, k]   # Cov[g_rest | g_i = 0]
+        C_cond = (
+            C[np.ix_(rest, rest)] - np.outer(c, c) / C[k, k]
+        )  # Cov[g_rest | g_i = 0]
         log_zi, rse_zi = log_mean_weight(C_cond, yl[rest])
-        log_density = -0.5 * (_LOG_2PI + np.log(C[k, k]))           # log N(0; 0, K_ii + v)
+        log_density = -0.5 * (_LOG_2PI + np.log(C[k, k]))  # log N(0; 0, K_ii + v)
         alpha[i] = (1.0 - 2.0 * kappa) * np.exp(log_density + log_zi - log_z)
         rse[i] = rse_zi
-    # delta method: d alpha_i / alpha_i = d Z_i / Z_i - d Z / Z, the Z_i independent of Z
+    # delta method: d alpha_i / alpha_i = d Z_i / Z_i - d Z / Z, the Z_i independent of
+    # Z
     alpha_cov = np.diag((alpha * rse) ** 2) + np.outer(alpha, alpha) * rse_z**2
     return alpha, alpha_cov

@@ -4,17 +4,23 @@
 # %% book/17_loo_model_selection.md, code cell 3
 """Leave-one-out model selection for GP classifiers (chapter 17 of the book).
 
-Built from book/17_loo_model_selection.md, which derives every formula after Sundararajan &
-Keerthi (2008): the EP-CV algorithm (an EM-type alternation of EP runs and quasi-Newton steps
+Built from book/17_loo_model_selection.md, which derives every formula after
+Sundararajan &
+Keerthi (2008): the EP-CV algorithm (an EM-type alternation of EP runs and quasi-Newton
+steps
 on a LOO criterion of chapter 16, gpc_literate.criteria, with the sites fixed), and the
-baselines EP(ML) (evidence maximisation, with the bias gradient eq-sel-dlogz-gamma), LS-CV(NLP)
+baselines EP(ML) (evidence maximisation, with the bias gradient eq-sel-dlogz-gamma),
+LS-CV(NLP)
 (the probabilistic least-squares classifier, their eq. 14) and NLP-FM(BIAS).
 
 Names as in gpc_literate.criteria: ``phi`` holds the free hyperparameters (the kernel's
-``theta``, then the bias ``gamma``); an E-step is an EP fit, an M-step L-BFGS-B steps with
-the sites ``site_nu_``, ``site_tau_`` of the last fit held fixed. LS-CV: ``noise_var`` is
+``theta``, then the bias ``gamma``); an E-step is an EP fit, an M-step L-BFGS-B steps
+with
+the sites ``site_nu_``, ``site_tau_`` of the last fit held fixed. LS-CV: ``noise_var``
+is
 lambda, ``scale`` a, ``offset`` b, Kbar = (K + lambda I)^-1 and w = Kbar y.
 """
+
 import copy
 import warnings
 from dataclasses import dataclass
@@ -25,32 +31,57 @@ from scipy.optimize import minimize
 from scipy.special import ndtr
 from tqdm import tqdm
 
-from gpc_literate.base import (ConvergenceWarning, GPClassifierBase, bound_hits, check_integer,
-                               check_scalar, check_X_y, encode_labels, warn_bound_hits)
-from gpc_literate.criteria import (MAXIMISE, BiasedEP, LOOMoments, check_criterion,
-                                   criterion_terms, loo_log_predictive, loo_objective,
-                                   measure_from_counts)
+from gpc_literate.base import (
+    ConvergenceWarning,
+    GPClassifierBase,
+    bound_hits,
+    check_integer,
+    check_scalar,
+    check_X_y,
+    encode_labels,
+    warn_bound_hits,
+)
+from gpc_literate.criteria import (
+    MAXIMISE,
+    BiasedEP,
+    LOOMoments,
+    check_criterion,
+    criterion_terms,
+    loo_log_predictive,
+    loo_objective,
+    measure_from_counts,
+)
 from gpc_literate.ep_classifier import EP
 from gpc_literate.kernels import RBF, check_kernel, default_kernel
 from gpc_literate.laplace import Laplace
 from gpc_literate.likelihoods import Probit
 from gpc_literate.sites import ImproperPosteriorError
 
-__all__ = ["SelectionHistory", "select_hyperparameters", "nlp_fm_bias", "lscv_loo",
-           "lscv_objective", "LSCV"]
+__all__ = [
+    "SelectionHistory",
+    "select_hyperparameters",
+    "nlp_fm_bias",
+    "lscv_loo",
+    "lscv_objective",
+    "LSCV",
+]
 
 
 # %% book/17_loo_model_selection.md, code cell 4
 @dataclass
 class SelectionHistory:
-    """A run of eq. (eq-sel-epcv) or of the evidence: one entry per iterate, [0] = the start.
+    """A run of eq. (eq-sel-epcv) or of the evidence: one entry per iterate, [0] = the
+    start.
 
     ``value``: the criterion in its own units (NLP and WER minimised, F, AUC and the log
     evidence maximised). ``smoothed_f_measure`` (with the run's zeta, 0.5 unless given),
-    ``true_f_measure`` (hard LOO predictions, P(y_i = +1 | D without i) > 1/2) and ``nlp``:
+    ``true_f_measure`` (hard LOO predictions, P(y_i = +1 | D without i) > 1/2) and
+    ``nlp``:
     EP's LOO values at each iterate (NaN for Laplace). ``theta`` (k+1, p) and ``gamma``
-    (k+1,): the iterates. ``n_backtracks``: halvings of the M-step before it improved (EP-CV).
-    ``n_iter``: outer (EP-CV) or L-BFGS-B (evidence) iterations; ``converged``; ``n_fits``:
+    (k+1,): the iterates. ``n_backtracks``: halvings of the M-step before it improved
+    (EP-CV).
+    ``n_iter``: outer (EP-CV) or L-BFGS-B (evidence) iterations; ``converged``;
+    ``n_fits``:
     EP (or Laplace) fits; ``message``: why it stopped.
     """
 
@@ -74,7 +105,9 @@ def _check_bounds(bounds, name="bounds"):
     try:
         low, high = (check_scalar(b, name) for b in bounds)
     except (TypeError, ValueError) as err:
-        raise ValueError(f"{name} must be a pair (low, high) of finite numbers: {err}") from None
+        raise ValueError(
+            f"{name} must be a pair (low, high) of finite numbers: {err}"
+        ) from None
     if not low < high:
         raise ValueError(f"{name} must satisfy low < high; got {bounds!r}")
     return low, high
@@ -86,9 +119,11 @@ def _loo_summary(model, zeta):
     y, p = model.y_train_, model.loo_predictive()
     q = np.where(y > 0, p, 1.0 - p)
     params = {"zeta": zeta}
-    return (measure_from_counts("f-measure", y, q, params)[0],
-            measure_from_counts("f-measure", y, (q > 0.5).astype(float), params)[0],
-            float(-np.mean(np.log(p))))
+    return (
+        measure_from_counts("f-measure", y, q, params)[0],
+        measure_from_counts("f-measure", y, (q > 0.5).astype(float), params)[0],
+        float(-np.mean(np.log(p))),
+    )
 
 
 class _Recorder:
@@ -98,52 +133,73 @@ class _Recorder:
         self.rows = []
 
     def add(self, value, summary, theta, gamma, n_backtracks=0):
-        self.rows.append((value, *summary, np.array(theta, dtype=float), gamma, n_backtracks))
+        self.rows.append(
+            (value, *summary, np.array(theta, dtype=float), gamma, n_backtracks)
+        )
 
     def history(self, criterion, params, n_iter, converged, n_fits, message):
         value, sf, tf, nlp, theta, gamma, nb = zip(*self.rows)
-        return SelectionHistory(criterion, params, np.array(value), np.array(sf), np.array(tf),
-                                np.array(nlp), np.array(theta), np.array(gamma, dtype=float),
-                                np.array(nb, dtype=int), n_iter, converged, n_fits, message)
+        return SelectionHistory(
+            criterion,
+            params,
+            np.array(value),
+            np.array(sf),
+            np.array(tf),
+            np.array(nlp),
+            np.array(theta),
+            np.array(gamma, dtype=float),
+            np.array(nb, dtype=int),
+            n_iter,
+            converged,
+            n_fits,
+            message,
+        )
 
 
 # %% book/17_loo_model_selection.md, code cell 6
 class _Problem:
-    """The free hyperparameters phi: the kernel's theta (if optimised), then gamma (if so)."""
+    """The free hyperparameters phi: the kernel's theta (if optimised), then gamma (if
+    so)."""
 
     def __init__(self, kernel, gamma, optimize_kernel, optimize_bias, bounds):
         self.kernel, self.theta0, self.gamma0 = kernel, kernel.theta, float(gamma)
         self.optimize_kernel = bool(optimize_kernel) and self.theta0.size > 0
         self.optimize_bias = bool(optimize_bias)
         if not (self.optimize_kernel or self.optimize_bias):
-            raise ValueError("nothing to optimise: optimize_kernel and optimize_bias are both "
-                             "False (or the kernel has no hyperparameters)")
-        self.bounds = ([bounds] * (self.theta0.size if self.optimize_kernel else 0)
-                       + ([(None, None)] if self.optimize_bias else []))   # gamma is free
+            raise ValueError(
+                "nothing to optimise: optimize_kernel and optimize_bias are both "
+                "False (or the kernel has no hyperparameters)"
+            )
+        self.bounds = [bounds] * (self.theta0.size if self.optimize_kernel else 0) + (
+            [(None, None)] if self.optimize_bias else []
+        )  # gamma is free
 
     def start(self):
         parts = ([self.theta0] if self.optimize_kernel else []) + (
-            [[self.gamma0]] if self.optimize_bias else [])
+            [[self.gamma0]] if self.optimize_bias else []
+        )
         low = [-np.inf if b[0] is None else b[0] for b in self.bounds]
         high = [np.inf if b[1] is None else b[1] for b in self.bounds]
         return np.clip(np.concatenate(parts), low, high)
 
     def split(self, phi):
         """(theta, gamma) of the model at free parameters phi."""
-        theta = phi[:self.theta0.size] if self.optimize_kernel else self.theta0
+        theta = phi[: self.theta0.size] if self.optimize_kernel else self.theta0
         gamma = phi[-1] if self.optimize_bias else self.gamma0
         return np.array(theta, dtype=float), float(gamma)
 
     def free(self, grad_theta, grad_gamma):
         """The entries of a full gradient (theta, gamma) that belong to phi."""
         parts = ([grad_theta] if self.optimize_kernel else []) + (
-            [[grad_gamma]] if self.optimize_bias else [])
+            [[grad_gamma]] if self.optimize_bias else []
+        )
         return np.concatenate(parts)
 
 
 # %% book/17_loo_model_selection.md, code cell 7
 class _EPRunner:
-    """Fits copies of a BiasedEP at given phi, warm-started, counting fits and non-convergence."""
+    """Fits copies of a BiasedEP at given phi, warm-started, counting fits and
+    non-convergence."""
 
     def __init__(self, model, X, y, problem):
         self.model, self.X, self.y, self.problem = model, X, y, problem
@@ -153,10 +209,15 @@ class _EPRunner:
         theta, gamma = self.problem.split(phi)
         model = copy.deepcopy(self.model)
         model.set_params(kernel=self.problem.kernel.with_theta(theta), gamma=gamma)
-        init = {} if warm is None else {"site_nu_init": warm.site_nu_,
-                                        "site_tau_init": warm.site_tau_}
+        init = (
+            {}
+            if warm is None
+            else {"site_nu_init": warm.site_nu_, "site_tau_init": warm.site_tau_}
+        )
         with warnings.catch_warnings():
-            warnings.simplefilter("ignore", ConvergenceWarning)   # counted, reported once
+            warnings.simplefilter(
+                "ignore", ConvergenceWarning
+            )  # counted, reported once
             model.fit(self.X, self.y, **init)
         self.n_fits += 1
         self.n_failed += not model.converged_
@@ -164,9 +225,12 @@ class _EPRunner:
 
     def warn_failed(self):
         if self.n_failed:
-            warnings.warn(f"{self.n_failed} of {self.n_fits} EP runs did not converge; the "
-                          "selected hyperparameters may be affected", ConvergenceWarning,
-                          stacklevel=4)
+            warnings.warn(
+                f"{self.n_failed} of {self.n_fits} EP runs did not converge; the "
+                "selected hyperparameters may be affected",
+                ConvergenceWarning,
+                stacklevel=4,
+            )
 
 
 # %% book/17_loo_model_selection.md, code cell 8
@@ -181,56 +245,89 @@ def _selection_model(estimator, criterion, optimize_bias):
         est_params = copy.deepcopy(estimator.get_params(deep=False))
         est_params.setdefault("gamma", 0.0)
         est_params.setdefault("bias_mode", "predictive")
-        est_params["optimizer"] = None              # the search below moves the kernel
+        est_params["optimizer"] = None  # the search below moves the kernel
         if est_params["kernel"] is None:
             est_params["kernel"] = RBF()
         model = BiasedEP(**est_params)
         model._validate_params()
         gamma_free = criterion != "evidence" or model.bias_mode == "likelihood"
         if optimize_bias and not gamma_free:
-            raise ValueError("optimize_bias=True with criterion 'evidence' needs "
-                             "bias_mode='likelihood': a shift of the predictive distribution "
-                             "does not change the evidence")
+            raise ValueError(
+                "optimize_bias=True with criterion 'evidence' needs "
+                "bias_mode='likelihood': a shift of the predictive distribution "
+                "does not change the evidence"
+            )
         optimize_bias = gamma_free if optimize_bias is None else bool(optimize_bias)
     elif isinstance(estimator, Laplace):
         if criterion != "evidence":
-            raise ValueError(f"criterion {criterion!r} needs EP's leave-one-out predictive "
-                             "distributions; a Laplace estimator supports only 'evidence'")
+            raise ValueError(
+                f"criterion {criterion!r} needs EP's leave-one-out predictive "
+                "distributions; a Laplace estimator supports only 'evidence'"
+            )
         if optimize_bias:
-            raise ValueError("optimize_bias=True needs an EP estimator; Laplace has no bias gamma")
+            raise ValueError(
+                "optimize_bias=True needs an EP estimator; Laplace has no bias gamma"
+            )
         model, optimize_bias = copy.deepcopy(estimator), False
         model.optimizer = None
         if model.kernel is None:
             model.kernel = RBF()
     else:
-        raise TypeError("estimator must be an EP, BiasedEP or Laplace classifier; "
-                        f"got {type(estimator).__name__}")
+        raise TypeError(
+            "estimator must be an EP, BiasedEP or Laplace classifier; "
+            f"got {type(estimator).__name__}"
+        )
     return model, optimize_bias
 
 
 # %% book/17_loo_model_selection.md, code cell 9
-def select_hyperparameters(estimator, X, y, criterion="nlp", *, max_iter=50, tol=1e-4,
-                           criterion_params=None, optimize_kernel=True, optimize_bias=None,
-                           m_step_iter=5, bounds=(-10.0, 10.0), progress=False):
-    """Choose the kernel's theta and the bias gamma: EP-CV, eq. (eq-sel-epcv), or the evidence.
+def select_hyperparameters(
+    estimator,
+    X,
+    y,
+    criterion="nlp",
+    *,
+    max_iter=50,
+    tol=1e-4,
+    criterion_params=None,
+    optimize_kernel=True,
+    optimize_bias=None,
+    m_step_iter=5,
+    bounds=(-10.0, 10.0),
+    progress=False,
+):
+    """Choose the kernel's theta and the bias gamma: EP-CV, eq. (eq-sel-epcv), or the
+    evidence.
 
-    estimator : EP or BiasedEP (every criterion), or Laplace ("evidence" only). Its parameters
-        are the starting point (gamma = 0 and bias_mode "predictive" for EP) and the inference
+    estimator : EP or BiasedEP (every criterion), or Laplace ("evidence" only). Its
+    parameters
+        are the starting point (gamma = 0 and bias_mode "predictive" for EP) and the
+        inference
         settings; it is not changed.
-    criterion : "nlp" (S&K eq. 6, minimised), "f-measure" (eq. 10; criterion_params zeta in
-        [0, 1], default 0.5), "wer" (eq. 11; tau in [0, 1], default 1) or "auc" (eq. 12), by
+    criterion : "nlp" (S&K eq. 6, minimised), "f-measure" (eq. 10; criterion_params zeta
+    in
+        [0, 1], default 0.5), "wer" (eq. 11; tau in [0, 1], default 1) or "auc" (eq.
+        12), by
         EP-CV; or "evidence": EP's (S&K's EP(ML)) or Laplace's log marginal likelihood,
-        maximised by L-BFGS-B with its gradient (in gamma only with bias_mode "likelihood").
-    max_iter, tol : EP-CV stops when the M-step or an outer iteration improves the criterion
-        by at most tol, or after max_iter outer iterations; evidence: L-BFGS-B's maxiter and tol.
-    optimize_kernel, optimize_bias : which of theta and gamma are free. optimize_bias None:
-        True for EP, except for "evidence" in the predictive bias mode (the evidence does not
+        maximised by L-BFGS-B with its gradient (in gamma only with bias_mode
+        "likelihood").
+    max_iter, tol : EP-CV stops when the M-step or an outer iteration improves the
+    criterion
+        by at most tol, or after max_iter outer iterations; evidence: L-BFGS-B's maxiter
+        and tol.
+    optimize_kernel, optimize_bias : which of theta and gamma are free. optimize_bias
+    None:
+        True for EP, except for "evidence" in the predictive bias mode (the evidence
+        does not
         depend on gamma there) and for Laplace (which has no gamma).
-    m_step_iter : L-BFGS-B iterations per M-step. bounds : box for the log-hyperparameters.
+    m_step_iter : L-BFGS-B iterations per M-step. bounds : box for the
+    log-hyperparameters.
     progress : show a tqdm bar.
 
-    Returns (model, history): a fitted BiasedEP (or Laplace) whose parameters are the chosen
-    ones, and a SelectionHistory. Warns with ConvergenceWarning when max_iter is reached.
+    Returns (model, history): a fitted BiasedEP (or Laplace) whose parameters are the
+    chosen
+    ones, and a SelectionHistory. Warns with ConvergenceWarning when max_iter is
+    reached.
     """
     criterion, params = check_criterion(criterion, criterion_params)
     max_iter = check_integer(max_iter, "max_iter")
@@ -240,13 +337,30 @@ def select_hyperparameters(estimator, X, y, criterion="nlp", *, max_iter=50, tol
     model, optimize_bias = _selection_model(estimator, criterion, optimize_bias)
     X, y = check_X_y(X, y)
     y_pm, _ = encode_labels(y)
-    problem = _Problem(model.kernel, getattr(model, "gamma", 0.0), optimize_kernel,
-                       optimize_bias, bounds)
+    problem = _Problem(
+        model.kernel,
+        getattr(model, "gamma", 0.0),
+        optimize_kernel,
+        optimize_bias,
+        bounds,
+    )
     zeta = params.get("zeta", 0.5)
     if criterion == "evidence":
         return _maximise_evidence(model, X, y, problem, max_iter, tol, zeta, progress)
-    return _ep_cv(model, X, y, y_pm, problem, criterion, params, max_iter, tol, m_step_iter,
-                  zeta, progress)
+    return _ep_cv(
+        model,
+        X,
+        y,
+        y_pm,
+        problem,
+        criterion,
+        params,
+        max_iter,
+        tol,
+        m_step_iter,
+        zeta,
+        progress,
+    )
 
 
 # %% book/17_loo_model_selection.md, code cell 10
@@ -259,22 +373,44 @@ def _loo_criterion(fitted, criterion, y_pm, params):
 
 
 def _m_step_objective(phi, sites, problem, X, y_pm, base, criterion, params, sign):
-    """Eqs (eq-sel-chain), (eq-sel-dgamma): sign * criterion and its phi-gradient, sites fixed."""
+    """Eqs (eq-sel-chain), (eq-sel-dgamma): sign * criterion and its phi-gradient, sites
+    fixed."""
     theta, gamma = problem.split(phi)
     kernel = problem.kernel.with_theta(theta)
     try:
-        value, grad = loo_objective(kernel(X), y_pm, sites.site_nu_, sites.site_tau_, base,
-                                    gamma, criterion, params, kernel.gradient(X))
+        value, grad = loo_objective(
+            kernel(X),
+            y_pm,
+            sites.site_nu_,
+            sites.site_tau_,
+            base,
+            gamma,
+            criterion,
+            params,
+            kernel.gradient(X),
+        )
     except (ImproperPosteriorError, LinAlgError):
         return np.inf, np.zeros_like(phi)
     return sign * value, sign * problem.free(grad[:-1], grad[-1])
 
 
 # %% book/17_loo_model_selection.md, code cell 11
-def _ep_cv(model, X, y, y_pm, problem, criterion, params, max_iter, tol, m_step_iter, zeta,
-           progress):
+def _ep_cv(
+    model,
+    X,
+    y,
+    y_pm,
+    problem,
+    criterion,
+    params,
+    max_iter,
+    tol,
+    m_step_iter,
+    zeta,
+    progress,
+):
     """The EP-CV algorithm, eq. (eq-sel-epcv), with the safeguarded step of the text."""
-    sign = -1.0 if MAXIMISE[criterion] else 1.0        # minimise sign * criterion
+    sign = -1.0 if MAXIMISE[criterion] else 1.0  # minimise sign * criterion
     runner = _EPRunner(model, X, y, problem)
     base = Probit(noise_var=1.0) if model.likelihood is None else model.likelihood
     m_step_args = (problem, X, y_pm, base, criterion, params, sign)
@@ -286,13 +422,21 @@ def _ep_cv(model, X, y, y_pm, problem, criterion, params, max_iter, tol, m_step_
     converged, message, n_iter = False, "", 0
     bar = tqdm(total=max_iter, desc=f"EP-CV({criterion})", disable=not progress)
     for it in range(1, max_iter + 1):
-        result = minimize(_m_step_objective, phi, args=(current, *m_step_args), jac=True,
-                          method="L-BFGS-B", bounds=problem.bounds,
-                          options={"maxiter": m_step_iter})
-        predicted = sign * value - result.fun            # M-step improvement, sites fixed
+        result = minimize(
+            _m_step_objective,
+            phi,
+            args=(current, *m_step_args),
+            jac=True,
+            method="L-BFGS-B",
+            bounds=problem.bounds,
+            options={"maxiter": m_step_iter},
+        )
+        predicted = sign * value - result.fun  # M-step improvement, sites fixed
         if not predicted > tol:
             converged = True
-            message = f"the M-step improves the criterion by {max(predicted, 0.0):.3g} <= tol"
+            message = (
+                f"the M-step improves the criterion by {max(predicted, 0.0):.3g} <= tol"
+            )
             break
         step = result.x - phi
         for halvings in range(_MAX_HALVINGS + 1):
@@ -303,8 +447,10 @@ def _ep_cv(model, X, y, y_pm, problem, criterion, params, max_iter, tol, m_step_
             step = 0.5 * step
         else:
             converged = True
-            message = (f"no step along the M-step direction improves the criterion "
-                       f"({_MAX_HALVINGS} halvings)")
+            message = (
+                f"no step along the M-step direction improves the criterion "
+                f"({_MAX_HALVINGS} halvings)"
+            )
             break
         improvement = sign * (value - new)
         phi, current, value, n_iter = phi + step, trial, new, it
@@ -312,22 +458,31 @@ def _ep_cv(model, X, y, y_pm, problem, criterion, params, max_iter, tol, m_step_
         bar.update()
         if improvement <= tol:
             converged = True
-            message = f"an outer iteration improved the criterion by {improvement:.3g} <= tol"
+            message = (
+                f"an outer iteration improved the criterion by {improvement:.3g} <= tol"
+            )
             break
     bar.close()
     if not converged:
         message = f"max_iter={max_iter} outer iterations reached"
-        warnings.warn(f"EP-CV({criterion}) did not converge: {message}; increase max_iter",
-                      ConvergenceWarning, stacklevel=3)
+        warnings.warn(
+            f"EP-CV({criterion}) did not converge: {message}; increase max_iter",
+            ConvergenceWarning,
+            stacklevel=3,
+        )
     runner.warn_failed()
-    return current, record.history(criterion, params, n_iter, converged, runner.n_fits, message)
+    return current, record.history(
+        criterion, params, n_iter, converged, runner.n_fits, message
+    )
 
 
 # %% book/17_loo_model_selection.md, code cell 13
 def _evidence_function(model, X, y, problem, zeta, cache):
-    """(evaluate, runner, state): phi -> (log evidence, phi-gradient), eq. (eq-sel-dlogz-gamma).
+    """(evaluate, runner, state): phi -> (log evidence, phi-gradient), eq.
+    (eq-sel-dlogz-gamma).
 
-    For EP, ``runner`` is the _EPRunner and state["last"] the last fit; for Laplace both None.
+    For EP, ``runner`` is the _EPRunner and state["last"] the last fit; for Laplace both
+    None.
     """
     if isinstance(model, EP):
         runner = _EPRunner(model, X, y, problem)
@@ -337,7 +492,9 @@ def _evidence_function(model, X, y, problem, zeta, cache):
             fitted = runner.fit(phi, warm=state["last"])
             state["last"] = fitted
             value, grad_theta = fitted.log_marginal_likelihood(None, eval_gradient=True)
-            d1 = fitted.likelihood_.log_Z(fitted.y_train_, fitted.mu_cav_, fitted.var_cav_)[1]
+            d1 = fitted.likelihood_.log_Z(
+                fitted.y_train_, fitted.mu_cav_, fitted.var_cav_
+            )[1]
             cache[phi.tobytes()] = (value, _loo_summary(fitted, zeta))
             return value, problem.free(grad_theta, float(np.sum(d1)))
     else:
@@ -350,15 +507,17 @@ def _evidence_function(model, X, y, problem, zeta, cache):
                 value, grad = fitted0.log_marginal_likelihood(theta, eval_gradient=True)
             cache[phi.tobytes()] = (value, (np.nan, np.nan, np.nan))
             return value, grad
+
         runner = state = None
     return evaluate, runner, state
 
 
 # %% book/17_loo_model_selection.md, code cell 14
 def _maximise_evidence(model, X, y, problem, max_iter, tol, zeta, progress):
-    """EP(ML) or Laplace evidence by L-BFGS-B, gradients (eq-ep-gradient), (eq-sel-dlogz-gamma)."""
+    """EP(ML) or Laplace evidence by L-BFGS-B, gradients (eq-ep-gradient),
+    (eq-sel-dlogz-gamma)."""
     is_ep = isinstance(model, EP)
-    cache = {}                                   # phi -> (log Z, LOO summary) for the history
+    cache = {}  # phi -> (log Z, LOO summary) for the history
     evaluate, runner, state = _evidence_function(model, X, y, problem, zeta, cache)
 
     def objective(phi):
@@ -379,8 +538,16 @@ def _maximise_evidence(model, X, y, problem, max_iter, tol, zeta, progress):
 
     phi0 = problem.start()
     callback(phi0)
-    result = minimize(objective, phi0, jac=True, method="L-BFGS-B", bounds=problem.bounds,
-                      callback=callback, tol=tol, options={"maxiter": max_iter})
+    result = minimize(
+        objective,
+        phi0,
+        jac=True,
+        method="L-BFGS-B",
+        bounds=problem.bounds,
+        callback=callback,
+        tol=tol,
+        options={"maxiter": max_iter},
+    )
     bar.close()
     theta, gamma = problem.split(result.x)
     if is_ep:
@@ -389,17 +556,24 @@ def _maximise_evidence(model, X, y, problem, max_iter, tol, zeta, progress):
             fitted = runner.fit(result.x, warm=fitted)
         n_fits = runner.n_fits
     else:
-        fitted = copy.deepcopy(model).set_params(kernel=problem.kernel.with_theta(theta))
+        fitted = copy.deepcopy(model).set_params(
+            kernel=problem.kernel.with_theta(theta)
+        )
         fitted.fit(X, y)
         n_fits = int(result.nfev) + 2
     converged = bool(result.success)
     if not converged:
-        warnings.warn(f"evidence maximisation did not converge: {result.message}; increase "
-                      "max_iter", ConvergenceWarning, stacklevel=3)
+        warnings.warn(
+            f"evidence maximisation did not converge: {result.message}; increase "
+            "max_iter",
+            ConvergenceWarning,
+            stacklevel=3,
+        )
     if is_ep:
         runner.warn_failed()
-    return fitted, record.history("evidence", {}, int(result.nit), converged, n_fits,
-                                  str(result.message))
+    return fitted, record.history(
+        "evidence", {}, int(result.nit), converged, n_fits, str(result.message)
+    )
 
 
 # %% book/17_loo_model_selection.md, code cell 16
@@ -407,10 +581,13 @@ _PROBIT1 = Probit(noise_var=1.0)
 
 
 def lscv_loo(K, y, noise_var, dK=None):
-    """Eqs (eq-sel-lscv-loo), (eq-sel-lscv-dloo), S&K eq. 14: closed-form LOO of GP regression on y.
+    """Eqs (eq-sel-lscv-loo), (eq-sel-lscv-dloo), S&K eq. 14: closed-form LOO of GP
+    regression on y.
 
-    Returns LOOMoments: LOO predictive means y_i - w_i / Kbar_ii and variances 1 / Kbar_ii of
-    the noisy targets, Kbar = (K + noise_var I)^-1, w = Kbar y; with dK (n, n, p) also their
+    Returns LOOMoments: LOO predictive means y_i - w_i / Kbar_ii and variances 1 /
+    Kbar_ii of
+    the noisy targets, Kbar = (K + noise_var I)^-1, w = Kbar y; with dK (n, n, p) also
+    their
     derivatives, shape (n, p + 1), in theta and (last column) in log noise_var.
     """
     y = np.asarray(y, dtype=float)
@@ -418,7 +595,9 @@ def lscv_loo(K, y, noise_var, dK=None):
     Ky = np.array(K, dtype=float)
     Ky[np.diag_indices(n)] += noise_var
     factor = cho_factor(Ky, lower=True, check_finite=False)
-    Kbar = cho_solve(factor, np.eye(n), check_finite=False)    # the matrix itself is needed
+    Kbar = cho_solve(
+        factor, np.eye(n), check_finite=False
+    )  # the matrix itself is needed
     w = Kbar @ y
     d = np.diag(Kbar).copy()
     mean, var = y - w / d, 1.0 / d
@@ -427,44 +606,50 @@ def lscv_loo(K, y, noise_var, dK=None):
     p = dK.shape[2]
     dmean, dvar = np.empty((n, p + 1)), np.empty((n, p + 1))
     for j in range(p + 1):
-        if j < p:                                              # D = dK_j
+        if j < p:  # D = dK_j
             KD = Kbar @ dK[:, :, j]
-            u, v = KD @ w, np.einsum("ik,ki->i", KD, Kbar)     # Kbar D w, diag(Kbar D Kbar)
-        else:                                                  # D = noise_var I
+            u, v = (
+                KD @ w,
+                np.einsum("ik,ki->i", KD, Kbar),
+            )  # Kbar D w, diag(Kbar D Kbar)
+        else:  # D = noise_var I
             u, v = noise_var * (Kbar @ w), noise_var * np.einsum("ik,ik->i", Kbar, Kbar)
-        dmean[:, j] = u / d - w * v / d ** 2
-        dvar[:, j] = v / d ** 2
+        dmean[:, j] = u / d - w * v / d**2
+        dvar[:, j] = v / d**2
     return LOOMoments(mean, var, dmean, dvar)
 
 
 # %% book/17_loo_model_selection.md, code cell 17
 def lscv_objective(K, y, noise_var, scale, offset, dK=None):
-    """Eqs (eq-sel-lscv-pred), (eq-sel-nlp): LOO NLP of Phi(y (a mu + b) / sqrt(1 + a^2 s^2)).
+    """Eqs (eq-sel-lscv-pred), (eq-sel-nlp): LOO NLP of Phi(y (a mu + b) / sqrt(1 + a^2
+    s^2)).
 
     Without dK returns the NLP; with dK (n, n, p) returns (value, gradient in (theta...,
     log noise_var, log scale, offset)).
     """
     mom = lscv_loo(K, y, noise_var, dK)
-    log_p, d1, dv = loo_log_predictive(y, scale * mom.mean, scale ** 2 * mom.var, _PROBIT1,
-                                       offset)
+    log_p, d1, dv = loo_log_predictive(
+        y, scale * mom.mean, scale**2 * mom.var, _PROBIT1, offset
+    )
     value = float(-np.mean(log_p))
     if dK is None:
         return value
     J = -1.0 / len(log_p)
-    grad_k = J * ((scale * d1) @ mom.dmean + (scale ** 2 * dv) @ mom.dvar)
+    grad_k = J * ((scale * d1) @ mom.dmean + (scale**2 * dv) @ mom.dvar)
     grad_log_scale = J * scale * np.sum(d1 * mom.mean + 2.0 * scale * mom.var * dv)
     return value, np.concatenate([grad_k, [grad_log_scale, J * np.sum(d1)]])
 
 
 # %% book/17_loo_model_selection.md, code cell 18
 def _lscv_unpack(kernel, phi, lam, free_lam):
-    """(kernel, lambda, a, b) at the free parameters phi of LSCV; lambda = lam if not free."""
+    """(kernel, lambda, a, b) at the free parameters phi of LSCV; lambda = lam if not
+    free."""
     p = kernel.theta.size
     lam_j = float(np.exp(phi[p])) if free_lam else lam
     return kernel.with_theta(phi[:p]), lam_j, float(np.exp(phi[-2])), float(phi[-1])
 
 
-LSCV_BOX = 10.0     # LSCV searches each log-hyperparameter within +-LSCV_BOX of its start
+LSCV_BOX = 10.0  # LSCV searches each log-hyperparameter within +-LSCV_BOX of its start
 
 
 def _lscv_kernel_box(kernel):
@@ -473,7 +658,8 @@ def _lscv_kernel_box(kernel):
 
 
 def _lscv_minimise(kernel, X, y_pm, lam, noise_var_bounds, phi, max_iter, tol):
-    """Eq. (eq-sel-lscv-pred): minimise the LOO NLP by L-BFGS-B from phi; scipy's result."""
+    """Eq. (eq-sel-lscv-pred): minimise the LOO NLP by L-BFGS-B from phi; scipy's
+    result."""
     free_lam, p = noise_var_bounds is not None, kernel.theta.size
 
     def objective(phi):
@@ -484,16 +670,26 @@ def _lscv_minimise(kernel, X, y_pm, lam, noise_var_bounds, phi, max_iter, tol):
             return np.inf, np.zeros_like(phi)
         return value, (grad if free_lam else np.delete(grad, p))
 
-    box = (list(zip(*_lscv_kernel_box(kernel)))
-           + ([tuple(np.log(noise_var_bounds))] if free_lam else [])
-           + [(-10.0, 10.0), (None, None)])
-    return minimize(objective, phi, jac=True, method="L-BFGS-B", bounds=box,
-                    tol=tol, options={"maxiter": max_iter})
+    box = (
+        list(zip(*_lscv_kernel_box(kernel)))
+        + ([tuple(np.log(noise_var_bounds))] if free_lam else [])
+        + [(-10.0, 10.0), (None, None)]
+    )
+    return minimize(
+        objective,
+        phi,
+        jac=True,
+        method="L-BFGS-B",
+        bounds=box,
+        tol=tol,
+        options={"maxiter": max_iter},
+    )
 
 
 # %% book/17_loo_model_selection.md, code cell 19
 class _LSCVFit(GPClassifierBase):
-    """The fit of LSCV: parameter checks, the optimisation of phi, the regression and its LOO."""
+    """The fit of LSCV: parameter checks, the optimisation of phi, the regression and
+    its LOO."""
 
     def _validate_params(self):
         check_kernel(self.kernel)
@@ -501,41 +697,71 @@ class _LSCVFit(GPClassifierBase):
         if self.noise_var_bounds is not None:
             low, high = _check_bounds(self.noise_var_bounds, "noise_var_bounds")
             if low <= 0.0 or not low <= lam <= high:
-                raise ValueError("noise_var_bounds must satisfy 0 < low <= noise_var <= high; "
-                                 f"got {self.noise_var_bounds!r} with noise_var={lam}")
+                raise ValueError(
+                    "noise_var_bounds must satisfy 0 < low <= noise_var <= high; "
+                    f"got {self.noise_var_bounds!r} with noise_var={lam}"
+                )
         if not isinstance(self.optimize, (bool, np.bool_)):
             raise TypeError(f"optimize must be True or False; got {self.optimize!r}")
         check_integer(self.max_iter, "max_iter")
         check_scalar(self.tol, "tol", low=0.0, low_inclusive=False)
 
     def _fit(self, X, y_pm):
-        kernel = default_kernel(X) if self.kernel is None else copy.deepcopy(self.kernel)
+        kernel = (
+            default_kernel(X) if self.kernel is None else copy.deepcopy(self.kernel)
+        )
         n_copies = len(X) - len(np.unique(X, axis=0))
         if self.optimize and n_copies:
-            warnings.warn(f"LSCV.fit: {n_copies} rows of X repeat earlier rows; the "
-                          "leave-one-out criterion then sees each left-out point's copy and "
-                          "favours too short a length scale: remove or merge the repeats",
-                          UserWarning, stacklevel=3)
+            warnings.warn(
+                f"LSCV.fit: {n_copies} rows of X repeat earlier rows; the "
+                "leave-one-out criterion then sees each left-out point's copy and "
+                "favours too short a length scale: remove or merge the repeats",
+                UserWarning,
+                stacklevel=3,
+            )
         lam, free_lam = float(self.noise_var), self.noise_var_bounds is not None
-        phi = np.concatenate([kernel.theta, [np.log(lam)] if free_lam else [], [0.0, 0.0]])
+        phi = np.concatenate(
+            [kernel.theta, [np.log(lam)] if free_lam else [], [0.0, 0.0]]
+        )
         self.optimizer_result_, self.n_iter_, self.converged_ = None, 0, True
         if self.optimize:
-            result = _lscv_minimise(kernel, X, y_pm, lam, self.noise_var_bounds, phi,
-                                    self.max_iter, self.tol)
+            result = _lscv_minimise(
+                kernel,
+                X,
+                y_pm,
+                lam,
+                self.noise_var_bounds,
+                phi,
+                self.max_iter,
+                self.tol,
+            )
             self.optimizer_result_, phi = result, result.x
             self.n_iter_, self.converged_ = int(result.nit), bool(result.success)
             if not result.success:
-                warnings.warn(f"LSCV: L-BFGS-B stopped without converging ({result.message}); "
-                              "increase max_iter", ConvergenceWarning, stacklevel=3)
+                warnings.warn(
+                    f"LSCV: L-BFGS-B stopped without converging ({result.message}); "
+                    "increase max_iter",
+                    ConvergenceWarning,
+                    stacklevel=3,
+                )
             p = kernel.theta.size
             low, high = _lscv_kernel_box(kernel)
             names = kernel.hyperparameter_names
             hits = bound_hits(phi[:p], names, low, high)
-            warn_bound_hits("LSCV.fit", hits, phi[:p], names, low, high, stacklevel=2,
-                            fix="the box is the start +-10 in log units: start from "
-                                "another kernel, or keep it fixed (optimize=False)")
-        self.kernel_, self.noise_var_, self.scale_, self.offset_ = _lscv_unpack(kernel, phi, lam,
-                                                                               free_lam)
+            warn_bound_hits(
+                "LSCV.fit",
+                hits,
+                phi[:p],
+                names,
+                low,
+                high,
+                stacklevel=2,
+                fix="the box is the start +-10 in log units: start from "
+                "another kernel, or keep it fixed (optimize=False)",
+            )
+        self.kernel_, self.noise_var_, self.scale_, self.offset_ = _lscv_unpack(
+            kernel, phi, lam, free_lam
+        )
         self.X_train_, self.y_train_ = X, y_pm
         K = self.kernel_(X)
         Ky = K.copy()
@@ -545,18 +771,25 @@ class _LSCVFit(GPClassifierBase):
         mom = lscv_loo(K, y_pm, self.noise_var_)
         self.loo_mean_, self.loo_var_ = mom.mean, mom.var
         self.loo_log_predictive_ = loo_log_predictive(
-            y_pm, self.scale_ * mom.mean, self.scale_ ** 2 * mom.var, _PROBIT1, self.offset_)[0]
+            y_pm,
+            self.scale_ * mom.mean,
+            self.scale_**2 * mom.var,
+            _PROBIT1,
+            self.offset_,
+        )[0]
         self.loo_nlp_ = float(-np.mean(self.loo_log_predictive_))
 
 
 # %% book/17_loo_model_selection.md, code cell 20
 class LSCV(_LSCVFit):
-    """LS-CV(NLP), S&K eq. 14 and section 5: GP regression on +-1 labels, squashed by a probit.
+    """LS-CV(NLP), S&K eq. 14 and section 5: GP regression on +-1 labels, squashed by a
+    probit.
 
     Parameters
     ----------
     kernel : Kernel, default default_kernel(X)
-        Covariance function (default: chapter 3's RBF scaled to the data); its theta is the
+        Covariance function (default: chapter 3's RBF scaled to the data); its theta is
+        the
         starting point of the optimisation.
     noise_var : float > 0
         Regression noise variance lambda; the starting value when it is optimised.
@@ -564,18 +797,27 @@ class LSCV(_LSCVFit):
         Box for lambda; None keeps noise_var fixed.
     optimize : bool
         Minimise the LOO NLP, eq. (eq-sel-lscv-pred), over theta (box: the start +- 10),
-        log lambda, log a (box [-10, 10]) and b by L-BFGS-B from a = 1, b = 0; False keeps
+        log lambda, log a (box [-10, 10]) and b by L-BFGS-B from a = 1, b = 0; False
+        keeps
         the kernel and lambda and uses a = 1, b = 0.
     max_iter, tol : L-BFGS-B's iterations and tolerance.
 
     Fitted attributes: ``kernel_``, ``noise_var_``, ``scale_`` (a), ``offset_`` (b),
     ``weights_`` (w = (K + lambda I)^-1 y), ``loo_mean_``, ``loo_var_``,
-    ``loo_log_predictive_``, ``loo_nlp_``, ``n_iter_``, ``converged_``, ``optimizer_result_``
+    ``loo_log_predictive_``, ``loo_nlp_``, ``n_iter_``, ``converged_``,
+    ``optimizer_result_``
     (None without optimisation), ``X_train_``, ``y_train_`` (-1/+1).
     """
 
-    def __init__(self, kernel=None, noise_var=0.1, noise_var_bounds=(1e-3, 1.0), optimize=True,
-                 max_iter=200, tol=1e-8):
+    def __init__(
+        self,
+        kernel=None,
+        noise_var=0.1,
+        noise_var_bounds=(1e-3, 1.0),
+        optimize=True,
+        max_iter=200,
+        tol=1e-8,
+    ):
         self.kernel = kernel
         self.noise_var = noise_var
         self.noise_var_bounds = noise_var_bounds
@@ -584,7 +826,8 @@ class LSCV(_LSCVFit):
         self.tol = tol
 
     def predict_regression(self, X):
-        """Eq. (eq-sel-lscv-test): mean and noisy-target variance of the regression at rows of X."""
+        """Eq. (eq-sel-lscv-test): mean and noisy-target variance of the regression at
+        rows of X."""
         return self._regression(self._check_predict_input(X))
 
     def _regression(self, X):
@@ -599,19 +842,30 @@ class LSCV(_LSCVFit):
     def _predict_proba_positive(self, X):
         """Eq. (eq-sel-lscv-test)."""
         mean, var = self._regression(X)
-        return ndtr((self.scale_ * mean + self.offset_) / np.sqrt(1.0 + self.scale_ ** 2 * var))
+        return ndtr(
+            (self.scale_ * mean + self.offset_) / np.sqrt(1.0 + self.scale_**2 * var)
+        )
 
 
 # %% book/17_loo_model_selection.md, code cell 22
 def nlp_fm_bias(estimator, X, y, *, zeta=0.5, **options):
-    """S&K's two-step NLP-FM(BIAS): EP-CV(NLP) for theta and gamma, then EP-CV(FM) for gamma alone.
+    """S&K's two-step NLP-FM(BIAS): EP-CV(NLP) for theta and gamma, then EP-CV(FM) for
+    gamma alone.
 
     ``options`` (max_iter, tol, m_step_iter, bounds, progress) go to both calls of
-    select_hyperparameters. Returns (model, (history of the NLP step, history of the F step)).
+    select_hyperparameters. Returns (model, (history of the NLP step, history of the F
+    step)).
     """
     zeta = check_scalar(zeta, "zeta", low=0.0, high=1.0)
     first, h_nlp = select_hyperparameters(estimator, X, y, "nlp", **options)
-    second, h_fm = select_hyperparameters(first, X, y, "f-measure",
-                                          criterion_params={"zeta": zeta},
-                                          optimize_kernel=False, optimize_bias=True, **options)
+    second, h_fm = select_hyperparameters(
+        first,
+        X,
+        y,
+        "f-measure",
+        criterion_params={"zeta": zeta},
+        optimize_kernel=False,
+        optimize_bias=True,
+        **options,
+    )
     return second, (h_nlp, h_fm)

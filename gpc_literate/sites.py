@@ -2,85 +2,132 @@
 # Edit the chapter book/08_gaussian_sites.md, then run `make export`.
 
 # %% book/08_gaussian_sites.md, code cell 1
-"""Gaussian sites: the layer shared by naive mean field, TAP and expectation propagation.
+"""Gaussian sites: the layer shared by naive mean field, TAP and expectation
+propagation.
 
-Built by chapter 8 of the book (book/08_gaussian_sites.md), which derives every formula: the
+Built by chapter 8 of the book (book/08_gaussian_sites.md), which derives every formula:
+the
 prior times Gaussian sites (eq-sites-site, eq-sites-posterior) with its mean as a kernel
-expansion (eq-sites-coef), its cavities (eq-sites-cavity, ``cavities``, ``cavity_mean``), the
-site that matches a tilted distribution (eq-sites-update, ``site_update``), and the Gaussian
-itself as ``SitePosterior``, computed by Cholesky factorisations without inverting K for site
-precisions of either sign (eq-sites-chol, eq-sites-diag-selected, eq-sites-negative), with
+expansion (eq-sites-coef), its cavities (eq-sites-cavity, ``cavities``,
+``cavity_mean``), the
+site that matches a tilted distribution (eq-sites-update, ``site_update``), and the
+Gaussian
+itself as ``SitePosterior``, computed by Cholesky factorisations without inverting K for
+site
+precisions of either sign (eq-sites-chol, eq-sites-diag-selected, eq-sites-negative),
+with
 improper posteriors detected and the matrix (K + T^-1)^-1 of predictions and gradients
-(eq-sites-inverse-sum), and the damped parallel site iteration ``parallel_sites`` that solves
+(eq-sites-inverse-sum), and the damped parallel site iteration ``parallel_sites`` that
+solves
 for sites equal to their own update (eq-sites-parallel), with its convergence test
 (eq-sites-converged, ``site_change``) and adaptive damping (eq-sites-adaptive-damping,
-``adapt_damping``). Naive mean field (chapter 9), TAP (chapter 10) and expectation propagation
+``adapt_damping``). Naive mean field (chapter 9), TAP (chapter 10) and expectation
+propagation
 (chapter 13) are built on it.
 
-Names used throughout the package: a site is exp(nu f - tau f^2 / 2) (``nu``, ``tau``, or
-``site_nu``, ``site_tau``); the posterior mean is K @ coef (``coef`` = y * alpha); cavity
-means and variances are ``mu_cav``, ``var_cav``; d1, d2 are the mu-derivatives of log Z and
+Names used throughout the package: a site is exp(nu f - tau f^2 / 2) (``nu``, ``tau``,
+or
+``site_nu``, ``site_tau``); the posterior mean is K @ coef (``coef`` = y * alpha);
+cavity
+means and variances are ``mu_cav``, ``var_cav``; d1, d2 are the mu-derivatives of log Z
+and
 w = -d2 the curvature.
 """
+
 import warnings
 from typing import NamedTuple
 
 import numpy as np
-from scipy.linalg import (LinAlgError, LinAlgWarning, cholesky, lu_factor, lu_solve,
-                          solve_triangular)
+from scipy.linalg import (
+    LinAlgError,
+    LinAlgWarning,
+    cholesky,
+    lu_factor,
+    lu_solve,
+    solve_triangular,
+)
 from scipy.linalg.blas import get_blas_funcs
 from scipy.linalg.lapack import dpotri, get_lapack_funcs
 
-__all__ = ["tilted_moments", "site_from_derivatives", "site_update", "cavity_mean", "cavities",
-           "ImproperPosteriorError", "SELECTED_INVERSE_MIN", "selected_variances",
-           "PositiveSites", "positive_site_marginals", "negative_site_correction",
-           "SitePosterior", "site_change", "DAMPING_FLOOR", "adapt_damping", "SiteProposal",
-           "SiteIteration", "parallel_sites"]
+__all__ = [
+    "tilted_moments",
+    "site_from_derivatives",
+    "site_update",
+    "cavity_mean",
+    "cavities",
+    "ImproperPosteriorError",
+    "SELECTED_INVERSE_MIN",
+    "selected_variances",
+    "PositiveSites",
+    "positive_site_marginals",
+    "negative_site_correction",
+    "SitePosterior",
+    "site_change",
+    "DAMPING_FLOOR",
+    "adapt_damping",
+    "SiteProposal",
+    "SiteIteration",
+    "parallel_sites",
+]
 
 
 # %% book/08_gaussian_sites.md, code cell 3
 def cavity_mean(mean, var_cav, coef):
     """Eq. (eq-sites-cavity), its last form: the cavity mean m_i - var_cav_i c_i.
 
-    With the prior variance K_ii as ``var_cav`` it is the cavity field of naive mean field,
+    With the prior variance K_ii as ``var_cav`` it is the cavity field of naive mean
+    field,
     eq-mf-alpha.
     """
     return mean - var_cav * coef
 
 
 def cavities(mean, var, coef, tau):
-    """Eq. (eq-sites-cavity): cavity means and variances from the marginals (mean, var), coef and tau.
+    """Eq. (eq-sites-cavity): cavity means and variances from the marginals (mean, var),
+    coef and tau.
 
     Returns (mu_cav, var_cav, proper), for arrays or scalars. Where the cavity precision
-    1/var - tau is not positive the cavity is improper: its variance is reported as inf and
+    1/var - tau is not positive the cavity is improper: its variance is reported as inf
+    and
     its mean as the posterior mean.
     """
     tau_cav = 1.0 / var - tau
     proper = tau_cav > 0.0
-    if not np.ndim(proper):                    # one example: plain floats
+    if not np.ndim(proper):  # one example: plain floats
         var_cav = 1.0 / tau_cav if proper else np.inf
-        return (cavity_mean(mean, var_cav, coef) if proper else mean), var_cav, bool(proper)
+        return (
+            (cavity_mean(mean, var_cav, coef) if proper else mean),
+            var_cav,
+            bool(proper),
+        )
     var_cav = np.where(proper, 1.0 / np.where(proper, tau_cav, 1.0), np.inf)
-    return (np.where(proper, cavity_mean(mean, np.where(proper, var_cav, 0.0), coef), mean),
-            var_cav, proper)
+    return (
+        np.where(proper, cavity_mean(mean, np.where(proper, var_cav, 0.0), coef), mean),
+        var_cav,
+        proper,
+    )
 
 
 # %% book/08_gaussian_sites.md, code cell 4
 def tilted_moments(likelihood, y, mu_cav, var_cav):
-    """Eq. (eq-noise-tilted-moments): (log Z, mean, variance) of p(y|f) N(f; mu_cav, var_cav) / Z."""
+    """Eq. (eq-noise-tilted-moments): (log Z, mean, variance) of p(y|f) N(f; mu_cav,
+    var_cav) / Z."""
     log_z, d1, d2 = likelihood.log_Z(y, mu_cav, var_cav)
     return log_z, mu_cav + var_cav * d1, var_cav * (1.0 + var_cav * d2)
 
 
 def site_from_derivatives(mu_cav, var_cav, d1, d2):
-    """Eq. (eq-sites-update) from the mu-derivatives d1, d2 of log Z at the cavity: (nu, tau, ok).
+    """Eq. (eq-sites-update) from the mu-derivatives d1, d2 of log Z at the cavity: (nu,
+    tau, ok).
 
     For arrays or scalars (sequential EP updates one example at a time, and plain floats
-    keep that loop fast). ``ok`` is False (and nu = tau = 0) wherever the tilted variance
-    var_cav (1 + var_cav d2) is not a positive finite number, so that no NaN can reach the
+    keep that loop fast). ``ok`` is False (and nu = tau = 0) wherever the tilted
+    variance
+    var_cav (1 + var_cav d2) is not a positive finite number, so that no NaN can reach
+    the
     sites.
     """
-    ratio = 1.0 + var_cav * d2                 # tilted variance / cavity variance
+    ratio = 1.0 + var_cav * d2  # tilted variance / cavity variance
     ok = (ratio > 0.0) & np.isfinite(ratio) & np.isfinite(d1)
     safe = np.where(ok, ratio, 1.0) if np.ndim(ok) else (ratio if ok else 1.0)
     nu, tau = (d1 - mu_cav * d2) / safe, -d2 / safe
@@ -90,7 +137,8 @@ def site_from_derivatives(mu_cav, var_cav, d1, d2):
 
 
 def site_update(likelihood, y, mu_cav, var_cav):
-    """Eq. (eq-sites-update): the site (nu, tau) that makes cavity x site match the tilted moments.
+    """Eq. (eq-sites-update): the site (nu, tau) that makes cavity x site match the
+    tilted moments.
 
     Returns (nu, tau, log_Z, ok); ``ok`` as in ``site_from_derivatives``, and also False
     where log Z is not finite.
@@ -103,81 +151,99 @@ def site_update(likelihood, y, mu_cav, var_cav):
 
 # %% book/08_gaussian_sites.md, code cell 6
 class ImproperPosteriorError(LinAlgError):
-    """The sites make K^-1 + diag(site_tau) indefinite: q(f) is not a normalisable Gaussian."""
+    """The sites make K^-1 + diag(site_tau) indefinite: q(f) is not a normalisable
+    Gaussian."""
 
 
-SELECTED_INVERSE_MIN = 1e-5       # eq-sites-diag-selected is used where tau_i Sigma_ii >= this
+SELECTED_INVERSE_MIN = (
+    1e-5  # eq-sites-diag-selected is used where tau_i Sigma_ii >= this
+)
 
 
 def selected_variances(K, Linv, s, pos, rel=SELECTED_INVERSE_MIN):
-    """Eq. (eq-sites-diag-selected): diag Sigma for sites tau >= 0 from L^-1 (B = I + S K S = L L^T).
+    """Eq. (eq-sites-diag-selected): diag Sigma for sites tau >= 0 from L^-1 (B = I + S
+    K S = L L^T).
 
-    Sigma_ii = (1 - (B^-1)_ii) / tau_i where tau_i Sigma_ii >= rel; the other columns (and
-    the zero sites) exactly as K_ii - ||L^-1 S k_i||^2. ``pos`` indexes the positive sites,
+    Sigma_ii = (1 - (B^-1)_ii) / tau_i where tau_i Sigma_ii >= rel; the other columns
+    (and
+    the zero sites) exactly as K_ii - ||L^-1 S k_i||^2. ``pos`` indexes the positive
+    sites,
     ``s`` their square roots; L^-1 is read from its lower triangle.
     """
     var = np.diag(K).astype(float)
-    tau_var = 1.0 - np.einsum("ij,ij->j", Linv, Linv).astype(float)   # = tau_i Sigma_ii
+    tau_var = 1.0 - np.einsum("ij,ij->j", Linv, Linv).astype(float)  # = tau_i Sigma_ii
     good = tau_var >= rel
     var[pos[good]] = tau_var[good] / (s[good] ** 2)
     rest = np.ones(len(var), dtype=bool)
     rest[pos[good]] = False
-    if rest.any():                                         # exact columns, O(n^2) each
-        SKr = s[:, None] * (K[:, rest] if pos.size == len(var) else K[np.ix_(pos, rest)])
-        trmm = get_blas_funcs("trmm", (Linv,))               # in the precision of L^-1
-        Vr = trmm(1.0, Linv, SKr, lower=1, overwrite_b=1)   # L^-1 S K[:, rest]
+    if rest.any():  # exact columns, O(n^2) each
+        SKr = s[:, None] * (
+            K[:, rest] if pos.size == len(var) else K[np.ix_(pos, rest)]
+        )
+        trmm = get_blas_funcs("trmm", (Linv,))  # in the precision of L^-1
+        Vr = trmm(1.0, Linv, SKr, lower=1, overwrite_b=1)  # L^-1 S K[:, rest]
         var[rest] -= np.einsum("ij,ij->j", Vr, Vr)
     return var
 
 
 # %% book/08_gaussian_sites.md, code cell 7
 class PositiveSites(NamedTuple):
-    """Output of ``positive_site_marginals``: the Gaussian Sigma_+ of the sites tau > 0."""
+    """Output of ``positive_site_marginals``: the Gaussian Sigma_+ of the sites tau >
+    0."""
 
-    pos: np.ndarray          # indices of the positive sites
-    s: np.ndarray            # their square roots
-    L: np.ndarray            # Cholesky factor of B = I + S K S
-    V: np.ndarray            # L^-1 S K, or None
-    Linv: np.ndarray         # L^-1, or None
-    mean: np.ndarray         # Sigma_+ nu
-    var: np.ndarray          # diag Sigma_+
-    coef: np.ndarray         # nu - T_+ mean, so that mean = K coef (eq-sites-coef)
-    logdet: float            # log det B
-    Sigma: np.ndarray        # Sigma_+ (Fortran order), or None
+    pos: np.ndarray  # indices of the positive sites
+    s: np.ndarray  # their square roots
+    L: np.ndarray  # Cholesky factor of B = I + S K S
+    V: np.ndarray  # L^-1 S K, or None
+    Linv: np.ndarray  # L^-1, or None
+    mean: np.ndarray  # Sigma_+ nu
+    var: np.ndarray  # diag Sigma_+
+    coef: np.ndarray  # nu - T_+ mean, so that mean = K coef (eq-sites-coef)
+    logdet: float  # log det B
+    Sigma: np.ndarray  # Sigma_+ (Fortran order), or None
 
 
 def positive_site_marginals(K, nu, tau, *, with_V=False, full=False):
-    """Eq. (eq-sites-chol) for the sites tau > 0 (negative ones are left for eq-sites-negative).
+    """Eq. (eq-sites-chol) for the sites tau > 0 (negative ones are left for
+    eq-sites-negative).
 
-    V = L^-1 S K is formed if ``with_V`` or ``full``, else L^-1 (selected inverse); Sigma_+
-    if ``full``. The coefficients are computed as nu - S B^-1 S K nu, not as nu - T mean,
+    V = L^-1 S K is formed if ``with_V`` or ``full``, else L^-1 (selected inverse);
+    Sigma_+
+    if ``full``. The coefficients are computed as nu - S B^-1 S K nu, not as nu - T
+    mean,
     which loses the digits of large site precisions. Returns a PositiveSites.
     """
-    pos = np.flatnonzero(tau > 0.0)               # zero sites carry no information: left out
-    dtype = K.dtype                              # float64, or float32 for single precision
+    pos = np.flatnonzero(tau > 0.0)  # zero sites carry no information: left out
+    dtype = K.dtype  # float64, or float32 for single precision
     every, s = pos.size == len(tau), np.sqrt(tau[pos]).astype(dtype, copy=False)
-    B = (K if every else K[np.ix_(pos, pos)]) * s         # S K S, in one new array
+    B = (K if every else K[np.ix_(pos, pos)]) * s  # S K S, in one new array
     B *= s[:, None]
     B[np.diag_indices(pos.size)] += 1.0
-    L = cholesky(B.T, lower=True, overwrite_a=True, check_finite=False)  # I + PSD; B.T = B is
-                                                 # in Fortran order, so LAPACK needs no copy
+    L = cholesky(
+        B.T, lower=True, overwrite_a=True, check_finite=False
+    )  # I + PSD; B.T = B is
+    # in Fortran order, so LAPACK needs no copy
     logdet = 2.0 * float(np.sum(np.log(np.diag(L)), dtype=float))
     Knu, V, Linv, Sigma = K @ nu.astype(dtype, copy=False), None, None, None
     z = solve_triangular(L, s * Knu[pos], lower=True, check_finite=False)
-    u = solve_triangular(L, z, lower=True, trans="T", check_finite=False)    # B^-1 S K nu
+    u = solve_triangular(L, z, lower=True, trans="T", check_finite=False)  # B^-1 S K nu
     coef = nu.copy()
     coef[pos] -= s * u
     var = np.diag(K).astype(float)
-    mean = (K @ coef.astype(dtype, copy=False)).astype(float)   # = K nu - K S u, eq-sites-coef
-    if with_V or full:                           # the whole of V = L^-1 S K
-        SK = s[:, None] * (K if every else K[pos])           # S K, shape (p, n)
+    mean = (K @ coef.astype(dtype, copy=False)).astype(
+        float
+    )  # = K nu - K S u, eq-sites-coef
+    if with_V or full:  # the whole of V = L^-1 S K
+        SK = s[:, None] * (K if every else K[pos])  # S K, shape (p, n)
         V = solve_triangular(L, SK, lower=True, overwrite_b=True, check_finite=False)
         var -= np.einsum("ij,ij->j", V, V)
-        if full:                                 # Sigma_+ = K - V^T V
+        if full:  # Sigma_+ = K - V^T V
             syrk = get_blas_funcs("syrk", (V,))
-            Sigma = syrk(-1.0, V.T, beta=1.0, c=np.array(K, order="F"), lower=1, overwrite_c=1)
+            Sigma = syrk(
+                -1.0, V.T, beta=1.0, c=np.array(K, order="F"), lower=1, overwrite_c=1
+            )
             Sigma = np.asfortranarray(np.tril(Sigma) + np.tril(Sigma, -1).T)
-    elif pos.size:                               # eq-sites-diag-selected: no V
+    elif pos.size:  # eq-sites-diag-selected: no V
         Linv, info = get_lapack_funcs("trtri", (L,))(L, lower=1)
         if info != 0:
             raise LinAlgError(f"trtri failed (info={info})")
@@ -189,15 +255,20 @@ def positive_site_marginals(K, nu, tau, *, with_V=False, full=False):
 def negative_site_correction(K, tau, pos, s, L, V, allow_improper=False):
     """Eq. (eq-sites-negative): the m negative sites as a rank-m correction of Sigma_+.
 
-    ``V`` = L^-1 S K[pos] of eq-sites-chol. Returns (C_logdet, proper, pair, RSp, M), where
-    ``pair(B)`` returns (left, right) with left^T right = B^T (R C^-1 R-weighted) B, i.e.
-    (Lc^-1 B, Lc^-1 B) when C = I - R Sigma_+ R = Lc Lc^T, or (B, C^-1 B) by LU when C is
-    indefinite and ``allow_improper``; RSp = R Sigma_+[neg, :] and M = R (I - K A_+)[neg, :].
-    Raises ImproperPosteriorError when C is not positive definite and not ``allow_improper``.
+    ``V`` = L^-1 S K[pos] of eq-sites-chol. Returns (C_logdet, proper, pair, RSp, M),
+    where
+    ``pair(B)`` returns (left, right) with left^T right = B^T (R C^-1 R-weighted) B,
+    i.e.
+    (Lc^-1 B, Lc^-1 B) when C = I - R Sigma_+ R = Lc Lc^T, or (B, C^-1 B) by LU when C
+    is
+    indefinite and ``allow_improper``; RSp = R Sigma_+[neg, :] and M = R (I - K
+    A_+)[neg, :].
+    Raises ImproperPosteriorError when C is not positive definite and not
+    ``allow_improper``.
     """
     n, neg = len(tau), np.flatnonzero(tau < 0.0)
     r = np.sqrt(-tau[neg])
-    RSp = r[:, None] * (K[neg] - V[:, neg].T @ V)              # R Sigma_+ rows neg
+    RSp = r[:, None] * (K[neg] - V[:, neg].T @ V)  # R Sigma_+ rows neg
     C = -(RSp[:, neg] * r[None, :])
     C[np.diag_indices(neg.size)] += 1.0
     try:
@@ -211,7 +282,8 @@ def negative_site_correction(K, tau, pos, s, L, V, allow_improper=False):
         if not allow_improper:
             raise ImproperPosteriorError(
                 f"{neg.size} negative site precision(s) make the posterior improper "
-                "(K^-1 + diag(site_tau) is not positive definite)") from None
+                "(K^-1 + diag(site_tau) is not positive definite)"
+            ) from None
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", LinAlgWarning)
             lu = lu_factor(C, check_finite=False)
@@ -219,8 +291,10 @@ def negative_site_correction(K, tau, pos, s, L, V, allow_improper=False):
 
         def pair(B):
             return B, lu_solve(lu, B, check_finite=False)
-    AK = s[:, None] * solve_triangular(L, V[:, neg], lower=True, trans="T",
-                                       check_finite=False)     # (A_+ K)[pos, neg]
+
+    AK = s[:, None] * solve_triangular(
+        L, V[:, neg], lower=True, trans="T", check_finite=False
+    )  # (A_+ K)[pos, neg]
     M = np.zeros((neg.size, n))
     M[:, pos] = -AK.T
     M[np.arange(neg.size), neg] += 1.0
@@ -229,18 +303,28 @@ def negative_site_correction(K, tau, pos, s, L, V, allow_improper=False):
 
 # %% book/08_gaussian_sites.md, code cell 9
 def _negative_site_marginals(K, tau, plus, full=False, allow_improper=False):
-    """Eq. (eq-sites-negative): the marginals of ``plus`` (Sigma_+ of the positive sites) with
+    """Eq. (eq-sites-negative): the marginals of ``plus`` (Sigma_+ of the positive
+    sites) with
     the negative sites of ``tau`` included.
 
-    Returns (mean, var, coef, logdet, Sigma, proper, M): ``Sigma`` is corrected in place when
-    ``full``; ``M`` the factor pair of the rank-m correction of A (eq-sites-inverse-sum).
+    Returns (mean, var, coef, logdet, Sigma, proper, M): ``Sigma`` is corrected in place
+    when
+    ``full``; ``M`` the factor pair of the rank-m correction of A
+    (eq-sites-inverse-sum).
     """
     neg = np.flatnonzero(tau < 0.0)
-    mean, var, coef, logdet, Sigma = plus.mean, plus.var, plus.coef, plus.logdet, plus.Sigma
+    mean, var, coef, logdet, Sigma = (
+        plus.mean,
+        plus.var,
+        plus.coef,
+        plus.logdet,
+        plus.Sigma,
+    )
     logdet_c, proper, pair, RSp, M = negative_site_correction(
-        K, tau, plus.pos, plus.s, plus.L, plus.V, allow_improper)
+        K, tau, plus.pos, plus.s, plus.L, plus.V, allow_improper
+    )
     left, right = pair(RSp)
-    shift = left.T @ pair(np.sqrt(-tau[neg]) * mean[neg])[1]     # mean - mean_+
+    shift = left.T @ pair(np.sqrt(-tau[neg]) * mean[neg])[1]  # mean - mean_+
     var, logdet = var + np.einsum("ij,ij->j", left, right), logdet + logdet_c
     coef = coef - np.where(tau > 0.0, tau * shift, 0.0)
     coef[neg] -= tau[neg] * (mean[neg] + shift[neg])
@@ -252,19 +336,23 @@ def _negative_site_marginals(K, tau, plus, full=False, allow_improper=False):
 
 # %% book/08_gaussian_sites.md, code cell 10
 class _InverseSum:
-    """SitePosterior's A = (K + T^-1)^-1: the quadratic forms k^T A k and the dense A."""
+    """SitePosterior's A = (K + T^-1)^-1: the quadratic forms k^T A k and the dense
+    A."""
 
     def inverse_sum_quad(self, Kx):
-        """diag(Kx^T A Kx) for A = (K + T^-1)^-1 (eq-sites-inverse-sum) and Kx of shape (n, m)."""
-        W = solve_triangular(self.L, self.s[:, None] * Kx[self.pos], lower=True,
-                             check_finite=False)
+        """diag(Kx^T A Kx) for A = (K + T^-1)^-1 (eq-sites-inverse-sum) and Kx of shape
+        (n, m)."""
+        W = solve_triangular(
+            self.L, self.s[:, None] * Kx[self.pos], lower=True, check_finite=False
+        )
         out = np.einsum("ij,ij->j", W, W)
         if self._M is not None:
             out -= np.einsum("ij,ij->j", self._M[0] @ Kx, self._M[1] @ Kx)
         return out
 
     def predictive_var(self, K_cross, k_diag):
-        """Var f(x) = k(x, x) - k_x^T A k_x for rows K_cross = k(X_new, X_train) (eq-mf-predictive)."""
+        """Var f(x) = k(x, x) - k_x^T A k_x for rows K_cross = k(X_new, X_train)
+        (eq-mf-predictive)."""
         K_cross = np.asarray(K_cross, dtype=float)
         return np.asarray(k_diag, dtype=float) - self.inverse_sum_quad(K_cross.T)
 
@@ -275,8 +363,9 @@ class _InverseSum:
         inv, info = dpotri(self.L, lower=1) if pos.size else (np.zeros((0, 0)), 0)
         if info != 0:
             raise LinAlgError(f"dpotri failed (info={info})")
-        A[np.ix_(pos, pos)] = ((np.tril(inv) + np.tril(inv, -1).T)
-                               * self.s[:, None] * self.s[None, :])
+        A[np.ix_(pos, pos)] = (
+            (np.tril(inv) + np.tril(inv, -1).T) * self.s[:, None] * self.s[None, :]
+        )
         if self._M is not None:
             A -= self._M[0].T @ self._M[1]
         return A
@@ -284,38 +373,68 @@ class _InverseSum:
 
 # %% book/08_gaussian_sites.md, code cell 11
 class SitePosterior(_InverseSum):
-    """Eqs (eq-sites-posterior), (eq-sites-chol), (eq-sites-negative): N(0, K) times the sites.
+    """Eqs (eq-sites-posterior), (eq-sites-chol), (eq-sites-negative): N(0, K) times the
+    sites.
 
     q(f) = N(mean, Sigma), Sigma = (K^-1 + T)^-1, mean = Sigma nu = K coef, for site
-    precisions ``site_tau`` of either sign, without inverting K. Raises ImproperPosteriorError
-    when K^-1 + T is not positive definite, unless ``allow_improper`` (then ``proper`` is
-    False and the same formulas are evaluated by LU). Attributes: ``mean``, ``var`` (diag
-    Sigma), ``coef`` (= nu - T mean, eq-sites-coef), ``logdet`` (log |det(I + K T)|), ``nu``,
+    precisions ``site_tau`` of either sign, without inverting K. Raises
+    ImproperPosteriorError
+    when K^-1 + T is not positive definite, unless ``allow_improper`` (then ``proper``
+    is
+    False and the same formulas are evaluated by LU). Attributes: ``mean``, ``var``
+    (diag
+    Sigma), ``coef`` (= nu - T mean, eq-sites-coef), ``logdet`` (log |det(I + K T)|),
+    ``nu``,
     ``tau``, ``proper``, ``Sigma`` when ``full``, ``Linv`` (L^-1 of B = I + S K S) when
     ``keep_inverse`` and it was computed (no negative sites, not ``full``), else None;
     ``single``: K was given in single precision (float32), and so computed.
     """
 
-    def __init__(self, K, site_nu, site_tau, *, full=False, keep_inverse=False,
-                 allow_improper=False):
+    def __init__(
+        self,
+        K,
+        site_nu,
+        site_tau,
+        *,
+        full=False,
+        keep_inverse=False,
+        allow_improper=False,
+    ):
         K = np.asarray(K)
         self.single = K.dtype == np.float32
         K = K if self.single else K.astype(float, copy=False)
         nu, tau = np.array(site_nu, dtype=float), np.array(site_tau, dtype=float)
         neg = np.flatnonzero(tau < 0.0)
         plus = positive_site_marginals(K, nu, tau, with_V=neg.size > 0, full=full)
-        mean, var, coef, logdet, Sigma = plus.mean, plus.var, plus.coef, plus.logdet, plus.Sigma
+        mean, var, coef, logdet, Sigma = (
+            plus.mean,
+            plus.var,
+            plus.coef,
+            plus.logdet,
+            plus.Sigma,
+        )
         self.proper, self._M = True, None
         if neg.size:
-            mean, var, coef, logdet, Sigma, self.proper, self._M = _negative_site_marginals(
-                K, tau, plus, full, allow_improper)
-        if not (np.all(np.isfinite(mean)) and np.isfinite(logdet) and np.all(var > 0.0)):
+            mean, var, coef, logdet, Sigma, self.proper, self._M = (
+                _negative_site_marginals(K, tau, plus, full, allow_improper)
+            )
+        if not (
+            np.all(np.isfinite(mean)) and np.isfinite(logdet) and np.all(var > 0.0)
+        ):
             if not allow_improper:
-                raise ImproperPosteriorError("the posterior has a non-positive variance")
+                raise ImproperPosteriorError(
+                    "the posterior has a non-positive variance"
+                )
             self.proper = False
         self.nu, self.tau, self.pos, self.s, self.L = nu, tau, plus.pos, plus.s, plus.L
         self.Linv = plus.Linv if keep_inverse else None
-        self.mean, self.var, self.coef, self.logdet, self.Sigma = mean, var, coef, logdet, Sigma
+        self.mean, self.var, self.coef, self.logdet, self.Sigma = (
+            mean,
+            var,
+            coef,
+            logdet,
+            Sigma,
+        )
 
     def cavities(self):
         """Eq. (eq-sites-cavity): (mu_cav, var_cav, proper) of every example."""
@@ -324,19 +443,23 @@ class SitePosterior(_InverseSum):
 
 # %% book/08_gaussian_sites.md, code cell 13
 def site_change(d_nu, d_tau, var_cav):
-    """Eq. (eq-sites-converged): the largest site change, max(|d tau| var_cav, |d nu| sqrt(var_cav))."""
+    """Eq. (eq-sites-converged): the largest site change, max(|d tau| var_cav, |d nu|
+    sqrt(var_cav))."""
     change = np.maximum(np.abs(d_tau) * var_cav, np.abs(d_nu) * np.sqrt(var_cav))
     return float(np.max(change) if np.ndim(change) else change)
 
 
-DAMPING_FLOOR = 1.0 / 64.0         # the adaptive damping never falls below damping / 64
+DAMPING_FLOOR = 1.0 / 64.0  # the adaptive damping never falls below damping / 64
 
 
 def adapt_damping(eta, damping, history, patience=1):
-    """Eq. (eq-sites-adaptive-damping): the next step size from the progress measures so far.
+    """Eq. (eq-sites-adaptive-damping): the next step size from the progress measures so
+    far.
 
-    Halved (down to damping * DAMPING_FLOOR) when the measure has grown in each of the last
-    ``patience`` iterations (counted again after each halving), raised by a quarter (up to
+    Halved (down to damping * DAMPING_FLOOR) when the measure has grown in each of the
+    last
+    ``patience`` iterations (counted again after each halving), raised by a quarter (up
+    to
     ``damping``) when it fell, else kept.
     """
     rises = 0
@@ -349,7 +472,8 @@ def adapt_damping(eta, damping, history, patience=1):
 
 # %% book/08_gaussian_sites.md, code cell 14
 class SiteProposal(NamedTuple):
-    """The undamped update at the current sites (nu, tau): changes, cavity variances, refusals."""
+    """The undamped update at the current sites (nu, tau): changes, cavity variances,
+    refusals."""
 
     nu: np.ndarray
     tau: np.ndarray
@@ -376,13 +500,29 @@ class SiteIteration(NamedTuple):
 
 
 # %% book/08_gaussian_sites.md, code cell 15
-def parallel_sites(K, y, likelihood, site_nu, site_tau, *, damping=1.0, max_iter=100, tol=1e-8,
-                   adaptive_damping=True, patience=1, step=None, residual=None):
-    """Eqs (eq-sites-parallel), (eq-sites-converged): damped parallel site updates from (site_nu, site_tau).
+def parallel_sites(
+    K,
+    y,
+    likelihood,
+    site_nu,
+    site_tau,
+    *,
+    damping=1.0,
+    max_iter=100,
+    tol=1e-8,
+    adaptive_damping=True,
+    patience=1,
+    step=None,
+    residual=None,
+):
+    """Eqs (eq-sites-parallel), (eq-sites-converged): damped parallel site updates from
+    (site_nu, site_tau).
 
-    Every site is moved towards eq-sites-update at the cavities of one SitePosterior; the
+    Every site is moved towards eq-sites-update at the cavities of one SitePosterior;
+    the
     step is ``damping`` times the proposal, adapted by eq-sites-adaptive-damping (with
-    ``patience``) unless ``adaptive_damping`` is False, or what ``step(posterior, proposal, eta)`` returns (an
+    ``patience``) unless ``adaptive_damping`` is False, or what ``step(posterior,
+    proposal, eta)`` returns (an
     object with ``adapts_damping``, ``keep_inverse``, ``reset()`` and
     ``single_precision(history)``, whether the next marginals may be computed in single
     precision; the iteration never stops on those). Halves a step that would make the
@@ -392,13 +532,13 @@ def parallel_sites(K, y, likelihood, site_nu, site_tau, *, damping=1.0, max_iter
     nu, tau = np.array(site_nu, dtype=float), np.array(site_tau, dtype=float)
     keep, K_single, history = step is not None and step.keep_inverse, None, []
 
-    def marginals(nu_m, tau_m):                  # a SitePosterior, in the step's precision
+    def marginals(nu_m, tau_m):  # a SitePosterior, in the step's precision
         nonlocal K_single
         if step is not None and step.single_precision(history):
             K_single = K.astype(np.float32) if K_single is None else K_single
             try:
                 return SitePosterior(K_single, nu_m, tau_m, keep_inverse=keep)
-            except LinAlgError:              # too coarse for this B: double precision decides
+            except LinAlgError:  # too coarse for this B: double precision decides
                 pass
         return SitePosterior(K, nu_m, tau_m, keep_inverse=keep)
 
@@ -407,20 +547,39 @@ def parallel_sites(K, y, likelihood, site_nu, site_tau, *, damping=1.0, max_iter
     for it in range(max_iter + 1):
         mu_cav, var_cav, proper = post.cavities()
         v = np.where(proper, var_cav, 1.0)
-        nu_new, tau_new, _, ok = site_update(likelihood, y, np.where(proper, mu_cav, 0.0), v)
+        nu_new, tau_new, _, ok = site_update(
+            likelihood, y, np.where(proper, mu_cav, 0.0), v
+        )
         ok &= proper
-        proposal = SiteProposal(nu, tau, np.where(ok, nu_new - nu, 0.0),
-                                np.where(ok, tau_new - tau, 0.0), v, int(np.sum(~ok)))
-        history.append(site_change(proposal.d_nu, proposal.d_tau, v) if residual is None
-                       else residual(post, proposal))
-        if history[-1] < tol and proposal.n_refused == 0 and not post.single or it == max_iter:
+        proposal = SiteProposal(
+            nu,
+            tau,
+            np.where(ok, nu_new - nu, 0.0),
+            np.where(ok, tau_new - tau, 0.0),
+            v,
+            int(np.sum(~ok)),
+        )
+        history.append(
+            site_change(proposal.d_nu, proposal.d_tau, v)
+            if residual is None
+            else residual(post, proposal)
+        )
+        if (
+            history[-1] < tol
+            and proposal.n_refused == 0
+            and not post.single
+            or it == max_iter
+        ):
             break
         eta = adapt_damping(eta, damping, history, patience) if adapt else eta
-        s_nu, s_tau = (eta * proposal.d_nu, eta * proposal.d_tau) if step is None \
+        s_nu, s_tau = (
+            (eta * proposal.d_nu, eta * proposal.d_tau)
+            if step is None
             else step(post, proposal, eta)
-        for halving in range(40):        # halve the step while the new posterior is improper
+        )
+        for halving in range(40):  # halve the step while the new posterior is improper
             try:
-                scale = 0.5 ** halving
+                scale = 0.5**halving
                 post = marginals(nu + scale * s_nu, tau + scale * s_tau)
                 break
             except ImproperPosteriorError:
@@ -432,7 +591,9 @@ def parallel_sites(K, y, likelihood, site_nu, site_tau, *, damping=1.0, max_iter
         n_fact += 1
         nu, tau = nu + scale * s_nu, tau + scale * s_tau
     converged = history[-1] < tol and proposal.n_refused == 0 and not post.single
-    if post.single:                      # stopped early: the result is in double precision
+    if post.single:  # stopped early: the result is in double precision
         post, n_fact = SitePosterior(K, nu, tau), n_fact + 1
-    post.Linv = None                     # the factor L^-1 was for the step rule only
-    return SiteIteration(post, it, converged, proposal.n_refused, np.array(history), n_fact)
+    post.Linv = None  # the factor L^-1 was for the step rule only
+    return SiteIteration(
+        post, it, converged, proposal.n_refused, np.array(history), n_fact
+    )

@@ -4,19 +4,25 @@
 # %% book/25_sparse_ep.md, code cell 2
 """Sparse EP: expectation propagation with the FITC prior (chapter 25 of the book).
 
-Built from book/25_sparse_ep.md, which derives every formula: the FITC prior with M inducing
-inputs (eq-sparse-fitc) and its jitter (eq-sparse-jitter); EP's marginals under it, chapter
+Built from book/25_sparse_ep.md, which derives every formula: the FITC prior with M
+inducing
+inputs (eq-sparse-fitc) and its jitter (eq-sparse-jitter); EP's marginals under it,
+chapter
 14's eq-ep-lowrank-diag, and when they are proper (eq-sparse-proper); the log marginal
-likelihood (chapter 13's eq-ep-logz-stable with eq-sparse-logdet) and its gradient in the
+likelihood (chapter 13's eq-ep-logz-stable with eq-sparse-logdet) and its gradient in
+the
 kernel hyperparameters and the inducing inputs (eq-sparse-gradient, eq-sparse-adjoints,
 eq-sparse-rbf); predictions (eq-sparse-predict); and the estimator ``SparseEP``. Time
 O(n M^2), memory O(n M): no n x n matrix is formed.
 
-Names as in gpc_literate.sites: sites exp(nu f - tau f^2 / 2) (``nu``, ``tau``), cavities
+Names as in gpc_literate.sites: sites exp(nu f - tau f^2 / 2) (``nu``, ``tau``),
+cavities
 ``mu_cav``, ``var_cav``, ``coef`` = nu - tau * mean. ``Z`` holds the M inducing inputs,
-``Qt`` = Q^T = L^-1 K_uf (shape (M, n), L L^T the jittered K_uu), ``d`` the diagonal part of
+``Qt`` = Q^T = L^-1 K_uf (shape (M, n), L L^T the jittered K_uu), ``d`` the diagonal
+part of
 the FITC prior, ``lam`` = tau / (1 + d tau).
 """
+
 import copy
 import functools
 import warnings
@@ -28,39 +34,84 @@ from scipy.optimize import minimize
 from sklearn.utils import check_random_state
 from tqdm import tqdm
 
-from gpc_literate.base import (ConvergenceWarning, GPClassifierBase, LearnedHyperparameters,
-                               NotFittedError, bound_hits, check_array, check_bool,
-                               check_integer, check_scalar, search_box, warn_bound_hits,
-                               warn_start_outside)
+from gpc_literate.base import (
+    ConvergenceWarning,
+    GPClassifierBase,
+    LearnedHyperparameters,
+    NotFittedError,
+    bound_hits,
+    check_array,
+    check_bool,
+    check_integer,
+    check_scalar,
+    search_box,
+    warn_bound_hits,
+    warn_start_outside,
+)
 from gpc_literate.ep import check_sites, ep_log_marginal
-from gpc_literate.ep_fast import ep_on_marginals, lowrank_diag_marginals, pivoted_cholesky
+from gpc_literate.ep_fast import (
+    ep_on_marginals,
+    lowrank_diag_marginals,
+    pivoted_cholesky,
+)
 from gpc_literate.kernels import RBF, check_kernel, default_kernel
 from gpc_literate.likelihoods import Likelihood, Probit
-from gpc_literate.sites import ImproperPosteriorError, cavities, site_change, site_update
+from gpc_literate.sites import (
+    ImproperPosteriorError,
+    cavities,
+    site_change,
+    site_update,
+)
 
-__all__ = ["JITTER", "FITCPrior", "fitc_prior", "fitc_marginals", "run_fitc_ep",
-           "FITCPosterior", "fitc_posterior", "assemble_fitc_posterior", "fitc_log_marginal",
-           "fitc_adjoints", "adjoint_columns", "adjoint_rows", "rbf_cross_vjp",
-           "rbf_diag_vjp", "fitc_evidence_gradient", "assemble_gradient", "PREDICT_BLOCK",
-           "fitc_beta", "fitc_predict", "PIVOT_SUBSET", "choose_inducing", "FITCFit",
-           "fit_fitc_ep", "fitc_fit", "SEARCH_MAX_ITER", "search_fitc", "learn_fitc",
-           "check_inducing_options", "fit_in_process", "SparseEP"]
+__all__ = [
+    "JITTER",
+    "FITCPrior",
+    "fitc_prior",
+    "fitc_marginals",
+    "run_fitc_ep",
+    "FITCPosterior",
+    "fitc_posterior",
+    "assemble_fitc_posterior",
+    "fitc_log_marginal",
+    "fitc_adjoints",
+    "adjoint_columns",
+    "adjoint_rows",
+    "rbf_cross_vjp",
+    "rbf_diag_vjp",
+    "fitc_evidence_gradient",
+    "assemble_gradient",
+    "PREDICT_BLOCK",
+    "fitc_beta",
+    "fitc_predict",
+    "PIVOT_SUBSET",
+    "choose_inducing",
+    "FITCFit",
+    "fit_fitc_ep",
+    "fitc_fit",
+    "SEARCH_MAX_ITER",
+    "search_fitc",
+    "learn_fitc",
+    "check_inducing_options",
+    "fit_in_process",
+    "SparseEP",
+]
 
 
 # %% book/25_sparse_ep.md, code cell 3
-JITTER = 1e-8                      # eq-sparse-jitter: L L^T = K_uu + JITTER diag(K_uu)
+JITTER = 1e-8  # eq-sparse-jitter: L L^T = K_uu + JITTER diag(K_uu)
 
 
 class FITCPrior(NamedTuple):
     """The FITC prior N(0, Qt^T Qt + diag(d)) of eq-sparse-fitc."""
 
-    Qt: np.ndarray                 # (M, n): L^-1 K_uf
-    d: np.ndarray                  # (n,): k(x_i, x_i) - ||Qt[:, i]||^2 >= 0
-    L: np.ndarray                  # (M, M): lower Cholesky factor of the jittered K_uu
+    Qt: np.ndarray  # (M, n): L^-1 K_uf
+    d: np.ndarray  # (n,): k(x_i, x_i) - ||Qt[:, i]||^2 >= 0
+    L: np.ndarray  # (M, M): lower Cholesky factor of the jittered K_uu
 
 
 def fitc_prior(kernel, X, Z):
-    """Eqs (eq-sparse-fitc), (eq-sparse-jitter): the FITC prior at inputs X with inducing inputs Z.
+    """Eqs (eq-sparse-fitc), (eq-sparse-jitter): the FITC prior at inputs X with
+    inducing inputs Z.
 
     O(n M^2) time and O(n M) memory. Raises LinAlgError when the jittered K_uu is not
     positive definite.
@@ -69,30 +120,37 @@ def fitc_prior(kernel, X, Z):
     K_uu[np.diag_indices(len(K_uu))] *= 1.0 + JITTER
     L = cholesky(K_uu, lower=True, check_finite=False)
     Qt = solve_triangular(L, kernel(Z, X), lower=True, check_finite=False)
-    d = np.maximum(kernel.diag(X) - np.einsum("ij,ij->j", Qt, Qt), 0.0)   # clip rounding
+    d = np.maximum(kernel.diag(X) - np.einsum("ij,ij->j", Qt, Qt), 0.0)  # clip rounding
     return FITCPrior(Qt, d, L)
 
 
 # %% book/25_sparse_ep.md, code cell 5
 def fitc_marginals(prior, nu, tau, with_factor=False):
-    """Eq. (eq-ep-lowrank-diag) for the FITC prior: (mean, var) of a proper q (eq-sparse-proper).
+    """Eq. (eq-ep-lowrank-diag) for the FITC prior: (mean, var) of a proper q
+    (eq-sparse-proper).
 
-    Raises ImproperPosteriorError (a LinAlgError) where 1 + d_i tau_i <= 0, LinAlgError when
-    A = I + Qt diag(lam) Qt^T is not positive definite. O(n M^2). With ``with_factor``, also
+    Raises ImproperPosteriorError (a LinAlgError) where 1 + d_i tau_i <= 0, LinAlgError
+    when
+    A = I + Qt diag(lam) Qt^T is not positive definite. O(n M^2). With ``with_factor``,
+    also
     returns the Cholesky factor C of A.
     """
     if np.any(1.0 + prior.d * tau <= 0.0):
-        raise ImproperPosteriorError("1 + d_i tau_i <= 0 for some i: the FITC posterior "
-                                     "is improper (eq-sparse-proper)")
+        raise ImproperPosteriorError(
+            "1 + d_i tau_i <= 0 for some i: the FITC posterior "
+            "is improper (eq-sparse-proper)"
+        )
     return lowrank_diag_marginals(prior.Qt, prior.d, nu, tau, with_factor)
 
 
 # %% book/25_sparse_ep.md, code cell 6
 def run_fitc_ep(prior, likelihood, y, nu, tau, tol, max_iter):
-    """Parallel EP with Anderson mixing (chapter 14's ep_on_marginals) on the FITC prior.
+    """Parallel EP with Anderson mixing (chapter 14's ep_on_marginals) on the FITC
+    prior.
 
     Starts from the sites (nu, tau); converged when the undamped site change
-    (eq-sites-converged) is below ``tol``. Returns (nu, tau, n_iter, converged), n_iter the
+    (eq-sites-converged) is below ``tol``. Returns (nu, tau, n_iter, converged), n_iter
+    the
     number of evaluations of the marginals (fitc_marginals), at most ``max_iter``.
     """
     count = [0]
@@ -101,26 +159,30 @@ def run_fitc_ep(prior, likelihood, y, nu, tau, tol, max_iter):
         count[0] += 1
         return fitc_marginals(prior, site_nu, site_tau)
 
-    (nu, tau), converged = ep_on_marginals(marginals, likelihood, y, nu, tau, tol, max_iter)
+    (nu, tau), converged = ep_on_marginals(
+        marginals, likelihood, y, nu, tau, tol, max_iter
+    )
     return nu, tau, count[0], converged
 
 
 # %% book/25_sparse_ep.md, code cell 8
 class FITCPosterior(NamedTuple):
-    """q(f) for the FITC prior and the sites (nu, tau): what ep_log_marginal reads, and more."""
+    """q(f) for the FITC prior and the sites (nu, tau): what ep_log_marginal reads, and
+    more."""
 
     nu: np.ndarray
     tau: np.ndarray
     mean: np.ndarray
     var: np.ndarray
-    coef: np.ndarray               # nu - tau * mean = P^-1 mean
-    lam: np.ndarray                # tau / (1 + d tau)
-    C: np.ndarray                  # lower Cholesky factor of A = I + Qt diag(lam) Qt^T
-    logdet: float                  # log det(I + P T), eq-sparse-logdet
+    coef: np.ndarray  # nu - tau * mean = P^-1 mean
+    lam: np.ndarray  # tau / (1 + d tau)
+    C: np.ndarray  # lower Cholesky factor of A = I + Qt diag(lam) Qt^T
+    logdet: float  # log det(I + P T), eq-sparse-logdet
 
 
 def fitc_posterior(prior, nu, tau):
-    """Eqs (eq-ep-lowrank-diag), (eq-sparse-logdet): the FITC posterior of the sites (nu, tau).
+    """Eqs (eq-ep-lowrank-diag), (eq-sparse-logdet): the FITC posterior of the sites
+    (nu, tau).
 
     O(n M^2); raises as fitc_marginals does when q is improper.
     """
@@ -130,25 +192,32 @@ def fitc_posterior(prior, nu, tau):
 
 def assemble_fitc_posterior(d, nu, tau, mean, var, C):
     """The FITCPosterior of the sites (nu, tau) from their marginals (mean, var), the
-    diagonal d of the prior and the factor C of A: lam, coef and eq. (eq-sparse-logdet)."""
+    diagonal d of the prior and the factor C of A: lam, coef and eq.
+    (eq-sparse-logdet)."""
     lam = tau / (1.0 + d * tau)
     logdet = float(np.sum(np.log1p(d * tau)) + 2.0 * np.sum(np.log(np.diag(C))))
     return FITCPosterior(nu, tau, mean, var, nu - tau * mean, lam, C, logdet)
 
 
 def fitc_log_marginal(post, likelihood, y):
-    """Eq. (eq-ep-logz-stable) for the FITC prior: (mu_cav, var_cav, log Z_EP) from a FITCPosterior.
+    """Eq. (eq-ep-logz-stable) for the FITC prior: (mu_cav, var_cav, log Z_EP) from a
+    FITCPosterior.
 
     Chapter 13's ep_log_marginal on ``post``; -inf when a cavity is improper.
     """
     mu_cav, var_cav, proper = cavities(post.mean, post.var, post.coef, post.tau)
-    value = ep_log_marginal(post, likelihood, y, mu_cav, var_cav) if proper.all() else -np.inf
+    value = (
+        ep_log_marginal(post, likelihood, y, mu_cav, var_cav)
+        if proper.all()
+        else -np.inf
+    )
     return mu_cav, var_cav, value
 
 
 # %% book/25_sparse_ep.md, code cell 11
 def fitc_adjoints(prior, post):
-    """Eq. (eq-sparse-adjoints): H (n, M), G (M, M) and g (n,) of the FITC evidence gradient.
+    """Eq. (eq-sparse-adjoints): H (n, M), G (M, M) and g (n,) of the FITC evidence
+    gradient.
 
     d log Z_EP = sum(H * dK_fu) + sum(G * dK_uu) + g . dk at a fixed point of EP, K_uu
     jittered (eq-sparse-jitter). O(n M^2) time, O(n M) memory.
@@ -162,15 +231,19 @@ def fitc_adjoints(prior, post):
 
 def adjoint_columns(Qt, L, C, c, lam):
     """R (M, n), s (n,) and B^T (n, M) of eq. (eq-sparse-adjoints) for the points whose
-    columns of the prior are Qt, coefficients c and lam; L, C the factors of K_uu and A."""
-    R = solve_triangular(C, Qt * lam, lower=True, check_finite=False)   # A_P = Lam - R^T R
-    s = c * c - lam + np.einsum("ij,ij->j", R, R)                       # diag(c c^T - A_P)
+    columns of the prior are Qt, coefficients c and lam; L, C the factors of K_uu and
+    A."""
+    R = solve_triangular(
+        C, Qt * lam, lower=True, check_finite=False
+    )  # A_P = Lam - R^T R
+    s = c * c - lam + np.einsum("ij,ij->j", R, R)  # diag(c c^T - A_P)
     Bt = solve_triangular(L, Qt, lower=True, trans="T", check_finite=False).T
     return R, s, Bt
 
 
 def adjoint_rows(R, s, Bt, c, lam, Bc, RBt):
-    """The rows of H (eq-sparse-adjoints) of the points of adjoint_columns, given the sums over
+    """The rows of H (eq-sparse-adjoints) of the points of adjoint_columns, given the
+    sums over
     all points Bc = B c (M,) and RBt = R B^T (M, M)."""
     return np.outer(c, Bc) - (lam + s)[:, None] * Bt + R.T @ RBt
 
@@ -178,24 +251,28 @@ def adjoint_rows(R, s, Bt, c, lam, Bc, RBt):
 # %% book/25_sparse_ep.md, code cell 12
 def _require_rbf(kernel):
     if not isinstance(kernel, RBF):
-        raise TypeError("sparse EP's derivatives (eq-sparse-rbf) are derived for the RBF "
-                        f"kernel (isotropic or ARD) only; got {kernel!r}")
+        raise TypeError(
+            "sparse EP's derivatives (eq-sparse-rbf) are derived for the RBF "
+            f"kernel (isotropic or ARD) only; got {kernel!r}"
+        )
 
 
 def rbf_cross_vjp(kernel, X, Z, W):
-    """Eq. (eq-sparse-rbf): the derivatives of sum_ij W_ij k(x_i, z_j) for an RBF kernel.
+    """Eq. (eq-sparse-rbf): the derivatives of sum_ij W_ij k(x_i, z_j) for an RBF
+    kernel.
 
-    Returns (d/dtheta of shape (p,) in the order of kernel.theta, d/dX (n, d), d/dZ (M, d)).
+    Returns (d/dtheta of shape (p,) in the order of kernel.theta, d/dX (n, d), d/dZ (M,
+    d)).
     O(n M d); TypeError for a kernel other than RBF.
     """
     _require_rbf(kernel)
     ls2 = np.asarray(kernel.length_scale, dtype=float) ** 2
-    centre = Z.mean(axis=0)                       # stationary: shifting changes nothing
+    centre = Z.mean(axis=0)  # stationary: shifting changes nothing
     Xc, Zc = X - centre, Z - centre
-    V = W * (kernel(X, Z) - kernel.bias)          # W o E
+    V = W * (kernel(X, Z) - kernel.bias)  # W o E
     r, rho = V.sum(axis=1), V.sum(axis=0)
     VZ = V @ Zc
-    d_ls = (r @ Xc ** 2 - 2.0 * np.einsum("il,il->l", Xc, VZ) + rho @ Zc ** 2) / ls2
+    d_ls = (r @ Xc**2 - 2.0 * np.einsum("il,il->l", Xc, VZ) + rho @ Zc**2) / ls2
     parts = [d_ls if np.ndim(ls2) else [d_ls.sum()], [V.sum()]]
     if kernel.bias > 0:
         parts.append([kernel.bias * W.sum()])
@@ -205,7 +282,8 @@ def rbf_cross_vjp(kernel, X, Z, W):
 
 
 def rbf_diag_vjp(kernel, total):
-    """Eq. (eq-sparse-rbf): d/dtheta of total * k(x, x) = total * (variance + bias), RBF kernel."""
+    """Eq. (eq-sparse-rbf): d/dtheta of total * k(x, x) = total * (variance + bias), RBF
+    kernel."""
     _require_rbf(kernel)
     parts = [np.zeros(np.size(kernel.length_scale)), [kernel.variance * total]]
     if kernel.bias > 0:
@@ -215,7 +293,8 @@ def rbf_diag_vjp(kernel, total):
 
 # %% book/25_sparse_ep.md, code cell 14
 def fitc_evidence_gradient(kernel, X, Z, prior, post):
-    """Eqs (eq-sparse-gradient), (eq-sparse-adjoints): d log Z_EP / d theta (p,) and d / d Z (M, d).
+    """Eqs (eq-sparse-gradient), (eq-sparse-adjoints): d log Z_EP / d theta (p,) and d /
+    d Z (M, d).
 
     At a fixed point of EP with the FITCPosterior ``post`` of the FITCPrior ``prior`` of
     (kernel, X, Z); RBF kernels only (eq-sparse-rbf).
@@ -226,14 +305,15 @@ def fitc_evidence_gradient(kernel, X, Z, prior, post):
 
 
 def assemble_gradient(kernel, Z, theta_fu, z_fu, G, g_sum):
-    """Eq. (eq-sparse-gradient) from the K_fu block's terms (theta_fu, z_fu), G and sum(g)."""
+    """Eq. (eq-sparse-gradient) from the K_fu block's terms (theta_fu, z_fu), G and
+    sum(g)."""
     theta_uu, z_uu_left, z_uu_right = rbf_cross_vjp(kernel, Z, Z, G)
     theta_diag = rbf_diag_vjp(kernel, g_sum + JITTER * np.trace(G))
     return theta_fu + theta_uu + theta_diag, z_fu + z_uu_left + z_uu_right
 
 
 # %% book/25_sparse_ep.md, code cell 16
-PREDICT_BLOCK = 4096               # test inputs per block in fitc_predict
+PREDICT_BLOCK = 4096  # test inputs per block in fitc_predict
 
 
 def fitc_beta(L, Qt_coef):
@@ -244,7 +324,8 @@ def fitc_beta(L, Qt_coef):
 def fitc_predict(kernel, Z, L, C, beta, X):
     """Eq. (eq-sparse-predict): latent mean and variance under q at the rows of X.
 
-    ``L``, ``C`` the Cholesky factors of the jittered K_uu and of A, ``beta`` = L^-T Qt coef.
+    ``L``, ``C`` the Cholesky factors of the jittered K_uu and of A, ``beta`` = L^-T Qt
+    coef.
     O(M^2) per row; the variance is clipped at zero against rounding.
     """
     mean, var = np.empty(len(X)), np.empty(len(X))
@@ -254,19 +335,24 @@ def fitc_predict(kernel, Z, L, C, beta, X):
         a = solve_triangular(L, K_us, lower=True, check_finite=False)
         b = solve_triangular(C, a, lower=True, check_finite=False)
         mean[rows] = beta @ K_us
-        var[rows] = (kernel.diag(X[rows]) - np.einsum("ij,ij->j", a, a)
-                     + np.einsum("ij,ij->j", b, b))
+        var[rows] = (
+            kernel.diag(X[rows])
+            - np.einsum("ij,ij->j", a, a)
+            + np.einsum("ij,ij->j", b, b)
+        )
     return mean, np.maximum(var, 0.0)
 
 
 # %% book/25_sparse_ep.md, code cell 18
-PIVOT_SUBSET = 1000                # "pivots" chooses among max(PIVOT_SUBSET, 2 M) random inputs
+PIVOT_SUBSET = 1000  # "pivots" chooses among max(PIVOT_SUBSET, 2 M) random inputs
 
 
 def choose_inducing(kernel, X, n_inducing, inducing, rng):
-    """Inducing inputs: "pivots" (eq-ep-pivoted-cholesky on a random subset), "random", an array.
+    """Inducing inputs: "pivots" (eq-ep-pivoted-cholesky on a random subset), "random",
+    an array.
 
-    "pivots" returns fewer than ``n_inducing`` rows when every other candidate's residual
+    "pivots" returns fewer than ``n_inducing`` rows when every other candidate's
+    residual
     variance is below JITTER times the largest; ``rng`` is a numpy RandomState; an array
     ``inducing`` is returned as it is. At most n rows.
     """
@@ -278,22 +364,23 @@ def choose_inducing(kernel, X, n_inducing, inducing, rng):
         return X[np.sort(rng.choice(n, M, replace=False))]
     subset = np.sort(rng.choice(n, min(n, max(PIVOT_SUBSET, 2 * M)), replace=False))
     Qt, _ = pivoted_cholesky(kernel(X[subset]), JITTER, max_rank=M)
-    pivots = np.argmax(np.abs(Qt), axis=1)        # row k's largest entry is its pivot
+    pivots = np.argmax(np.abs(Qt), axis=1)  # row k's largest entry is its pivot
     return X[subset[pivots]]
 
 
 # %% book/25_sparse_ep.md, code cell 19
 class FITCFit(NamedTuple):
-    """One run of sparse EP: prior, posterior at the final sites, cavities, evidence, progress."""
+    """One run of sparse EP: prior, posterior at the final sites, cavities, evidence,
+    progress."""
 
     prior: FITCPrior
     posterior: FITCPosterior
     mu_cav: np.ndarray
     var_cav: np.ndarray
-    log_evidence: float            # eq-ep-logz-stable, -inf when a cavity is improper
-    n_iter: int                    # evaluations of the marginals
+    log_evidence: float  # eq-ep-logz-stable, -inf when a cavity is improper
+    n_iter: int  # evaluations of the marginals
     converged: bool
-    change: float                  # undamped site change still left at the final sites
+    change: float  # undamped site change still left at the final sites
 
 
 def fit_fitc_ep(kernel, X, y, likelihood, Z, nu, tau, tol, max_iter):
@@ -305,24 +392,32 @@ def fit_fitc_ep(kernel, X, y, likelihood, Z, nu, tau, tol, max_iter):
     make q improper or the jittered K_uu cannot be factorised.
     """
     prior = fitc_prior(kernel, X, Z)
-    nu, tau, n_iter, converged = run_fitc_ep(prior, likelihood, y, nu, tau, tol, max_iter)
-    return fitc_fit(prior, fitc_posterior(prior, nu, tau), likelihood, y, n_iter, converged)
+    nu, tau, n_iter, converged = run_fitc_ep(
+        prior, likelihood, y, nu, tau, tol, max_iter
+    )
+    return fitc_fit(
+        prior, fitc_posterior(prior, nu, tau), likelihood, y, n_iter, converged
+    )
 
 
 def fitc_fit(prior, post, likelihood, y, n_iter, converged):
-    """The FITCFit of a run that ended at the FITCPosterior ``post``: its cavities, evidence,
+    """The FITCFit of a run that ended at the FITCPosterior ``post``: its cavities,
+    evidence,
     and the site change one more update would make."""
     mu_cav, var_cav, value = fitc_log_marginal(post, likelihood, y)
     change = np.inf
     if np.isfinite(value):
         nu_new, tau_new, _, ok = site_update(likelihood, y, mu_cav, var_cav)
-        change = (site_change(nu_new - post.nu, tau_new - post.tau, var_cav) if ok.all()
-                  else np.inf)
+        change = (
+            site_change(nu_new - post.nu, tau_new - post.tau, var_cav)
+            if ok.all()
+            else np.inf
+        )
     return FITCFit(prior, post, mu_cav, var_cav, value, n_iter, converged, change)
 
 
 # %% book/25_sparse_ep.md, code cell 20
-SEARCH_MAX_ITER = 200              # L-BFGS-B iterations of a search, at most
+SEARCH_MAX_ITER = 200  # L-BFGS-B iterations of a search, at most
 
 
 class _Breakdown(Exception):
@@ -330,18 +425,25 @@ class _Breakdown(Exception):
 
 
 def search_fitc(kernel, Z, evaluate, *, learn_inducing, bounds, verbose=False):
-    """Maximise sparse EP's log Z_EP over theta (box ``bounds``) and, if ``learn_inducing``, Z.
+    """Maximise sparse EP's log Z_EP over theta (box ``bounds``) and, if
+    ``learn_inducing``, Z.
 
-    L-BFGS-B from (kernel.theta clipped to the box, Z). ``evaluate(kernel, Z)`` runs EP there
-    and returns (log Z_EP, d/dtheta, d/dZ) (eq-sparse-gradient); a log Z_EP of -inf means EP
-    broke down, and the search stops. Returns (kernel, Z, LearnedHyperparameters) at the best
-    point seen, whose ``value`` is the best log Z_EP; warns (ConvergenceWarning) when the
+    L-BFGS-B from (kernel.theta clipped to the box, Z). ``evaluate(kernel, Z)`` runs EP
+    there
+    and returns (log Z_EP, d/dtheta, d/dZ) (eq-sparse-gradient); a log Z_EP of -inf
+    means EP
+    broke down, and the search stops. Returns (kernel, Z, LearnedHyperparameters) at the
+    best
+    point seen, whose ``value`` is the best log Z_EP; warns (ConvergenceWarning) when
+    the
     search stops early or a hyperparameter ends on a bound.
     """
     p = kernel.theta.size
     low, high = (np.broadcast_to(np.asarray(b, dtype=float), (p,)) for b in bounds)
     theta0 = np.clip(kernel.theta, low, high)
-    scale = np.asarray(getattr(kernel, "length_scale", 1.0), dtype=float)  # Z in length scales
+    scale = np.asarray(
+        getattr(kernel, "length_scale", 1.0), dtype=float
+    )  # Z in length scales
     x0 = np.concatenate([theta0, (Z / scale).ravel()]) if learn_inducing else theta0
     box = list(zip(low, high)) + [(None, None)] * (x0.size - p)
     state = {"best": -np.inf, "x": x0, "n": 0, "last": -np.inf}
@@ -357,17 +459,31 @@ def search_fitc(kernel, Z, evaluate, *, learn_inducing, bounds, verbose=False):
         state["last"] = value
         if value > state["best"]:
             state["best"], state["x"] = value, x.copy()
-        grad = (np.concatenate([g_theta, (g_Z * scale).ravel()]) if learn_inducing
-                else g_theta)
+        grad = (
+            np.concatenate([g_theta, (g_Z * scale).ravel()])
+            if learn_inducing
+            else g_theta
+        )
         return -value, -grad
 
-    with tqdm(total=SEARCH_MAX_ITER, desc="SparseEP search", disable=not verbose) as bar:
+    with tqdm(
+        total=SEARCH_MAX_ITER, desc="SparseEP search", disable=not verbose
+    ) as bar:
+
         def step(_):
             bar.update()
             bar.set_postfix(log_evidence=f"{state['last']:.4f}")
+
         try:
-            run = minimize(objective, x0, jac=True, method="L-BFGS-B", bounds=box,
-                           callback=step, options={"maxiter": SEARCH_MAX_ITER})
+            run = minimize(
+                objective,
+                x0,
+                jac=True,
+                method="L-BFGS-B",
+                bounds=box,
+                callback=step,
+                options={"maxiter": SEARCH_MAX_ITER},
+            )
             converged, message = bool(run.success), str(run.message)
         except _Breakdown:
             converged, message = False, "EP broke down at a trial point"
@@ -376,22 +492,50 @@ def search_fitc(kernel, Z, evaluate, *, learn_inducing, bounds, verbose=False):
     names = kernel.hyperparameter_names
     at_bound = bound_hits(x[:p], names, low, high)
     if not converged:
-        warnings.warn(f"SparseEP.fit: the search of the evidence stopped ({message}); "
-                      "fix the kernel (optimizer=None) or start from another kernel",
-                      ConvergenceWarning, stacklevel=4)
+        warnings.warn(
+            f"SparseEP.fit: the search of the evidence stopped ({message}); "
+            "fix the kernel (optimizer=None) or start from another kernel",
+            ConvergenceWarning,
+            stacklevel=4,
+        )
     warn_bound_hits("SparseEP.fit", at_bound, x[:p], names, low, high, stacklevel=4)
-    return kernel, Z, LearnedHyperparameters("log marginal likelihood (sparse EP)",
-                                             float(state["best"]), x[:p].copy(), theta0,
-                                             names, state["n"], 1, converged, message,
-                                             at_bound)
+    return (
+        kernel,
+        Z,
+        LearnedHyperparameters(
+            "log marginal likelihood (sparse EP)",
+            float(state["best"]),
+            x[:p].copy(),
+            theta0,
+            names,
+            state["n"],
+            1,
+            converged,
+            message,
+            at_bound,
+        ),
+    )
 
 
 # %% book/25_sparse_ep.md, code cell 21
-def learn_fitc(kernel, X, y, likelihood, Z, fit, *, learn_inducing, bounds, tol, max_iter,
-               verbose=False):
+def learn_fitc(
+    kernel,
+    X,
+    y,
+    likelihood,
+    Z,
+    fit,
+    *,
+    learn_inducing,
+    bounds,
+    tol,
+    max_iter,
+    verbose=False,
+):
     """search_fitc with fit_fitc_ep and fitc_evidence_gradient, in this process.
 
-    ``fit``, the FITCFit at the start, provides the first sites; each run starts from the
+    ``fit``, the FITCFit at the start, provides the first sites; each run starts from
+    the
     sites of the last one whose evidence was finite. Returns (kernel, Z,
     LearnedHyperparameters, FITCFit) at the best point found.
     """
@@ -399,20 +543,46 @@ def learn_fitc(kernel, X, y, likelihood, Z, fit, *, learn_inducing, bounds, tol,
 
     def evaluate(kern, Z_x):
         try:
-            new = fit_fitc_ep(kern, X, y, likelihood, Z_x, last[0].posterior.nu,
-                              last[0].posterior.tau, tol, max_iter)
+            new = fit_fitc_ep(
+                kern,
+                X,
+                y,
+                likelihood,
+                Z_x,
+                last[0].posterior.nu,
+                last[0].posterior.tau,
+                tol,
+                max_iter,
+            )
         except LinAlgError:
             return -np.inf, None, None
         if not np.isfinite(new.log_evidence):
             return -np.inf, None, None
         last[0] = new
-        return (new.log_evidence,
-                *fitc_evidence_gradient(kern, X, Z_x, new.prior, new.posterior))
+        return (
+            new.log_evidence,
+            *fitc_evidence_gradient(kern, X, Z_x, new.prior, new.posterior),
+        )
 
-    kernel, Z, learned = search_fitc(kernel, Z, evaluate, learn_inducing=learn_inducing,
-                                     bounds=bounds, verbose=verbose)
-    final = fit_fitc_ep(kernel, X, y, likelihood, Z, last[0].posterior.nu,
-                        last[0].posterior.tau, tol, max_iter)
+    kernel, Z, learned = search_fitc(
+        kernel,
+        Z,
+        evaluate,
+        learn_inducing=learn_inducing,
+        bounds=bounds,
+        verbose=verbose,
+    )
+    final = fit_fitc_ep(
+        kernel,
+        X,
+        y,
+        likelihood,
+        Z,
+        last[0].posterior.nu,
+        last[0].posterior.tau,
+        tol,
+        max_iter,
+    )
     learned.value = float(final.log_evidence)
     return kernel, Z, learned, final
 
@@ -423,23 +593,30 @@ _INDUCING = ("pivots", "random")
 
 def check_inducing_options(est, choices):
     """ValueError/TypeError for the options of an estimator with inducing inputs: an RBF
-    ``kernel`` (or None), a Likelihood, ``n_inducing`` >= 1, ``inducing`` among ``choices``
+    ``kernel`` (or None), a Likelihood, ``n_inducing`` >= 1, ``inducing`` among
+    ``choices``
     or an array, and ``random_state``."""
     check_kernel(est.kernel)
     if est.kernel is not None:
         _require_rbf(est.kernel)
     if est.likelihood is not None and not isinstance(est.likelihood, Likelihood):
-        raise TypeError("likelihood must be a gpc_literate.likelihoods.Likelihood such as "
-                        f"Probit(); got {est.likelihood!r}")
+        raise TypeError(
+            "likelihood must be a gpc_literate.likelihoods.Likelihood such as "
+            f"Probit(); got {est.likelihood!r}"
+        )
     check_integer(est.n_inducing, "n_inducing", low=1)
     if isinstance(est.inducing, str) and est.inducing not in choices:
-        raise ValueError(f"inducing must be one of {choices} or an array of shape "
-                         f"(M, n_features); got {est.inducing!r}")
+        raise ValueError(
+            f"inducing must be one of {choices} or an array of shape "
+            f"(M, n_features); got {est.inducing!r}"
+        )
     try:
         check_random_state(est.random_state)
     except ValueError:
-        raise ValueError("random_state must be None, an integer or a numpy RandomState; "
-                         f"got {est.random_state!r}") from None
+        raise ValueError(
+            "random_state must be None, an integer or a numpy RandomState; "
+            f"got {est.random_state!r}"
+        ) from None
 
 
 def _check_sparse_options(est):
@@ -447,8 +624,10 @@ def _check_sparse_options(est):
     check_inducing_options(est, _INDUCING)
     check_bool(est.learn_inducing, "learn_inducing")
     if est.optimizer not in (None, "fmin_l_bfgs_b"):
-        raise ValueError("optimizer must be 'fmin_l_bfgs_b' or None (keep the kernel "
-                         f"fixed); got {est.optimizer!r}")
+        raise ValueError(
+            "optimizer must be 'fmin_l_bfgs_b' or None (keep the kernel "
+            f"fixed); got {est.optimizer!r}"
+        )
     if est.learn_inducing and est.optimizer is None:
         raise ValueError("learn_inducing=True needs optimizer='fmin_l_bfgs_b'")
     check_integer(est.max_iter, "max_iter", low=1)
@@ -459,124 +638,228 @@ def _check_sparse_options(est):
 
 # %% book/25_sparse_ep.md, code cell 23
 class _SparseFit:
-    """SparseEP's fit: options checked, inducing inputs chosen, EP run (and learning), stored."""
+    """SparseEP's fit: options checked, inducing inputs chosen, EP run (and learning),
+    stored."""
 
-    def fit(self, X, y, site_nu_init=None, site_tau_init=None, client=None, **fit_params):
-        """Fit to (X, y): EP on the FITC prior, and the search of the evidence if an optimizer
+    def fit(
+        self, X, y, site_nu_init=None, site_tau_init=None, client=None, **fit_params
+    ):
+        """Fit to (X, y): EP on the FITC prior, and the search of the evidence if an
+        optimizer
         is set.
 
-        ``site_nu_init``, ``site_tau_init``: sites to start EP from (default zero). ``client``:
-        a dask.distributed Client; the points are then split over its workers and EP and the
-        search run there (chapter 27's fit_on_cluster), to the same fitted model; a worker
+        ``site_nu_init``, ``site_tau_init``: sites to start EP from (default zero).
+        ``client``:
+        a dask.distributed Client; the points are then split over its workers and EP and
+        the
+        search run there (chapter 27's fit_on_cluster), to the same fitted model; a
+        worker
         lost during the fit raises chapter 27's WorkerLostError, and a closed client
-        ValueError. Any other keyword argument (e.g. ``sample_weight``) raises TypeError,
+        ValueError. Any other keyword argument (e.g. ``sample_weight``) raises
+        TypeError,
         naming it.
         """
-        return super().fit(X, y, site_nu_init=site_nu_init, site_tau_init=site_tau_init,
-                           client=client, **fit_params)
+        return super().fit(
+            X,
+            y,
+            site_nu_init=site_nu_init,
+            site_tau_init=site_tau_init,
+            client=client,
+            **fit_params,
+        )
 
     def _validate_params(self):
         _check_sparse_options(self)
 
     def _inducing_inputs(self, kernel, X):
         if isinstance(self.inducing, str):
-            return choose_inducing(kernel, X, int(self.n_inducing), self.inducing,
-                                   check_random_state(self.random_state))
+            return choose_inducing(
+                kernel,
+                X,
+                int(self.n_inducing),
+                self.inducing,
+                check_random_state(self.random_state),
+            )
         Z = check_array(self.inducing, "inducing")
         if Z.shape[1] != X.shape[1]:
-            raise ValueError(f"inducing has {Z.shape[1]} columns but X has {X.shape[1]}")
+            raise ValueError(
+                f"inducing has {Z.shape[1]} columns but X has {X.shape[1]}"
+            )
         return Z
 
     def _fit(self, X, y_pm, site_nu_init=None, site_tau_init=None, client=None):
-        kernel = default_kernel(X) if self.kernel is None else copy.deepcopy(self.kernel)
-        likelihood = (Probit(noise_var=1.0) if self.likelihood is None
-                      else copy.deepcopy(self.likelihood))
+        kernel = (
+            default_kernel(X) if self.kernel is None else copy.deepcopy(self.kernel)
+        )
+        likelihood = (
+            Probit(noise_var=1.0)
+            if self.likelihood is None
+            else copy.deepcopy(self.likelihood)
+        )
         Z = self._inducing_inputs(kernel, X)
         nu, tau = check_sites(site_nu_init, site_tau_init, len(y_pm))
-        bounds = (None if self.optimizer is None
-                  else search_box(self.hyperparameter_bounds, kernel.theta))
+        bounds = (
+            None
+            if self.optimizer is None
+            else search_box(self.hyperparameter_bounds, kernel.theta)
+        )
         if bounds is not None:
             warn_start_outside("SparseEP.fit", kernel, *bounds, stacklevel=3)
-        options = dict(tol=float(self.tol), max_iter=int(self.max_iter), verbose=self.verbose,
-                       learn_inducing=self.learn_inducing, bounds=bounds)
+        options = dict(
+            tol=float(self.tol),
+            max_iter=int(self.max_iter),
+            verbose=self.verbose,
+            learn_inducing=self.learn_inducing,
+            bounds=bounds,
+        )
         if client is None:
             run = fit_in_process
         else:
-            from gpc_literate.cluster_ep import fit_on_cluster      # chapter 27
+            from gpc_literate.cluster_ep import fit_on_cluster  # chapter 27
+
             run = functools.partial(fit_on_cluster, client=client)
         try:
-            kernel, Z, self.learning_, fit, beta = run(kernel, X, y_pm, likelihood, Z, nu, tau,
-                                                       **options)
+            kernel, Z, self.learning_, fit, beta = run(
+                kernel, X, y_pm, likelihood, Z, nu, tau, **options
+            )
         except LinAlgError as err:
             raise ImproperPosteriorError(
-                f"sparse EP broke down ({err}): the labels may be (nearly) impossible under "
+                f"sparse EP broke down ({err}): the labels may be (nearly) impossible "
+                f"under "
                 "the prior with this likelihood; use one with more noise, or a smaller "
-                "signal variance") from None
+                "signal variance"
+            ) from None
         if not fit.converged:
-            warnings.warn(f"sparse EP did not converge in {fit.n_iter} evaluations: site "
-                          f"change {fit.change:.3g} (tol={self.tol:g})", ConvergenceWarning,
-                          stacklevel=3)
-        attributes, self._predictor = _fitted_attributes(kernel, likelihood, X, y_pm, Z, fit,
-                                                         beta)
+            warnings.warn(
+                f"sparse EP did not converge in {fit.n_iter} evaluations: site "
+                f"change {fit.change:.3g} (tol={self.tol:g})",
+                ConvergenceWarning,
+                stacklevel=3,
+            )
+        attributes, self._predictor = _fitted_attributes(
+            kernel, likelihood, X, y_pm, Z, fit, beta
+        )
         for name, value in attributes.items():
             setattr(self, name, value)
 
 
-def fit_in_process(kernel, X, y, likelihood, Z, nu, tau, *, bounds, learn_inducing, tol,
-                   max_iter, verbose=False):
-    """SparseEP's fit in this process: EP from (nu, tau), then learn_fitc unless ``bounds`` is
+def fit_in_process(
+    kernel,
+    X,
+    y,
+    likelihood,
+    Z,
+    nu,
+    tau,
+    *,
+    bounds,
+    learn_inducing,
+    tol,
+    max_iter,
+    verbose=False,
+):
+    """SparseEP's fit in this process: EP from (nu, tau), then learn_fitc unless
+    ``bounds`` is
     None. Returns (kernel, Z, LearnedHyperparameters or None, FITCFit, beta)."""
-    fit, learned = fit_fitc_ep(kernel, X, y, likelihood, Z, nu, tau, tol, max_iter), None
+    fit, learned = (
+        fit_fitc_ep(kernel, X, y, likelihood, Z, nu, tau, tol, max_iter),
+        None,
+    )
     if bounds is not None:
-        kernel, Z, learned, fit = learn_fitc(kernel, X, y, likelihood, Z, fit,
-                                             learn_inducing=learn_inducing, bounds=bounds,
-                                             tol=tol, max_iter=max_iter, verbose=verbose)
-    return kernel, Z, learned, fit, fitc_beta(fit.prior.L, fit.prior.Qt @ fit.posterior.coef)
+        kernel, Z, learned, fit = learn_fitc(
+            kernel,
+            X,
+            y,
+            likelihood,
+            Z,
+            fit,
+            learn_inducing=learn_inducing,
+            bounds=bounds,
+            tol=tol,
+            max_iter=max_iter,
+            verbose=verbose,
+        )
+    return (
+        kernel,
+        Z,
+        learned,
+        fit,
+        fitc_beta(fit.prior.L, fit.prior.Qt @ fit.posterior.coef),
+    )
 
 
 # %% book/25_sparse_ep.md, code cell 24
 def _fitted_attributes(kernel, likelihood, X, y_pm, Z, fit, beta):
-    """SparseEP's fitted attributes (name -> value) from a FITCFit; the predictor (L, C, beta)."""
+    """SparseEP's fitted attributes (name -> value) from a FITCFit; the predictor (L, C,
+    beta)."""
     post = fit.posterior
     attributes = dict(
-        kernel_=kernel, likelihood_=likelihood, inducing_=Z, n_inducing_=len(Z),
-        X_train_=X, y_train_=y_pm, site_nu_=post.nu.copy(), site_tau_=post.tau.copy(),
-        mu_cav_=fit.mu_cav, var_cav_=fit.var_cav, posterior_mean_=post.mean.copy(),
-        posterior_var_=post.var.copy(), log_marginal_likelihood_=float(fit.log_evidence),
-        n_iter_=fit.n_iter, converged_=bool(fit.converged))
+        kernel_=kernel,
+        likelihood_=likelihood,
+        inducing_=Z,
+        n_inducing_=len(Z),
+        X_train_=X,
+        y_train_=y_pm,
+        site_nu_=post.nu.copy(),
+        site_tau_=post.tau.copy(),
+        mu_cav_=fit.mu_cav,
+        var_cav_=fit.var_cav,
+        posterior_mean_=post.mean.copy(),
+        posterior_var_=post.var.copy(),
+        log_marginal_likelihood_=float(fit.log_evidence),
+        n_iter_=fit.n_iter,
+        converged_=bool(fit.converged),
+    )
     return attributes, (fit.prior.L, post.C, beta)
 
 
 # %% book/25_sparse_ep.md, code cell 25
 class _SparseEvidence:
-    """SparseEP's log evidence (eq-ep-logz-stable) and its gradient (eq-sparse-gradient)."""
+    """SparseEP's log evidence (eq-ep-logz-stable) and its gradient
+    (eq-sparse-gradient)."""
 
     def _require_fit(self):
         if not hasattr(self, "_predictor"):
-            raise NotFittedError(f"This {type(self).__name__} is not fitted yet; "
-                                 "call fit(X, y) first")
+            raise NotFittedError(
+                f"This {type(self).__name__} is not fitted yet; call fit(X, y) first"
+            )
 
     def log_marginal_likelihood(self, theta=None, eval_gradient=False):
-        """Eq. (eq-ep-logz-stable) of sparse EP at log-hyperparameters ``theta`` (None: the fit).
+        """Eq. (eq-ep-logz-stable) of sparse EP at log-hyperparameters ``theta`` (None:
+        the fit).
 
-        Runs EP on the training data at the fitted inducing inputs, warm-started from the
-        fitted sites (the estimator is not changed). With ``eval_gradient`` also returns the
+        Runs EP on the training data at the fitted inducing inputs, warm-started from
+        the
+        fitted sites (the estimator is not changed). With ``eval_gradient`` also returns
+        the
         gradient in theta (eq-sparse-gradient), shape (len(theta),).
         """
         self._require_fit()
         kernel = self.kernel_ if theta is None else self.kernel_.with_theta(theta)
         if theta is None and not eval_gradient:
             return self.log_marginal_likelihood_
-        fit = fit_fitc_ep(kernel, self.X_train_, self.y_train_, self.likelihood_,
-                          self.inducing_, self.site_nu_, self.site_tau_, float(self.tol),
-                          int(self.max_iter))
+        fit = fit_fitc_ep(
+            kernel,
+            self.X_train_,
+            self.y_train_,
+            self.likelihood_,
+            self.inducing_,
+            self.site_nu_,
+            self.site_tau_,
+            float(self.tol),
+            int(self.max_iter),
+        )
         if not fit.converged:
-            warnings.warn(f"sparse EP did not converge at theta={np.asarray(theta)}",
-                          ConvergenceWarning, stacklevel=2)
+            warnings.warn(
+                f"sparse EP did not converge at theta={np.asarray(theta)}",
+                ConvergenceWarning,
+                stacklevel=2,
+            )
         if not eval_gradient:
             return fit.log_evidence
-        grad = fitc_evidence_gradient(kernel, self.X_train_, self.inducing_, fit.prior,
-                                      fit.posterior)[0]
+        grad = fitc_evidence_gradient(
+            kernel, self.X_train_, self.inducing_, fit.prior, fit.posterior
+        )[0]
         return fit.log_evidence, grad
 
 
@@ -584,7 +867,8 @@ class _SparsePrediction:
     """SparseEP's predictions under q (eq-sparse-predict)."""
 
     def predict_latent(self, X):
-        """Eq. (eq-sparse-predict): mean and variance of the latent f(x) under q at rows of X."""
+        """Eq. (eq-sparse-predict): mean and variance of the latent f(x) under q at rows
+        of X."""
         X = self._check_predict_input(X)
         return fitc_predict(self.kernel_, self.inducing_, *self._predictor, X)
 
@@ -597,31 +881,37 @@ class _SparsePrediction:
 
 # %% book/25_sparse_ep.md, code cell 26
 class SparseEP(_SparseFit, _SparseEvidence, _SparsePrediction, GPClassifierBase):
-    """Gaussian-process classifier by EP on the FITC prior with M inducing inputs (chapter 25).
+    """Gaussian-process classifier by EP on the FITC prior with M inducing inputs
+    (chapter 25).
 
     O(n M^2) time and O(n M) memory per EP iteration: no n x n matrix is formed.
 
     Parameters
     ----------
     kernel : RBF, default default_kernel(X)
-        Prior covariance function (isotropic or ARD RBF: eq-sparse-rbf is derived for it).
+        Prior covariance function (isotropic or ARD RBF: eq-sparse-rbf is derived for
+        it).
     likelihood : Likelihood, default Probit(noise_var=1.0)
     n_inducing : int >= 1, default 200
         Number of inducing inputs M (at most n; "pivots" may choose fewer, see
         choose_inducing). Ignored when ``inducing`` is an array.
     inducing : {"pivots", "random"} or array of shape (M, n_features), default "pivots"
-        Pivoted Cholesky on a random subset of the training inputs, a random subset, or given.
+        Pivoted Cholesky on a random subset of the training inputs, a random subset, or
+        given.
     learn_inducing : bool, default False
         Learn the inducing inputs with the kernel (needs an optimizer).
     optimizer : "fmin_l_bfgs_b" or None, default "fmin_l_bfgs_b"
-        Maximise the evidence (eq-ep-logz-stable, eq-sparse-gradient) in fit; None keeps the
+        Maximise the evidence (eq-ep-logz-stable, eq-sparse-gradient) in fit; None keeps
+        the
         kernel (and the inducing inputs) fixed.
     max_iter : int >= 1, default 100
         Evaluations of the marginals per EP run, at most.
     tol : float > 0, default 1e-8
-        EP has converged when the undamped site change (eq-sites-converged) is below tol.
+        EP has converged when the undamped site change (eq-sites-converged) is below
+        tol.
     hyperparameter_bounds : "auto" or (low, high), default "auto"
-        The box of the kernel hyperparameters during the search: "auto" is 1e-5 to 1e5 times
+        The box of the kernel hyperparameters during the search: "auto" is 1e-5 to 1e5
+        times
         each one's start (chapter 1's search_box), a pair bounds every hyperparameter.
     random_state : None, int or RandomState
         The random subset of "pivots" and "random".
@@ -630,13 +920,25 @@ class SparseEP(_SparseFit, _SparseEvidence, _SparsePrediction, GPClassifierBase)
 
     Fitted attributes: ``inducing_`` (M, n_features), ``n_inducing_``, ``site_nu_``,
     ``site_tau_``, ``mu_cav_``, ``var_cav_``, ``posterior_mean_``, ``posterior_var_``,
-    ``log_marginal_likelihood_``, ``n_iter_``, ``converged_``, ``kernel_``, ``likelihood_``,
+    ``log_marginal_likelihood_``, ``n_iter_``, ``converged_``, ``kernel_``,
+    ``likelihood_``,
     ``learning_`` (None without optimizer), ``X_train_``, ``y_train_`` (-1/+1).
     """
 
-    def __init__(self, kernel=None, likelihood=None, n_inducing=200, inducing="pivots",
-                 learn_inducing=False, optimizer="fmin_l_bfgs_b", max_iter=100, tol=1e-8,
-                 hyperparameter_bounds="auto", random_state=None, verbose=False):
+    def __init__(
+        self,
+        kernel=None,
+        likelihood=None,
+        n_inducing=200,
+        inducing="pivots",
+        learn_inducing=False,
+        optimizer="fmin_l_bfgs_b",
+        max_iter=100,
+        tol=1e-8,
+        hyperparameter_bounds="auto",
+        random_state=None,
+        verbose=False,
+    ):
         self.kernel = kernel
         self.likelihood = likelihood
         self.n_inducing = n_inducing

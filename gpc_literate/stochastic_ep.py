@@ -2,22 +2,31 @@
 # Edit the chapter book/26_stochastic_ep.md, then run `make export`.
 
 # %% book/26_stochastic_ep.md, code cell 2
-"""Stochastic EP: minibatch and stochastic EP on the FITC prior (chapter 26 of the book).
+"""Stochastic EP: minibatch and stochastic EP on the FITC prior (chapter 26 of the
+book).
 
-Built from book/26_stochastic_ep.md, which derives every formula: the FITC prior in whitened
+Built from book/26_stochastic_ep.md, which derives every formula: the FITC prior in
+whitened
 coordinates v = L^-1 u (eq-sep-whitened, eq-sep-marginals), with each site a Gaussian in
 g_i = b_i^T v and the likelihood convolved with the FITC noise d_i (eq-sep-tilted); the
 per-point sites of minibatch EP (eq-sep-perpoint), whose fixed point is chapter 25's
-(eq-sep-site-map), and the one tied site of stochastic EP (eq-sep-tied, eq-sep-average); the
-gradient of EP's log marginal likelihood in the kernel hyperparameters and the inducing inputs
-with the sites held fixed in v (eq-sep-gradient, eq-sep-dvar, eq-sep-chol) and its unbiased
+(eq-sep-site-map), and the one tied site of stochastic EP (eq-sep-tied, eq-sep-average);
+the
+gradient of EP's log marginal likelihood in the kernel hyperparameters and the inducing
+inputs
+with the sites held fixed in v (eq-sep-gradient, eq-sep-dvar, eq-sep-chol) and its
+unbiased
 minibatch estimate; Adam with a decaying rate (eq-sep-adam); and the estimator
-``StochasticEP``. Memory O(M^2 + B M) besides the data (tied site) or O(n) more (per-point).
+``StochasticEP``. Memory O(M^2 + B M) besides the data (tied site) or O(n) more
+(per-point).
 
-Names as in gpc_literate.sparse_ep: ``Z`` the M inducing inputs, ``L`` the Cholesky factor of
-the jittered K_uu, ``Bt`` = L^-1 K_ub (M, B) for a minibatch (its columns are the b_i), ``d``
+Names as in gpc_literate.sparse_ep: ``Z`` the M inducing inputs, ``L`` the Cholesky
+factor of
+the jittered K_uu, ``Bt`` = L^-1 K_ub (M, B) for a minibatch (its columns are the b_i),
+``d``
 the FITC diagonal; sites exp(nu g - tau g^2 / 2) in g_i = b_i^T v.
 """
+
 import contextlib
 import copy
 import time
@@ -30,38 +39,75 @@ from sklearn.utils import check_random_state
 from threadpoolctl import threadpool_limits
 from tqdm import tqdm
 
-from gpc_literate.base import (ConvergenceWarning, GPClassifierBase, bound_hits, check_array,
-                               check_bool, check_integer, check_scalar, search_box,
-                               warn_bound_hits, warn_start_outside)
+from gpc_literate.base import (
+    ConvergenceWarning,
+    GPClassifierBase,
+    bound_hits,
+    check_array,
+    check_bool,
+    check_integer,
+    check_scalar,
+    search_box,
+    warn_bound_hits,
+    warn_start_outside,
+)
 from gpc_literate.kernels import default_kernel, input_scale
 from gpc_literate.likelihoods import Probit
 from gpc_literate.sites import cavities, site_from_derivatives
-from gpc_literate.sparse_ep import (JITTER, check_inducing_options, choose_inducing,
-                                    fitc_predict, fitc_prior, rbf_cross_vjp, rbf_diag_vjp)
+from gpc_literate.sparse_ep import (
+    JITTER,
+    check_inducing_options,
+    choose_inducing,
+    fitc_predict,
+    fitc_prior,
+    rbf_cross_vjp,
+    rbf_diag_vjp,
+)
 
-__all__ = ["WhitenedGaussian", "whitened_gaussian", "g_marginals", "convolved_sites", "SEPState",
-           "BatchSites", "batch_sites", "update_sites", "SITE_BLOCK", "rebuild_site_sums",
-           "chol_adjoint", "frozen_site_gradient", "Adam", "WARMUP", "FINAL_RATE",
-           "hyperparameter_step", "SEPRun", "run_stochastic_ep", "KMEANS_SUBSET",
-           "kmeans_inducing", "SEPBreakdownError", "StochasticEP"]
+__all__ = [
+    "WhitenedGaussian",
+    "whitened_gaussian",
+    "g_marginals",
+    "convolved_sites",
+    "SEPState",
+    "BatchSites",
+    "batch_sites",
+    "update_sites",
+    "SITE_BLOCK",
+    "rebuild_site_sums",
+    "chol_adjoint",
+    "frozen_site_gradient",
+    "Adam",
+    "WARMUP",
+    "FINAL_RATE",
+    "hyperparameter_step",
+    "SEPRun",
+    "run_stochastic_ep",
+    "KMEANS_SUBSET",
+    "kmeans_inducing",
+    "SEPBreakdownError",
+    "StochasticEP",
+]
 
 
 # %% book/26_stochastic_ep.md, code cell 3
 class WhitenedGaussian(NamedTuple):
     """A Gaussian over v (eq-sep-whitened): precision P = C C^T and mean P^-1 eta."""
 
-    C: np.ndarray                  # lower Cholesky factor of the precision
+    C: np.ndarray  # lower Cholesky factor of the precision
     mean: np.ndarray
 
 
 def whitened_gaussian(precision, linear):
-    """N(v; P^-1 eta, P^-1) from its natural parameters (P, eta); LinAlgError if P is not PD."""
+    """N(v; P^-1 eta, P^-1) from its natural parameters (P, eta); LinAlgError if P is
+    not PD."""
     C = cholesky(precision, lower=True, check_finite=False)
     return WhitenedGaussian(C, cho_solve((C, True), linear, check_finite=False))
 
 
 def g_marginals(gauss, Bt):
-    """Eq. (eq-sep-marginals): mean b_i^T m and variance b_i^T P^-1 b_i of g_i, and A = C^-1 Bt."""
+    """Eq. (eq-sep-marginals): mean b_i^T m and variance b_i^T P^-1 b_i of g_i, and A =
+    C^-1 Bt."""
     A = solve_triangular(gauss.C, Bt, lower=True, check_finite=False)
     return Bt.T @ gauss.mean, np.einsum("ij,ij->j", A, A), A
 
@@ -70,8 +116,10 @@ def g_marginals(gauss, Bt):
 def convolved_sites(likelihood, y, m, v, d):
     """Eq. (eq-sep-tilted): the site (nu, tau) in g_i from the cavity N(m, v) of g_i.
 
-    The likelihood is averaged over the FITC noise f_i - g_i ~ N(0, d_i): log Z_i and its
-    mu-derivatives are the likelihood's at N(m, v + d). Returns (nu, tau, log_z, d1, d2, ok)
+    The likelihood is averaged over the FITC noise f_i - g_i ~ N(0, d_i): log Z_i and
+    its
+    mu-derivatives are the likelihood's at N(m, v + d). Returns (nu, tau, log_z, d1, d2,
+    ok)
     (nu = tau = 0 where not ok, as in site_from_derivatives).
     """
     log_z, d1, d2 = likelihood.log_Z(y, m, v + d)
@@ -83,15 +131,24 @@ def convolved_sites(likelihood, y, m, v, d):
 class SEPState:
     """Everything stochastic EP carries from one minibatch to the next.
 
-    ``kernel`` and ``Z`` (learned), the likelihood, n, and the sites in whitened coordinates:
-    the tied site (``lam`` (M, M), ``h`` (M,)) of eq-sep-tied, or for per-point sites their
-    sums (``lam``, ``h``) and the n-vectors ``nu``, ``tau`` of eq-sep-perpoint. ``t`` counts
+    ``kernel`` and ``Z`` (learned), the likelihood, n, and the sites in whitened
+    coordinates:
+    the tied site (``lam`` (M, M), ``h`` (M,)) of eq-sep-tied, or for per-point sites
+    their
+    sums (``lam``, ``h``) and the n-vectors ``nu``, ``tau`` of eq-sep-perpoint. ``t``
+    counts
     minibatches.
     """
 
     def __init__(self, kernel, likelihood, Z, n, sites):
         M = len(Z)
-        self.kernel, self.likelihood, self.Z, self.n, self.sites = kernel, likelihood, Z, n, sites
+        self.kernel, self.likelihood, self.Z, self.n, self.sites = (
+            kernel,
+            likelihood,
+            Z,
+            n,
+            sites,
+        )
         self.lam, self.h, self.t = np.zeros((M, M)), np.zeros(M), 0
         self.nu = self.tau = None
         if sites == "per-point":
@@ -112,14 +169,20 @@ class SEPState:
         """(L, C, beta) of eq-sparse-predict for q(v): beta = L^-T m, C C^T = P."""
         q = self.posterior()
         L = fitc_prior(self.kernel, self.Z[:1], self.Z).L
-        return L, q.C, solve_triangular(L, q.mean, lower=True, trans="T", check_finite=False)
+        return (
+            L,
+            q.C,
+            solve_triangular(L, q.mean, lower=True, trans="T", check_finite=False),
+        )
 
     def predict_latent(self, X):
-        """Eq. (eq-sparse-predict) with q(v): latent mean and variance at the rows of X."""
+        """Eq. (eq-sparse-predict) with q(v): latent mean and variance at the rows of
+        X."""
         return fitc_predict(self.kernel, self.Z, *self.predictor(), X)
 
     def predict_mean(self, X):
-        """The latent mean alone at the rows of X, k_u(x)^T beta: no variances computed."""
+        """The latent mean alone at the rows of X, k_u(x)^T beta: no variances
+        computed."""
         return self.kernel(X, self.Z) @ self.predictor()[2]
 
     def predict_proba(self, X):
@@ -131,19 +194,21 @@ class SEPState:
 class BatchSites(NamedTuple):
     """One minibatch's new sites and, optionally, the gradient of its sum of log Z_i."""
 
-    Bt: np.ndarray                 # (M, B): the b_i
+    Bt: np.ndarray  # (M, B): the b_i
     nu: np.ndarray
     tau: np.ndarray
-    ok: np.ndarray                 # False where the cavity or the update was not usable
+    ok: np.ndarray  # False where the cavity or the update was not usable
     log_z: np.ndarray
-    grad_theta: np.ndarray         # None without gradient
+    grad_theta: np.ndarray  # None without gradient
     grad_Z: np.ndarray
 
 
 def batch_sites(state, X, y, idx, with_gradient):
-    """Eqs (eq-sep-tilted), (eq-sep-perpoint) or (eq-sep-tied), (eq-sep-gradient) on a minibatch.
+    """Eqs (eq-sep-tilted), (eq-sep-perpoint) or (eq-sep-tied), (eq-sep-gradient) on a
+    minibatch.
 
-    ``idx`` the minibatch's row numbers in the training set (per-point sites only). Raises
+    ``idx`` the minibatch's row numbers in the training set (per-point sites only).
+    Raises
     LinAlgError when K_uu or the precision of q cannot be factorised.
     """
     Bt, d, L = fitc_prior(state.kernel, X, state.Z)
@@ -159,22 +224,26 @@ def batch_sites(state, X, y, idx, with_gradient):
         coef = state.nu[idx] - state.tau[idx] * m_q
         mu_cav, var_cav, proper = cavities(m_q, v_q, coef, state.tau[idx])
         var_cav = np.where(proper, var_cav, v_q)
-        ratio = var_cav / v_q                              # 1 / (1 - tau_i v_i)
+        ratio = var_cav / v_q  # 1 / (1 - tau_i v_i)
         Sb = solve_triangular(q.C, A, lower=True, trans="T", check_finite=False) * ratio
-        m_v = q.mean[:, None] - Sb * coef                  # cavity means of v, eq-sep-perpoint
-    nu, tau, log_z, d1, d2, ok = convolved_sites(state.likelihood, y, mu_cav, var_cav, d)
+        m_v = q.mean[:, None] - Sb * coef  # cavity means of v, eq-sep-perpoint
+    nu, tau, log_z, d1, d2, ok = convolved_sites(
+        state.likelihood, y, mu_cav, var_cav, d
+    )
     ok &= proper
     grad_theta = grad_Z = None
     if with_gradient:
         d1, d2 = np.where(ok, d1, 0.0), np.where(ok, d2, 0.0)
-        grad_theta, grad_Z = frozen_site_gradient(state.kernel, X, state.Z, L, Bt, m_v, Sb,
-                                                  d1, d2)
+        grad_theta, grad_Z = frozen_site_gradient(
+            state.kernel, X, state.Z, L, Bt, m_v, Sb, d1, d2
+        )
     return BatchSites(Bt, nu, tau, ok, log_z, grad_theta, grad_Z)
 
 
 # %% book/26_stochastic_ep.md, code cell 7
 def update_sites(state, batch, idx, window, damping):
-    """Eq. (eq-sep-average) (tied) or eq. (eq-sep-perpoint) (per-point): fold a minibatch in."""
+    """Eq. (eq-sep-average) (tied) or eq. (eq-sep-perpoint) (per-point): fold a
+    minibatch in."""
     Bt, B = batch.Bt, batch.Bt.shape[1]
     nu, tau = np.where(batch.ok, batch.nu, 0.0), np.where(batch.ok, batch.tau, 0.0)
     if state.sites == "tied":
@@ -192,11 +261,12 @@ def update_sites(state, batch, idx, window, damping):
     state.t += 1
 
 
-SITE_BLOCK = 4096                  # training rows per block when the site sums are rebuilt
+SITE_BLOCK = 4096  # training rows per block when the site sums are rebuilt
 
 
 def rebuild_site_sums(state, X):
-    """Per-point sites: lam = sum_i tau_i b_i b_i^T and h = sum_i nu_i b_i at the current
+    """Per-point sites: lam = sum_i tau_i b_i b_i^T and h = sum_i nu_i b_i at the
+    current
     (theta, Z), in blocks of SITE_BLOCK rows (O(n M^2) time, O(SITE_BLOCK M) memory)."""
     M = len(state.Z)
     lam, h = np.zeros((M, M)), np.zeros(M)
@@ -210,28 +280,35 @@ def rebuild_site_sums(state, X):
 
 # %% book/26_stochastic_ep.md, code cell 11
 def chol_adjoint(L, L_bar):
-    """Eq. (eq-sep-chol): the symmetric adjoint of A = L L^T from the adjoint L_bar of its
+    """Eq. (eq-sep-chol): the symmetric adjoint of A = L L^T from the adjoint L_bar of
+    its
     lower Cholesky factor L."""
     P = np.tril(L.T @ L_bar)
     P[np.diag_indices_from(P)] *= 0.5
-    A_bar = solve_triangular(L, solve_triangular(L, P, lower=True, trans="T",
-                                                 check_finite=False).T,
-                             lower=True, trans="T", check_finite=False).T
+    A_bar = solve_triangular(
+        L,
+        solve_triangular(L, P, lower=True, trans="T", check_finite=False).T,
+        lower=True,
+        trans="T",
+        check_finite=False,
+    ).T
     return 0.5 * (A_bar + A_bar.T)
 
 
 def frozen_site_gradient(kernel, X, Z, L, Bt, m_cav, Sb_cav, d1, d2):
-    """Eqs (eq-sep-gradient), (eq-sep-chol): d sum_i log Z_i / d(theta, Z) with the cavities
+    """Eqs (eq-sep-gradient), (eq-sep-chol): d sum_i log Z_i / d(theta, Z) with the
+    cavities
     of v frozen.
 
-    ``m_cav`` (M, B) or (M,) the cavity means of v, ``Sb_cav`` (M, B) the products S_cav b_i,
+    ``m_cav`` (M, B) or (M,) the cavity means of v, ``Sb_cav`` (M, B) the products S_cav
+    b_i,
     ``d1``, ``d2`` the mu-derivatives of log Z_i. Returns (d/dtheta (p,), d/dZ (M, D)).
     """
-    e = 0.5 * (d1 * d1 + d2)                         # d log Z_i / d(var), eq-sep-dvar
+    e = 0.5 * (d1 * d1 + d2)  # d log Z_i / d(var), eq-sep-dvar
     m_cav = m_cav[:, None] if m_cav.ndim == 1 else m_cav
-    C = d1 * m_cav + 2.0 * e * (Sb_cav - Bt)          # d log Z_i / d b_i
-    W = solve_triangular(L, C, lower=True, trans="T", check_finite=False)   # L^-T C
-    G = chol_adjoint(L, -np.tril(W @ Bt.T))           # adjoint of the jittered K_uu
+    C = d1 * m_cav + 2.0 * e * (Sb_cav - Bt)  # d log Z_i / d b_i
+    W = solve_triangular(L, C, lower=True, trans="T", check_finite=False)  # L^-T C
+    G = chol_adjoint(L, -np.tril(W @ Bt.T))  # adjoint of the jittered K_uu
     theta_ub, _, z_ub = rbf_cross_vjp(kernel, X, Z, W.T)
     theta_uu, z_left, z_right = rbf_cross_vjp(kernel, Z, Z, G)
     theta_diag = rbf_diag_vjp(kernel, e.sum() + JITTER * np.trace(G))
@@ -240,7 +317,8 @@ def frozen_site_gradient(kernel, X, Z, L, Bt, m_cav, Sb_cav, d1, d2):
 
 # %% book/26_stochastic_ep.md, code cell 14
 class Adam:
-    """Adam (Kingma & Ba 2015) for ascent, eq. (eq-sep-adam): per-coordinate rates ``rates``.
+    """Adam (Kingma & Ba 2015) for ascent, eq. (eq-sep-adam): per-coordinate rates
+    ``rates``.
 
     ``units`` (default 1): Adam runs on x / units, so a rate is measured in these units.
     """
@@ -253,34 +331,41 @@ class Adam:
         self.k = 0
 
     def step(self, x, grad, scale=1.0):
-        """x + units * scale * rates * m_hat / (sqrt(v_hat) + eps), ``grad * units`` folded in."""
+        """x + units * scale * rates * m_hat / (sqrt(v_hat) + eps), ``grad * units``
+        folded in."""
         self.k += 1
-        grad = grad * self.units                    # the gradient with respect to x / units
+        grad = grad * self.units  # the gradient with respect to x / units
         self.m = self.beta1 * self.m + (1.0 - self.beta1) * grad
         self.v = self.beta2 * self.v + (1.0 - self.beta2) * grad * grad
-        m_hat = self.m / (1.0 - self.beta1 ** self.k)
-        v_hat = self.v / (1.0 - self.beta2 ** self.k)
+        m_hat = self.m / (1.0 - self.beta1**self.k)
+        v_hat = self.v / (1.0 - self.beta2**self.k)
         return x + self.units * scale * self.rates * m_hat / (np.sqrt(v_hat) + self.eps)
 
 
 # %% book/26_stochastic_ep.md, code cell 15
-WARMUP = 20                        # minibatches of site updates before the first Adam step
-FINAL_RATE = 0.1                   # the rates decay geometrically to this fraction, eq-sep-adam
+WARMUP = 20  # minibatches of site updates before the first Adam step
+FINAL_RATE = 0.1  # the rates decay geometrically to this fraction, eq-sep-adam
 
 
-def hyperparameter_step(state, adam, batch, scale, progress, learn_theta, learn_Z,
-                        log_bounds):
+def hyperparameter_step(
+    state, adam, batch, scale, progress, learn_theta, learn_Z, log_bounds
+):
     """One Adam step on (theta, Z) along scale * the batch's gradient (eq-sep-gradient).
 
     The rate is decayed by FINAL_RATE ** progress, and theta is projected into the box
-    ``log_bounds`` = (low, high). A step after which the jittered K_uu cannot be factorised
+    ``log_bounds`` = (low, high). A step after which the jittered K_uu cannot be
+    factorised
     is taken back and the rates halved; returns False then.
     """
     p = state.kernel.theta.size
-    grad = np.concatenate([batch.grad_theta if learn_theta else np.zeros(p),
-                           batch.grad_Z.ravel() if learn_Z else np.zeros(state.Z.size)])
+    grad = np.concatenate(
+        [
+            batch.grad_theta if learn_theta else np.zeros(p),
+            batch.grad_Z.ravel() if learn_Z else np.zeros(state.Z.size),
+        ]
+    )
     x = np.concatenate([state.kernel.theta, state.Z.ravel()])
-    x = adam.step(x, scale * grad, FINAL_RATE ** progress)
+    x = adam.step(x, scale * grad, FINAL_RATE**progress)
     x[:p] = np.clip(x[:p], *log_bounds)
     kernel, Z = state.kernel.with_theta(x[:p]), x[p:].reshape(state.Z.shape)
     try:
@@ -296,35 +381,60 @@ def hyperparameter_step(state, adam, batch, scale, progress, learn_theta, learn_
 class SEPRun(NamedTuple):
     """How a run of stochastic EP went."""
 
-    n_iter: int                    # minibatches
-    n_epochs: float                # passes over the training set (fractional)
-    seconds: float                 # training time, callbacks excluded
-    site_change: float             # relative change of the site precision over the last window
-    n_rejected: int                # hyperparameter steps taken back (eq-sep-adam)
-    stopped_by: str                # "max_time", "max_epochs" or "callback"
+    n_iter: int  # minibatches
+    n_epochs: float  # passes over the training set (fractional)
+    seconds: float  # training time, callbacks excluded
+    site_change: float  # relative change of the site precision over the last window
+    n_rejected: int  # hyperparameter steps taken back (eq-sep-adam)
+    stopped_by: str  # "max_time", "max_epochs" or "callback"
 
 
-def run_stochastic_ep(state, X, y, *, batch_size, max_time, max_epochs, adam, learn_theta,
-                      learn_Z, window, damping, rng, log_bounds=(-np.inf, np.inf),
-                      callback=None, verbose=False):
-    """Stochastic EP (eqs eq-sep-tied to eq-sep-adam) until max_time seconds or max_epochs.
+def run_stochastic_ep(
+    state,
+    X,
+    y,
+    *,
+    batch_size,
+    max_time,
+    max_epochs,
+    adam,
+    learn_theta,
+    learn_Z,
+    window,
+    damping,
+    rng,
+    log_bounds=(-np.inf, np.inf),
+    callback=None,
+    verbose=False,
+):
+    """Stochastic EP (eqs eq-sep-tied to eq-sep-adam) until max_time seconds or
+    max_epochs.
 
-    ``callback(state, seconds)`` after every minibatch, its time not counted; it stops the
+    ``callback(state, seconds)`` after every minibatch, its time not counted; it stops
+    the
     run by returning False. Returns a SEPRun.
     """
     n, B = len(X), min(batch_size, len(X))
     per_epoch = n // B
     total = np.inf if max_epochs is None else max_epochs * per_epoch
     limit = np.inf if max_time is None else max_time
-    snap_every = per_epoch if state.sites == "per-point" else max(1, -(-min(window, n) // B))
-    snapshot, change, rejected, seconds, stopped = state.lam.copy(), np.inf, 0, 0.0, None
+    snap_every = (
+        per_epoch if state.sites == "per-point" else max(1, -(-min(window, n) // B))
+    )
+    snapshot, change, rejected, seconds, stopped = (
+        state.lam.copy(),
+        np.inf,
+        0,
+        0.0,
+        None,
+    )
     learn = learn_theta or learn_Z
     with tqdm(total=100, desc="StochasticEP", unit="%", disable=not verbose) as bar:
         while stopped is None:
             order = rng.permutation(n)
             for k in range(per_epoch):
                 start = time.perf_counter()
-                idx = order[k * B:(k + 1) * B]
+                idx = order[k * B : (k + 1) * B]
                 progress = min(1.0, max(seconds / limit, state.t / total))
                 with_gradient = learn and state.t >= WARMUP
                 try:
@@ -332,15 +442,24 @@ def run_stochastic_ep(state, X, y, *, batch_size, max_time, max_epochs, adam, le
                 except LinAlgError:
                     if state.sites != "per-point":
                         raise
-                    rebuild_site_sums(state, X)          # the sums drifted: rebuild them
+                    rebuild_site_sums(state, X)  # the sums drifted: rebuild them
                     batch = batch_sites(state, X[idx], y[idx], idx, with_gradient)
                 update_sites(state, batch, idx, window, damping)
                 if with_gradient:
-                    rejected += not hyperparameter_step(state, adam, batch, n / B, progress,
-                                                        learn_theta, learn_Z, log_bounds)
+                    rejected += not hyperparameter_step(
+                        state,
+                        adam,
+                        batch,
+                        n / B,
+                        progress,
+                        learn_theta,
+                        learn_Z,
+                        log_bounds,
+                    )
                 if state.t % snap_every == 0:
-                    change = (np.linalg.norm(state.lam - snapshot)
-                              / max(np.linalg.norm(state.lam), np.finfo(float).tiny))
+                    change = np.linalg.norm(state.lam - snapshot) / max(
+                        np.linalg.norm(state.lam), np.finfo(float).tiny
+                    )
                     snapshot = state.lam.copy()
                 seconds += time.perf_counter() - start
                 done = min(1.0, max(seconds / limit, state.t / total))
@@ -356,17 +475,21 @@ def run_stochastic_ep(state, X, y, *, batch_size, max_time, max_epochs, adam, le
                     start = time.perf_counter()
                     rebuild_site_sums(state, X)
                     seconds += time.perf_counter() - start
-    return SEPRun(state.t, state.t / per_epoch, seconds, float(change), rejected, stopped)
+    return SEPRun(
+        state.t, state.t / per_epoch, seconds, float(change), rejected, stopped
+    )
 
 
 # %% book/26_stochastic_ep.md, code cell 17
-KMEANS_SUBSET = 5000               # "kmeans" clusters max(KMEANS_SUBSET, 20 M) random inputs
+KMEANS_SUBSET = 5000  # "kmeans" clusters max(KMEANS_SUBSET, 20 M) random inputs
 
 
 def kmeans_inducing(X, n_inducing, rng):
-    """M inducing inputs: k-means++ centres (20 Lloyd iterations) of a random subset of X.
+    """M inducing inputs: k-means++ centres (20 Lloyd iterations) of a random subset of
+    X.
 
-    ``rng`` a numpy RandomState. With fewer than 2 M candidates, a random subset of X instead;
+    ``rng`` a numpy RandomState. With fewer than 2 M candidates, a random subset of X
+    instead;
     with at most M distinct candidates, those (fewer than M inducing inputs then).
     """
     from sklearn.cluster import KMeans
@@ -380,8 +503,11 @@ def kmeans_inducing(X, n_inducing, rng):
     if len(subset) < 2 * M:
         return choose_inducing(None, X, M, "random", rng)
     seed = int(rng.randint(np.iinfo(np.int32).max))
-    return KMeans(M, init="k-means++", n_init=1, max_iter=20, random_state=seed).fit(
-        subset).cluster_centers_
+    return (
+        KMeans(M, init="k-means++", n_init=1, max_iter=20, random_state=seed)
+        .fit(subset)
+        .cluster_centers_
+    )
 
 
 # %% book/26_stochastic_ep.md, code cell 18
@@ -391,19 +517,23 @@ _INDUCING = ("kmeans", "pivots", "random")
 
 def _check_options(est):
     """ValueError/TypeError naming the first invalid parameter of a StochasticEP."""
-    check_inducing_options(est, _INDUCING)        # chapter 25: kernel, likelihood, M, ...
+    check_inducing_options(est, _INDUCING)  # chapter 25: kernel, likelihood, M, ...
     if est.sites not in _SITES:
         raise ValueError(f"sites must be one of {_SITES}; got {est.sites!r}")
     check_integer(est.batch_size, "batch_size", low=1)
     if est.max_time is None and est.max_epochs is None:
-        raise ValueError("max_time and max_epochs are both None: the fit would never stop")
+        raise ValueError(
+            "max_time and max_epochs are both None: the fit would never stop"
+        )
     if est.max_time is not None:
         check_scalar(est.max_time, "max_time", low=0.0, low_inclusive=False)
     if est.max_epochs is not None:
         check_scalar(est.max_epochs, "max_epochs", low=0.0, low_inclusive=False)
     if est.optimizer not in (None, "adam"):
-        raise ValueError(f"optimizer must be 'adam' or None (keep the kernel and the inducing "
-                         f"inputs fixed); got {est.optimizer!r}")
+        raise ValueError(
+            f"optimizer must be 'adam' or None (keep the kernel and the inducing "
+            f"inputs fixed); got {est.optimizer!r}"
+        )
     check_scalar(est.learning_rate, "learning_rate", low=0.0)
     check_scalar(est.inducing_learning_rate, "inducing_learning_rate", low=0.0)
     check_bool(est.learn_inducing, "learn_inducing")
@@ -422,7 +552,8 @@ class SEPBreakdownError(LinAlgError):
 
 
 class _StochasticFit:
-    """StochasticEP's fit: options checked, inducing inputs chosen, the run, its report."""
+    """StochasticEP's fit: options checked, inducing inputs chosen, the run, its
+    report."""
 
     def _validate_params(self):
         _check_options(self)
@@ -434,58 +565,105 @@ class _StochasticFit:
             return choose_inducing(kernel, X, int(self.n_inducing), self.inducing, rng)
         Z = check_array(self.inducing, "inducing")
         if Z.shape[1] != X.shape[1]:
-            raise ValueError(f"inducing has {Z.shape[1]} columns but X has {X.shape[1]}")
+            raise ValueError(
+                f"inducing has {Z.shape[1]} columns but X has {X.shape[1]}"
+            )
         return Z.copy()
 
     def _fit(self, X, y_pm, callback=None):
         if callback is not None and not callable(callback):
-            raise TypeError(f"callback must be callable(state, seconds); got {callback!r}")
+            raise TypeError(
+                f"callback must be callable(state, seconds); got {callback!r}"
+            )
         rng = check_random_state(self.random_state)
-        kernel = default_kernel(X) if self.kernel is None else copy.deepcopy(self.kernel)
-        likelihood = (Probit(noise_var=1.0) if self.likelihood is None
-                      else copy.deepcopy(self.likelihood))
+        kernel = (
+            default_kernel(X) if self.kernel is None else copy.deepcopy(self.kernel)
+        )
+        likelihood = (
+            Probit(noise_var=1.0)
+            if self.likelihood is None
+            else copy.deepcopy(self.likelihood)
+        )
         Z = self._inducing_inputs(kernel, X, rng)
         learn = self.optimizer is not None
         log_bounds = search_box(self.hyperparameter_bounds, kernel.theta)
-        if learn:                                   # Adam starts inside the box
-            kernel, _ = warn_start_outside("StochasticEP.fit", kernel, *log_bounds,
-                                           stacklevel=3)
+        if learn:  # Adam starts inside the box
+            kernel, _ = warn_start_outside(
+                "StochasticEP.fit", kernel, *log_bounds, stacklevel=3
+            )
         state = SEPState(kernel, likelihood, Z, len(X), self.sites)
-        rates = np.concatenate([np.full(kernel.theta.size, float(self.learning_rate)),
-                                np.full(Z.size, float(self.inducing_learning_rate))])
-        units = np.concatenate([np.ones(kernel.theta.size),   # Z in each input's std
-                                np.broadcast_to(input_scale(X), Z.shape).ravel()])
-        limit = (contextlib.nullcontext() if self.blas_threads is None
-                 else threadpool_limits(limits=int(self.blas_threads), user_api="blas"))
+        rates = np.concatenate(
+            [
+                np.full(kernel.theta.size, float(self.learning_rate)),
+                np.full(Z.size, float(self.inducing_learning_rate)),
+            ]
+        )
+        units = np.concatenate(
+            [
+                np.ones(kernel.theta.size),  # Z in each input's std
+                np.broadcast_to(input_scale(X), Z.shape).ravel(),
+            ]
+        )
+        limit = (
+            contextlib.nullcontext()
+            if self.blas_threads is None
+            else threadpool_limits(limits=int(self.blas_threads), user_api="blas")
+        )
         try:
             with limit:
                 run = run_stochastic_ep(
-                    state, X, y_pm, batch_size=int(self.batch_size), max_time=self.max_time,
-                    max_epochs=self.max_epochs, adam=Adam(rates, units=units), learn_theta=learn,
-                    learn_Z=learn and self.learn_inducing, window=int(self.window),
-                    damping=float(self.damping), rng=rng,
-                    log_bounds=log_bounds, callback=callback,
-                    verbose=self.verbose)
+                    state,
+                    X,
+                    y_pm,
+                    batch_size=int(self.batch_size),
+                    max_time=self.max_time,
+                    max_epochs=self.max_epochs,
+                    adam=Adam(rates, units=units),
+                    learn_theta=learn,
+                    learn_Z=learn and self.learn_inducing,
+                    window=int(self.window),
+                    damping=float(self.damping),
+                    rng=rng,
+                    log_bounds=log_bounds,
+                    callback=callback,
+                    verbose=self.verbose,
+                )
         except LinAlgError as err:
-            raise SEPBreakdownError(f"stochastic EP broke down ({err}): K_uu or the precision "
-                                    "of q could not be factorised; try fewer inducing inputs "
-                                    "or learn_inducing=False") from None
+            raise SEPBreakdownError(
+                f"stochastic EP broke down ({err}): K_uu or the precision "
+                "of q could not be factorised; try fewer inducing inputs "
+                "or learn_inducing=False"
+            ) from None
         names, theta = state.kernel.hyperparameter_names, state.kernel.theta
         self.at_bound_ = bound_hits(theta, names, *log_bounds) if learn else ()
-        self.converged_ = bool(run.n_epochs >= 1.0 and run.site_change < self.tol
-                               and not self.at_bound_)
+        self.converged_ = bool(
+            run.n_epochs >= 1.0 and run.site_change < self.tol and not self.at_bound_
+        )
         if run.site_change >= self.tol and run.stopped_by != "callback":
-            warnings.warn(f"stochastic EP stopped ({run.stopped_by}) after {run.n_epochs:.2f} "
-                          f"epochs with the site precision still changing by "
-                          f"{run.site_change:.3g} over its last window (tol={self.tol:g}); "
-                          "raise max_time or max_epochs", ConvergenceWarning, stacklevel=3)
-        warn_bound_hits("StochasticEP.fit", self.at_bound_, theta, names, *log_bounds,
-                        stacklevel=3)
+            warnings.warn(
+                f"stochastic EP stopped ({run.stopped_by}) after {run.n_epochs:.2f} "
+                f"epochs with the site precision still changing by "
+                f"{run.site_change:.3g} over its last window (tol={self.tol:g}); "
+                "raise max_time or max_epochs",
+                ConvergenceWarning,
+                stacklevel=3,
+            )
+        warn_bound_hits(
+            "StochasticEP.fit", self.at_bound_, theta, names, *log_bounds, stacklevel=3
+        )
         self._state = state
-        self.kernel_, self.likelihood_, self.inducing_ = state.kernel, likelihood, state.Z
+        self.kernel_, self.likelihood_, self.inducing_ = (
+            state.kernel,
+            likelihood,
+            state.Z,
+        )
         self.n_inducing_ = len(state.Z)
         self.site_precision_, self.site_linear_ = state.lam, state.h
-        self.n_iter_, self.n_epochs_, self.fit_seconds_ = run.n_iter, run.n_epochs, run.seconds
+        self.n_iter_, self.n_epochs_, self.fit_seconds_ = (
+            run.n_iter,
+            run.n_epochs,
+            run.seconds,
+        )
         self.site_change_, self.stopped_by_ = run.site_change, run.stopped_by
 
 
@@ -493,7 +671,8 @@ class _StochasticPrediction:
     """StochasticEP's predictions under q (eq-sparse-predict)."""
 
     def predict_latent(self, X):
-        """Eq. (eq-sparse-predict): mean and variance of the latent f(x) under q at rows of X."""
+        """Eq. (eq-sparse-predict): mean and variance of the latent f(x) under q at rows
+        of X."""
         return self._state.predict_latent(self._check_predict_input(X))
 
     def _decision_function(self, X):
@@ -507,8 +686,10 @@ class _StochasticPrediction:
 class StochasticEP(_StochasticFit, _StochasticPrediction, GPClassifierBase):
     """Gaussian-process classifier by stochastic EP on the FITC prior (chapter 26).
 
-    Minibatches of ``batch_size`` update the sites in whitened coordinates and take an Adam
-    step on the kernel hyperparameters and inducing inputs; O(M^2 B) time per minibatch and,
+    Minibatches of ``batch_size`` update the sites in whitened coordinates and take an
+    Adam
+    step on the kernel hyperparameters and inducing inputs; O(M^2 B) time per minibatch
+    and,
     with tied sites, memory that does not grow with n (besides the data).
 
     Parameters
@@ -521,8 +702,10 @@ class StochasticEP(_StochasticFit, _StochasticPrediction, GPClassifierBase):
     inducing : {"kmeans", "pivots", "random"} or array (M, n_features), default "kmeans"
         k-means++ centres of a random subset, chapter 25's choose_inducing, or given.
     sites : {"tied", "per-point"}, default "tied"
-        Stochastic EP's one tied site (eq-sep-tied), or a site per training point (minibatch
-        EP, eq-sep-perpoint; two more n-vectors, and a rebuild pass per epoch when learning).
+        Stochastic EP's one tied site (eq-sep-tied), or a site per training point
+        (minibatch
+        EP, eq-sep-perpoint; two more n-vectors, and a rebuild pass per epoch when
+        learning).
     batch_size : int >= 1, default 1000
     max_time : float > 0 or None, default 60.0
         Training seconds (callbacks excluded); the rates decay over this budget.
@@ -530,24 +713,30 @@ class StochasticEP(_StochasticFit, _StochasticPrediction, GPClassifierBase):
         Passes over the training set; the first of max_time and max_epochs stops the fit
         (on small data sets, the epochs).
     optimizer : "adam" or None, default "adam"
-        Learn the kernel (and inducing inputs) by Adam on eq-sep-gradient; None keeps them.
+        Learn the kernel (and inducing inputs) by Adam on eq-sep-gradient; None keeps
+        them.
     learning_rate, inducing_learning_rate : float >= 0, default 0.05 and 0.01
-        Adam's rates for the log-hyperparameters and for the inducing inputs (eq-sep-adam).
+        Adam's rates for the log-hyperparameters and for the inducing inputs
+        (eq-sep-adam).
     learn_inducing : bool, default True
     window : int >= 1, default 100000
-        The tied site averages over about the last min(window, n) points (eq-sep-average).
+        The tied site averages over about the last min(window, n) points
+        (eq-sep-average).
     damping : float in (0, 1], default 1.0
         Damping of the per-point site updates.
     hyperparameter_bounds : "auto" or (low, high), default "auto"
-        The box of the kernel hyperparameters, Adam's steps projected into it: "auto" is 1e-5
+        The box of the kernel hyperparameters, Adam's steps projected into it: "auto" is
+        1e-5
         to 1e5 times each one's start (chapter 1's search_box), a pair bounds every one.
     tol : float > 0, default 0.05
-        Converged when at least one epoch ran and the site precision changed by less than
+        Converged when at least one epoch ran and the site precision changed by less
+        than
         tol (relative, Frobenius) over its last window (an epoch for per-point sites).
     random_state : None, int or RandomState
         Inducing inputs and minibatch order.
     blas_threads : int >= 1 or None, default 1
-        BLAS threads during fit (threadpoolctl); None leaves BLAS as it is configured. The
+        BLAS threads during fit (threadpoolctl); None leaves BLAS as it is configured.
+        The
         minibatch products are small (M x B), where threads cost more than they gain.
     verbose : bool, default False
         A tqdm progress bar over the budget.
@@ -560,12 +749,28 @@ class StochasticEP(_StochasticFit, _StochasticPrediction, GPClassifierBase):
     ``n_epochs_``, ``fit_seconds_``, ``site_change_``, ``converged_``, ``stopped_by_``.
     """
 
-    def __init__(self, kernel=None, likelihood=None, n_inducing=200, inducing="kmeans",
-                 sites="tied", batch_size=1000, max_time=60.0, max_epochs=100,
-                 optimizer="adam", learning_rate=0.05, inducing_learning_rate=0.01,
-                 learn_inducing=True, window=100_000, damping=1.0,
-                 hyperparameter_bounds="auto", tol=0.05, random_state=None,
-                 blas_threads=1, verbose=False):
+    def __init__(
+        self,
+        kernel=None,
+        likelihood=None,
+        n_inducing=200,
+        inducing="kmeans",
+        sites="tied",
+        batch_size=1000,
+        max_time=60.0,
+        max_epochs=100,
+        optimizer="adam",
+        learning_rate=0.05,
+        inducing_learning_rate=0.01,
+        learn_inducing=True,
+        window=100_000,
+        damping=1.0,
+        hyperparameter_bounds="auto",
+        tol=0.05,
+        random_state=None,
+        blas_threads=1,
+        verbose=False,
+    ):
         self.kernel = kernel
         self.likelihood = likelihood
         self.n_inducing = n_inducing

@@ -11,6 +11,7 @@ linear-response leave-one-out estimate eq-svm-loo (by the partitioned inverse
 eq-loo-partitioned and the bordered inverse eq-loo-bordered-inverse) and the estimator
 ``KernelAdatron``.
 """
+
 import copy
 import warnings
 from dataclasses import dataclass
@@ -19,20 +20,36 @@ import numpy as np
 from scipy.linalg import LinAlgError, cholesky, eigh, solve_triangular
 from scipy.sparse.linalg import ArpackNoConvergence, eigsh
 
-from gpc_literate.base import (ConvergenceWarning, GPClassifierBase, check_bool, check_integer,
-                               check_scalar)
+from gpc_literate.base import (
+    ConvergenceWarning,
+    GPClassifierBase,
+    check_bool,
+    check_integer,
+    check_scalar,
+)
 from gpc_literate.kernels import check_kernel, default_kernel
 
-__all__ = ["AdatronResult", "KKTCheck", "KernelAdatron", "conditional_variances", "kernel_adatron",
-           "kkt_violation", "largest_eigenvalue", "project_box_hyperplane", "svm_groups"]
+__all__ = [
+    "AdatronResult",
+    "KKTCheck",
+    "KernelAdatron",
+    "conditional_variances",
+    "kernel_adatron",
+    "kkt_violation",
+    "largest_eigenvalue",
+    "project_box_hyperplane",
+    "svm_groups",
+]
 
 
 # %% book/05_svm.md, code cell 4
 def svm_groups(alpha, C=np.inf):
     """Masks (non_sv, margin_sv, bound_sv) of the three groups of eq-svm-kkt.
 
-    Non-support vectors have alpha == 0, bound support vectors alpha == C, margin support
-    vectors everything in between (exact comparisons: the Adatron projects onto the bounds).
+    Non-support vectors have alpha == 0, bound support vectors alpha == C, margin
+    support
+    vectors everything in between (exact comparisons: the Adatron projects onto the
+    bounds).
     """
     alpha = np.asarray(alpha, dtype=float)
     non_sv = alpha <= 0.0
@@ -46,7 +63,8 @@ class KKTCheck:
     """Violations of the Kuhn-Tucker conditions eq-svm-kkt at a candidate solution.
 
     ``margin``: largest violation of the three margin conditions, in margin units;
-    ``box``: largest violation of 0 <= alpha <= C; ``equality``: |sum_i y_i alpha_i| (0 when
+    ``box``: largest violation of 0 <= alpha <= C; ``equality``: |sum_i y_i alpha_i| (0
+    when
     there is no bias). ``worst`` is the largest of the three.
     """
 
@@ -61,9 +79,11 @@ class KKTCheck:
 
 # %% book/05_svm.md, code cell 6
 def kkt_violation(K, y, alpha, bias=0.0, *, C=np.inf, v=0.0, fit_bias=False):
-    """Violation of the Kuhn-Tucker conditions eq-svm-kkt (Opper & Winther eqs 17.20, 17.22).
+    """Violation of the Kuhn-Tucker conditions eq-svm-kkt (Opper & Winther eqs 17.20,
+    17.22).
 
-    K is the kernel matrix without the noise variance v; the margins are those of the noisy
+    K is the kernel matrix without the noise variance v; the margins are those of the
+    noisy
     process, m_i = y_i (sum_j (K + v I)_ij y_j alpha_j + bias).
     """
     y = np.asarray(y, dtype=float)
@@ -82,14 +102,16 @@ def kkt_violation(K, y, alpha, bias=0.0, *, C=np.inf, v=0.0, fit_bias=False):
 
 # %% book/05_svm.md, code cell 7
 def _g(z, y, C, lam):
-    """g(lambda) of eq-svm-projection and the number of free components (minus its slope)."""
+    """g(lambda) of eq-svm-projection and the number of free components (minus its
+    slope)."""
     r = z - lam * y
     return float(y @ np.clip(r, 0.0, C)), int(np.count_nonzero((r > 0.0) & (r < C)))
 
 
 # %% book/05_svm.md, code cell 8
 def _projection_root_by_sorting(z, y, C):
-    """Exact root of the piecewise-linear g of eq-svm-projection from its sorted breakpoints."""
+    """Exact root of the piecewise-linear g of eq-svm-projection from its sorted
+    breakpoints."""
     finite_c = np.isfinite(C)
     # component i has slope -1 on (lo_i, hi_i): y_i = +1 on (z_i - C, z_i),
     # y_i = -1 on (-z_i, C - z_i); with C = inf one end is infinite
@@ -107,7 +129,7 @@ def _projection_root_by_sorting(z, y, C):
         slope0 = -float(positive.sum())
     order = np.argsort(events, kind="stable")
     e, ds = events[order], dslope[order]
-    slope = slope0 + np.cumsum(ds)          # slope of g just right of each event
+    slope = slope0 + np.cumsum(ds)  # slope of g just right of each event
     g = np.empty_like(e)
     g[0] = _g(z, y, C, e[0])[0]
     g[1:] = g[0] + np.cumsum(slope[:-1] * np.diff(e))
@@ -121,8 +143,10 @@ def _projection_root_by_sorting(z, y, C):
 def project_box_hyperplane(z, y, C=np.inf, lam0=0.0):
     """Projection onto {0 <= alpha <= C, y . alpha = 0}, eq-svm-projection.
 
-    Returns ``(alpha, lam)`` with alpha = clip(z - lam * y, 0, C) and sum(y * alpha) = 0 up
-    to rounding. ``lam0`` is a starting guess (the Adatron passes the previous one). Both
+    Returns ``(alpha, lam)`` with alpha = clip(z - lam * y, 0, C) and sum(y * alpha) = 0
+    up
+    to rounding. ``lam0`` is a starting guess (the Adatron passes the previous one).
+    Both
     labels +1 and -1 must occur in ``y``.
     """
     z = np.asarray(z, dtype=float)
@@ -134,15 +158,16 @@ def project_box_hyperplane(z, y, C=np.inf, lam0=0.0):
 
 # %% book/05_svm.md, code cell 10
 def _project(z, y, C, lam0):
-    """``project_box_hyperplane`` without the input checks (the Adatron's inner loop)."""
+    """``project_box_hyperplane`` without the input checks (the Adatron's inner
+    loop)."""
     scale = 1e-12 * max(1.0, float(np.abs(z).sum()))
     lam = float(lam0)
-    for _ in range(8):                       # Newton's method on the piecewise-linear g
+    for _ in range(8):  # Newton's method on the piecewise-linear g
         alpha = np.minimum(np.maximum(z - lam * y, 0.0), C)
         g = float(y @ alpha)
         if abs(g) <= scale:
             return alpha, lam
-        n_free = np.count_nonzero((alpha > 0.0) & (alpha < C))   # minus the slope of g
+        n_free = np.count_nonzero((alpha > 0.0) & (alpha < C))  # minus the slope of g
         if n_free == 0:
             break
         lam += g / n_free
@@ -152,7 +177,8 @@ def _project(z, y, C, lam0):
 
 # %% book/05_svm.md, code cell 12
 def largest_eigenvalue(K):
-    """Largest eigenvalue of the symmetric matrix K, for the step size eq-svm-learning-rate.
+    """Largest eigenvalue of the symmetric matrix K, for the step size
+    eq-svm-learning-rate.
 
     Lanczos (``eigsh``, started from the vector of ones) for n > 64, falling back to the
     dense ``eigh`` when it does not converge; dense for smaller K. Returns a float.
@@ -160,8 +186,16 @@ def largest_eigenvalue(K):
     n = K.shape[0]
     if n > 64:
         try:
-            return float(eigsh(K, k=1, which="LA", v0=np.ones(n), tol=1e-8,
-                               return_eigenvectors=False)[0])
+            return float(
+                eigsh(
+                    K,
+                    k=1,
+                    which="LA",
+                    v0=np.ones(n),
+                    tol=1e-8,
+                    return_eigenvectors=False,
+                )[0]
+            )
         except ArpackNoConvergence:
             pass
     return float(eigh(K, eigvals_only=True, subset_by_index=[n - 1, n - 1])[0])
@@ -185,14 +219,27 @@ class AdatronResult:
 
 
 # %% book/05_svm.md, code cell 14
-def kernel_adatron(K, y, *, C=np.inf, v=0.0, fit_bias=False, max_iter=20000, tol=1e-5,
-                   learning_rate=1.0, alpha_init=None):
-    """Parallel kernel Adatron, eq-svm-adatron (projection eq-svm-projection, bias eq-svm-bias).
+def kernel_adatron(
+    K,
+    y,
+    *,
+    C=np.inf,
+    v=0.0,
+    fit_bias=False,
+    max_iter=20000,
+    tol=1e-5,
+    learning_rate=1.0,
+    alpha_init=None,
+):
+    """Parallel kernel Adatron, eq-svm-adatron (projection eq-svm-projection, bias
+    eq-svm-bias).
 
     Maximises the SVM dual eq-svm-dual for the kernel matrix ``K`` (without the noise
-    variance ``v``, which is added to its diagonal), labels ``y`` in {-1, +1}, box [0, C].
+    variance ``v``, which is added to its diagonal), labels ``y`` in {-1, +1}, box [0,
+    C].
     Each iteration is one matrix-vector product. Stops when max_i |delta alpha_i| / eta
-    <= tol; returns an ``AdatronResult`` (``converged`` False after ``max_iter`` iterations
+    <= tol; returns an ``AdatronResult`` (``converged`` False after ``max_iter``
+    iterations
     or if the iterates stop being finite).
     """
     K = np.asarray(K, dtype=float)
@@ -220,7 +267,7 @@ def kernel_adatron(K, y, *, C=np.inf, v=0.0, fit_bias=False, max_iter=20000, tol
         z = alpha + eta * (1.0 - y * f_noisy)
         if fit_bias:
             new, lam = _project(z, y, C, lam)
-            bias = lam / eta                                   # eq-svm-bias
+            bias = lam / eta  # eq-svm-bias
         else:
             new = np.clip(z, 0.0, C)
         step = float(np.max(np.abs(new - alpha))) / eta
@@ -235,7 +282,8 @@ def kernel_adatron(K, y, *, C=np.inf, v=0.0, fit_bias=False, max_iter=20000, tol
 
 # %% book/05_svm.md, code cell 21
 def _cholesky_with_jitter(A):
-    """Lower Cholesky factor of the symmetric positive (semi)definite A, adding jitter if needed."""
+    """Lower Cholesky factor of the symmetric positive (semi)definite A, adding jitter
+    if needed."""
     jitter = 0.0
     scale = float(np.mean(np.diag(A))) if A.size else 1.0
     for _ in range(6):
@@ -248,12 +296,16 @@ def _cholesky_with_jitter(A):
 
 # %% book/05_svm.md, code cell 22
 def conditional_variances(K, alpha, *, C=np.inf, v=0.0, fit_bias=False):
-    """Conditional variances sigma_i of eq-svm-loo, from one Cholesky factor of the margin block.
+    """Conditional variances sigma_i of eq-svm-loo, from one Cholesky factor of the
+    margin block.
 
-    For a margin support vector, 1 / [A_M^{-1}]_ii; for a bound support vector, the Schur
-    complement of its column against A_M (both eq-loo-partitioned, with the bordered inverse
+    For a margin support vector, 1 / [A_M^{-1}]_ii; for a bound support vector, the
+    Schur
+    complement of its column against A_M (both eq-loo-partitioned, with the bordered
+    inverse
     eq-loo-bordered-inverse when ``fit_bias``): the systems eq-loo-system and
-    eq-loo-bias-system solved in closed form. ``K`` is the kernel matrix without the noise
+    eq-loo-bias-system solved in closed form. ``K`` is the kernel matrix without the
+    noise
     variance ``v``. Returns an array of shape (n,), 0 for the non-support vectors.
     """
     alpha = np.asarray(alpha, dtype=float)
@@ -262,20 +314,24 @@ def conditional_variances(K, alpha, *, C=np.inf, v=0.0, fit_bias=False):
     M, B = np.flatnonzero(margin_sv), np.flatnonzero(bound_sv)
     sigma = np.zeros(alpha.size)
     if M.size == 0 and fit_bias and B.size:
-        warnings.warn("no margin support vectors: the bias cannot respond to a removal; "
-                      "the leave-one-out estimate keeps it fixed", UserWarning, stacklevel=3)
+        warnings.warn(
+            "no margin support vectors: the bias cannot respond to a removal; "
+            "the leave-one-out estimate keeps it fixed",
+            UserWarning,
+            stacklevel=3,
+        )
         fit_bias = False
     if M.size == 0:
         sigma[B] = K_noisy_diag[B]
         return sigma
     L = _cholesky_with_jitter(K[np.ix_(M, M)] + v * np.eye(M.size))
     L_inv = solve_triangular(L, np.eye(M.size), lower=True)
-    diag_inv = np.einsum("ij,ij->j", L_inv, L_inv)          # diag of K_MM^{-1}
-    W = solve_triangular(L, K[np.ix_(M, B)], lower=True)     # L^{-1} a_i, bound SVs
+    diag_inv = np.einsum("ij,ij->j", L_inv, L_inv)  # diag of K_MM^{-1}
+    W = solve_triangular(L, K[np.ix_(M, B)], lower=True)  # L^{-1} a_i, bound SVs
     schur = K_noisy_diag[B] - np.einsum("ij,ij->j", W, W)
-    if fit_bias:                                           # bordered matrix, bias row
-        w1 = L_inv.sum(axis=1)                             # L^{-1} 1
-        s = float(w1 @ w1)                                 # 1' K_MM^{-1} 1
+    if fit_bias:  # bordered matrix, bias row
+        w1 = L_inv.sum(axis=1)  # L^{-1} 1
+        s = float(w1 @ w1)  # 1' K_MM^{-1} 1
         diag_inv = diag_inv - (L_inv.T @ w1) ** 2 / s
         schur = schur + (w1 @ W - 1.0) ** 2 / s
     sigma[M] = 1.0 / diag_inv
@@ -285,13 +341,20 @@ def conditional_variances(K, alpha, *, C=np.inf, v=0.0, fit_bias=False):
 
 # %% book/05_svm.md, code cell 23
 def _check_adatron_params(est):
-    """ValueError/TypeError for a ``KernelAdatron`` hyperparameter outside its domain."""
+    """ValueError/TypeError for a ``KernelAdatron`` hyperparameter outside its
+    domain."""
     if not (isinstance(est.C, (float, np.floating)) and est.C == np.inf):
-        check_scalar(est.C, "C", low=0.0, low_inclusive=False)     # C = inf: no box
+        check_scalar(est.C, "C", low=0.0, low_inclusive=False)  # C = inf: no box
     check_scalar(est.v, "v", low=0.0)
     check_scalar(est.tol, "tol", low=0.0, low_inclusive=False)
-    check_scalar(est.learning_rate, "learning_rate", low=0.0, high=2.0,
-                 low_inclusive=False, high_inclusive=False)
+    check_scalar(
+        est.learning_rate,
+        "learning_rate",
+        low=0.0,
+        high=2.0,
+        low_inclusive=False,
+        high_inclusive=False,
+    )
     check_integer(est.max_iter, "max_iter")
     check_kernel(est.kernel)
     check_bool(est.fit_bias, "fit_bias")
@@ -299,29 +362,52 @@ def _check_adatron_params(est):
 
 
 # %% book/05_svm.md, code cell 24
-def _fit_adatron(K, X, y, *, C, v, fit_bias, max_iter, tol, learning_rate, alpha_init,
-                 compute_loo):
-    """Fitted attributes of ``KernelAdatron`` for the kernel matrix K of X (eq-svm-dual).
+def _fit_adatron(
+    K, X, y, *, C, v, fit_bias, max_iter, tol, learning_rate, alpha_init, compute_loo
+):
+    """Fitted attributes of ``KernelAdatron`` for the kernel matrix K of X
+    (eq-svm-dual).
 
     Returns a dict attribute name -> value: the solution, ``kkt_`` (eq-svm-kkt) and the
     linear-response leave-one-out activations and error (eq-svm-loo, or None).
     """
-    result = kernel_adatron(K, y, C=C, v=v, fit_bias=fit_bias, max_iter=max_iter, tol=tol,
-                            learning_rate=learning_rate, alpha_init=alpha_init)
+    result = kernel_adatron(
+        K,
+        y,
+        C=C,
+        v=v,
+        fit_bias=fit_bias,
+        max_iter=max_iter,
+        tol=tol,
+        learning_rate=learning_rate,
+        alpha_init=alpha_init,
+    )
     support = np.flatnonzero(result.alpha > 0.0)
-    fitted = dict(alpha_=result.alpha, bias_=result.bias, n_iter_=result.n_iter,
-                  converged_=result.converged, eta_=result.eta, support_=support,
-                  support_vectors_=X[support], dual_coef_=(y * result.alpha)[support],
-                  kkt_=kkt_violation(K, y, result.alpha, result.bias, C=C, v=v,
-                                     fit_bias=fit_bias),
-                  loo_decision_=None, loo_error_=None)
+    fitted = dict(
+        alpha_=result.alpha,
+        bias_=result.bias,
+        n_iter_=result.n_iter,
+        converged_=result.converged,
+        eta_=result.eta,
+        support_=support,
+        support_vectors_=X[support],
+        dual_coef_=(y * result.alpha)[support],
+        kkt_=kkt_violation(
+            K, y, result.alpha, result.bias, C=C, v=v, fit_bias=fit_bias
+        ),
+        loo_decision_=None,
+        loo_error_=None,
+    )
     if not result.converged:
         warnings.warn(
             f"KernelAdatron did not converge in {result.n_iter} iterations (last step "
             f"{result.step:.2e} > tol = {tol:g}); increase max_iter, or use v > 0 or a "
-            "finite C if the data may not be separable", ConvergenceWarning, stacklevel=5)
+            "finite C if the data may not be separable",
+            ConvergenceWarning,
+            stacklevel=5,
+        )
     if compute_loo and np.all(np.isfinite(result.alpha)):
-        u = y * result.alpha                      # eq-svm-loo: y_i h_i = m_i - alpha_i sigma_i
+        u = y * result.alpha  # eq-svm-loo: y_i h_i = m_i - alpha_i sigma_i
         sigma = conditional_variances(K, result.alpha, C=C, v=v, fit_bias=fit_bias)
         fitted["loo_decision_"] = K @ u + v * u + result.bias - u * sigma
         fitted["loo_error_"] = float(np.mean(y * fitted["loo_decision_"] <= 0.0))
@@ -332,22 +418,36 @@ def _fit_adatron(K, X, y, *, C, v, fit_bias, max_iter, tol, learning_rate, alpha
 class KernelAdatron(GPClassifierBase):
     """Support vector machine as the MAP of a GP, solved by the parallel kernel Adatron.
 
-    ``kernel``: a Kernel, default default_kernel(X) (eq-kern-default-length). Linear slack ``C`` (Laplace noise; ``np.inf`` for none) and quadratic slack ``v``
+    ``kernel``: a Kernel, default default_kernel(X) (eq-kern-default-length). Linear
+    slack ``C`` (Laplace noise; ``np.inf`` for none) and quadratic slack ``v``
     (Gaussian noise, added to the kernel diagonal, eq-svm-noisy-kernel); ``fit_bias``: a
     bias with a flat prior (the constraint sum_i y_i alpha_i = 0, eq-svm-projection).
-    ``learning_rate`` is relative to the largest eigenvalue, eq-svm-learning-rate, in (0, 2);
-    ``tol`` bounds the Kuhn-Tucker violation in margin units. With ``compute_loo`` the fit
+    ``learning_rate`` is relative to the largest eigenvalue, eq-svm-learning-rate, in
+    (0, 2);
+    ``tol`` bounds the Kuhn-Tucker violation in margin units. With ``compute_loo`` the
+    fit
     also computes the linear-response leave-one-out activations eq-svm-loo.
 
-    Fitted attributes: ``alpha_`` (n,), ``bias_``, ``n_iter_``, ``converged_``, ``support_``
-    (indices with alpha > 0), ``support_vectors_``, ``dual_coef_`` (y * alpha on the support),
+    Fitted attributes: ``alpha_`` (n,), ``bias_``, ``n_iter_``, ``converged_``,
+    ``support_``
+    (indices with alpha > 0), ``support_vectors_``, ``dual_coef_`` (y * alpha on the
+    support),
     ``kernel_``, ``eta_`` (the step size), ``kkt_`` (a ``KKTCheck``), ``loo_decision_``
     (linear-response leave-one-out activations, or None) and ``loo_error_`` (their error
     rate, or None).
     """
 
-    def __init__(self, kernel=None, C=np.inf, v=0.0, fit_bias=False, max_iter=20000, tol=1e-5,
-                 learning_rate=1.0, compute_loo=True):
+    def __init__(
+        self,
+        kernel=None,
+        C=np.inf,
+        v=0.0,
+        fit_bias=False,
+        max_iter=20000,
+        tol=1e-5,
+        learning_rate=1.0,
+        compute_loo=True,
+    ):
         self.kernel = kernel
         self.C = C
         self.v = v
@@ -361,29 +461,42 @@ class KernelAdatron(GPClassifierBase):
         _check_adatron_params(self)
 
     def fit(self, X, y, alpha_init=None, **fit_params):
-        """Fit to inputs X (n, d) and two-class labels y; ``alpha_init`` (n,) warm-starts alpha.
+        """Fit to inputs X (n, d) and two-class labels y; ``alpha_init`` (n,)
+        warm-starts alpha.
 
         Any other keyword argument (e.g. ``sample_weight``) raises TypeError, naming it.
         """
         return super().fit(X, y, alpha_init=alpha_init, **fit_params)
 
     def _fit(self, X, y, alpha_init=None):
-        kernel = (default_kernel(X) if self.kernel is None
-                  else copy.deepcopy(self.kernel))                  # never the caller's object
-        fitted = _fit_adatron(kernel(X), X, y, C=float(self.C), v=float(self.v),
-                              fit_bias=bool(self.fit_bias), max_iter=int(self.max_iter),
-                              tol=float(self.tol), learning_rate=float(self.learning_rate),
-                              alpha_init=alpha_init, compute_loo=bool(self.compute_loo))
+        kernel = (
+            default_kernel(X) if self.kernel is None else copy.deepcopy(self.kernel)
+        )  # never the caller's object
+        fitted = _fit_adatron(
+            kernel(X),
+            X,
+            y,
+            C=float(self.C),
+            v=float(self.v),
+            fit_bias=bool(self.fit_bias),
+            max_iter=int(self.max_iter),
+            tol=float(self.tol),
+            learning_rate=float(self.learning_rate),
+            alpha_init=alpha_init,
+            compute_loo=bool(self.compute_loo),
+        )
         self.kernel_ = kernel
         for name, value in fitted.items():
             setattr(self, name, value)
         return self
 
     def _decision_function(self, X):
-        """Activation sum_j k(x, x_j) y_j alpha_j + b of eq-svm-expansion (no noise variance)."""
+        """Activation sum_j k(x, x_j) y_j alpha_j + b of eq-svm-expansion (no noise
+        variance)."""
         if self.support_.size == 0:
             return np.full(X.shape[0], self.bias_)
         return self.kernel_(X, self.support_vectors_) @ self.dual_coef_ + self.bias_
 
     # no _predict_proba_positive: the SVM is the MAP of an unnormalised likelihood
-    # (eq-svm-unnormalised) and has no predictive probabilities, so there is no predict_proba
+    # (eq-svm-unnormalised) and has no predictive probabilities, so there is no
+    # predict_proba

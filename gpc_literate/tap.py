@@ -2,22 +2,31 @@
 # Edit the chapter book/10_tap.md, then run `make export`.
 
 # %% book/10_tap.md, code cell 1
-"""TAP mean-field theory for Gaussian-process classification (Opper & Winther 1999, 2000b).
+"""TAP mean-field theory for Gaussian-process classification (Opper & Winther 1999,
+2000b).
 
 Built by chapter 10 of the book (book/10_tap.md), which derives every formula: the TAP
-equations from the Gaussian cavity assumption (eq-tap-alpha, eq-tap-var-cav), their form as
-stationary points of the TAP free energy (eq-tap-free-energy), their solver ``tap_fixed_point``
-with one Cholesky factorisation per iteration (eq-tap-sites, eq-tap-site-update), which runs
-the damped parallel site iteration of gpc_literate.sites (parallel_sites: eq-sites-parallel,
-eq-sites-adaptive-damping) with the residual of eq-tap-alpha as its progress measure, the free
+equations from the Gaussian cavity assumption (eq-tap-alpha, eq-tap-var-cav), their form
+as
+stationary points of the TAP free energy (eq-tap-free-energy), their solver
+``tap_fixed_point``
+with one Cholesky factorisation per iteration (eq-tap-sites, eq-tap-site-update), which
+runs
+the damped parallel site iteration of gpc_literate.sites (parallel_sites:
+eq-sites-parallel,
+eq-sites-adaptive-damping) with the residual of eq-tap-alpha as its progress measure,
+the free
 energy at the solution as an estimate of the log evidence (eq-tap-log-evidence) and its
 gradient in the kernel's hyperparameters (eq-tap-evidence-gradient), the leave-one-out
-estimators from the cavity means (eq-tap-loo, eq-tap-error-probability) and the classifier
+estimators from the cavity means (eq-tap-loo, eq-tap-error-probability) and the
+classifier
 ``TAP``.
 
 Names as in gpc_literate.sites: sites exp(nu f - tau f^2 / 2) (``nu``, ``tau``), the
-posterior mean K @ coef, cavities ``mu_cav``, ``var_cav``, derivatives ``d1``, ``d2`` of log Z.
+posterior mean K @ coef, cavities ``mu_cav``, ``var_cav``, derivatives ``d1``, ``d2`` of
+log Z.
 """
+
 import warnings
 from dataclasses import dataclass
 from functools import partial
@@ -28,31 +37,54 @@ from scipy.linalg import LinAlgError
 
 from sklearn.utils.validation import check_is_fitted
 
-from gpc_literate.base import (ConvergenceWarning, GPClassifierBase, LearnsHyperparameters,
-                               check_bool, check_integer, check_scalar)
+from gpc_literate.base import (
+    ConvergenceWarning,
+    GPClassifierBase,
+    LearnsHyperparameters,
+    check_bool,
+    check_integer,
+    check_scalar,
+)
 from gpc_literate.kernels import check_kernel, default_kernel
 from gpc_literate.likelihoods import StepFlip
 from gpc_literate.meanfield import check_no_conflicting_pair, latent_moments
-from gpc_literate.sites import (SitePosterior, cavities, cavity_mean, parallel_sites,
-                                site_from_derivatives)
+from gpc_literate.sites import (
+    SitePosterior,
+    cavities,
+    cavity_mean,
+    parallel_sites,
+    site_from_derivatives,
+)
 
-__all__ = ["TAPEquations", "tap_equations", "TAPResult", "TAPBreakdownError",
-           "tap_alpha_residual", "tap_fixed_point", "tap_evidence_gradient", "TAP"]
+__all__ = [
+    "TAPEquations",
+    "tap_equations",
+    "TAPResult",
+    "TAPBreakdownError",
+    "tap_alpha_residual",
+    "tap_fixed_point",
+    "tap_evidence_gradient",
+    "TAP",
+]
 
 
 # %% book/10_tap.md, code cell 3
 class TAPBreakdownError(ValueError):
-    """The TAP iteration left the sites for which the Gaussian of eq-tap-sites exists."""
+    """The TAP iteration left the sites for which the Gaussian of eq-tap-sites
+    exists."""
 
 
-_BREAKDOWN = ("the TAP iteration broke down ({}): the site precisions grew until the Gaussian "
-              "of the sites could no longer be factorised, which happens when the labels are "
-              "(nearly) impossible under the prior, e.g. near-identical inputs with different "
-              "labels and a noise-free likelihood")
+_BREAKDOWN = (
+    "the TAP iteration broke down ({}): the site precisions grew until the Gaussian "
+    "of the sites could no longer be factorised, which happens when the labels are "
+    "(nearly) impossible under the prior, e.g. near-identical inputs with different "
+    "labels and a noise-free likelihood"
+)
 
 
 def _site_posterior(K, nu, tau):
-    """SitePosterior(K, nu, tau), improper allowed; a failure is reported as TAPBreakdownError."""
+    """SitePosterior(K, nu, tau), improper allowed; a failure is reported as
+    TAPBreakdownError."""
     if not (np.all(np.isfinite(tau)) and np.all(np.isfinite(nu))):
         raise TAPBreakdownError(_BREAKDOWN.format("non-finite site parameters"))
     try:
@@ -66,12 +98,17 @@ class TAPEquations(NamedTuple):
     """The TAP equations evaluated at (coef, var_cav), the output of ``tap_equations``.
 
     ``mean`` = K coef, ``mu_cav`` the cavity means (eq-sites-cavity), ``log_z``,
-    ``coef_new`` = d log Z_i / d mu (the right side of eq-tap-alpha), ``w`` = -d^2 log Z_i /
-    d mu^2, ``tau`` = w / (1 - var_cav w) (site precisions, eq-tap-sites), ``posterior`` (the
+    ``coef_new`` = d log Z_i / d mu (the right side of eq-tap-alpha), ``w`` = -d^2 log
+    Z_i /
+    d mu^2, ``tau`` = w / (1 - var_cav w) (site precisions, eq-tap-sites), ``posterior``
+    (the
     SitePosterior of the sites eq-sites-update), ``var_cav_new`` (the right side of
-    eq-tap-var-cav), ``residual`` = (max |coef_new - coef|, max |var_cav_new / var_cav - 1|),
-    ``log_evidence`` (-G_TAP of eq-tap-free-energy in the form eq-tap-log-evidence, the value
-    at a solution). For the step likelihood with flips ``coef_new`` is y * eq-tap-alpha-z.
+    eq-tap-var-cav), ``residual`` = (max |coef_new - coef|, max |var_cav_new / var_cav -
+    1|),
+    ``log_evidence`` (-G_TAP of eq-tap-free-energy in the form eq-tap-log-evidence, the
+    value
+    at a solution). For the step likelihood with flips ``coef_new`` is y *
+    eq-tap-alpha-z.
     """
 
     mean: np.ndarray
@@ -89,9 +126,12 @@ class TAPEquations(NamedTuple):
 def tap_equations(K, y, likelihood, coef, var_cav):
     """Evaluate the TAP equations eq-tap-alpha and eq-tap-var-cav at (coef, var_cav).
 
-    ``coef`` is y * alpha (so that <f> = K coef), ``var_cav`` the cavity variances lambda_i.
-    The sites are eq-sites-update at the cavities, their Gaussian a SitePosterior (improper
-    allowed), the new cavity variances eq-sites-cavity.  Returns a ``TAPEquations``.  One
+    ``coef`` is y * alpha (so that <f> = K coef), ``var_cav`` the cavity variances
+    lambda_i.
+    The sites are eq-sites-update at the cavities, their Gaussian a SitePosterior
+    (improper
+    allowed), the new cavity variances eq-sites-cavity.  Returns a ``TAPEquations``.
+    One
     O(n^3) factorisation.
     """
     K = np.asarray(K, dtype=float)
@@ -103,12 +143,28 @@ def tap_equations(K, y, likelihood, coef, var_cav):
     nu, tau, _ = site_from_derivatives(mu_cav, var_cav, d1, d2)
     posterior = _site_posterior(K, nu, tau)
     var_cav_new = cavities(posterior.mean, posterior.var, posterior.coef, tau)[1]
-    residual = (float(np.max(np.abs(d1 - coef))),
-                float(np.max(np.abs(var_cav_new / var_cav - 1.0))))
-    log_evidence = (np.sum(log_z) - 0.5 * posterior.logdet
-                    + 0.5 * np.sum(np.log1p(tau * var_cav)) - 0.5 * coef @ mu_cav)
-    return TAPEquations(mean, mu_cav, log_z, d1, -d2, tau, posterior, var_cav_new, residual,
-                        float(log_evidence))
+    residual = (
+        float(np.max(np.abs(d1 - coef))),
+        float(np.max(np.abs(var_cav_new / var_cav - 1.0))),
+    )
+    log_evidence = (
+        np.sum(log_z)
+        - 0.5 * posterior.logdet
+        + 0.5 * np.sum(np.log1p(tau * var_cav))
+        - 0.5 * coef @ mu_cav
+    )
+    return TAPEquations(
+        mean,
+        mu_cav,
+        log_z,
+        d1,
+        -d2,
+        tau,
+        posterior,
+        var_cav_new,
+        residual,
+        float(log_evidence),
+    )
 
 
 # %% book/10_tap.md, code cell 9
@@ -116,9 +172,12 @@ def tap_equations(K, y, likelihood, coef, var_cav):
 class TAPResult:
     """Output of ``tap_fixed_point``.
 
-    ``coef`` = y * alpha with <f> = K coef (``alpha`` for labels +-1), ``mean`` = <f> at the
-    training points, ``mu_cav`` and ``var_cav`` the cavity means and variances (eq-tap-cavity),
-    ``var`` the posterior variances of f_i, ``tau`` the site precisions, ``posterior`` the
+    ``coef`` = y * alpha with <f> = K coef (``alpha`` for labels +-1), ``mean`` = <f> at
+    the
+    training points, ``mu_cav`` and ``var_cav`` the cavity means and variances
+    (eq-tap-cavity),
+    ``var`` the posterior variances of f_i, ``tau`` the site precisions, ``posterior``
+    the
     Gaussian of eq-tap-sites for predictions, ``log_evidence`` eq-tap-log-evidence,
     ``n_iter``, ``converged`` and ``residual`` (the larger of the two residuals of
     ``tap_equations``), ``n_factorizations`` the O(n^3) factorisations done.
@@ -141,25 +200,37 @@ class TAPResult:
 
 # %% book/10_tap.md, code cell 10
 def tap_alpha_residual(y, likelihood, posterior, proposal=None):
-    """max_i |d log Z_i / d mu - y_i alpha_i| at the cavities of ``posterior``: eq-tap-alpha's residual.
+    """max_i |d log Z_i / d mu - y_i alpha_i| at the cavities of ``posterior``:
+    eq-tap-alpha's residual.
 
-    The progress measure of TAP's iteration (``residual`` of ``parallel_sites``); inf when a
+    The progress measure of TAP's iteration (``residual`` of ``parallel_sites``); inf
+    when a
     cavity is improper.  ``proposal`` is not used.
     """
     mu_cav, var_cav, proper = posterior.cavities()
     if not proper.all():
         return np.inf
-    return float(np.max(np.abs(likelihood.log_Z(y, mu_cav, var_cav)[1] - posterior.coef)))
+    return float(
+        np.max(np.abs(likelihood.log_Z(y, mu_cav, var_cav)[1] - posterior.coef))
+    )
 
 
-def tap_fixed_point(K, y, likelihood, *, max_iter=500, tol=1e-8, damping=0.5, coef_init=None):
-    """Solve the TAP equations eq-tap-alpha, eq-tap-var-cav by damped parallel site updates.
+def tap_fixed_point(
+    K, y, likelihood, *, max_iter=500, tol=1e-8, damping=0.5, coef_init=None
+):
+    """Solve the TAP equations eq-tap-alpha, eq-tap-var-cav by damped parallel site
+    updates.
 
-    ``K`` (n, n): covariance of the latent process the likelihood acts on (K + v I for input
-    noise v); ``y``: labels (+-1, or real targets for a Gaussian likelihood); ``likelihood``:
-    an object with ``log_Z``.  Runs ``parallel_sites`` (eq-tap-site-update, eq-sites-parallel,
-    eq-sites-adaptive-damping) with the residual of eq-tap-alpha as its progress measure, and
-    checks the result with ``tap_equations``: converged when both residuals are below ``tol``.
+    ``K`` (n, n): covariance of the latent process the likelihood acts on (K + v I for
+    input
+    noise v); ``y``: labels (+-1, or real targets for a Gaussian likelihood);
+    ``likelihood``:
+    an object with ``log_Z``.  Runs ``parallel_sites`` (eq-tap-site-update,
+    eq-sites-parallel,
+    eq-sites-adaptive-damping) with the residual of eq-tap-alpha as its progress
+    measure, and
+    checks the result with ``tap_equations``: converged when both residuals are below
+    ``tol``.
     ``coef_init`` = y * alpha warm-starts the means.  Returns a ``TAPResult``; raises
     TAPBreakdownError when the Gaussian of the sites cannot be factorised.
     """
@@ -170,21 +241,35 @@ def tap_fixed_point(K, y, likelihood, *, max_iter=500, tol=1e-8, damping=0.5, co
         coef0 = np.array(coef_init, dtype=float)
         if coef0.shape != (n,) or not np.all(np.isfinite(coef0)):
             raise ValueError(f"coef_init must be a finite array of shape ({n},)")
-        mean0 = K @ coef0                              # sites at the naive cavities
+        mean0 = K @ coef0  # sites at the naive cavities
         mu0 = cavity_mean(mean0, k_diag, coef0)
         _, d1, d2 = likelihood.log_Z(y, mu0, k_diag)
         tau = np.maximum(site_from_derivatives(mu0, k_diag, d1, d2)[1], 0.0)
-        nu = coef0 + tau * mean0                       # eq-sites-coef: mean K coef0
+        nu = coef0 + tau * mean0  # eq-sites-coef: mean K coef0
     residual, n_iter, n_fact = partial(tap_alpha_residual, y, likelihood), 0, 0
-    for attempt in range(4):            # tighten the tolerance until the TAP equations hold
+    for attempt in range(4):  # tighten the tolerance until the TAP equations hold
         try:
-            run = parallel_sites(K, y, likelihood, nu, tau, damping=float(damping), patience=3,
-                                 residual=residual, max_iter=max_iter - n_iter,
-                                 tol=tol * 0.1 ** attempt)
-        except LinAlgError:             # B = I + S K S not positive definite in floating point
-            raise TAPBreakdownError(_BREAKDOWN.format("K is numerically singular at these "
-                                                      "site precisions")) from None
-        n_iter, n_fact, post = n_iter + run.n_iter, n_fact + run.n_factorizations + 1, run.posterior
+            run = parallel_sites(
+                K,
+                y,
+                likelihood,
+                nu,
+                tau,
+                damping=float(damping),
+                patience=3,
+                residual=residual,
+                max_iter=max_iter - n_iter,
+                tol=tol * 0.1**attempt,
+            )
+        except LinAlgError:  # B = I + S K S not positive definite in floating point
+            raise TAPBreakdownError(
+                _BREAKDOWN.format("K is numerically singular at these site precisions")
+            ) from None
+        n_iter, n_fact, post = (
+            n_iter + run.n_iter,
+            n_fact + run.n_factorizations + 1,
+            run.posterior,
+        )
         nu, tau = post.nu, post.tau
         mu_cav, var_cav, proper = post.cavities()
         if not proper.all():
@@ -192,9 +277,21 @@ def tap_fixed_point(K, y, likelihood, *, max_iter=500, tol=1e-8, damping=0.5, co
         state = tap_equations(K, y, likelihood, post.coef, var_cav)
         if not run.converged or max(state.residual) < tol or n_iter >= max_iter:
             break
-    return TAPResult(y * post.coef, post.coef, state.mean, state.mu_cav, var_cav,
-                     state.posterior.var, state.tau, state.posterior, state.log_evidence,
-                     n_iter, max(state.residual) < tol, max(state.residual), n_fact)
+    return TAPResult(
+        y * post.coef,
+        post.coef,
+        state.mean,
+        state.mu_cav,
+        var_cav,
+        state.posterior.var,
+        state.tau,
+        state.posterior,
+        state.log_evidence,
+        n_iter,
+        max(state.residual) < tol,
+        max(state.residual),
+        n_fact,
+    )
 
 
 # %% book/10_tap.md, code cell 18
@@ -204,15 +301,17 @@ def tap_evidence_gradient(coef, posterior, dK):
     ``coef`` = y * alpha and ``posterior`` (a SitePosterior) of the solution, ``dK`` the
     kernel's gradient, shape (n, n, p) (Kernel.gradient).
     """
-    inv_sum = posterior.inverse_sum()                        # (Omega + K)^{-1}
-    return (0.5 * np.einsum("i,ijk,j->k", coef, dK, coef)
-            - 0.5 * np.einsum("ijk,ij->k", dK, inv_sum))
+    inv_sum = posterior.inverse_sum()  # (Omega + K)^{-1}
+    return 0.5 * np.einsum("i,ijk,j->k", coef, dK, coef) - 0.5 * np.einsum(
+        "ijk,ij->k", dK, inv_sum
+    )
 
 
 # %% book/10_tap.md, code cell 20
 def _check_tap_options(kappa, v, tol, damping, max_iter, kernel, compute_loo):
     """ValueError unless TAP's options are valid: kappa in [0, 1/2), v >= 0, tol > 0,
-    damping in (0, 1], an integer max_iter, a kernel (or None) and a boolean compute_loo."""
+    damping in (0, 1], an integer max_iter, a kernel (or None) and a boolean
+    compute_loo."""
     check_scalar(kappa, "kappa", low=0.0, high=0.5, high_inclusive=False)
     check_scalar(v, "v", low=0.0)
     check_scalar(tol, "tol", low=0.0, low_inclusive=False)
@@ -223,33 +322,52 @@ def _check_tap_options(kappa, v, tol, damping, max_iter, kernel, compute_loo):
 
 
 # %% book/10_tap.md, code cell 21
-def _solve_tap(K, y, likelihood, max_iter, tol, damping, coef_init=None, noise_free=False):
-    """tap_fixed_point (eq-tap-alpha, eq-tap-var-cav) with a breakdown reported with advice.
+def _solve_tap(
+    K, y, likelihood, max_iter, tol, damping, coef_init=None, noise_free=False
+):
+    """tap_fixed_point (eq-tap-alpha, eq-tap-var-cav) with a breakdown reported with
+    advice.
 
-    With ``noise_free`` (kappa = 0 and v = 0) a pair of tied inputs with different labels is
+    With ``noise_free`` (kappa = 0 and v = 0) a pair of tied inputs with different
+    labels is
     refused first, by check_no_conflicting_pair.
     """
     if noise_free:
         check_no_conflicting_pair(
-            K, y, "the noise-free likelihood (kappa=0, v=0)",
+            K,
+            y,
+            "the noise-free likelihood (kappa=0, v=0)",
             "set v > 0 (input noise, e.g. v=0.1) or kappa > 0 (label flips), or use a "
-            "kernel that separates the inputs")
+            "kernel that separates the inputs",
+        )
     try:
-        return tap_fixed_point(K, y, likelihood, max_iter=int(max_iter), tol=float(tol),
-                               damping=float(damping), coef_init=coef_init)
+        return tap_fixed_point(
+            K,
+            y,
+            likelihood,
+            max_iter=int(max_iter),
+            tol=float(tol),
+            damping=float(damping),
+            coef_init=coef_init,
+        )
     except TAPBreakdownError as err:
         raise TAPBreakdownError(
-            f"{err}; set v > 0 (input noise) or kappa > 0 (label flips), use a kernel whose "
+            f"{err}; set v > 0 (input noise) or kappa > 0 (label flips), use a kernel "
+            f"whose "
             "length scale is not far beyond the spread of the inputs, or use a smaller "
-            f"damping than {float(damping):g}") from None
+            f"damping than {float(damping):g}"
+        ) from None
 
 
 # %% book/10_tap.md, code cell 22
 def _tap_loo(likelihood, y, mu_cav, var_cav):
-    """Eqs (eq-tap-loo), (eq-tap-error-probability): (loo_decision, loo_error, error_probability).
+    """Eqs (eq-tap-loo), (eq-tap-error-probability): (loo_decision, loo_error,
+    error_probability).
 
-    The leave-one-out activations are the cavity means; the error probability averages the
-    predictive probability of the wrong label, likelihood.predictive(-|mu_cav|, var_cav).
+    The leave-one-out activations are the cavity means; the error probability averages
+    the
+    predictive probability of the wrong label, likelihood.predictive(-|mu_cav|,
+    var_cav).
     """
     loo_error = float(np.mean(y * mu_cav <= 0.0))
     error_probability = float(np.mean(likelihood.predictive(-np.abs(mu_cav), var_cav)))
@@ -268,50 +386,81 @@ def _tap_predict_proba(kernel, X_train, coef, posterior, likelihood, v, X):
 
 # %% book/10_tap.md, code cell 24
 class _TAPFit:
-    """TAP at a given kernel: the equations solved, the solution and its leave-one-out stored."""
+    """TAP at a given kernel: the equations solved, the solution and its leave-one-out
+    stored."""
 
     def _default_kernel(self, X):
         return default_kernel(X)
 
     def _warm_start(self):
-        return {}                  # from the prior: see log_marginal_likelihood
+        return {}  # from the prior: see log_marginal_likelihood
 
     def _fit_fixed(self, X, y, kernel, alpha_init=None):
         K = kernel(X) + float(self.v) * np.eye(len(y))
         self._likelihood = StepFlip(float(self.kappa))
-        coef_init = None if alpha_init is None else y * np.asarray(alpha_init, dtype=float)
-        result = _solve_tap(K, y, self._likelihood, self.max_iter, self.tol, self.damping,
-                            coef_init, noise_free=float(self.kappa) == 0.0 and float(self.v) == 0.0)
-        self.kernel_, self.X_train_, self._posterior, self._y = kernel, X, result.posterior, y
+        coef_init = (
+            None if alpha_init is None else y * np.asarray(alpha_init, dtype=float)
+        )
+        result = _solve_tap(
+            K,
+            y,
+            self._likelihood,
+            self.max_iter,
+            self.tol,
+            self.damping,
+            coef_init,
+            noise_free=float(self.kappa) == 0.0 and float(self.v) == 0.0,
+        )
+        self.kernel_, self.X_train_, self._posterior, self._y = (
+            kernel,
+            X,
+            result.posterior,
+            y,
+        )
         self.alpha_, self.coef_ = result.alpha, result.coef
-        self.mu_cav_, self.var_cav_, self.var_ = result.mu_cav, result.var_cav, result.var
+        self.mu_cav_, self.var_cav_, self.var_ = (
+            result.mu_cav,
+            result.var_cav,
+            result.var,
+        )
         self.log_evidence_ = result.log_evidence
-        self.n_iter_, self.converged_, self.residual_ = (result.n_iter, result.converged,
-                                                         result.residual)
+        self.n_iter_, self.converged_, self.residual_ = (
+            result.n_iter,
+            result.converged,
+            result.residual,
+        )
         if not result.converged:
             warnings.warn(
                 f"TAP did not converge in {result.n_iter} iterations (residual "
-                f"{result.residual:.2e} > tol = {self.tol:g}); increase max_iter, use a smaller "
+                f"{result.residual:.2e} > tol = {self.tol:g}); increase max_iter, use "
+                f"a smaller "
                 "damping, or v > 0 or kappa > 0 for data that may not be separable",
-                ConvergenceWarning, stacklevel=3)
+                ConvergenceWarning,
+                stacklevel=3,
+            )
         self.loo_decision_ = self.loo_error_ = self.error_probability_ = None
         if self.compute_loo:
             self.loo_decision_, self.loo_error_, self.error_probability_ = _tap_loo(
-                self._likelihood, y, result.mu_cav, result.var_cav)
+                self._likelihood, y, result.mu_cav, result.var_cav
+            )
         return self
 
 
 # %% book/10_tap.md, code cell 25
 class _TAPEvidence:
-    """-G_TAP (eq-tap-log-evidence) and its gradient (eq-tap-evidence-gradient) at any theta."""
+    """-G_TAP (eq-tap-log-evidence) and its gradient (eq-tap-evidence-gradient) at any
+    theta."""
 
     def _solve(self, K, y, coef_init):
-        """tap_fixed_point with the estimator's settings; breakdowns reported with advice."""
-        return _solve_tap(K, y, self._likelihood, self.max_iter, self.tol, self.damping,
-                          coef_init)
+        """tap_fixed_point with the estimator's settings; breakdowns reported with
+        advice."""
+        return _solve_tap(
+            K, y, self._likelihood, self.max_iter, self.tol, self.damping, coef_init
+        )
 
     def log_marginal_likelihood(self, theta=None, eval_gradient=False):
-        """-G_TAP, eq. (eq-tap-log-evidence), at kernel log-hyperparameters theta (None: fitted).
+        """-G_TAP, eq. (eq-tap-log-evidence), at kernel log-hyperparameters theta (None:
+        fitted).
 
         A new theta solves the TAP equations again from the prior (the estimator is not
         changed): a start from the fitted solution is no help when theta is far from the
@@ -329,7 +478,9 @@ class _TAPEvidence:
             coef, posterior, value = result.coef, result.posterior, result.log_evidence
         if not eval_gradient:
             return value
-        return value, tap_evidence_gradient(coef, posterior, kernel.gradient(self.X_train_))
+        return value, tap_evidence_gradient(
+            coef, posterior, kernel.gradient(self.X_train_)
+        )
 
     def _criterion(self, theta, eval_gradient):
         return self.log_marginal_likelihood(theta, eval_gradient)
@@ -337,26 +488,42 @@ class _TAPEvidence:
 
 # %% book/10_tap.md, code cell 26
 class _TAPPrediction:
-    """Decision function (eq-exact-mean-rep) and class probability (eq-tap-predictive)."""
+    """Decision function (eq-exact-mean-rep) and class probability
+    (eq-tap-predictive)."""
 
     def _decision_function(self, X):
-        """Posterior mean sum_i k(x, x_i) y_i alpha_i (eq-exact-mean-rep, no noise variance)."""
+        """Posterior mean sum_i k(x, x_i) y_i alpha_i (eq-exact-mean-rep, no noise
+        variance)."""
         return self.kernel_(X, self.X_train_) @ self.coef_
 
     def _predict_proba_positive(self, X):
-        """Eq. (eq-tap-predictive): kappa + (1 - 2 kappa) Phi(<f(x)> / sqrt(Var f(x) + v))."""
-        return _tap_predict_proba(self.kernel_, self.X_train_, self.coef_, self._posterior,
-                                  self._likelihood, self.v, X)
+        """Eq. (eq-tap-predictive): kappa + (1 - 2 kappa) Phi(<f(x)> / sqrt(Var f(x) +
+        v))."""
+        return _tap_predict_proba(
+            self.kernel_,
+            self.X_train_,
+            self.coef_,
+            self._posterior,
+            self._likelihood,
+            self.v,
+            X,
+        )
 
     def predict_latent(self, X):
-        """Mean and variance of the noise-free f(x) under TAP's Gaussian at each row of X."""
+        """Mean and variance of the noise-free f(x) under TAP's Gaussian at each row of
+        X."""
         X = self._check_predict_input(X)
-        return latent_moments(self.kernel_, self.X_train_, self.coef_, self._posterior, X)
+        return latent_moments(
+            self.kernel_, self.X_train_, self.coef_, self._posterior, X
+        )
 
 
 # %% book/10_tap.md, code cell 27
-class TAP(_TAPFit, _TAPEvidence, _TAPPrediction, LearnsHyperparameters, GPClassifierBase):
-    """GP classifier by the TAP mean-field theory of Opper & Winther (NIPS 1999, NC 2000).
+class TAP(
+    _TAPFit, _TAPEvidence, _TAPPrediction, LearnsHyperparameters, GPClassifierBase
+):
+    """GP classifier by the TAP mean-field theory of Opper & Winther (NIPS 1999, NC
+    2000).
 
     Likelihood kappa + (1 - 2 kappa) Theta(y f) on the noisy process with covariance
     k(x, x') + v delta (input noise ``v``); ``kernel`` defaults to default_kernel(X)
@@ -366,25 +533,40 @@ class TAP(_TAPFit, _TAPEvidence, _TAPPrediction, LearnsHyperparameters, GPClassi
     ``random_state``, ``hyperparameter_bounds``: ``fit`` learns the kernel by maximising
     -G_TAP, eq-tap-log-evidence, with its gradient eq-tap-evidence-gradient (chapter 1,
     sec-gpc-learning).
-    With ``compute_loo`` the fit also reports the leave-one-out estimates that come with the
+    With ``compute_loo`` the fit also reports the leave-one-out estimates that come with
+    the
     solution: ``loo_decision_`` (the cavity means, eq-tap-loo), ``loo_error_`` and
     ``error_probability_`` (eq-tap-error-probability).
 
     Fitted attributes: ``alpha_``, ``coef_`` = y * alpha_, ``X_train_``, ``kernel_``,
-    ``mu_cav_``, ``var_cav_`` (cavity means and variances of the noisy process), ``var_``
+    ``mu_cav_``, ``var_cav_`` (cavity means and variances of the noisy process),
+    ``var_``
     (posterior variances of the noisy process at the training inputs), ``log_evidence_``
-    (eq-tap-log-evidence), ``n_iter_``, ``converged_``, ``residual_``, ``learning_``, and the
+    (eq-tap-log-evidence), ``n_iter_``, ``converged_``, ``residual_``, ``learning_``,
+    and the
     three above.
-    ``decision_function`` is the posterior mean sum_i k(x, x_i) y_i alpha_i; ``predict_proba``
+    ``decision_function`` is the posterior mean sum_i k(x, x_i) y_i alpha_i;
+    ``predict_proba``
     is kappa + (1 - 2 kappa) Phi(<f(x)> / sqrt(Var f(x) + v)) from the Gaussian of
     eq-tap-sites (eq-tap-predictive).  ``fit(X, y, alpha_init=...)`` warm-starts.
     """
 
     _criterion_name = "log evidence (TAP, -G_TAP)"
 
-    def __init__(self, kernel=None, kappa=0.0, v=0.0, max_iter=500, tol=1e-8, damping=0.5,
-                 compute_loo=True, optimizer="fmin_l_bfgs_b", n_restarts_optimizer=0,
-                 random_state=None, hyperparameter_bounds="auto"):
+    def __init__(
+        self,
+        kernel=None,
+        kappa=0.0,
+        v=0.0,
+        max_iter=500,
+        tol=1e-8,
+        damping=0.5,
+        compute_loo=True,
+        optimizer="fmin_l_bfgs_b",
+        n_restarts_optimizer=0,
+        random_state=None,
+        hyperparameter_bounds="auto",
+    ):
         self.kernel = kernel
         self.kappa = kappa
         self.v = v
@@ -399,11 +581,19 @@ class TAP(_TAPFit, _TAPEvidence, _TAPPrediction, LearnsHyperparameters, GPClassi
 
     def _validate_params(self):
         self._validate_learning()
-        _check_tap_options(self.kappa, self.v, self.tol, self.damping, self.max_iter,
-                           self.kernel, self.compute_loo)
+        _check_tap_options(
+            self.kappa,
+            self.v,
+            self.tol,
+            self.damping,
+            self.max_iter,
+            self.kernel,
+            self.compute_loo,
+        )
 
     def fit(self, X, y, alpha_init=None, **fit_params):
-        """Fit to inputs X (n, d) and two-class labels y; ``alpha_init`` (n,) warm-starts alpha.
+        """Fit to inputs X (n, d) and two-class labels y; ``alpha_init`` (n,)
+        warm-starts alpha.
 
         Any other keyword argument (e.g. ``sample_weight``) raises TypeError, naming it.
         """

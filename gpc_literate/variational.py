@@ -4,16 +4,23 @@
 # %% book/20_variational_estimators.md, code cell 2
 """Seeger's variational model selection: the estimators (chapter 20 of the book).
 
-Built from book/20_variational_estimators.md: the nested minimisation of the free energy of
-chapter 19 (gpc_literate.free_energy) over P and over the kernel's log-hyperparameters theta
+Built from book/20_variational_estimators.md: the nested minimisation of the free energy
+of
+chapter 19 (gpc_literate.free_energy) over P and over the kernel's log-hyperparameters
+theta
 (``variational_objective``, eq-var-envelope), the predictions with P (eq-var-predictive,
-eq-var-predprob) or with the posterior mode at the selected kernel (eq-var-mode), and the
-estimators ``VariationalGP`` (logistic loss) and ``VariationalSVM`` (normalised SVC loss).
+eq-var-predprob) or with the posterior mode at the selected kernel (eq-var-mode), and
+the
+estimators ``VariationalGP`` (logistic loss) and ``VariationalSVM`` (normalised SVC
+loss).
 
-Names as in gpc_literate.free_energy: ``mu``, ``log_v``, ``C`` the mean, log-diagonal and
-factors of P, ``prior`` a ``PriorFactor`` of K; ``theta`` the kernel's log-hyperparameters,
+Names as in gpc_literate.free_energy: ``mu``, ``log_v``, ``C`` the mean, log-diagonal
+and
+factors of P, ``prior`` a ``PriorFactor`` of K; ``theta`` the kernel's
+log-hyperparameters,
 ``start`` a starting P = (mu, log_v, C), ``res`` an ``InnerResult``.
 """
+
 import copy
 import warnings
 
@@ -21,11 +28,25 @@ import numpy as np
 from scipy.linalg import cho_solve
 from scipy.optimize import minimize
 
-from gpc_literate.base import (ConvergenceWarning, GPClassifierBase, bound_hits,
-                               check_integer, check_scalar, warn_bound_hits)
-from gpc_literate.free_energy import (JITTER, LOSSES, factor_prior, free_energy_theta_gradient,
-                                      initial_p, kernel_contraction, minimize_free_energy,
-                                      std_normal_pdf, svc_log_z)
+from gpc_literate.base import (
+    ConvergenceWarning,
+    GPClassifierBase,
+    bound_hits,
+    check_integer,
+    check_scalar,
+    warn_bound_hits,
+)
+from gpc_literate.free_energy import (
+    JITTER,
+    LOSSES,
+    factor_prior,
+    free_energy_theta_gradient,
+    initial_p,
+    kernel_contraction,
+    minimize_free_energy,
+    std_normal_pdf,
+    svc_log_z,
+)
 from gpc_literate.kernels import RBF, check_kernel, input_scale
 from gpc_literate.laplace import Logistic, laplace_mode
 from gpc_literate.svm import kernel_adatron
@@ -34,49 +55,77 @@ __all__ = ["variational_objective", "VariationalGP", "VariationalSVM"]
 
 
 # %% book/20_variational_estimators.md, code cell 3
-def variational_objective(theta, kernel, X, y, loss="logistic", n_factors=2, *, start=None,
-                          jitter=JITTER, max_iter=500, tol=1e-8):
-    """Eqs. (eq-var-bound), (eq-var-envelope): h(theta) = min_P F(P, theta) and dh/dtheta.
+def variational_objective(
+    theta,
+    kernel,
+    X,
+    y,
+    loss="logistic",
+    n_factors=2,
+    *,
+    start=None,
+    jitter=JITTER,
+    max_iter=500,
+    tol=1e-8,
+):
+    """Eqs. (eq-var-bound), (eq-var-envelope): h(theta) = min_P F(P, theta) and
+    dh/dtheta.
 
-    ``kernel`` is evaluated at log-hyperparameters ``theta`` on X (labels y in {-1, +1}); with
-    theta None, ``kernel`` is used exactly as given.  The inner loop (minimize_free_energy
-    with ``max_iter``, ``tol``) starts from ``start`` = (mu, log_v, C), or, when it is None,
+    ``kernel`` is evaluated at log-hyperparameters ``theta`` on X (labels y in {-1,
+    +1}); with
+    theta None, ``kernel`` is used exactly as given.  The inner loop
+    (minimize_free_energy
+    with ``max_iter``, ``tol``) starts from ``start`` = (mu, log_v, C), or, when it is
+    None,
     from initial_p(prior, n_factors, default_rng(0)).
-    The result depends on theta and start only.  Returns (h, gradient, prior, InnerResult).
+    The result depends on theta and start only.  Returns (h, gradient, prior,
+    InnerResult).
     """
     k = kernel if theta is None else kernel.with_theta(np.asarray(theta, dtype=float))
     prior = factor_prior(k(X), jitter)
     if start is None:
         start = initial_p(prior, n_factors, np.random.default_rng(0))
     mu, log_v, C = start
-    res = minimize_free_energy(y, prior, loss, mu=mu, log_v=log_v, C=C, max_iter=max_iter,
-                               tol=tol)
-    grad = free_energy_theta_gradient(res.mu, res.log_v, res.C, prior, kernel_contraction(k, X))
+    res = minimize_free_energy(
+        y, prior, loss, mu=mu, log_v=log_v, C=C, max_iter=max_iter, tol=tol
+    )
+    grad = free_energy_theta_gradient(
+        res.mu, res.log_v, res.C, prior, kernel_contraction(k, X)
+    )
     return res.free_energy, grad, prior, res
 
 
 # %% book/20_variational_estimators.md, code cell 4
-_SVM_TOL = 1e-4   # Kuhn-Tucker violation of the SVM at theta_ (use="mode"), margin units
+_SVM_TOL = 1e-4  # Kuhn-Tucker violation of the SVM at theta_ (use="mode"), margin units
 
 
-_AUTO_BOX = 8.0   # bounds="auto": each log-hyperparameter within +-_AUTO_BOX of its start
+_AUTO_BOX = (
+    8.0  # bounds="auto": each log-hyperparameter within +-_AUTO_BOX of its start
+)
 
 
 def _default_kernel(X):
-    """Seeger's eq. 8 with w_i = 1/d: ARD RBF, length scales sqrt(d) times each input's std."""
-    return RBF(length_scale=np.sqrt(X.shape[1]) * input_scale(X), variance=1.0, bias=0.1)
+    """Seeger's eq. 8 with w_i = 1/d: ARD RBF, length scales sqrt(d) times each input's
+    std."""
+    return RBF(
+        length_scale=np.sqrt(X.shape[1]) * input_scale(X), variance=1.0, bias=0.1
+    )
 
 
 def _box(bounds, theta0):
-    """The box (low, high) of the outer loop: arrays shaped as theta0 (``bounds`` checked)."""
+    """The box (low, high) of the outer loop: arrays shaped as theta0 (``bounds``
+    checked)."""
     theta0 = np.asarray(theta0, dtype=float)
     if isinstance(bounds, str):
         return theta0 - _AUTO_BOX, theta0 + _AUTO_BOX
-    return np.full(theta0.shape, float(bounds[0])), np.full(theta0.shape, float(bounds[1]))
+    return np.full(theta0.shape, float(bounds[0])), np.full(
+        theta0.shape, float(bounds[1])
+    )
 
 
 def _check_variational_params(est):
-    """TypeError / ValueError, naming the parameter, for a bad setting of a VariationalGP."""
+    """TypeError / ValueError, naming the parameter, for a bad setting of a
+    VariationalGP."""
     check_kernel(est.kernel)
     if not isinstance(est.loss, str) or est.loss not in LOSSES:
         raise ValueError(f"loss must be one of {LOSSES}; got {est.loss!r}")
@@ -92,26 +141,34 @@ def _check_variational_params(est):
         return
     try:
         low, high = est.bounds
-        low, high = (check_scalar(b, "bounds", low=-300.0, high=300.0) for b in (low, high))
+        low, high = (
+            check_scalar(b, "bounds", low=-300.0, high=300.0) for b in (low, high)
+        )
     except (TypeError, ValueError) as err:
-        raise type(err)(f"bounds must be \"auto\" or a pair (low, high) of "
-                        f"log-hyperparameters: {err}") from None
+        raise type(err)(
+            f"bounds must be \"auto\" or a pair (low, high) of "
+            f"log-hyperparameters: {err}"
+        ) from None
     if not low < high:
         raise ValueError(f"bounds must satisfy low < high; got {est.bounds!r}")
 
 
 # %% book/20_variational_estimators.md, code cell 5
 def _start_theta(kernel, bounds, name):
-    """The kernel's theta clipped into ``bounds``, with a UserWarning naming ``name`` if it moved."""
+    """The kernel's theta clipped into ``bounds``, with a UserWarning naming ``name`` if
+    it moved."""
     low, high = _box(bounds, kernel.theta)
     theta0 = kernel.theta
     outside = (theta0 < low) | (theta0 > high)
-    if outside.any():                   # only the optimiser is bounded
+    if outside.any():  # only the optimiser is bounded
         names = [n for n, o in zip(kernel.hyperparameter_names, outside) if o]
-        warnings.warn(f"{name}: the starting log-hyperparameters {names} "
-                      f"= {np.round(theta0[outside], 3).tolist()} lie outside bounds = "
-                      f"({low[0]:g}, {high[0]:g}); clipped to the bounds", UserWarning,
-                      stacklevel=4)
+        warnings.warn(
+            f"{name}: the starting log-hyperparameters {names} "
+            f"= {np.round(theta0[outside], 3).tolist()} lie outside bounds = "
+            f"({low[0]:g}, {high[0]:g}); clipped to the bounds",
+            UserWarning,
+            stacklevel=4,
+        )
         theta0 = np.clip(theta0, low, high)
     return theta0
 
@@ -119,23 +176,30 @@ def _start_theta(kernel, bounds, name):
 def _outer_loop(objective, theta0, start, bounds, *, max_iter, tol, progress):
     """Eq. (eq-var-envelope): minimise h(theta) by L-BFGS-B within bounds.
 
-    ``objective(theta, start)`` -> (h, dh, prior, InnerResult), with start = (mu, log_v, C).
-    The first line search starts every inner loop from ``start``, each later one from the P
-    found at the last accepted iterate, so that trial points of one line search share their
+    ``objective(theta, start)`` -> (h, dh, prior, InnerResult), with start = (mu, log_v,
+    C).
+    The first line search starts every inner loop from ``start``, each later one from
+    the P
+    found at the last accepted iterate, so that trial points of one line search share
+    their
     start.  Returns (scipy OptimizeResult, list of h after each outer iteration, the
     objective's output at result.x or None); ``progress`` shows a tqdm bar.
     """
     from tqdm import tqdm
+
     history, evaluated, current = [], {}, {"start": start}
 
-    def fun(theta):                     # the start is the accepted iterate's P, not the last one
+    def fun(theta):  # the start is the accepted iterate's P, not the last one
         out = evaluated[theta.tobytes()] = objective(theta, current["start"])
         return out[:2]
 
     with tqdm(total=max_iter, disable=not progress, desc="outer") as bar:
+
         def callback(intermediate_result):
             key = intermediate_result.x.tobytes()
-            if key in evaluated:        # keep the accepted iterate only; its P starts the next
+            if (
+                key in evaluated
+            ):  # keep the accepted iterate only; its P starts the next
                 accepted = evaluated[key]
                 evaluated.clear()
                 evaluated[key] = accepted
@@ -143,51 +207,81 @@ def _outer_loop(objective, theta0, start, bounds, *, max_iter, tol, progress):
             history.append(float(intermediate_result.fun))
             bar.update(1)
             bar.set_postfix(F=f"{intermediate_result.fun:.4f}")
-        result = minimize(fun, theta0, jac=True, method="L-BFGS-B",
-                          bounds=list(zip(*(np.broadcast_to(b, theta0.shape) for b in bounds))),
-                          callback=callback,
-                          options={"maxiter": max_iter, "ftol": tol, "gtol": tol})
+
+        result = minimize(
+            fun,
+            theta0,
+            jac=True,
+            method="L-BFGS-B",
+            bounds=list(zip(*(np.broadcast_to(b, theta0.shape) for b in bounds))),
+            callback=callback,
+            options={"maxiter": max_iter, "ftol": tol, "gtol": tol},
+        )
     return result, history, evaluated.get(result.x.tobytes())
 
 
 # %% book/20_variational_estimators.md, code cell 6
 def _fitted_state(kernel, prior, res, n_features):
-    """The fitted attributes of P = N(mu, V + C C^T) at ``kernel`` (InnerResult ``res``)."""
+    """The fitted attributes of P = N(mu, V + C C^T) at ``kernel`` (InnerResult
+    ``res``)."""
     ls = getattr(kernel, "length_scale", None)
     V = np.exp(res.log_v)
-    return {"_prior": prior, "theta_": kernel.theta, "free_energy_": res.free_energy,
-            "mean_": res.mu, "V_": V, "C_": res.C,
-            "var_": V + np.einsum("ij,ij->i", res.C, res.C), "inner_history_": res.history,
-            "_alpha_mean": cho_solve((prior.L, True), res.mu, check_finite=False),  # K^-1 mu
-            "relevances_": (np.broadcast_to(1.0 / np.asarray(ls) ** 2, (n_features,)).copy()
-                            if isinstance(kernel, RBF) else None)}
+    return {
+        "_prior": prior,
+        "theta_": kernel.theta,
+        "free_energy_": res.free_energy,
+        "mean_": res.mu,
+        "V_": V,
+        "C_": res.C,
+        "var_": V + np.einsum("ij,ij->i", res.C, res.C),
+        "inner_history_": res.history,
+        "_alpha_mean": cho_solve(
+            (prior.L, True), res.mu, check_finite=False
+        ),  # K^-1 mu
+        "relevances_": (
+            np.broadcast_to(1.0 / np.asarray(ls) ** 2, (n_features,)).copy()
+            if isinstance(kernel, RBF)
+            else None
+        ),
+    }
 
 
 def _warn_unconverged(name, result, n_iter, res, inner_tol):
-    """ConvergenceWarnings for an outer loop (``result``, None if none ran) or a final inner
+    """ConvergenceWarnings for an outer loop (``result``, None if none ran) or a final
+    inner
     loop (``res``) that stopped without converging; returns whether both converged."""
     outer_ok = result is None or bool(result.success)
     if not outer_ok:
-        warnings.warn(f"{name}: the outer L-BFGS-B stopped without "
-                      f"converging after {n_iter} iterations ({result.message}); "
-                      "increase max_iter", ConvergenceWarning, stacklevel=4)
+        warnings.warn(
+            f"{name}: the outer L-BFGS-B stopped without "
+            f"converging after {n_iter} iterations ({result.message}); "
+            "increase max_iter",
+            ConvergenceWarning,
+            stacklevel=4,
+        )
     if not res.converged:
-        warnings.warn(f"{name}: the inner minimisation over P stopped with "
-                      f"max|gradient| = {res.grad_norm:.2e} > inner_tol = {inner_tol:g} "
-                      f"after {res.n_iter} iterations; increase inner_max_iter",
-                      ConvergenceWarning, stacklevel=4)
+        warnings.warn(
+            f"{name}: the inner minimisation over P stopped with "
+            f"max|gradient| = {res.grad_norm:.2e} > inner_tol = {inner_tol:g} "
+            f"after {res.n_iter} iterations; increase inner_max_iter",
+            ConvergenceWarning,
+            stacklevel=4,
+        )
     return outer_ok and res.converged
 
 
 # %% book/20_variational_estimators.md, code cell 7
 def _mode_coefficients(K, y, loss):
-    """Eq. (eq-var-mode): beta-hat with f(x) = k(x)^T beta-hat, and whether the mode converged.
+    """Eq. (eq-var-mode): beta-hat with f(x) = k(x)^T beta-hat, and whether the mode
+    converged.
 
-    logistic: beta = K^-1 f-hat (laplace_mode); svc: beta_i = y_i alpha_i, alpha the dual of the
-    SVM with hinge loss, no bias and box 0 <= alpha <= 1, accepted at violation <= _SVM_TOL.
+    logistic: beta = K^-1 f-hat (laplace_mode); svc: beta_i = y_i alpha_i, alpha the
+    dual of the
+    SVM with hinge loss, no bias and box 0 <= alpha <= 1, accepted at violation <=
+    _SVM_TOL.
     """
     if loss == "logistic":
-        with warnings.catch_warnings(record=True):     # judged by mode.converged below
+        with warnings.catch_warnings(record=True):  # judged by mode.converged below
             warnings.simplefilter("always", ConvergenceWarning)
             mode = laplace_mode(K, y, Logistic(), max_iter=200, tol=1e-8)
         return mode.alpha, mode.converged
@@ -195,37 +289,51 @@ def _mode_coefficients(K, y, loss):
     # kernel Adatron of chapter 5 needs ~cond(K) sweeps when the variance is large);
     # accepted when its Kuhn-Tucker violation, in margin units, is below _SVM_TOL
     Q = K * np.outer(y, y)
-    dual = minimize(lambda a: (0.5 * a @ Q @ a - a.sum(), Q @ a - 1.0), np.zeros(len(y)),
-                    jac=True, method="L-BFGS-B", bounds=[(0.0, 1.0)] * len(y),
-                    options={"maxiter": 20000, "gtol": 1e-10, "ftol": 0.0})
+    dual = minimize(
+        lambda a: (0.5 * a @ Q @ a - a.sum(), Q @ a - 1.0),
+        np.zeros(len(y)),
+        jac=True,
+        method="L-BFGS-B",
+        bounds=[(0.0, 1.0)] * len(y),
+        options={"maxiter": 20000, "gtol": 1e-10, "ftol": 0.0},
+    )
     alpha = dual.x
     violation = np.max(np.abs(np.clip(alpha - (Q @ alpha - 1.0), 0.0, 1.0) - alpha))
-    if violation > _SVM_TOL:            # polish with the Adatron
-        res = kernel_adatron(K, y, C=1.0, max_iter=20000, tol=_SVM_TOL, alpha_init=alpha)
+    if violation > _SVM_TOL:  # polish with the Adatron
+        res = kernel_adatron(
+            K, y, C=1.0, max_iter=20000, tol=_SVM_TOL, alpha_init=alpha
+        )
         alpha, violation = res.alpha, res.step
     return y * alpha, violation <= _SVM_TOL
 
 
 # %% book/20_variational_estimators.md, code cell 8
 def _latent_moments(kernel, X_train, X, L, alpha_mean, V, C, jitter):
-    """Eq. (eq-var-predictive): mean and variance of f(x) under P = N(mu, V + C C^T) at rows of X.
+    """Eq. (eq-var-predictive): mean and variance of f(x) under P = N(mu, V + C C^T) at
+    rows of X.
 
     L: Cholesky factor of K + jitter I; alpha_mean = K^-1 mu; V: the diagonal of V.
     """
     mean, var = np.empty(len(X)), np.empty(len(X))
-    for start in range(0, len(X), 1024):              # bounded memory: (n, 1024) blocks
+    for start in range(0, len(X), 1024):  # bounded memory: (n, 1024) blocks
         rows = slice(start, start + 1024)
         Ks = kernel(X_train, X[rows])
-        A = cho_solve((L, True), Ks, check_finite=False)          # K^-1 k(x)
+        A = cho_solve((L, True), Ks, check_finite=False)  # K^-1 k(x)
         mean[rows] = Ks.T @ alpha_mean
-        var[rows] = (kernel.diag(X[rows]) + jitter - np.einsum("ij,ij->j", Ks, A)
-                     + (V @ (A * A)) + np.sum((C.T @ A) ** 2, axis=0))
+        var[rows] = (
+            kernel.diag(X[rows])
+            + jitter
+            - np.einsum("ij,ij->j", Ks, A)
+            + (V @ (A * A))
+            + np.sum((C.T @ A) ** 2, axis=0)
+        )
     return mean, np.maximum(var, 0.0)
 
 
 def _svc_predictive(mean, var):
-    """Eq. (eq-var-predprob) for the normalised SVC loss: E[p(+1|f)], f ~ N(mean, var)."""
-    t = np.linspace(-10.0, 10.0, 2001)                 # trapezoid in t = (f - mean)/s
+    """Eq. (eq-var-predprob) for the normalised SVC loss: E[p(+1|f)], f ~ N(mean,
+    var)."""
+    t = np.linspace(-10.0, 10.0, 2001)  # trapezoid in t = (f - mean)/s
     w = std_normal_pdf(t) * (t[1] - t[0])
     out = np.empty(len(mean))
     for start in range(0, len(mean), 256):
@@ -237,108 +345,186 @@ def _svc_predictive(mean, var):
 
 # %% book/20_variational_estimators.md, code cell 9
 class _VariationalFit(GPClassifierBase):
-    """Fitting and prediction hooks of VariationalGP (its parameters and docs are there)."""
+    """Fitting and prediction hooks of VariationalGP (its parameters and docs are
+    there)."""
 
     def _validate_params(self):
         _check_variational_params(self)
 
     def _objective(self, kernel, X, y, theta, start):
-        """variational_objective at theta with this estimator's settings, from ``start``."""
-        return variational_objective(theta, kernel, X, y, self.loss, self.n_factors, start=start,
-                                     jitter=self._jitter, max_iter=self.inner_max_iter,
-                                     tol=self.inner_tol)
+        """variational_objective at theta with this estimator's settings, from
+        ``start``."""
+        return variational_objective(
+            theta,
+            kernel,
+            X,
+            y,
+            self.loss,
+            self.n_factors,
+            start=start,
+            jitter=self._jitter,
+            max_iter=self.inner_max_iter,
+            tol=self.inner_tol,
+        )
 
     def _fit(self, X, y_pm):
         kernel = _default_kernel(X) if self.kernel is None else self.kernel
         self.X_train_, self.y_train_ = X, y_pm
-        start, result, history, final = None, None, [], None  # fixed kernel: initial_p's start
+        start, result, history, final = (
+            None,
+            None,
+            [],
+            None,
+        )  # fixed kernel: initial_p's start
         if self.optimize and kernel.theta.size:
             theta0 = _start_theta(kernel, self.bounds, type(self).__name__)
             res0 = self._objective(kernel, X, y_pm, theta0, None)[3]
-            start = (res0.mu, res0.log_v, res0.C)          # P_0 starts the first line search
+            start = (res0.mu, res0.log_v, res0.C)  # P_0 starts the first line search
             box = _box(self.bounds, kernel.theta)
             result, history, final = _outer_loop(
-                lambda theta, p: self._objective(kernel, X, y_pm, theta, p), theta0, start,
-                box, max_iter=self.max_iter, tol=self.tol, progress=self.progress)
+                lambda theta, p: self._objective(kernel, X, y_pm, theta, p),
+                theta0,
+                start,
+                box,
+                max_iter=self.max_iter,
+                tol=self.tol,
+                progress=self.progress,
+            )
             self.kernel_ = kernel.with_theta(result.x)
             names = kernel.hyperparameter_names
-            warn_bound_hits(type(self).__name__ + ".fit", bound_hits(result.x, names, *box),
-                            result.x, names, *box, stacklevel=2,
-                            fix="widen bounds and fit again, or keep the kernel fixed "
-                                "(optimize=False)")
-        else:                                   # a fixed kernel is used exactly as given
+            warn_bound_hits(
+                type(self).__name__ + ".fit",
+                bound_hits(result.x, names, *box),
+                result.x,
+                names,
+                *box,
+                stacklevel=2,
+                fix="widen bounds and fit again, or keep the kernel fixed "
+                "(optimize=False)",
+            )
+        else:  # a fixed kernel is used exactly as given
             self.kernel_ = copy.deepcopy(kernel)
-        if final is None:                       # P at theta_ (no outer loop, or not cached)
+        if final is None:  # P at theta_ (no outer loop, or not cached)
             final = self._objective(self.kernel_, X, y_pm, None, start)
         prior, res = final[2:]
-        for name, value in _fitted_state(self.kernel_, prior, res, self.n_features_in_).items():
+        for name, value in _fitted_state(
+            self.kernel_, prior, res, self.n_features_in_
+        ).items():
             setattr(self, name, value)
         self.optimizer_result_ = result
         self.n_iter_ = 0 if result is None else int(result.nit)
         self.history_ = np.array(history if history else [res.free_energy])
-        self.converged_ = _warn_unconverged(type(self).__name__, result, self.n_iter_, res,
-                                            self.inner_tol)
+        self.converged_ = _warn_unconverged(
+            type(self).__name__, result, self.n_iter_, res, self.inner_tol
+        )
         self.mode_coef_, ok = _mode_coefficients(prior.K, y_pm, self.loss)
         if not ok:
-            warnings.warn(f"{type(self).__name__}: the posterior mode at theta_ did not "
-                          "converge; use='mode' predictions are approximate",
-                          ConvergenceWarning, stacklevel=3)
+            warnings.warn(
+                f"{type(self).__name__}: the posterior mode at theta_ did not "
+                "converge; use='mode' predictions are approximate",
+                ConvergenceWarning,
+                stacklevel=3,
+            )
 
     def _latent(self, X):
-        return _latent_moments(self.kernel_, self.X_train_, X, self._prior.L, self._alpha_mean,
-                               self.V_, self.C_, self._jitter)
+        return _latent_moments(
+            self.kernel_,
+            self.X_train_,
+            X,
+            self._prior.L,
+            self._alpha_mean,
+            self.V_,
+            self.C_,
+            self._jitter,
+        )
 
     def _decision_function(self, X):
         return self._latent(X)[0]
 
     def _predict_proba_positive(self, X):
         mean, var = self._latent(X)
-        return Logistic().predictive(mean, var) if self.loss == "logistic" else \
-            _svc_predictive(mean, var)
+        return (
+            Logistic().predictive(mean, var)
+            if self.loss == "logistic"
+            else _svc_predictive(mean, var)
+        )
 
 
 # %% book/20_variational_estimators.md, code cell 10
 class VariationalGP(_VariationalFit):
-    """Seeger's variational model selection, eqs (eq-var-bound)-(eq-var-grad-theta), logistic loss.
+    """Seeger's variational model selection, eqs (eq-var-bound)-(eq-var-grad-theta),
+    logistic loss.
 
     Minimises the free energy F(P, theta) (an upper bound on -log P(D | theta)) over the
     Gaussian P = N(mu, V + C C^T) with ``n_factors`` factors (inner loop, L-BFGS-B with
     ``inner_max_iter``, ``inner_tol``) and, if ``optimize``, over the kernel's
-    log-hyperparameters theta (outer loop, L-BFGS-B with ``max_iter``, ``tol``, every theta_j
+    log-hyperparameters theta (outer loop, L-BFGS-B with ``max_iter``, ``tol``, every
+    theta_j
     within ``bounds``: "auto", within +-8 of its start, or a pair (low, high) for all, a
     starting theta outside which is clipped with a UserWarning),
     starting the inner loops of each line search from the P of the last accepted iterate
-    (P_0, the minimiser of F at the starting theta, for the first), so that the value at a
-    trial theta never depends on the order of evaluation (see variational_objective).  With
-    ``optimize=False`` the kernel is used exactly as given, ``bounds`` or not.  ``loss`` is
+    (P_0, the minimiser of F at the starting theta, for the first), so that the value at
+    a
+    trial theta never depends on the order of evaluation (see variational_objective).
+    With
+    ``optimize=False`` the kernel is used exactly as given, ``bounds`` or not.  ``loss``
+    is
     "logistic" or "svc" (the normalised SVC loss).  ``kernel=None``: ARD RBF with length
-    scales sqrt(d) times each input's standard deviation, variance 1, bias 0.1.  ``progress``: a tqdm bar over outer iterations.
+    scales sqrt(d) times each input's standard deviation, variance 1, bias 0.1.
+    ``progress``: a tqdm bar over outer iterations.
 
-    Fitted attributes: ``kernel_``, ``theta_``, ``free_energy_``, ``mean_`` (mu), ``var_``
+    Fitted attributes: ``kernel_``, ``theta_``, ``free_energy_``, ``mean_`` (mu),
+    ``var_``
     (diag Sigma), ``V_`` (diagonal of V), ``C_``, ``n_iter_`` (outer iterations),
-    ``converged_``, ``history_`` (F after each outer iteration), ``inner_history_`` (F over
-    the last inner loop), ``relevances_`` (w_i = 1/length_scale_i^2 for an RBF kernel, else
+    ``converged_``, ``history_`` (F after each outer iteration), ``inner_history_`` (F
+    over
+    the last inner loop), ``relevances_`` (w_i = 1/length_scale_i^2 for an RBF kernel,
+    else
     None), ``optimizer_result_``, ``X_train_``, ``y_train_``.
 
-    The class attribute ``_jitter`` (default JITTER) is the latent white noise added to K.
+    The class attribute ``_jitter`` (default JITTER) is the latent white noise added to
+    K.
     """
 
     _jitter = JITTER
 
-    def __init__(self, kernel=None, loss="logistic", n_factors=2, optimize=True, max_iter=100,
-                 tol=1e-6, inner_max_iter=500, inner_tol=1e-8, bounds="auto",
-                 progress=False):
-        self.kernel, self.loss, self.n_factors, self.optimize = kernel, loss, n_factors, optimize
-        self.max_iter, self.tol, self.bounds, self.progress = max_iter, tol, bounds, progress
+    def __init__(
+        self,
+        kernel=None,
+        loss="logistic",
+        n_factors=2,
+        optimize=True,
+        max_iter=100,
+        tol=1e-6,
+        inner_max_iter=500,
+        inner_tol=1e-8,
+        bounds="auto",
+        progress=False,
+    ):
+        self.kernel, self.loss, self.n_factors, self.optimize = (
+            kernel,
+            loss,
+            n_factors,
+            optimize,
+        )
+        self.max_iter, self.tol, self.bounds, self.progress = (
+            max_iter,
+            tol,
+            bounds,
+            progress,
+        )
         self.inner_max_iter, self.inner_tol = inner_max_iter, inner_tol
 
     def predict_latent(self, X):
-        """Eq. (eq-var-predictive): mean and variance of the latent f(x) under P at each row of X."""
+        """Eq. (eq-var-predictive): mean and variance of the latent f(x) under P at each
+        row of X."""
         return self._latent(self._check_predict_input(X))
 
     def decision_function(self, X, use="mean"):
-        """Latent activation at each row of X: use="mean" k(x)^T K^-1 mu (P's mean), use="mode"
-        the posterior mode at theta_ of the original architecture (Laplace mode / SVM)."""
+        """Latent activation at each row of X: use="mean" k(x)^T K^-1 mu (P's mean),
+        use="mode"
+        the posterior mode at theta_ of the original architecture (Laplace mode /
+        SVM)."""
         if use not in ("mean", "mode"):
             raise ValueError(f"use must be 'mean' or 'mode'; got {use!r}")
         X = self._check_predict_input(X)
@@ -347,22 +533,43 @@ class VariationalGP(_VariationalFit):
         return self.kernel_(X, self.X_train_) @ self.mode_coef_
 
     def predict(self, X, use="mean"):
-        """Predicted labels: classes_[1] where decision_function(X, use) > 0, else classes_[0]."""
+        """Predicted labels: classes_[1] where decision_function(X, use) > 0, else
+        classes_[0]."""
         positive = self.decision_function(X, use=use) > 0
         return self.classes_[positive.astype(np.intp)]
 
 
 # %% book/20_variational_estimators.md, code cell 11
 class VariationalSVM(VariationalGP):
-    """VariationalGP with Seeger's normalised SVC loss (eq-var-svc-loss) as the default loss.
+    """VariationalGP with Seeger's normalised SVC loss (eq-var-svc-loss) as the default
+    loss.
 
     use="mode" predicts with the SVM at the selected kernel: hinge loss, no bias, box
     0 <= alpha <= 1 (KernelAdatron with C = 1).
     """
 
-    def __init__(self, kernel=None, loss="svc", n_factors=2, optimize=True, max_iter=100,
-                 tol=1e-6, inner_max_iter=500, inner_tol=1e-8, bounds="auto",
-                 progress=False):
-        super().__init__(kernel=kernel, loss=loss, n_factors=n_factors, optimize=optimize,
-                         max_iter=max_iter, tol=tol, inner_max_iter=inner_max_iter,
-                         inner_tol=inner_tol, bounds=bounds, progress=progress)
+    def __init__(
+        self,
+        kernel=None,
+        loss="svc",
+        n_factors=2,
+        optimize=True,
+        max_iter=100,
+        tol=1e-6,
+        inner_max_iter=500,
+        inner_tol=1e-8,
+        bounds="auto",
+        progress=False,
+    ):
+        super().__init__(
+            kernel=kernel,
+            loss=loss,
+            n_factors=n_factors,
+            optimize=optimize,
+            max_iter=max_iter,
+            tol=tol,
+            inner_max_iter=inner_max_iter,
+            inner_tol=inner_tol,
+            bounds=bounds,
+            progress=progress,
+        )
