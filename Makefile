@@ -4,7 +4,12 @@
 #                       the others come from the execution cache), then check the HTML
 #   make test           check chapters and package are in sync, run unit tests and every chapter (nbval)
 #   make lab            JupyterLab on the chapters, which open as notebooks
-#   make check-browser  open every page of the built book in headless Chromium, offline
+#   make check-browser  open every page of the built book in headless Chromium, offline, at
+#                       1280 px: formulas, images, JS errors, and what a reader sees (code,
+#                       outputs, equations, tables wider than the column, raw TeX, stderr
+#                       boxes, figure text under 9 px)
+#   make check-source   fail on chapter markup that shows raw TeX (a list marker inside
+#                       inline math, a textless link to a heading with math)
 #   make export         lay out the chapters' code cells to the column (ruff, 88 characters),
 #                       write gpc_literate/*.py from the cells tagged `export`, and the API
 #                       reference book/api.md from their docstrings
@@ -23,12 +28,16 @@ NBDIR  := _build/nbval
 # many times slower than single-threaded.
 JOBS   ?= 2
 PYTEST_ARGS ?=
+# the browser check: Debian's Chromium, and the widths it lays the pages out at
+CHROMIUM ?= /usr/bin/chromium
+BROWSER_WIDTHS ?= 1280
+BROWSER_STAMP := $(VENV)/.browser-installed
 export OPENBLAS_NUM_THREADS := 1
 export OMP_NUM_THREADS := 1
 export MKL_NUM_THREADS := 1
 
-.PHONY: install export check-sync check-workflows notebooks test book check-html \
-        check-browser lab benchmark clean
+.PHONY: install export check-sync check-source check-workflows notebooks test book \
+        check-html check-browser check-browser-if-present browser-deps lab benchmark clean
 
 $(STAMP): pyproject.toml
 	@$(PYTHON) -c 'import sys; assert sys.version_info >= (3, 11), "Python >= 3.11 is required"'
@@ -49,6 +58,10 @@ check-sync: $(STAMP)
 	$(BIN)/python tools/tangle.py --check
 	$(BIN)/python tools/apidoc.py --check
 
+# chapter markup that renders as raw TeX (tools/check_source.py; no build needed)
+check-source: $(STAMP)
+	$(BIN)/python tools/check_source.py
+
 # the GitHub Actions workflows against the published workflow schema (vendored in
 # check-jsonschema, so this runs offline)
 check-workflows: $(STAMP)
@@ -57,7 +70,9 @@ check-workflows: $(STAMP)
 notebooks: $(STAMP)
 	$(BIN)/python tools/notebooks.py --out $(NBDIR)
 
-test: check-sync check-workflows notebooks
+# browser-deps: where Chromium is installed, Playwright too, so that the browser checks'
+# own tests (tests/test_browser_checks.py, synthetic pages) run; they skip where it is not
+test: check-sync check-workflows notebooks browser-deps
 	MPLBACKEND=Agg $(BIN)/python -m pytest tests $(NBDIR) --nbval-lax --nbval-current-env \
 	    --nbval-cell-timeout=3600 -p no:cacheprovider -n $(JOBS) --dist loadfile $(PYTEST_ARGS)
 
@@ -69,10 +84,25 @@ book: export
 check-html: $(STAMP)
 	$(BIN)/python tools/check_html.py _build/html
 
-check-browser: $(STAMP)
-	@test -x /usr/bin/chromium || { echo "make check-browser needs Chromium: apt-get install -y chromium"; exit 2; }
+$(BROWSER_STAMP): $(STAMP)
 	$(BIN)/python -m pip install --quiet -e ".[browser]"
-	$(BIN)/python tools/check_browser.py _build/html
+	touch $(BROWSER_STAMP)
+
+# Playwright, where Chromium is installed; a message, where it is not
+browser-deps: $(STAMP)
+	@if [ -x $(CHROMIUM) ]; then $(MAKE) --no-print-directory $(BROWSER_STAMP); \
+	else echo "browser checks skipped: $(CHROMIUM) not found (apt-get install -y chromium)"; fi
+
+check-browser: $(STAMP)
+	@test -x $(CHROMIUM) || { echo "make check-browser needs Chromium: apt-get install -y chromium"; exit 2; }
+	@$(MAKE) --no-print-directory $(BROWSER_STAMP)
+	$(BIN)/python tools/check_browser.py _build/html --chromium $(CHROMIUM) \
+	    $(foreach w,$(BROWSER_WIDTHS),--width $(w))
+
+# the same, skipped with the reason where Chromium or the built book is missing
+check-browser-if-present: browser-deps
+	$(BIN)/python tools/check_browser.py _build/html --chromium $(CHROMIUM) \
+	    $(foreach w,$(BROWSER_WIDTHS),--width $(w)) --skip-if-unavailable
 
 # JupyterLab with the project's settings (.jupyter/lab/settings/overrides.json: chapters,
 # which are MyST-Markdown notebooks, open as notebooks through jupytext on a double click)
