@@ -394,17 +394,13 @@ class GPClassifierBase(_GPClassifierPrediction, ClassifierMixin, BaseEstimator):
     """Base class of the book's binary classifiers: a scikit-learn classifier.
 
     A subclass stores each ``__init__`` argument unchanged under its own name, checks
-    the
-    values in ``_validate_params`` (called by ``fit``; it replaces BaseEstimator's check
-    against ``_parameter_constraints``), and implements ``_fit(X, y_pm)`` (labels -1/+1)
-    and
-    ``_decision_function(X)`` (the latent activation, positive for ``classes_[1]``); one
-    that
-    models probabilities also implements ``_predict_proba_positive(X)`` = P(y=+1 | x,
-    D),
-    and only then has ``predict_proba``. Fitted attributes: ``classes_`` (the two
-    labels,
-    sorted), ``n_features_in_`` (and ``feature_names_in_`` for a DataFrame).
+    the values in ``_validate_params`` (called by ``fit``; it replaces BaseEstimator's
+    check against ``_parameter_constraints``), and implements ``_fit(X, y_pm)`` (labels
+    -1/+1) and ``_decision_function(X)`` (the latent activation, positive for
+    ``classes_[1]``); one that models probabilities also implements
+    ``_predict_proba_positive(X)`` = P(y=+1 | x, D), and only then has
+    ``predict_proba``. Fitted attributes: ``classes_`` (the two labels, sorted),
+    ``n_features_in_`` (and ``feature_names_in_`` for a DataFrame).
     """
 
     def __sklearn_tags__(self):
