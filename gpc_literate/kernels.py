@@ -29,6 +29,7 @@ __all__ = [
 _THETA_MAX = 0.5 * np.log(np.finfo(float).max)
 
 
+# %% book/03_covariance_functions.md, code cell 3
 def _check_hyperparameter(value, name, *, allow_zero=False, allow_vector=False):
     """Validate a positive (or non-negative) hyperparameter; return a float or a 1-D
     array."""
@@ -76,7 +77,7 @@ def _check_inputs(X, name="X"):
     return X
 
 
-# %% book/03_covariance_functions.md, code cell 3
+# %% book/03_covariance_functions.md, code cell 4
 def _check_ard_inputs(X, name, ard):
     """Return X checked as in _check_inputs, with one column per entry of each ARD
     array.
@@ -94,7 +95,7 @@ def _check_ard_inputs(X, name, ard):
     return X
 
 
-# %% book/03_covariance_functions.md, code cell 4
+# %% book/03_covariance_functions.md, code cell 5
 def _theta_names(values):
     """Names of the entries of theta for ``values`` (hyperparameter name -> value), in
     order."""
@@ -107,7 +108,7 @@ def _theta_names(values):
     return tuple(names)
 
 
-# %% book/03_covariance_functions.md, code cell 5
+# %% book/03_covariance_functions.md, code cell 6
 def _split_theta(theta, values, names):
     """Validate a new theta for the hyperparameters ``values`` (name -> current value).
 
@@ -141,7 +142,7 @@ def _split_theta(theta, values, names):
     return new
 
 
-# %% book/03_covariance_functions.md, code cell 6
+# %% book/03_covariance_functions.md, code cell 7
 def _check_param_names(kernel, params):
     """Raise ValueError if a key of ``params`` is not a constructor argument of
     ``kernel``."""
@@ -153,7 +154,7 @@ def _check_param_names(kernel, params):
         )
 
 
-# %% book/03_covariance_functions.md, code cell 7
+# %% book/03_covariance_functions.md, code cell 8
 def _constructor_call(kernel):
     """The text type(kernel).__name__(param=value, ...) that rebuilds ``kernel``."""
     args = ", ".join(
@@ -163,7 +164,7 @@ def _constructor_call(kernel):
     return f"{type(kernel).__name__}({args})"
 
 
-# %% book/03_covariance_functions.md, code cell 8
+# %% book/03_covariance_functions.md, code cell 9
 class _KernelEvaluation:
     """Kernel's K = k(X, Z) (eq-kern-psd), its diagonal and dK/dtheta, on checked
     inputs."""
@@ -193,7 +194,7 @@ class _KernelEvaluation:
         return _check_ard_inputs(X, name, {p: getattr(self, p) for p in self._vector})
 
 
-# %% book/03_covariance_functions.md, code cell 9
+# %% book/03_covariance_functions.md, code cell 10
 class _KernelTheta:
     """Kernel's log-hyperparameter vector theta_j = log p_j: get, set, names, modified
     copy."""
@@ -235,7 +236,7 @@ class _KernelTheta:
         return new
 
 
-# %% book/03_covariance_functions.md, code cell 10
+# %% book/03_covariance_functions.md, code cell 11
 class _KernelParams:
     """Kernel's scikit-learn parameter protocol: get_params, set_params, clone and
     repr."""
@@ -278,7 +279,7 @@ class _KernelParams:
         return _constructor_call(self)
 
 
-# %% book/03_covariance_functions.md, code cell 11
+# %% book/03_covariance_functions.md, code cell 12
 class Kernel(_KernelEvaluation, _KernelTheta, _KernelParams):
     """Base class of the covariance functions of chapter 3 (eq-kern-psd).
 
@@ -317,7 +318,7 @@ class Kernel(_KernelEvaluation, _KernelTheta, _KernelParams):
         raise NotImplementedError
 
 
-# %% book/03_covariance_functions.md, code cell 12
+# %% book/03_covariance_functions.md, code cell 13
 def check_kernel(kernel, name="kernel"):
     """Return ``kernel`` if it is a Kernel or None; raise TypeError naming ``name``
     otherwise."""
@@ -329,7 +330,7 @@ def check_kernel(kernel, name="kernel"):
     return kernel
 
 
-# %% book/03_covariance_functions.md, code cell 14
+# %% book/03_covariance_functions.md, code cell 15
 def _sqdist(X, Z=None):
     """Squared Euclidean distances between the rows of X and Z, shape (n, m), clipped at
     0."""
@@ -344,7 +345,7 @@ def _sqdist(X, Z=None):
     return np.maximum(D, 0.0, out=D)
 
 
-# %% book/03_covariance_functions.md, code cell 16
+# %% book/03_covariance_functions.md, code cell 17
 def _check_n_features(n_features):
     """Validate an input dimension N (a positive integer)."""
     if isinstance(n_features, bool) or not isinstance(n_features, (int, np.integer)):
@@ -354,7 +355,7 @@ def _check_n_features(n_features):
     return int(n_features)
 
 
-# %% book/03_covariance_functions.md, code cell 17
+# %% book/03_covariance_functions.md, code cell 18
 def _length_scale_slices(F, Xs, D, ard, G):
     """dK/dlog l for a kernel of the scaled squared distance D: F * (x_id - x_jd)^2 /
     l_d^2 into
@@ -367,7 +368,7 @@ def _length_scale_slices(F, Xs, D, ard, G):
         np.multiply(F, D, out=G[0])
 
 
-# %% book/03_covariance_functions.md, code cell 18
+# %% book/03_covariance_functions.md, code cell 19
 def _rbf_gradient(X, length_scale, variance, bias):
     """Eq. (eq-kern-grad-rbf): dK/dtheta_j of the RBF kernel, shape (p, n, n), in
     theta's order."""
@@ -387,7 +388,7 @@ def _rbf_gradient(X, length_scale, variance, bias):
     return G
 
 
-# %% book/03_covariance_functions.md, code cell 19
+# %% book/03_covariance_functions.md, code cell 20
 class RBF(Kernel):
     """Squared-exponential kernel with ARD, eq-kern-rbf (Opper & Winther 1999 eq 2,
     Seeger eq 8).
@@ -446,7 +447,7 @@ class RBF(Kernel):
         return _rbf_gradient(X, self.length_scale, self.variance, self.bias)
 
 
-# %% book/03_covariance_functions.md, code cell 21
+# %% book/03_covariance_functions.md, code cell 22
 def default_kernel(X):
     """RBF with the data-scaled length scale eq-kern-default-length, sqrt(sum_i Var
     x_i), variance 1.
@@ -463,7 +464,7 @@ def default_kernel(X):
     )
 
 
-# %% book/03_covariance_functions.md, code cell 23
+# %% book/03_covariance_functions.md, code cell 24
 def input_scale(X):
     """Standard deviation of each column of X (1 where a column does not vary): a unit
     per input."""
@@ -472,7 +473,7 @@ def input_scale(X):
     return np.where((scale > 0.0) & np.isfinite(scale), scale, 1.0)
 
 
-# %% book/03_covariance_functions.md, code cell 25
+# %% book/03_covariance_functions.md, code cell 26
 def _arcsin_inner(X, Z, weight_variance, bias_variance):
     """c(x, z) = b + sum_i w_i x_i z_i of eq-kern-arcsin for the rows of X and Z (None:
     symmetric)."""
@@ -480,13 +481,13 @@ def _arcsin_inner(X, Z, weight_variance, bias_variance):
     return 0.5 * (C + C.T) if Z is None else C
 
 
-# %% book/03_covariance_functions.md, code cell 26
+# %% book/03_covariance_functions.md, code cell 27
 def _arcsin_self_inner(X, weight_variance, bias_variance):
     """s(x) = c(x, x) of eq-kern-arcsin for each row of X."""
     return np.einsum("ij,ij->i", X * weight_variance, X) + bias_variance
 
 
-# %% book/03_covariance_functions.md, code cell 27
+# %% book/03_covariance_functions.md, code cell 28
 def _arcsin_gradient(X, weight_variance, variance, bias_variance):
     """Eq. (eq-kern-grad-arcsin): dK/dtheta_j of the ArcSin kernel, shape (p, n, n),
     theta's order."""
@@ -521,7 +522,7 @@ def _arcsin_gradient(X, weight_variance, variance, bias_variance):
     return G
 
 
-# %% book/03_covariance_functions.md, code cell 28
+# %% book/03_covariance_functions.md, code cell 29
 class ArcSin(Kernel):
     """Infinite-network (arcsin) kernel, eq-kern-arcsin (Opper & Winther 1999 eq 1;
     Williams 1998).
@@ -597,7 +598,7 @@ class ArcSin(Kernel):
         )
 
 
-# %% book/03_covariance_functions.md, code cell 33
+# %% book/03_covariance_functions.md, code cell 34
 class Linear(Kernel):
     """Linear (perceptron) kernel, eq-kern-linear (Opper & Winther 1999, after eq 2).
 
@@ -640,7 +641,7 @@ class Linear(Kernel):
         return G
 
 
-# %% book/03_covariance_functions.md, code cell 34
+# %% book/03_covariance_functions.md, code cell 35
 def _cauchy_gradient(X, length_scale, variance):
     """Eq. (eq-kern-grad-cauchy): dK/dtheta_j of the Cauchy kernel, shape (p, n, n),
     theta's order."""
@@ -657,7 +658,7 @@ def _cauchy_gradient(X, length_scale, variance):
     return G
 
 
-# %% book/03_covariance_functions.md, code cell 35
+# %% book/03_covariance_functions.md, code cell 36
 class Cauchy(Kernel):
     """Cauchy kernel, eq-kern-cauchy (Opper & Winther 2000b, appendix on covariance
     functions).
