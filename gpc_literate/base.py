@@ -7,12 +7,11 @@ book).
 
 ``GPClassifierBase`` builds the book's binary classifiers on scikit-learn's
 ``ClassifierMixin`` and ``BaseEstimator`` (parameters, clone, repr, score) and on its
-input
-validation (``validate_data``, ``check_is_fitted``). The module adds the encoding of two
-class
-labels as y = -1/+1 (``encode_labels``), checks of hyperparameters (``check_scalar``,
-``check_integer``, ``check_bool``), and ``check_array``/``check_X_y``, thin wrappers of
-scikit-learn's that always return float64 copies.
+input validation (``validate_data``, ``check_is_fitted``). The module adds the encoding
+of two class labels as y = -1/+1 (``encode_labels``), checks of hyperparameters
+(``check_scalar``, ``check_integer``, ``check_bool``), and
+``check_array``/``check_X_y``, thin wrappers of scikit-learn's that always return
+float64 copies.
 """
 
 import copy
@@ -61,12 +60,11 @@ class ConvergenceWarning(UserWarning):
 # %% book/01_gp_classification.md, code cell 15
 def _refuse_text(X, name="X"):
     """Raise ValueError, naming ``name``, if X holds strings, even numbers written as
-    text,
-    or has no columns (scikit-learn's message for that does not name the argument).
+    text, or has no columns (scikit-learn's message for that does not name the
+    argument).
 
     scikit-learn's validate_data refuses them only for dtype="numeric"; the conversion
-    to
-    float64 that the book asks for would parse "1.5" silently. Other input is left to
+    to float64 that the book asks for would parse "1.5" silently. Other input is left to
     scikit-learn's checks.
     """
     if hasattr(X, "tocsr"):  # sparse: refused by scikit-learn
@@ -102,10 +100,8 @@ def check_array(X, name="X"):
     rules).
 
     Raises ValueError, naming ``name``, if the array is sparse, empty or not 2-D, or if
-    it
-    contains NaN, infinite values or strings (even numbers written as text); other
-    entries
-    that are not numbers fail to convert.
+    it contains NaN, infinite values or strings (even numbers written as text); other
+    entries that are not numbers fail to convert.
     """
     _refuse_text(X, name)
     return _sklearn_check_array(X, dtype=np.float64, copy=True, input_name=name)
@@ -130,8 +126,7 @@ def encode_labels(y):
     classes[1].
 
     ``classes`` holds the two distinct labels in sorted order. Raises ValueError when y
-    is
-    empty, not 1-D, contains NaN, or does not have exactly two classes.
+    is empty, not 1-D, contains NaN, or does not have exactly two classes.
     """
     y = np.asarray(y)
     if y.ndim != 1:
@@ -168,9 +163,8 @@ def check_scalar(
     its domain.
 
     Raises TypeError if ``value`` is not a real number (booleans are refused) and
-    ValueError,
-    naming ``name``, if it is NaN, infinite, or outside the interval from ``low`` to
-    ``high``.
+    ValueError, naming ``name``, if it is NaN, infinite, or outside the interval from
+    ``low`` to ``high``.
     """
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
         raise TypeError(
@@ -194,8 +188,7 @@ def check_integer(value, name, *, low=1):
     ``low``.
 
     Raises TypeError if ``value`` is not an integer (booleans are refused) and
-    ValueError,
-    naming ``name``, if it is smaller than ``low``.
+    ValueError, naming ``name``, if it is smaller than ``low``.
     """
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Integral):
         raise TypeError(
@@ -245,8 +238,7 @@ def _validated_labels(estimator, X, y):
     classes_.
 
     X becomes a float64 copy (``validate_data`` also records ``n_features_in_``), y must
-    be
-    classification targets, and y_pm holds them as -1/+1 (``encode_labels``).
+    be classification targets, and y_pm holds them as -1/+1 (``encode_labels``).
     """
     _refuse_text(X)
     X, y = validate_data(estimator, X, y, dtype=np.float64, copy=True, reset=True)
@@ -273,9 +265,8 @@ def _warn_if_constant(estimator, X):
     input.
 
     Looks at up to 500 rows of X (evenly spaced); a training set whose inputs are all
-    equal
-    is exempt, since its model is rightly constant. Uses the class probability where the
-    model has one, else the decision function.
+    equal is exempt, since its model is rightly constant. Uses the class probability
+    where the model has one, else the decision function.
     """
     rows = X[np.unique(np.linspace(0, len(X) - 1, min(len(X), 500)).astype(int))]
     if len(rows) < 2 or not np.any(np.ptp(rows, axis=0) > 0):
@@ -304,8 +295,7 @@ def _warn_if_constant(estimator, X):
 # %% book/01_gp_classification.md, code cell 27
 def _fit_keywords(estimator):
     """The keyword arguments that ``estimator.fit`` passes on: those with defaults of
-    its
-    ``_fit`` (of ``_fit_fixed`` when ``_fit`` passes them on), or None if any are
+    its ``_fit`` (of ``_fit_fixed`` when ``_fit`` passes them on), or None if any are
     taken."""
     hooks = [estimator._fit] + (
         [estimator._fit_fixed] if hasattr(estimator, "_fit_fixed") else []
@@ -422,8 +412,7 @@ class GPClassifierBase(_GPClassifierPrediction, ClassifierMixin, BaseEstimator):
         _fit.
 
         Keyword arguments (e.g. a warm start ``alpha_init``) are passed on to ``_fit``;
-        one
-        that the subclass does not take (e.g. ``sample_weight``) raises TypeError,
+        one that the subclass does not take (e.g. ``sample_weight``) raises TypeError,
         naming it.
         """
         _check_fit_keywords(self, fit_params)
@@ -455,9 +444,8 @@ class LearnedHyperparameters:
 
     ``criterion`` names what was maximised and ``value`` is its value at the learned
     log-hyperparameters ``theta`` (``names`` gives their order, ``theta_start`` the
-    start);
-    ``n_evaluations`` counts evaluations of the criterion over ``n_starts`` starts;
-    ``converged`` and ``message`` are the optimiser's; ``at_bound`` names the
+    start); ``n_evaluations`` counts evaluations of the criterion over ``n_starts``
+    starts; ``converged`` and ``message`` are the optimiser's; ``at_bound`` names the
     hyperparameters that ended on a bound of ``hyperparameter_bounds``.
     """
 
@@ -503,9 +491,8 @@ def search_box(bounds, theta0, name="hyperparameter_bounds"):
     theta0.
 
     ``bounds="auto"``: each hyperparameter between RELATIVE_BOUNDS times its start, so
-    that
-    the box moves with the units of the data; a pair (low, high): the same box for every
-    hyperparameter, in natural units (validated by ``check_bounds``).
+    that the box moves with the units of the data; a pair (low, high): the same box for
+    every hyperparameter, in natural units (validated by ``check_bounds``).
     """
     theta0 = np.asarray(theta0, dtype=float)
     if isinstance(bounds, str) and bounds == "auto":
@@ -520,8 +507,7 @@ def _failed_point(theta, good, gradient):
     """Objective at a trial point where the criterion cannot be computed: a wall.
 
     Its value lies above every value seen, and its gradient points away from the last
-    point
-    that worked, so a line search steps back towards it.
+    point that worked, so a line search steps back towards it.
     """
     worst = 0.0 if good["worst"] is None else good["worst"]
     value = worst + 1e3 * (1.0 + abs(worst))
@@ -539,8 +525,7 @@ def _search_objective(criterion, gradient, good):
 
     ``good`` holds "theta" (the last point where the criterion was finite), "worst" (the
     largest objective value seen, or None) and "n_evaluations" (the number of calls);
-    the
-    objective updates them, and returns _failed_point where the criterion fails.
+    the objective updates them, and returns _failed_point where the criterion fails.
     """
 
     def objective(theta):
@@ -580,8 +565,7 @@ def _best_run(objective, starts, box, gradient, max_iter):
     result.
 
     L-BFGS-B with the gradient if ``gradient``, else Nelder-Mead (its iteration budget
-    grows
-    with the number of hyperparameters, ``len(box)``).
+    grows with the number of hyperparameters, ``len(box)``).
     """
     best = None
     for start in starts:
@@ -634,8 +618,7 @@ def bound_hits(theta, names, low, high):
 
 def warn_start_outside(owner, kernel, low, high, stacklevel):
     """The kernel with theta moved into the box [low, high] (log units), and whether it
-    moved;
-    a ConvergenceWarning naming ``owner`` when it did."""
+    moved; a ConvergenceWarning naming ``owner`` when it did."""
     if not np.any((kernel.theta < low) | (kernel.theta > high)):
         return kernel, False
     warnings.warn(
@@ -662,8 +645,7 @@ def warn_bound_hits(
     ``fix``.
 
     An ARD length scale on its upper bound switches its input off, which may be the
-    right
-    answer; the message says so when that is among the hits.
+    right answer; the message says so when that is among the hits.
     """
     if not at_bound:
         return
@@ -702,8 +684,7 @@ def _report_search(best, theta, names, bounds, owner, stacklevel):
     those names.
 
     ``bounds`` = (low, high), scalars or arrays; ``stacklevel`` is that of
-    maximize_criterion
-    (counted from its caller).
+    maximize_criterion (counted from its caller).
     """
     at_bound = bound_hits(theta, names, *bounds)
     if not best.success:
@@ -735,19 +716,15 @@ def maximize_criterion(
     sec-gpc-learning).
 
     ``criterion(theta)`` returns the value, or (value, gradient) if ``gradient``;
-    ``bounds``
-    = (low, high) in log units, scalars (see ``check_bounds``) or arrays shaped as
-    theta0
-    (see ``search_box``). Runs L-BFGS-B (with the gradient) or
+    ``bounds`` = (low, high) in log units, scalars (see ``check_bounds``) or arrays
+    shaped as theta0 (see ``search_box``). Runs L-BFGS-B (with the gradient) or
     Nelder-Mead (without) from ``theta0`` clipped to the box and from ``n_restarts``
-    starts
-    drawn uniformly in it (``random_state`` as in scikit-learn). Convergence warnings of
-    the
-    criterion's own solver at trial points are silenced. Returns (theta, result): the
-    best
-    point and a LearnedHyperparameters (its ``criterion`` field left empty). Warns with
-    ConvergenceWarning, naming ``owner``, if the best run did not converge or a
-    hyperparameter ends on a bound (``stacklevel`` counts from the caller).
+    starts drawn uniformly in it (``random_state`` as in scikit-learn). Convergence
+    warnings of the criterion's own solver at trial points are silenced. Returns (theta,
+    result): the best point and a LearnedHyperparameters (its ``criterion`` field left
+    empty). Warns with ConvergenceWarning, naming ``owner``, if the best run did not
+    converge or a hyperparameter ends on a bound (``stacklevel`` counts from the
+    caller).
     """
     theta0 = np.asarray(theta0, dtype=float)
     low, high = (
@@ -790,15 +767,13 @@ class LearnsHyperparameters:
     sec-gpc-learning).
 
     The estimator has the parameters ``kernel``, ``optimizer``,
-    ``n_restarts_optimizer``,
-    ``random_state`` and ``hyperparameter_bounds``, and implements
-    ``_default_kernel(X)``,
-    ``_fit_fixed(X, y_pm, kernel, **warm)``, ``_criterion(theta, eval_gradient)`` and
-    ``_warm_start()``; ``_criterion_name`` names the criterion and ``_optimizers`` lists
-    the optimisers it supports (the first uses the gradient, "nelder-mead" none).
-    Fitted attribute ``learning_``: a LearnedHyperparameters, or None when the kernel
-    was
-    kept fixed (``optimizer=None``, or a kernel without hyperparameters).
+    ``n_restarts_optimizer``, ``random_state`` and ``hyperparameter_bounds``, and
+    implements ``_default_kernel(X)``, ``_fit_fixed(X, y_pm, kernel, **warm)``,
+    ``_criterion(theta, eval_gradient)`` and ``_warm_start()``; ``_criterion_name``
+    names the criterion and ``_optimizers`` lists the optimisers it supports (the first
+    uses the gradient, "nelder-mead" none). Fitted attribute ``learning_``: a
+    LearnedHyperparameters, or None when the kernel was kept fixed (``optimizer=None``,
+    or a kernel without hyperparameters).
     """
 
     _criterion_name = "criterion"

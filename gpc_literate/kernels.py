@@ -114,8 +114,7 @@ def _split_theta(theta, values, names):
 
     Returns the new values exp(theta) in the same order and shapes; raises TypeError or
     ValueError (listing ``names``, the entries of theta) if theta is not a finite 1-D
-    array of
-    the right length with |theta_j| <= _THETA_MAX.
+    array of the right length with |theta_j| <= _THETA_MAX.
     """
     raw = np.asarray(theta)
     if raw.dtype.kind not in "iuf":
@@ -246,8 +245,7 @@ class _KernelParams:
         k.
 
         ``deep`` is part of scikit-learn's protocol; a kernel has no nested objects, so
-        it
-        changes nothing.
+        it changes nothing.
         """
         return {
             p: (v.copy() if isinstance(v, np.ndarray) else v)
@@ -284,14 +282,11 @@ class Kernel(_KernelEvaluation, _KernelTheta, _KernelParams):
     """Base class of the covariance functions of chapter 3 (eq-kern-psd).
 
     Subclasses set the class attributes ``_hyperparameters`` (constructor arguments that
-    are
-    positive hyperparameters, in the order of ``theta``), ``_optional`` (those that may
-    be
-    zero, meaning "term absent"; a zero one is left out of ``theta``) and ``_vector``
-    (those
-    that may be a 1-D array with one entry per input dimension, ARD), and implement
-    ``_matrix(X, Z)``, ``_diag(X)`` and ``_gradient(X)``. Assigning a hyperparameter
-    attribute validates it.
+    are positive hyperparameters, in the order of ``theta``), ``_optional`` (those that
+    may be zero, meaning "term absent"; a zero one is left out of ``theta``) and
+    ``_vector`` (those that may be a 1-D array with one entry per input dimension, ARD),
+    and implement ``_matrix(X, Z)``, ``_diag(X)`` and ``_gradient(X)``. Assigning a
+    hyperparameter attribute validates it.
     """
 
     _hyperparameters: tuple = ()
@@ -358,8 +353,8 @@ def _check_n_features(n_features):
 # %% book/03_covariance_functions.md, code cell 18
 def _length_scale_slices(F, Xs, D, ard, G):
     """dK/dlog l for a kernel of the scaled squared distance D: F * (x_id - x_jd)^2 /
-    l_d^2 into
-    G[d] per input (``ard``), or F * D into G[0]; F = -2 dK/dD, Xs = X / l."""
+    l_d^2 into G[d] per input (``ard``), or F * D into G[0]; F = -2 dK/dD, Xs = X /
+    l."""
     if ard:
         for i in range(Xs.shape[1]):
             diff = np.subtract.outer(Xs[:, i], Xs[:, i])
@@ -453,8 +448,7 @@ def default_kernel(X):
     x_i), variance 1.
 
     The kernel the classifiers use when none is given; sqrt(d) for standardised inputs,
-    1 if
-    no input varies.
+    1 if no input varies.
     """
     X = _check_inputs(X, "X")
     spread = float(np.sqrt(np.sum(np.var(X, axis=0))))
@@ -528,17 +522,14 @@ class ArcSin(Kernel):
     Williams 1998).
 
     k(x, x') = variance * (2/pi) * arcsin(c(x, x') / sqrt((1 + c(x, x)) (1 + c(x',
-    x')))),
-    c(x, x') = bias_variance + sum_i weight_variance_i * x_i * x'_i; Opper & Winther's
-    form
-    eq-kern-ow-arcsin is bias_variance = 0, variance = 1, derived from the network of
-    eqs (eq-kern-network)-(eq-kern-sheppard).
+    x')))), c(x, x') = bias_variance + sum_i weight_variance_i * x_i * x'_i; Opper &
+    Winther's form eq-kern-ow-arcsin is bias_variance = 0, variance = 1, derived from
+    the network of eqs (eq-kern-network)-(eq-kern-sheppard).
 
     The covariance of a network f(x) = H**-0.5 sum_j v_j g(u_j . (1, x)) with H ->
-    infinity
-    hidden units g(z) = 2 Phi(z) - 1 = erf(z / sqrt 2), v_j ~ N(0, variance), hidden
-    bias
-    weights ~ N(0, bias_variance) and input weights u_ji ~ N(0, weight_variance_i).
+    infinity hidden units g(z) = 2 Phi(z) - 1 = erf(z / sqrt 2), v_j ~ N(0, variance),
+    hidden bias weights ~ N(0, bias_variance) and input weights u_ji ~ N(0,
+    weight_variance_i).
 
     Parameters
     ----------
