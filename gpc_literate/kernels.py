@@ -29,6 +29,7 @@ __all__ = [
 _THETA_MAX = 0.5 * np.log(np.finfo(float).max)
 
 
+# %% book/03_covariance_functions.md, code cell 3
 def _check_hyperparameter(value, name, *, allow_zero=False, allow_vector=False):
     """Validate a positive (or non-negative) hyperparameter; return a float or a 1-D
     array."""
@@ -76,7 +77,7 @@ def _check_inputs(X, name="X"):
     return X
 
 
-# %% book/03_covariance_functions.md, code cell 3
+# %% book/03_covariance_functions.md, code cell 4
 def _check_ard_inputs(X, name, ard):
     """Return X checked as in _check_inputs, with one column per entry of each ARD
     array.
@@ -94,7 +95,7 @@ def _check_ard_inputs(X, name, ard):
     return X
 
 
-# %% book/03_covariance_functions.md, code cell 4
+# %% book/03_covariance_functions.md, code cell 5
 def _theta_names(values):
     """Names of the entries of theta for ``values`` (hyperparameter name -> value), in
     order."""
@@ -107,14 +108,13 @@ def _theta_names(values):
     return tuple(names)
 
 
-# %% book/03_covariance_functions.md, code cell 5
+# %% book/03_covariance_functions.md, code cell 6
 def _split_theta(theta, values, names):
     """Validate a new theta for the hyperparameters ``values`` (name -> current value).
 
     Returns the new values exp(theta) in the same order and shapes; raises TypeError or
     ValueError (listing ``names``, the entries of theta) if theta is not a finite 1-D
-    array of
-    the right length with |theta_j| <= _THETA_MAX.
+    array of the right length with |theta_j| <= _THETA_MAX.
     """
     raw = np.asarray(theta)
     if raw.dtype.kind not in "iuf":
@@ -141,7 +141,7 @@ def _split_theta(theta, values, names):
     return new
 
 
-# %% book/03_covariance_functions.md, code cell 6
+# %% book/03_covariance_functions.md, code cell 7
 def _check_param_names(kernel, params):
     """Raise ValueError if a key of ``params`` is not a constructor argument of
     ``kernel``."""
@@ -153,7 +153,7 @@ def _check_param_names(kernel, params):
         )
 
 
-# %% book/03_covariance_functions.md, code cell 7
+# %% book/03_covariance_functions.md, code cell 8
 def _constructor_call(kernel):
     """The text type(kernel).__name__(param=value, ...) that rebuilds ``kernel``."""
     args = ", ".join(
@@ -163,7 +163,7 @@ def _constructor_call(kernel):
     return f"{type(kernel).__name__}({args})"
 
 
-# %% book/03_covariance_functions.md, code cell 8
+# %% book/03_covariance_functions.md, code cell 9
 class _KernelEvaluation:
     """Kernel's K = k(X, Z) (eq-kern-psd), its diagonal and dK/dtheta, on checked
     inputs."""
@@ -193,7 +193,7 @@ class _KernelEvaluation:
         return _check_ard_inputs(X, name, {p: getattr(self, p) for p in self._vector})
 
 
-# %% book/03_covariance_functions.md, code cell 9
+# %% book/03_covariance_functions.md, code cell 10
 class _KernelTheta:
     """Kernel's log-hyperparameter vector theta_j = log p_j: get, set, names, modified
     copy."""
@@ -235,7 +235,7 @@ class _KernelTheta:
         return new
 
 
-# %% book/03_covariance_functions.md, code cell 10
+# %% book/03_covariance_functions.md, code cell 11
 class _KernelParams:
     """Kernel's scikit-learn parameter protocol: get_params, set_params, clone and
     repr."""
@@ -245,8 +245,7 @@ class _KernelParams:
         k.
 
         ``deep`` is part of scikit-learn's protocol; a kernel has no nested objects, so
-        it
-        changes nothing.
+        it changes nothing.
         """
         return {
             p: (v.copy() if isinstance(v, np.ndarray) else v)
@@ -278,19 +277,16 @@ class _KernelParams:
         return _constructor_call(self)
 
 
-# %% book/03_covariance_functions.md, code cell 11
+# %% book/03_covariance_functions.md, code cell 12
 class Kernel(_KernelEvaluation, _KernelTheta, _KernelParams):
     """Base class of the covariance functions of chapter 3 (eq-kern-psd).
 
     Subclasses set the class attributes ``_hyperparameters`` (constructor arguments that
-    are
-    positive hyperparameters, in the order of ``theta``), ``_optional`` (those that may
-    be
-    zero, meaning "term absent"; a zero one is left out of ``theta``) and ``_vector``
-    (those
-    that may be a 1-D array with one entry per input dimension, ARD), and implement
-    ``_matrix(X, Z)``, ``_diag(X)`` and ``_gradient(X)``. Assigning a hyperparameter
-    attribute validates it.
+    are positive hyperparameters, in the order of ``theta``), ``_optional`` (those that
+    may be zero, meaning "term absent"; a zero one is left out of ``theta``) and
+    ``_vector`` (those that may be a 1-D array with one entry per input dimension, ARD),
+    and implement ``_matrix(X, Z)``, ``_diag(X)`` and ``_gradient(X)``. Assigning a
+    hyperparameter attribute validates it.
     """
 
     _hyperparameters: tuple = ()
@@ -317,7 +313,7 @@ class Kernel(_KernelEvaluation, _KernelTheta, _KernelParams):
         raise NotImplementedError
 
 
-# %% book/03_covariance_functions.md, code cell 12
+# %% book/03_covariance_functions.md, code cell 13
 def check_kernel(kernel, name="kernel"):
     """Return ``kernel`` if it is a Kernel or None; raise TypeError naming ``name``
     otherwise."""
@@ -329,7 +325,7 @@ def check_kernel(kernel, name="kernel"):
     return kernel
 
 
-# %% book/03_covariance_functions.md, code cell 14
+# %% book/03_covariance_functions.md, code cell 15
 def _sqdist(X, Z=None):
     """Squared Euclidean distances between the rows of X and Z, shape (n, m), clipped at
     0."""
@@ -344,7 +340,7 @@ def _sqdist(X, Z=None):
     return np.maximum(D, 0.0, out=D)
 
 
-# %% book/03_covariance_functions.md, code cell 16
+# %% book/03_covariance_functions.md, code cell 17
 def _check_n_features(n_features):
     """Validate an input dimension N (a positive integer)."""
     if isinstance(n_features, bool) or not isinstance(n_features, (int, np.integer)):
@@ -354,11 +350,11 @@ def _check_n_features(n_features):
     return int(n_features)
 
 
-# %% book/03_covariance_functions.md, code cell 17
+# %% book/03_covariance_functions.md, code cell 18
 def _length_scale_slices(F, Xs, D, ard, G):
     """dK/dlog l for a kernel of the scaled squared distance D: F * (x_id - x_jd)^2 /
-    l_d^2 into
-    G[d] per input (``ard``), or F * D into G[0]; F = -2 dK/dD, Xs = X / l."""
+    l_d^2 into G[d] per input (``ard``), or F * D into G[0]; F = -2 dK/dD, Xs = X /
+    l."""
     if ard:
         for i in range(Xs.shape[1]):
             diff = np.subtract.outer(Xs[:, i], Xs[:, i])
@@ -367,7 +363,7 @@ def _length_scale_slices(F, Xs, D, ard, G):
         np.multiply(F, D, out=G[0])
 
 
-# %% book/03_covariance_functions.md, code cell 18
+# %% book/03_covariance_functions.md, code cell 19
 def _rbf_gradient(X, length_scale, variance, bias):
     """Eq. (eq-kern-grad-rbf): dK/dtheta_j of the RBF kernel, shape (p, n, n), in
     theta's order."""
@@ -387,7 +383,7 @@ def _rbf_gradient(X, length_scale, variance, bias):
     return G
 
 
-# %% book/03_covariance_functions.md, code cell 19
+# %% book/03_covariance_functions.md, code cell 20
 class RBF(Kernel):
     """Squared-exponential kernel with ARD, eq-kern-rbf (Opper & Winther 1999 eq 2,
     Seeger eq 8).
@@ -446,14 +442,13 @@ class RBF(Kernel):
         return _rbf_gradient(X, self.length_scale, self.variance, self.bias)
 
 
-# %% book/03_covariance_functions.md, code cell 21
+# %% book/03_covariance_functions.md, code cell 22
 def default_kernel(X):
     """RBF with the data-scaled length scale eq-kern-default-length, sqrt(sum_i Var
     x_i), variance 1.
 
     The kernel the classifiers use when none is given; sqrt(d) for standardised inputs,
-    1 if
-    no input varies.
+    1 if no input varies.
     """
     X = _check_inputs(X, "X")
     spread = float(np.sqrt(np.sum(np.var(X, axis=0))))
@@ -463,7 +458,7 @@ def default_kernel(X):
     )
 
 
-# %% book/03_covariance_functions.md, code cell 23
+# %% book/03_covariance_functions.md, code cell 24
 def input_scale(X):
     """Standard deviation of each column of X (1 where a column does not vary): a unit
     per input."""
@@ -472,7 +467,7 @@ def input_scale(X):
     return np.where((scale > 0.0) & np.isfinite(scale), scale, 1.0)
 
 
-# %% book/03_covariance_functions.md, code cell 25
+# %% book/03_covariance_functions.md, code cell 26
 def _arcsin_inner(X, Z, weight_variance, bias_variance):
     """c(x, z) = b + sum_i w_i x_i z_i of eq-kern-arcsin for the rows of X and Z (None:
     symmetric)."""
@@ -480,13 +475,13 @@ def _arcsin_inner(X, Z, weight_variance, bias_variance):
     return 0.5 * (C + C.T) if Z is None else C
 
 
-# %% book/03_covariance_functions.md, code cell 26
+# %% book/03_covariance_functions.md, code cell 27
 def _arcsin_self_inner(X, weight_variance, bias_variance):
     """s(x) = c(x, x) of eq-kern-arcsin for each row of X."""
     return np.einsum("ij,ij->i", X * weight_variance, X) + bias_variance
 
 
-# %% book/03_covariance_functions.md, code cell 27
+# %% book/03_covariance_functions.md, code cell 28
 def _arcsin_gradient(X, weight_variance, variance, bias_variance):
     """Eq. (eq-kern-grad-arcsin): dK/dtheta_j of the ArcSin kernel, shape (p, n, n),
     theta's order."""
@@ -521,23 +516,20 @@ def _arcsin_gradient(X, weight_variance, variance, bias_variance):
     return G
 
 
-# %% book/03_covariance_functions.md, code cell 28
+# %% book/03_covariance_functions.md, code cell 29
 class ArcSin(Kernel):
     """Infinite-network (arcsin) kernel, eq-kern-arcsin (Opper & Winther 1999 eq 1;
     Williams 1998).
 
     k(x, x') = variance * (2/pi) * arcsin(c(x, x') / sqrt((1 + c(x, x)) (1 + c(x',
-    x')))),
-    c(x, x') = bias_variance + sum_i weight_variance_i * x_i * x'_i; Opper & Winther's
-    form
-    eq-kern-ow-arcsin is bias_variance = 0, variance = 1, derived from the network of
-    eqs (eq-kern-network)-(eq-kern-sheppard).
+    x')))), c(x, x') = bias_variance + sum_i weight_variance_i * x_i * x'_i; Opper &
+    Winther's form eq-kern-ow-arcsin is bias_variance = 0, variance = 1, derived from
+    the network of eqs (eq-kern-network)-(eq-kern-sheppard).
 
     The covariance of a network f(x) = H**-0.5 sum_j v_j g(u_j . (1, x)) with H ->
-    infinity
-    hidden units g(z) = 2 Phi(z) - 1 = erf(z / sqrt 2), v_j ~ N(0, variance), hidden
-    bias
-    weights ~ N(0, bias_variance) and input weights u_ji ~ N(0, weight_variance_i).
+    infinity hidden units g(z) = 2 Phi(z) - 1 = erf(z / sqrt 2), v_j ~ N(0, variance),
+    hidden bias weights ~ N(0, bias_variance) and input weights u_ji ~ N(0,
+    weight_variance_i).
 
     Parameters
     ----------
@@ -597,7 +589,7 @@ class ArcSin(Kernel):
         )
 
 
-# %% book/03_covariance_functions.md, code cell 33
+# %% book/03_covariance_functions.md, code cell 34
 class Linear(Kernel):
     """Linear (perceptron) kernel, eq-kern-linear (Opper & Winther 1999, after eq 2).
 
@@ -640,7 +632,7 @@ class Linear(Kernel):
         return G
 
 
-# %% book/03_covariance_functions.md, code cell 34
+# %% book/03_covariance_functions.md, code cell 35
 def _cauchy_gradient(X, length_scale, variance):
     """Eq. (eq-kern-grad-cauchy): dK/dtheta_j of the Cauchy kernel, shape (p, n, n),
     theta's order."""
@@ -657,7 +649,7 @@ def _cauchy_gradient(X, length_scale, variance):
     return G
 
 
-# %% book/03_covariance_functions.md, code cell 35
+# %% book/03_covariance_functions.md, code cell 36
 class Cauchy(Kernel):
     """Cauchy kernel, eq-kern-cauchy (Opper & Winther 2000b, appendix on covariance
     functions).
