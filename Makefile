@@ -6,8 +6,10 @@
 #   make lab            JupyterLab on the chapters, which open as notebooks
 #   make check-browser  open every page of the built book in headless Chromium, offline
 #   make export         write gpc_literate/*.py from the chapters' cells tagged `export`,
-#                       and the API reference book/api.md from their docstrings
-#   make check-sync     fail with a diff if a module differs from its chapter
+#                       and the pages of the API reference, book/api/*.md (one autodoc
+#                       directive per public name of each module)
+#   make check-sync     fail with a diff if a module differs from its chapter, or if the
+#                       API pages miss a public name or are not what `make export` writes
 #   make benchmark      run the speed benchmarks (not part of the tests)
 #   make clean          remove _build (the next `make book` executes every chapter)
 
