@@ -11,10 +11,12 @@
 #   make check-source   fail on chapter markup that shows raw TeX (a list marker inside
 #                       inline math, a textless link to a heading with math)
 #   make export         lay out the chapters' code cells to the column (ruff, 88 characters),
-#                       write gpc_literate/*.py from the cells tagged `export`, and the API
-#                       reference book/api.md from their docstrings
-#   make check-sync     fail if a code cell is not laid out to the column, or with a diff
-#                       if a module differs from its chapter
+#                       write gpc_literate/*.py from the cells tagged `export`, and the pages
+#                       of the API reference, book/api/*.md (one autodoc directive per public
+#                       name of each module)
+#   make check-sync     fail if a code cell is not laid out to the column, with a diff if a
+#                       module differs from its chapter, or if the API pages miss a public
+#                       name or are not what `make export` writes
 #   make benchmark      run the speed benchmarks (not part of the tests)
 #   make clean          remove _build (the next `make book` executes every chapter)
 

@@ -3,7 +3,8 @@
 The package's docstrings name the equations they implement (``eq-...`` labels), and the API
 page links each name to its equations. This extension adds the reverse link in the chapters:
 after a labelled display that some docstring names, a line "Code: `name`, ..." with each name
-linked to its entry on the API page (or, for a private helper, to the chapter that builds it).
+linked to its entry on the API pages (a method to its own entry, under its class), or, for a
+private helper, to the chapter that builds it.
 The index comes from ``tools/apidoc.py`` (``equation_code``), so it cannot drift from the
 docstrings; a page whose entries change is re-read on the next incremental build.
 """
@@ -52,11 +53,20 @@ def _outdated(app, env, added, changed, removed):
             if doc in env.found_docs and doc not in changed and _fingerprint(index, doc) != fp]
 
 
+@functools.cache
+def _module_of_chapter() -> dict[str, str]:
+    return dict(_apidoc().modules(ROOT))
+
+
 def _reference(name: str, target: str | None, chapter: str, docname: str) -> nodes.Node:
     literal = nodes.literal(name, name)
     if target is not None:
-        ref = pending_xref("", refdomain="std", reftype="ref", reftarget=target, refexplicit=True,
-                           refwarn=True, refdoc=docname)
+        # the entry of the name itself on its API page (a method's, not its class's); if
+        # autodoc did not document it, the entry of the name or its class (_missing)
+        ref = pending_xref("", refdomain="py", reftype="obj",
+                           reftarget=f"{_module_of_chapter()[chapter]}.{name}",
+                           refexplicit=True, refwarn=False, refdoc=docname,
+                           gpc_api_label=target)
     else:
         ref = pending_xref("", refdomain="std", reftype="doc", reftarget=f"/book/{chapter}",
                            refexplicit=True, refwarn=True, refdoc=docname)
@@ -84,6 +94,15 @@ def _doctree_read(app, doctree):
         block.parent.insert(block.parent.index(block) + 1, para)
 
 
+def _missing(app, env, node, contnode):
+    """A code name the API pages do not document as such: link to its API label."""
+    label = node.get("gpc_api_label")
+    if not label:
+        return None
+    return env.get_domain("std").resolve_xref(env, node["refdoc"], app.builder, "ref", label,
+                                              node, contnode)
+
+
 def _purge(app, env, docname):
     getattr(env, "gpc_eqcode_fingerprints", {}).pop(docname, None)
 
@@ -98,6 +117,7 @@ def setup(app):
     app.connect("builder-inited", _builder_inited)
     app.connect("env-get-outdated", _outdated)
     app.connect("doctree-read", _doctree_read)
+    app.connect("missing-reference", _missing)
     app.connect("env-purge-doc", _purge)
     app.connect("env-merge-info", _merge)
-    return {"parallel_read_safe": True, "parallel_write_safe": True, "env_version": 1}
+    return {"parallel_read_safe": True, "parallel_write_safe": True, "env_version": 2}
