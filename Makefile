@@ -3,20 +3,23 @@
 #                       (chapters whose code or imported modules changed are re-executed;
 #                       the others come from the execution cache), then check the HTML
 #   make test           check chapters and package are in sync, run unit tests and every chapter (nbval)
-#   make lab            JupyterLab on the chapters, which open as notebooks
+#   make lab            JupyterLab on the chapters, which open as notebooks with their MyST
+#                       rendered (jupyterlab-myst); a save without edits changes no byte
 #   make check-browser  open every page of the built book in headless Chromium, offline, at
 #                       1280 px: formulas, images, JS errors, and what a reader sees (code,
 #                       outputs, equations, tables wider than the column, raw TeX, stderr
 #                       boxes, figure text under 9 px)
 #   make check-source   fail on chapter markup that shows raw TeX (a list marker inside
 #                       inline math, a textless link to a heading with math)
-#   make export         lay out the chapters' code cells to the column (ruff, 88 characters),
-#                       write gpc_literate/*.py from the cells tagged `export`, and the pages
-#                       of the API reference, book/api/*.md (one autodoc directive per public
-#                       name of each module)
-#   make check-sync     fail if a code cell is not laid out to the column, with a diff if a
-#                       module differs from its chapter, or if the API pages miss a public
-#                       name or are not what `make export` writes
+#   make export         lay out the chapters' code cells to the column (ruff, 88 characters)
+#                       and the chapters as jupytext writes them (so that JupyterLab saves
+#                       them unchanged), write gpc_literate/*.py from the cells tagged
+#                       `export`, and the pages of the API reference, book/api/*.md (one
+#                       autodoc directive per public name of each module)
+#   make check-sync     fail if a code cell is not laid out to the column, if a chapter is
+#                       not as jupytext writes it, with a diff if a module differs from its
+#                       chapter, or if the API pages miss a public name or are not what
+#                       `make export` writes
 #   make benchmark      run the speed benchmarks (not part of the tests)
 #   make clean          remove _build (the next `make book` executes every chapter)
 
@@ -52,11 +55,13 @@ install: $(STAMP)
 
 export: $(STAMP)
 	$(BIN)/python tools/format_chapters.py
+	$(BIN)/python tools/normalise_chapters.py
 	$(BIN)/python tools/tangle.py
 	$(BIN)/python tools/apidoc.py
 
 check-sync: $(STAMP)
 	$(BIN)/python tools/format_chapters.py --check
+	$(BIN)/python tools/normalise_chapters.py --check
 	$(BIN)/python tools/tangle.py --check
 	$(BIN)/python tools/apidoc.py --check
 
@@ -107,7 +112,8 @@ check-browser-if-present: browser-deps
 	    $(foreach w,$(BROWSER_WIDTHS),--width $(w)) --skip-if-unavailable
 
 # JupyterLab with the project's settings (.jupyter/lab/settings/overrides.json: chapters,
-# which are MyST-Markdown notebooks, open as notebooks through jupytext on a double click)
+# which are MyST-Markdown notebooks, open as notebooks through jupytext on a double click;
+# jupyterlab-myst renders their Markdown cells)
 lab: $(STAMP)
 	$(BIN)/jupyter lab --LabApp.app_settings_dir=$(CURDIR)/.jupyter/lab/settings \
 	    $(if $(filter 0,$(shell id -u)),--allow-root) $(LAB_ARGS)

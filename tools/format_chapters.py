@@ -39,6 +39,8 @@ def code_cells(lines: list[str]):
                 j = lines.index("---\n", j + 1) + 1
             while j < len(lines) and lines[j].startswith(":"):          # short options
                 j += 1
+            if j > i + 1 and j < len(lines) and not lines[j].strip():   # the blank line
+                j += 1          # jupytext writes after options (not part of the source)
             end = j
             while not lines[end].startswith("```"):
                 end += 1
