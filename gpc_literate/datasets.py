@@ -136,10 +136,8 @@ def stratified_folds(y, k: int = 10, seed: int = 0) -> np.ndarray:
     """Fold number (0..k-1) of each example for stratified k-fold cross-validation.
 
     The examples of each class are shuffled (``seed``) and dealt round robin over the
-    folds,
-    class after class, so fold sizes differ by at most one and the first ``len(y) % k``
-    folds
-    hold one example more.
+    folds, class after class, so fold sizes differ by at most one and the first
+    ``len(y) % k`` folds hold one example more.
     """
     y = np.asarray(y)
     if isinstance(k, bool) or not isinstance(k, (int, np.integer)):
