@@ -318,7 +318,7 @@ def _describe(
         f"Preprocessing here: {preprocessing}",
     ]
     return "\n".join(
-        textwrap.fill(p, width=96, subsequent_indent="    ") for p in parts
+        textwrap.fill(p, width=88, subsequent_indent="    ") for p in parts
     )
 
 
@@ -378,11 +378,10 @@ class Dataset:
 
     def __repr__(self) -> str:
         return (
-            f"Dataset({self.name!r}, realisation {self.realisation} of "
-            f"{self.n_splits}: "
-            f"{self.n_train} train (+1: {int((self.y_train == 1).sum())}), "
-            f"{self.n_test} test (+1: {int((self.y_test == 1).sum())}), "
-            f"{self.n_features} inputs)"
+            f"Dataset({self.name!r}, realisation {self.realisation}/{self.n_splits}: "
+            f"{self.n_train} train ({int((self.y_train == 1).sum())} +1), "
+            f"{self.n_test} test ({int((self.y_test == 1).sum())} +1), "
+            f"d = {self.n_features})"
         )
 
 
