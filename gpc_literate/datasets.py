@@ -136,10 +136,8 @@ def stratified_folds(y, k: int = 10, seed: int = 0) -> np.ndarray:
     """Fold number (0..k-1) of each example for stratified k-fold cross-validation.
 
     The examples of each class are shuffled (``seed``) and dealt round robin over the
-    folds,
-    class after class, so fold sizes differ by at most one and the first ``len(y) % k``
-    folds
-    hold one example more.
+    folds, class after class, so fold sizes differ by at most one and the first
+    ``len(y) % k`` folds hold one example more.
     """
     y = np.asarray(y)
     if isinstance(k, bool) or not isinstance(k, (int, np.integer)):
@@ -320,7 +318,7 @@ def _describe(
         f"Preprocessing here: {preprocessing}",
     ]
     return "\n".join(
-        textwrap.fill(p, width=96, subsequent_indent="    ") for p in parts
+        textwrap.fill(p, width=88, subsequent_indent="    ") for p in parts
     )
 
 
@@ -380,11 +378,10 @@ class Dataset:
 
     def __repr__(self) -> str:
         return (
-            f"Dataset({self.name!r}, realisation {self.realisation} of "
-            f"{self.n_splits}: "
-            f"{self.n_train} train (+1: {int((self.y_train == 1).sum())}), "
-            f"{self.n_test} test (+1: {int((self.y_test == 1).sum())}), "
-            f"{self.n_features} inputs)"
+            f"Dataset({self.name!r}, realisation {self.realisation}/{self.n_splits}: "
+            f"{self.n_train} train ({int((self.y_train == 1).sum())} +1), "
+            f"{self.n_test} test ({int((self.y_test == 1).sum())} +1), "
+            f"d = {self.n_features})"
         )
 
 
