@@ -108,8 +108,8 @@ def check_array(X, name="X"):
 
 
 def check_X_y(X, y):
-    """Validate a training set (X, y): X as in check_array, y a 1-D label array of equal
-    length."""
+    """Validate a training set (X, y): X as in check_array, y a 1-D label array of
+    equal length."""
     _refuse_text(X)
     return _sklearn_check_X_y(X, y, dtype=np.float64, copy=True)
 
@@ -308,8 +308,8 @@ def _fit_keywords(estimator):
 
 
 def _check_fit_keywords(estimator, fit_params):
-    """TypeError, naming the first keyword argument of fit that ``estimator`` does not
-    take."""
+    """TypeError, naming the first keyword argument of fit that ``estimator`` does
+    not take."""
     accepted = _fit_keywords(estimator)
     unknown = [
         name for name in fit_params if accepted is not None and name not in accepted
@@ -345,8 +345,8 @@ class _GPClassifierPrediction:
         return validate_data(self, X, dtype=np.float64, reset=False)
 
     def decision_function(self, X):
-        """Latent activation at each row of X, e.g. the posterior mean <f(x)>; > 0 means
-        classes_[1]."""
+        """Latent activation at each row of X, e.g. the posterior mean <f(x)>; > 0
+        means classes_[1]."""
         return np.asarray(
             self._decision_function(self._check_predict_input(X)), dtype=np.float64
         )
@@ -360,8 +360,8 @@ class _GPClassifierPrediction:
 
     @available_if(_models_probabilities)
     def predict_proba(self, X):
-        """Predictive class probabilities p(y | x, D), shape (n, 2), columns ordered as
-        classes_."""
+        """Predictive class probabilities p(y | x, D), shape (n, 2), columns ordered
+        as classes_."""
         p = np.asarray(
             self._predict_proba_positive(self._check_predict_input(X)), dtype=np.float64
         )
@@ -375,8 +375,8 @@ class _GPClassifierPrediction:
         )
 
     def predict(self, X):
-        """Predicted labels: classes_[1] where the decision function is positive, else
-        classes_[0]."""
+        """Predicted labels: classes_[1] where the decision function is positive,
+        else classes_[0]."""
         positive = (
             self.decision_function(X) > 0
         )  # checks fitted-ness before classes_ is read
@@ -602,8 +602,8 @@ _BOUND_HITS_SHOWN = 4  # a bound warning names this many hyperparameters, then c
 
 
 def bound_hits(theta, names, low, high):
-    """The names of the log-hyperparameters theta within _ON_BOUND of the box's width of
-    a bound."""
+    """The names of the log-hyperparameters theta within _ON_BOUND of the box's width
+    of a bound."""
     low, high = (
         np.broadcast_to(low, np.shape(theta)),
         np.broadcast_to(high, np.shape(theta)),
@@ -617,8 +617,8 @@ def bound_hits(theta, names, low, high):
 
 
 def warn_start_outside(owner, kernel, low, high, stacklevel):
-    """The kernel with theta moved into the box [low, high] (log units), and whether it
-    moved; a ConvergenceWarning naming ``owner`` when it did."""
+    """The kernel with theta moved into the box [low, high] (log units), and whether
+    it moved; a ConvergenceWarning naming ``owner`` when it did."""
     if not np.any((kernel.theta < low) | (kernel.theta > high)):
         return kernel, False
     warnings.warn(

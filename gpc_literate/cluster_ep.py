@@ -6,17 +6,13 @@
 (chapter 27).
 
 Built from book/27_sparse_ep_cluster.md: the marginals of the FITC prior
-(eq-ep-lowrank-diag)
-from per-shard sums (eq-cluster-sums, eq-cluster-marginals), Anderson mixing from
-per-shard
-triangular factors (eq-cluster-anderson), and the log marginal likelihood
-(eq-cluster-evidence).
-``make_shards`` places the shards (Dask actors, one per worker, with a client);
-``sharded_sparse_ep`` runs EP on them; ``sharded_log_evidence`` and ``gather_sites``
-read
-the result; ``sharded_gradient`` (eq-cluster-gradient) and ``learn_on_shards`` learn the
-kernel; ``fit_on_cluster`` is SparseEP.fit with a client. Names as in
-gpc_literate.sparse_ep.
+(eq-ep-lowrank-diag) from per-shard sums (eq-cluster-sums, eq-cluster-marginals),
+Anderson mixing from per-shard triangular factors (eq-cluster-anderson), and the log
+marginal likelihood (eq-cluster-evidence). ``make_shards`` places the shards (Dask
+actors, one per worker, with a client); ``sharded_sparse_ep`` runs EP on them;
+``sharded_log_evidence`` and ``gather_sites`` read the result; ``sharded_gradient``
+(eq-cluster-gradient) and ``learn_on_shards`` learn the kernel; ``fit_on_cluster`` is
+SparseEP.fit with a client. Names as in gpc_literate.sparse_ep.
 """
 
 import pickle
@@ -70,8 +66,7 @@ class SparseShard:
 
     Made from the shard's inputs X and labels y in {-1, +1}, the kernel, likelihood and
     inducing inputs Z (chapter 25's fitc_prior, on the shard's worker). Its methods are
-    the
-    shard's part of one iteration of sharded_sparse_ep.
+    the shard's part of one iteration of sharded_sparse_ep.
     """
 
     def __init__(self, X, y, kernel, likelihood, Z, nu=None, tau=None):
@@ -82,8 +77,7 @@ class SparseShard:
 
     def set_prior(self, kernel, Z):
         """The prior columns at (kernel, Z) (eq-sparse-fitc); the sites are kept, and
-        saved for
-        revert, and the Anderson history is forgotten."""
+        saved for revert, and the Anderson history is forgotten."""
         self.saved, self.kernel, self.Z = (self.nu, self.tau), kernel, Z
         self.past_x, self.past_r, self.last = [], [], None
         prior = fitc_prior(kernel, self.X, Z)
@@ -139,9 +133,9 @@ class SparseShard:
         return site_change(d_nu, d_tau, var_cav), R_s, rhs
 
     def step(self, gamma):
-        """Prepare the mixed step with weights gamma (the plain one if None); False if
-        it would
-        make a site precision negative that the plain step keeps non-negative."""
+        """Prepare the mixed step with weights gamma (the plain one if None); False
+        if it would make a site precision negative that the plain step keeps
+        non-negative."""
         self.pending = self.r if gamma is None else self.r - (self.dX + self.dR) @ gamma
         n = len(self.nu)
         return not np.any(
@@ -174,8 +168,8 @@ class SparseShard:
 
     def log_terms(self, C, c):
         """This shard's terms of log Z_EP: chapter 13's ep_log_marginal
-        (eq-ep-logz-stable)
-        on its points, with its part of the log-determinant (eq-cluster-evidence)."""
+        (eq-ep-logz-stable) on its points, with its part of the log-determinant
+        (eq-cluster-evidence)."""
         mean, var = self._marginals(C, c)
         mu_cav, var_cav, proper = cavities(
             mean, var, self.nu - self.tau * mean, self.tau
@@ -202,8 +196,7 @@ class SparseShard:
     def adjoint_terms(self, Bc, RBt):
         """Eq. (eq-cluster-gradient): given the sums B c and R B^T over all points, this
         shard's rows of H contracted with the derivatives of its K_fu (eq-sparse-rbf),
-        and its
-        terms of B H and of sum(s)."""
+        and its terms of B H and of sum(s)."""
         R, s, Bt, coef, lam = self.adjoint
         del self.adjoint
         H = adjoint_rows(R, s, Bt, coef, lam, Bc, RBt)
@@ -252,8 +245,7 @@ def _worker_lost(err):
 
 def _running_workers(client):
     """The addresses of the workers of a running Dask ``client``; TypeError or
-    ValueError,
-    naming client, for anything else."""
+    ValueError, naming client, for anything else."""
     if not (hasattr(client, "submit") and hasattr(client, "scheduler_info")):
         raise TypeError(f"client must be a dask.distributed Client; got {client!r}")
     if getattr(client, "status", "running") != "running":
@@ -280,10 +272,8 @@ def make_shards(
     X, y, kernel, likelihood, Z, *, client=None, n_shards=None, nu=None, tau=None
 ):
     """SparseShards of (X, y) in contiguous blocks: Dask actors, one per worker of
-    ``client``,
-    or ``n_shards`` (default 1) local objects without one. y in {-1, +1}; the sites
-    start at
-    (nu, tau), default zero."""
+    ``client``, or ``n_shards`` (default 1) local objects without one. y in {-1, +1};
+    the sites start at (nu, tau), default zero."""
     X, y = np.asarray(X, dtype=float), np.asarray(y, dtype=float)
     if X.ndim != 2 or len(X) != len(y) or not np.all(np.abs(y) == 1.0):
         raise ValueError(
@@ -399,8 +389,7 @@ def sharded_sparse_ep(shards, tol=1e-8, max_iter=200):
 
 def sharded_log_evidence(shards, factor=None):
     """Eqs (eq-ep-logz-stable), (eq-cluster-evidence): log Z_EP at the shards' sites;
-    -inf
-    when q or a cavity is improper. ``factor``: (C, c) if already computed at these
+    -inf when q or a cavity is improper. ``factor``: (C, c) if already computed at these
     sites."""
     factor = _factor(shards) if factor is None else factor
     if factor is None:
@@ -420,10 +409,9 @@ def gather_sites(shards):
 
 # %% book/27_sparse_ep_cluster.md, code cell 7
 def sharded_gradient(shards, kernel, Z, factor):
-    """Eqs (eq-sparse-gradient), (eq-cluster-gradient): d log Z_EP / d theta and d / d Z
-    at
-    the shards' sites, ``factor`` = (C, c) there; the shards' prior is at (kernel,
-    Z)."""
+    """Eqs (eq-sparse-gradient), (eq-cluster-gradient): d log Z_EP / d theta and d /
+    d Z at the shards' sites, ``factor`` = (C, c) there; the shards' prior is at
+    (kernel, Z)."""
     C, c = factor
     sums = _on_shards(shards, "adjoint_sums", C, c)
     Bc, RBt = sum(p[0] for p in sums), sum(p[1] for p in sums)
@@ -444,8 +432,7 @@ def learn_on_shards(
 ):
     """Chapter 25's search_fitc with EP and the gradient on the shards: (kernel, Z,
     LearnedHyperparameters) at the best point found. Each run starts from the sites of
-    the
-    last one whose evidence was finite; the shards end at those sites."""
+    the last one whose evidence was finite; the shards end at those sites."""
 
     def evaluate(kern, Z_x):
         try:
@@ -473,10 +460,8 @@ def learn_on_shards(
 
 def gather_fit(shards, kernel, Z, likelihood, y, run):
     """Chapter 25's FITCFit of the shards' sites, with beta of eq-sparse-predict;
-    ``run`` the
-    ShardedFit that reached them. Its prior holds L and d; Q^T stays on the shards
-    (None).
-    Raises ImproperPosteriorError when the sites make q improper."""
+    ``run`` the ShardedFit that reached them. Its prior holds L and d; Q^T stays on the
+    shards (None). Raises ImproperPosteriorError when the sites make q improper."""
     factor = _factor(shards)
     if factor is None:
         raise ImproperPosteriorError(
@@ -508,11 +493,10 @@ def fit_on_cluster(
     max_iter,
     verbose=False,
 ):
-    """SparseEP's fit with the points in shards on the workers of the Dask ``client``:
-    EP from
-    (nu, tau), then the search unless ``bounds`` is None, as chapter 25's
-    fit_in_process.
-    Returns (kernel, Z, LearnedHyperparameters or None, FITCFit, beta)."""
+    """SparseEP's fit with the points in shards on the workers of the Dask
+    ``client``: EP from (nu, tau), then the search unless ``bounds`` is None, as chapter
+    25's fit_in_process. Returns (kernel, Z, LearnedHyperparameters or None, FITCFit,
+    beta)."""
     shards = make_shards(X, y, kernel, likelihood, Z, client=client, nu=nu, tau=tau)
     run, learned = sharded_sparse_ep(shards, tol, max_iter), None
     if bounds is not None:

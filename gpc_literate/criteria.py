@@ -5,19 +5,17 @@
 """Leave-one-out predictive criteria for GP classifiers (chapter 16 of the book).
 
 Built from book/16_loo_criteria.md, which derives every formula after Sundararajan &
-Keerthi
-(2008): EP's leave-one-out predictive distributions with a bias gamma (their eqs 4 and
-13) and
-their derivatives with the sites held fixed (their appendix); the criteria NLP (eq. 6),
-smoothed F-measure (eqs 7-10), weighted error rate (eq. 11) and AUC (eq. 12) with their
-derivatives (eqs 15-16). Chapter 17 (gpc_literate.selection) optimises them.
+Keerthi (2008): EP's leave-one-out predictive distributions with a bias gamma (their eqs
+4 and 13) and their derivatives with the sites held fixed (their appendix); the criteria
+NLP (eq. 6), smoothed F-measure (eqs 7-10), weighted error rate (eq. 11) and AUC (eq.
+12) with their derivatives (eqs 15-16). Chapter 17 (gpc_literate.selection) optimises
+them.
 
 Names as in gpc_literate.sites: sites ``site_nu``, ``site_tau``, cavities ``mu_cav_``,
 ``var_cav_`` (``mean``, ``var`` of LOOMoments); ``gamma`` is S&K's bias, ``log_p`` the
-log LOO
-predictive probability of the observed label, ``q`` = P(y_i = +1 | D without i), ``J``
-the
-derivatives of a criterion in log_p, ``dK`` the kernel's gradient (n, n, p) in theta.
+log LOO predictive probability of the observed label, ``q`` = P(y_i = +1 | D without i),
+``J`` the derivatives of a criterion in log_p, ``dK`` the kernel's gradient (n, n, p) in
+theta.
 """
 
 from typing import NamedTuple
@@ -54,8 +52,7 @@ def loo_log_predictive(y, mean, var, likelihood, gamma=0.0):
     derivatives.
 
     log Z_i(mean_i + gamma, var_i) from ``likelihood.log_Z`` for labels y (+-1), cavity
-    means
-    and variances. Returns three arrays: log_p, dlog_p/dmean (= dlog_p/dgamma) and
+    means and variances. Returns three arrays: log_p, dlog_p/dmean (= dlog_p/dgamma) and
     dlog_p/dvar = (d2 + d1**2) / 2 by the heat equation.
     """
     log_p, d1, d2 = likelihood.log_Z(y, np.asarray(mean, dtype=float) + gamma, var)
@@ -107,8 +104,8 @@ class _BiasedFit(EP):
     decisions.
 
     BiasedEP adds the parameters and the predictions; in the predictive mode EP runs
-    with the
-    base likelihood, in the likelihood mode with ShiftedLikelihood(likelihood, gamma).
+    with the base likelihood, in the likelihood mode with ShiftedLikelihood(likelihood,
+    gamma).
     """
 
     def _validate_params(self):
@@ -154,24 +151,19 @@ class BiasedEP(_BiasedFit):
     """EP classifier with S&K's bias gamma, eqs (eq-sel-shift), (eq-sel-loo-pred).
 
     The parameters of ``EP`` (``likelihood`` is the unshifted base, default
-    Probit(1.0)), the
-    bias ``gamma`` (a real number, default 0) and ``bias_mode``:
+    Probit(1.0)), the bias ``gamma`` (a real number, default 0) and ``bias_mode``:
 
     - "predictive" (default): EP runs with the base likelihood; gamma shifts the latent
-    mean
-      in ``predict_proba`` and in the LOO probabilities (the evidence does not depend on
-      it);
+      mean in ``predict_proba`` and in the LOO probabilities (the evidence does not
+      depend on it);
     - "likelihood": EP runs with ShiftedLikelihood(likelihood, gamma), stored as
       ``likelihood_``, so the sites, the cavities and the evidence depend on gamma.
 
     In both modes ``decision_function`` is the posterior mean of f plus gamma
-    (``predict``
-    agrees with P(y = +1) > 1/2), ``loo_decision_`` is mu_cav_ + gamma,
-    ``loo_predictive``
-    gives eq. (eq-sel-loo-pred), and ``gamma_`` is the fitted bias. ``predict_latent``
-    returns
-    the moments of f itself, without gamma. ``select_hyperparameters`` returns this
-    class.
+    (``predict`` agrees with P(y = +1) > 1/2), ``loo_decision_`` is mu_cav_ + gamma,
+    ``loo_predictive`` gives eq. (eq-sel-loo-pred), and ``gamma_`` is the fitted bias.
+    ``predict_latent`` returns the moments of f itself, without gamma.
+    ``select_hyperparameters`` returns this class.
     """
 
     def __init__(
@@ -281,12 +273,10 @@ def _check_labels_pm(y):
 # %% book/16_loo_criteria.md, code cell 11
 def measure_from_counts(criterion, y, q, params):
     """Eqs (eq-sel-fs), (eq-sel-wer), (eq-sel-auc) and their derivatives in q_i = P(y_i
-    = +1)
-    (eq-sel-df for the F-measure).
+    = +1) (eq-sel-df for the F-measure).
 
     Returns (value, d value / d q) from the smoothed counts (eq-sel-counts); hard 0/1
-    values
-    of q give the true counts.
+    values of q give the true counts.
     """
     pos = y > 0
     A, C = q[pos].sum(), q[~pos].sum()
@@ -332,9 +322,8 @@ def f_measure(y, prob_pos, zeta=0.5):
     """Eqs (eq-sel-f), (eq-sel-fs), S&K eqs 7 and 10: F = A / (zeta n+ + (1 - zeta) m+).
 
     y: labels -1/+1; prob_pos: P(y_i = +1) for each example. Predictive probabilities
-    give
-    the smoothed F-measure, hard 0/1 predictions (e.g. ``predict(X) == 1``) the true
-    one.
+    give the smoothed F-measure, hard 0/1 predictions (e.g. ``predict(X) == 1``) the
+    true one.
     """
     zeta = check_scalar(zeta, "zeta", low=0.0, high=1.0)
     return float(
@@ -345,8 +334,8 @@ def f_measure(y, prob_pos, zeta=0.5):
 
 
 def weighted_error_rate(y, prob_pos, tau=1.0):
-    """Eq. (eq-sel-wer), S&K eq. 11: (n+ (1 - TP) + tau n- FP) / (n+ + tau n-), tau in
-    [0, 1]."""
+    """Eq. (eq-sel-wer), S&K eq. 11: (n+ (1 - TP) + tau n- FP) / (n+ + tau n-), tau
+    in [0, 1]."""
     tau = check_scalar(tau, "tau", low=0.0, high=1.0)
     return float(
         measure_from_counts(
@@ -378,12 +367,11 @@ def loo_moments(K, site_nu, site_tau, dK=None):
     fixed sites.
 
     K (n, n): the covariance at the current hyperparameters; site_nu, site_tau: EP's
-    natural
-    site parameters (either sign), held fixed; dK (n, n, p): dK/dtheta_j
-    (Kernel.gradient).
-    Returns LOOMoments(mean, var, dmean, dvar), dmean and dvar None without dK. Raises
-    ImproperPosteriorError if K^-1 + T is not positive definite or a cavity is improper.
-    The derivatives go through P = (I + K T)^-1 = I - K A (eq-sel-P).
+    natural site parameters (either sign), held fixed; dK (n, n, p): dK/dtheta_j
+    (Kernel.gradient). Returns LOOMoments(mean, var, dmean, dvar), dmean and dvar None
+    without dK. Raises ImproperPosteriorError if K^-1 + T is not positive definite or a
+    cavity is improper. The derivatives go through P = (I + K T)^-1 = I - K A
+    (eq-sel-P).
     """
     post = SitePosterior(K, site_nu, site_tau)
     nu, tau, m, s = post.nu, post.tau, post.mean, post.var  # s = diag(Sigma)
@@ -416,10 +404,9 @@ def criterion_terms(criterion, y, log_p, criterion_params=None):
     dJ/dlog p_i.
 
     ``log_p``: log LOO predictive probabilities of the observed labels y (-1/+1).
-    criterion
-    "nlp", "f-measure" (criterion_params zeta), "wer" (tau) or "auc". Returns (value, J)
-    in
-    the criterion's own units and sign (NLP and WER are minimised, F and AUC maximised).
+    criterion "nlp", "f-measure" (criterion_params zeta), "wer" (tau) or "auc". Returns
+    (value, J) in the criterion's own units and sign (NLP and WER are minimised, F and
+    AUC maximised).
     """
     criterion, params = check_criterion(criterion, criterion_params)
     if criterion == "evidence":
@@ -449,10 +436,8 @@ def loo_objective(
     objective).
 
     ``likelihood`` is the base likelihood (without gamma). Without ``dK`` returns the
-    value;
-    with dK (n, n, p) returns (value, gradient), the gradient of length p + 1:
-    d/dtheta_j,
-    then d/dgamma.
+    value; with dK (n, n, p) returns (value, gradient), the gradient of length p + 1:
+    d/dtheta_j, then d/dgamma.
     """
     mom = loo_moments(K, site_nu, site_tau, dK)
     log_p, d_mean, d_var = loo_log_predictive(y, mom.mean, mom.var, likelihood, gamma)

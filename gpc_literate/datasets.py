@@ -6,14 +6,11 @@
 sets").
 
 ``load(name)`` returns a :class:`Dataset` with the training and test inputs (float64)
-and labels
-(int, +1/-1) of realisation 0, ``split(i)`` for realisation i, and a ``description`` of
-the
-source, the binary task, the sizes and the preprocessing. ``available()`` lists the
-names.
-The data files ship in ``gpc_literate/data/`` (each folder with its SOURCE.md) and are
-read
-with :mod:`importlib.resources`, never relative to the working directory.
+and labels (int, +1/-1) of realisation 0, ``split(i)`` for realisation i, and a
+``description`` of the source, the binary task, the sizes and the preprocessing.
+``available()`` lists the names. The data files ship in ``gpc_literate/data/`` (each
+folder with its SOURCE.md) and are read with :mod:`importlib.resources`, never relative
+to the working directory.
 """
 
 import csv
@@ -50,8 +47,8 @@ _DATA_PACKAGE = "gpc_literate.data"
 
 
 def _read_bytes(*parts: str) -> bytes:
-    """Return the bytes of the package file ``data/<parts>``, decompressed if it ends in
-    .gz."""
+    """Return the bytes of the package file ``data/<parts>``, decompressed if it ends
+    in .gz."""
     resource = resources.files(_DATA_PACKAGE)
     for part in parts:
         resource = resource.joinpath(part)
@@ -136,8 +133,8 @@ def stratified_folds(y, k: int = 10, seed: int = 0) -> np.ndarray:
     """Fold number (0..k-1) of each example for stratified k-fold cross-validation.
 
     The examples of each class are shuffled (``seed``) and dealt round robin over the
-    folds, class after class, so fold sizes differ by at most one and the first
-    ``len(y) % k`` folds hold one example more.
+    folds, class after class, so fold sizes differ by at most one and the first ``len(y)
+    % k`` folds hold one example more.
     """
     y = np.asarray(y)
     if isinstance(k, bool) or not isinstance(k, (int, np.integer)):
@@ -249,8 +246,8 @@ def _partition(spec: _Spec, raw: _Raw, i: int, n_train):
 
 # %% book/04_data.md, code cell 12
 def _scale(X: np.ndarray, train: np.ndarray, mode: str) -> np.ndarray:
-    """A new array: X standardised over the training rows ("train"), all rows ("all"),
-    or not."""
+    """A new array: X standardised over the training rows ("train"), all rows
+    ("all"), or not."""
     if mode == "none":
         return np.array(X, dtype=np.float64)
     ref = X[train] if mode == "train" else X
@@ -328,10 +325,9 @@ class Dataset:
     """One train/test realisation of a binary data set; labels are +1/-1.
 
     ``X_train``, ``X_test`` are float64 arrays (rows are examples), ``y_train``,
-    ``y_test``
-    int arrays of +1/-1. ``split(i)`` returns realisation ``i`` (0 <= i < ``n_splits``)
-    with the same options; ``whole()`` returns all rows, scaled the same way, and
-    ``train_index``/``test_index`` locate this realisation's rows in them.
+    ``y_test`` int arrays of +1/-1. ``split(i)`` returns realisation ``i`` (0 <= i <
+    ``n_splits``) with the same options; ``whole()`` returns all rows, scaled the same
+    way, and ``train_index``/``test_index`` locate this realisation's rows in them.
     """
 
     name: str
@@ -363,8 +359,8 @@ class Dataset:
         return self.X_train.shape[1]
 
     def split(self, i: int) -> "Dataset":
-        """Realisation ``i`` of this data set (ValueError out of range, TypeError if not
-        int)."""
+        """Realisation ``i`` of this data set (ValueError out of range, TypeError if
+        not int)."""
         standardize, n_train = self._options
         return _build(_spec(self.name), i, standardize, n_train)
 
@@ -422,8 +418,8 @@ def load(
     ``standardize``: "paper" (what the paper using the set did; the default), "train"
     (training-set statistics), "all" (statistics of all rows) or "none". ``n_train``: if
     given, the realisations are random partitions with ``n_train`` training rows
-    (stratified
-    for the imbalanced sets) and the rest as test set, ``max(n_splits, 10)`` of them.
+    (stratified for the imbalanced sets) and the rest as test set, ``max(n_splits, 10)``
+    of them.
     """
     spec = _spec(name)
     if standardize not in _MODES:

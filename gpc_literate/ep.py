@@ -6,12 +6,10 @@
 
 Built from book/13_ep.md, which derives every formula: moment matching (Sundararajan &
 Keerthi's eqs 3-4, with the sites, cavities and Gaussian of chapter 8), sequential EP
-with
-rank-one updates (eq-ep-rank-one), parallel EP (chapter 8's parallel_sites), the EP log
-marginal likelihood (their eq. 5, eq-ep-logz-stable) and its gradient in the kernel
+with rank-one updates (eq-ep-rank-one), parallel EP (chapter 8's parallel_sites), the EP
+log marginal likelihood (their eq. 5, eq-ep-logz-stable) and its gradient in the kernel
 hyperparameters (eq-ep-gradient). Chapter 14 (ep_fast) accelerates the parallel
-iteration and
-chapter 15 (ep_classifier) builds the classifier ``EP``.
+iteration and chapter 15 (ep_classifier) builds the classifier ``EP``.
 
 Names as in gpc_literate.sites: sites exp(nu f - tau f^2 / 2) (``nu``, ``tau``), the
 posterior mean K @ coef, cavities ``mu_cav``, ``var_cav``, derivatives ``d1``, ``d2`` of
@@ -45,12 +43,10 @@ def _sequential_sweep(Sigma, mean, nu, tau, y, likelihood, damping, block=128):
     in place.
 
     Site i needs only column i of the current Sigma. The rank-one downdates are
-    therefore
-    delayed and applied ``block`` at a time as one matrix product (BLAS 3): the column
-    is the
-    stored one minus the pending updates. Sigma must be Fortran-ordered. Returns
-    (largest
-    undamped change, number of sites whose update was refused).
+    therefore delayed and applied ``block`` at a time as one matrix product (BLAS 3):
+    the column is the stored one minus the pending updates. Sigma must be
+    Fortran-ordered. Returns (largest undamped change, number of sites whose update was
+    refused).
     """
     n = len(mean)
     change, refused = 0.0, 0
@@ -124,14 +120,11 @@ def run_ep(
     K and labels y.
 
     ``method`` "sequential" (rank-one updates, ``run_sequential``) or "parallel"
-    (chapter 8's
-    ``parallel_sites``, with the step rule ``step`` if given: chapter 14), started from
-    the
-    sites (site_nu, site_tau) (default: all zero, i.e. q = prior); ``damping`` in (0,
-    1],
-    at most ``max_sweeps`` sweeps or iterations, converged when the undamped site change
-    is
-    below ``tol`` with no refused update. Returns a SiteIteration.
+    (chapter 8's ``parallel_sites``, with the step rule ``step`` if given: chapter 14),
+    started from the sites (site_nu, site_tau) (default: all zero, i.e. q = prior);
+    ``damping`` in (0, 1], at most ``max_sweeps`` sweeps or iterations, converged when
+    the undamped site change is below ``tol`` with no refused update. Returns a
+    SiteIteration.
     """
     if method not in ("sequential", "parallel"):
         raise ValueError(f"method must be 'sequential' or 'parallel'; got {method!r}")

@@ -5,11 +5,9 @@
 """The EP classifier (chapter 15 of the book).
 
 Built from book/15_ep_classifier.md: predictions under the EP posterior (eq-ep-predict),
-the
-estimator ``EP`` (fit by solve_ep of chapter 14, learning the kernel by the EP evidence
-of
-chapter 13 and its gradient), and Sundararajan & Keerthi's leave-one-out predictive
-probabilities from the cavities (their eq. 13, eq-ep-loo-predictive).
+the estimator ``EP`` (fit by solve_ep of chapter 14, learning the kernel by the EP
+evidence of chapter 13 and its gradient), and Sundararajan & Keerthi's leave-one-out
+predictive probabilities from the cavities (their eq. 13, eq-ep-loo-predictive).
 
 Names as in gpc_literate.sites: sites ``site_nu_``, ``site_tau_``, cavities ``mu_cav_``,
 ``var_cav_``, the posterior mean K @ coef with coef = y * alpha_.
@@ -44,8 +42,7 @@ def _predict_latent(kernel, X_train, post, X):
     X.
 
     ``post`` is the SitePosterior of the fitted sites on ``X_train``; the variance is
-    clipped
-    at zero against rounding.
+    clipped at zero against rounding.
     """
     Ks = kernel(X_train, X)
     mean = Ks.T @ post.coef
@@ -71,9 +68,8 @@ def _loo_predictive(likelihood, y, mu_cav, var_cav, gamma=0.0):
 
 # %% book/15_ep_classifier.md, code cell 5
 def _check_ep_options(method, damping, max_sweeps, tol, kernel, likelihood):
-    """ValueError unless EP's options are valid: a method of EP_METHODS, damping in (0,
-    1],
-    an integer max_sweeps >= 1, tol > 0, a kernel (or None) and a Likelihood (or
+    """ValueError unless EP's options are valid: a method of EP_METHODS, damping in
+    (0, 1], an integer max_sweeps >= 1, tol > 0, a kernel (or None) and a Likelihood (or
     None)."""
     if method not in EP_METHODS:
         raise ValueError(f"method must be one of {EP_METHODS}; got {method!r}")
@@ -110,10 +106,9 @@ def _run_ep_fit(
     EPRun.
 
     Raises ImproperPosteriorError (with advice) when EP breaks down, or when a
-    noise-free
-    likelihood meets a conflicting pair of training points; warns (ConvergenceWarning,
-    at
-    ``stacklevel`` seen from the caller) when EP stops before ``tol``.
+    noise-free likelihood meets a conflicting pair of training points; warns
+    (ConvergenceWarning, at ``stacklevel`` seen from the caller) when EP stops before
+    ``tol``.
     """
     if (
         getattr(likelihood, "kappa", None) == 0.0
@@ -165,8 +160,7 @@ def _run_ep_fit(
 # %% book/15_ep_classifier.md, code cell 7
 def _cavities_and_evidence(post, likelihood, y):
     """The cavities of ``post`` and EP's log evidence there (eq-ep-logz-stable), -inf
-    when a
-    cavity is improper: (mu_cav, var_cav, log evidence)."""
+    when a cavity is improper: (mu_cav, var_cav, log evidence)."""
     mu_cav, var_cav, proper = post.cavities()
     value = (
         ep_log_marginal(post, likelihood, y, mu_cav, var_cav)
@@ -181,9 +175,8 @@ def _fitted_attributes(post, likelihood, y):
     final sites.
 
     Sites (eq-sites-site), cavities (eq-sites-cavity), the leave-one-out decision and
-    error,
-    the posterior marginals, alpha (posterior mean = K (y * alpha)) and the log marginal
-    likelihood eq-ep-logz-stable (-inf when a cavity is improper).
+    error, the posterior marginals, alpha (posterior mean = K (y * alpha)) and the log
+    marginal likelihood eq-ep-logz-stable (-inf when a cavity is improper).
     """
     mu_cav, var_cav, log_evidence = _cavities_and_evidence(post, likelihood, y)
     nonzero = post.tau != 0.0
@@ -212,8 +205,7 @@ def _ep_rerun(K, y, likelihood, site_nu, site_tau, options, theta, stacklevel=2)
 
     ``options`` are solve_ep's keyword arguments; ``theta`` only names the point in the
     ConvergenceWarning issued when EP stops early. Returns (posterior, log evidence),
-    the
-    evidence -inf when a cavity is improper.
+    the evidence -inf when a cavity is improper.
     """
     run = solve_ep(K, y, likelihood, site_nu, site_tau, **options)
     post = run.posterior
@@ -311,9 +303,8 @@ class _EPEvidence:
         fitted kernel).
 
         A new ``theta`` re-runs EP on the training data, warm-started from the fitted
-        sites
-        (the estimator itself is not changed). With ``eval_gradient`` also returns the
-        gradient in theta, eq. (eq-ep-gradient), shape (len(theta),).
+        sites (the estimator itself is not changed). With ``eval_gradient`` also returns
+        the gradient in theta, eq. (eq-ep-gradient), shape (len(theta),).
         """
         self._require_fit()
         if theta is None:
@@ -346,8 +337,7 @@ class _EPEvidence:
         kernel log-hyperparameters theta.
 
         Sundararajan & Keerthi's M-step keeps the sites of the last EP run and moves
-        theta;
-        theta=None returns the fitted ``mu_cav_``, ``var_cav_``.
+        theta; theta=None returns the fitted ``mu_cav_``, ``var_cav_``.
         """
         self._require_fit()
         if theta is None:
@@ -362,8 +352,8 @@ class _EPPrediction:
     """Predictions under q (eq-ep-predict) and leave-one-out (eq-ep-loo-predictive)."""
 
     def predict_latent(self, X):
-        """Eq. (eq-ep-predict): mean and variance of the latent f(x) under q at each row
-        of X."""
+        """Eq. (eq-ep-predict): mean and variance of the latent f(x) under q at each
+        row of X."""
         X = self._check_predict_input(X)
         return _predict_latent(self.kernel_, self.X_train_, self._post, X)
 
@@ -378,8 +368,7 @@ class _EPPrediction:
         bias ``gamma``.
 
         The likelihood's predictive probability of the observed label y_i when f_i
-        follows the
-        cavity N(mu_cav_i + gamma, var_cav_i); for Probit(1.0) this is
+        follows the cavity N(mu_cav_i + gamma, var_cav_i); for Probit(1.0) this is
         Phi(y_i (mu_cav_i + gamma) / sqrt(1 + var_cav_i)). An improper cavity gives 1/2.
         """
         self._require_fit()
@@ -398,29 +387,23 @@ class EP(_EPFit, _EPEvidence, _EPPrediction, LearnsHyperparameters, GPClassifier
     ----------
     kernel : Kernel, default default_kernel(X)
         Prior covariance function, the start of the hyperparameter search
-        (eq-kern-default-length
-        when None).
+        (eq-kern-default-length when None).
     likelihood : Likelihood, default Probit(noise_var=1.0)
         A likelihood of chapter 2: StepFlip(kappa), Probit(noise_var, kappa) or
         Gaussian.
     method : {"sequential", "parallel", "anderson", "newton"}, default "newton"
         Sequential EP (one site at a time, rank-one updates, a fresh factorisation after
-        each
-        sweep), parallel EP (every site from the same posterior, one factorisation per
-        iteration; usually with damping < 1), parallel EP with Anderson acceleration, or
-        Newton-type EP (exact marginals once per outer iteration, EP on their
-        linear-response
-        model in between, started by EP on a pivoted-Cholesky approximation of K, from
-        zero
-        sites when n >= 500 or K is close to low rank; the fastest for large n, see the
-        sections on cost, and the default: on small
+        each sweep), parallel EP (every site from the same posterior, one factorisation
+        per iteration; usually with damping < 1), parallel EP with Anderson
+        acceleration, or Newton-type EP (exact marginals once per outer iteration, EP on
+        their linear-response model in between, started by EP on a pivoted-Cholesky
+        approximation of K, from zero sites when n >= 500 or K is close to low rank; the
+        fastest for large n, see the sections on cost, and the default: on small
         problems with flip noise it converged wherever sequential EP did but once in
-        435, and
-        on many where sequential EP oscillated).
+        435, and on many where sequential EP oscillated).
     damping : float in (0, 1]
         Fraction of each site update, in natural parameters, that is applied (1 =
-        undamped);
-        parallel and Newton-type EP adapt it, never above this value
+        undamped); parallel and Newton-type EP adapt it, never above this value
         (eq-sites-adaptive-damping).
     max_sweeps : int >= 1
         Maximum number of sweeps (sequential) or iterations (parallel).
@@ -429,31 +412,23 @@ class EP(_EPFit, _EPEvidence, _EPPrediction, LearnsHyperparameters, GPClassifier
         |d nu| sqrt(var_cav) (both dimensionless), is below ``tol``.
     optimizer : {"fmin_l_bfgs_b", "nelder-mead"} or None, default "fmin_l_bfgs_b"
         ``fit`` learns the kernel by maximising EP's log marginal likelihood
-        eq-ep-logz-stable
-        (with its gradient eq-ep-gradient); None keeps the kernel fixed (chapter 1,
-        sec-gpc-learning).
+        eq-ep-logz-stable (with its gradient eq-ep-gradient); None keeps the kernel
+        fixed (chapter 1, sec-gpc-learning).
     n_restarts_optimizer : int >= 0, random_state, hyperparameter_bounds : "auto" or
-    (low, high)
-        Further random starts of the search, their generator, and its box: "auto" keeps
-        each
-        hyperparameter within 1e-5 to 1e5 times its start (chapter 1, search_box), a
-        pair
-        bounds every hyperparameter.
+        (low, high) Further random starts of the search, their generator, and its box:
+        "auto" keeps each hyperparameter within 1e-5 to 1e5 times its start (chapter 1,
+        search_box), a pair bounds every hyperparameter.
 
     Fitted attributes: ``site_nu_``, ``site_tau_`` (natural site parameters; a precision
-    may
-    be negative), ``site_mean_``, ``site_var_`` (the same as mean and variance, inf for
-    a
-    zero precision), ``mu_cav_``, ``var_cav_`` (cavity means and variances = EP's
+    may be negative), ``site_mean_``, ``site_var_`` (the same as mean and variance, inf
+    for a zero precision), ``mu_cav_``, ``var_cav_`` (cavity means and variances = EP's
     leave-one-out predictive distributions of the latent f_i, S&K eq. 4; inf for an
-    improper
-    cavity), ``loo_decision_`` (= ``mu_cav_``), ``loo_error_``, ``posterior_mean_``,
-    ``posterior_var_``, ``alpha_`` (posterior mean = K (y * alpha_), the book's
-    convention),
-    ``log_marginal_likelihood_``, ``n_iter_``, ``converged_``, ``n_refused_`` (site
-    updates
-    refused in the last sweep), ``change_history_``, ``X_train_``, ``y_train_`` (-1/+1),
-    ``kernel_``, ``likelihood_``, ``learning_`` (None for a fixed kernel).
+    improper cavity), ``loo_decision_`` (= ``mu_cav_``), ``loo_error_``,
+    ``posterior_mean_``, ``posterior_var_``, ``alpha_`` (posterior mean = K (y *
+    alpha_), the book's convention), ``log_marginal_likelihood_``, ``n_iter_``,
+    ``converged_``, ``n_refused_`` (site updates refused in the last sweep),
+    ``change_history_``, ``X_train_``, ``y_train_`` (-1/+1), ``kernel_``,
+    ``likelihood_``, ``learning_`` (None for a fixed kernel).
     """
 
     _criterion_name = "log marginal likelihood (EP)"

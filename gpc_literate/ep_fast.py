@@ -5,15 +5,11 @@
 """Faster EP: accelerations of the parallel site iteration (chapter 14 of the book).
 
 Built from book/14_ep_fast.md, which derives every formula: Anderson mixing
-(eq-ep-anderson),
-Newton-type EP from the linear response of the marginals (eq-ep-linear-response,
-eq-ep-newton,
-with Sigma from the triangular inverse, eq-ep-sigma-inverse), and a start from EP on a
-pivoted-Cholesky approximation of K (eq-ep-pivoted-cholesky, eq-ep-lowrank). None of
-them is in
-the papers; they change the speed of EP, not its fixed point. ``solve_ep`` runs EP by
-any of
-the four methods.
+(eq-ep-anderson), Newton-type EP from the linear response of the marginals
+(eq-ep-linear-response, eq-ep-newton, with Sigma from the triangular inverse,
+eq-ep-sigma-inverse), and a start from EP on a pivoted-Cholesky approximation of K
+(eq-ep-pivoted-cholesky, eq-ep-lowrank). None of them is in the papers; they change the
+speed of EP, not its fixed point. ``solve_ep`` runs EP by any of the four methods.
 
 Names as in gpc_literate.sites: sites exp(nu f - tau f^2 / 2) (``nu``, ``tau``), the
 posterior mean K @ coef, cavities ``mu_cav``, ``var_cav``.
@@ -58,11 +54,10 @@ class AndersonStep:
     rule for parallel_sites.
 
     Residuals are weighted as in eq-sites-converged (|d tau| var_cav, |d nu|
-    sqrt(var_cav)).
-    Falls back to the plain damped step, and forgets the history, after a refused
-    update, an
-    improper proposal (``reset``), or when the mixed step would make a site precision
-    negative that the plain step keeps non-negative. Uses a fixed damping.
+    sqrt(var_cav)). Falls back to the plain damped step, and forgets the history, after
+    a refused update, an improper proposal (``reset``), or when the mixed step would
+    make a site precision negative that the plain step keeps non-negative. Uses a fixed
+    damping.
     """
 
     adapts_damping = False
@@ -115,10 +110,8 @@ def _sigma_lower(K, post, rel=SELECTED_INVERSE_MIN, overwrite=False):
     Newton model.
 
     From L^-1 (``post.Linv``; with ``overwrite``, Sigma is built in its memory and
-    post.Linv
-    set to None) as S^-1 (I - L^-T L^-1) S^-1 when every site is
-    positive, with the columns where tau_i Sigma_ii < rel computed as k_i - K S B^-1 S
-    k_i;
+    post.Linv set to None) as S^-1 (I - L^-T L^-1) S^-1 when every site is positive,
+    with the columns where tau_i Sigma_ii < rel computed as k_i - K S B^-1 S k_i;
     otherwise (zero or negative sites, or no L^-1) the full Sigma of eq-sites-chol.
     """
     n = len(post.tau)
@@ -154,10 +147,8 @@ def _newton_model(Sigma, P, post, nu, tau):
     """Eq. (eq-ep-newton): the model's marginals (mean, var) at the sites (nu, tau).
 
     The sum of the exact single-site responses (eq-ep-rank-one) around ``post``'s sites,
-    exact
-    to first order (eq-ep-linear-response); Sigma its covariance and P = Sigma * Sigma
-    (lower
-    triangles read).
+    exact to first order (eq-ep-linear-response); Sigma its covariance and P = Sigma *
+    Sigma (lower triangles read).
     """
     symv, dtype = (
         get_blas_funcs("symv", (Sigma,)),
@@ -176,11 +167,9 @@ def ep_on_marginals(marginals, likelihood, y, nu, tau, eps, max_iter):
     tau).
 
     ``marginals(nu, tau)`` returns (mean, var) and may raise LinAlgError. Returns
-    (sites,
-    converged): the sites at which the change falls below ``eps``; else the last iterate
-    whose marginals, cavities and site updates were sound (the start if none was), or
-    the
-    iterate reached after ``max_iter`` iterations.
+    (sites, converged): the sites at which the change falls below ``eps``; else the last
+    iterate whose marginals, cavities and site updates were sound (the start if none
+    was), or the iterate reached after ``max_iter`` iterations.
     """
     mixer, last = AndersonStep(), (nu, tau)
     for _ in range(max_iter):
@@ -209,16 +198,11 @@ class NewtonStep:
     """Newton-type EP (section sec-ep-newton), a step rule for parallel_sites.
 
     The step towards the fixed point of EP on the linear-response model eq-ep-newton
-    around
-    the current posterior, found by ``ep_on_marginals`` from the plain proposal to a
-    change of
-    max(tol, r^2) / 100 (r the current change); the plain damped step after a refused
-    update
-    or from the prior. With ``single``, asks for the marginals in single precision while
-    the
-    change exceeds SINGLE_ABOVE (for the first ones, if ``single_first``), and never
-    again
-    once the change has failed to fall.
+    around the current posterior, found by ``ep_on_marginals`` from the plain proposal
+    to a change of max(tol, r^2) / 100 (r the current change); the plain damped step
+    after a refused update or from the prior. With ``single``, asks for the marginals in
+    single precision while the change exceeds SINGLE_ABOVE (for the first ones, if
+    ``single_first``), and never again once the change has failed to fall.
     """
 
     adapts_damping = True
@@ -294,10 +278,9 @@ def lowrank_diag_marginals(Qt, d, nu, tau, with_factor=False):
     Q Q^T) and sites.
 
     ``Qt`` is Q^T (r, n), ``d`` the n diagonal entries (zero: eq-ep-lowrank), ``nu``,
-    ``tau``
-    the sites; needs 1 + d_i tau_i > 0. O(n r^2). Raises LinAlgError when A = I + Q^T T
-    G Q
-    is not positive definite. With ``with_factor``, also returns A's Cholesky factor C.
+    ``tau`` the sites; needs 1 + d_i tau_i > 0. O(n r^2). Raises LinAlgError when A = I
+    + Q^T T G Q is not positive definite. With ``with_factor``, also returns A's
+    Cholesky factor C.
     """
     g = 1.0 / (1.0 + d * tau)
     A = (Qt * (tau * g)) @ Qt.T
@@ -315,20 +298,14 @@ def _lowrank_start(K, y, likelihood, nu, tau, tol=1e-8):
     (eq-ep-lowrank-diag), or None.
 
     The factorisation aims at a residual of tol / 100 relative to max K_ii (between
-    1e-12
-    and LOWRANK_TOL) within rank n / LOWRANK_MAX_FRACTION. If it gets there, EP runs to
-    the
-    relative residual reached, first on the leading columns whose residual is
-    LOWRANK_COARSE;
-    if not (K is not close to low rank), to FITC_START_TOL, first on a quarter of the
-    columns, and only from zero sites. Each level keeps the residual diagonal of its
-    rank.
-    Started from the sites (nu, tau). Returns (sites, close), ``close`` whether K was
-    close
-    to low rank; None when EP on the approximation fails (improper cavity, negative site
-    precision, no convergence), or when K is not close to low rank and n <
-    FITC_START_MIN_N or
-    the given sites are not all zero.
+    1e-12 and LOWRANK_TOL) within rank n / LOWRANK_MAX_FRACTION. If it gets there, EP
+    runs to the relative residual reached, first on the leading columns whose residual
+    is LOWRANK_COARSE; if not (K is not close to low rank), to FITC_START_TOL, first on
+    a quarter of the columns, and only from zero sites. Each level keeps the residual
+    diagonal of its rank. Started from the sites (nu, tau). Returns (sites, close),
+    ``close`` whether K was close to low rank; None when EP on the approximation fails
+    (improper cavity, negative site precision, no convergence), or when K is not close
+    to low rank and n < FITC_START_MIN_N or the given sites are not all zero.
     """
     n = len(y)
     scale = np.diag(K).max()
@@ -392,14 +369,12 @@ def solve_ep(
     site_tau).
 
     "sequential" and "parallel" are run_ep's; "anderson" is parallel EP with
-    AndersonStep
-    (eq-ep-anderson); "newton" is parallel EP with NewtonStep (eq-ep-newton), first run,
-    with
-    ``lowrank_start``, on a low-rank approximation of K (eq-ep-lowrank), and, with
-    ``single_precision``, with the marginals in single precision while its change
-    exceeds
-    SINGLE_ABOVE (section sec-ep-floor). ``damping``, ``max_sweeps`` and ``tol`` as in
-    run_ep. Returns a SiteIteration, whose last marginals are in double precision.
+    AndersonStep (eq-ep-anderson); "newton" is parallel EP with NewtonStep
+    (eq-ep-newton), first run, with ``lowrank_start``, on a low-rank approximation of K
+    (eq-ep-lowrank), and, with ``single_precision``, with the marginals in single
+    precision while its change exceeds SINGLE_ABOVE (section sec-ep-floor). ``damping``,
+    ``max_sweeps`` and ``tol`` as in run_ep. Returns a SiteIteration, whose last
+    marginals are in double precision.
     """
     if method not in EP_METHODS:
         raise ValueError(f"method must be one of {EP_METHODS}; got {method!r}")

@@ -7,9 +7,9 @@
 Built by chapter 23 of the book (book/23_approximations_vs_gold.md).  Elliptical slice
 sampling and annealed importance sampling around a Gaussian-site approximation
 (eq-gold-ratio, eq-gold-evidence), exact leave-one-out from posterior draws
-(eq-gold-loo),
-each approximation of the book reduced to the same quantities (approximate), and the
-measures that compare them with the gold standard (compare_methods).
+(eq-gold-loo), each approximation of the book reduced to the same quantities
+(approximate), and the measures that compare them with the gold standard
+(compare_methods).
 
 Names: ``site_tau``, ``site_nu`` the natural parameters of Gaussian sites (eq-gold-q);
 ``family`` "probit" (Probit(1.0): Laplace, EP, TAP, naive mean field, SVM) or "logistic"
@@ -132,8 +132,7 @@ class SiteRatio(Likelihood):
     of g.
 
     ``likelihood`` the model's, ``site_tau``, ``site_nu`` the sites and ``mean`` = m of
-    q.
-    Only ``log_prob`` is defined: it is all elliptical slice sampling and AIS use.
+    q. Only ``log_prob`` is defined: it is all elliptical slice sampling and AIS use.
     """
 
     _param_names = ()
@@ -157,8 +156,8 @@ def exact_loo(draws, y, likelihood):
     error.
 
     ``draws`` (chains, draws, n) of f from the full posterior, ``y`` (n,) labels.
-    Returns
-    (prob, se): 1 / mean of 1 / p(y_i | f_i), and the delta-method standard error.
+    Returns (prob, se): 1 / mean of 1 / p(y_i | f_i), and the delta-method standard
+    error.
     """
     draws = np.asarray(draws, dtype=float)
     if draws.ndim != 3 or draws.shape[-1] != len(y):
@@ -175,8 +174,7 @@ def loo_variance_limit(likelihood):
     variance.
 
     The noise variance nu for Gaussian and for Probit without flips; inf (no limit) for
-    the
-    other likelihoods of the package (logistic, or bounded away from zero by flips).
+    the other likelihoods of the package (logistic, or bounded away from zero by flips).
     """
     if isinstance(likelihood, Gaussian) or (
         isinstance(likelihood, Probit) and likelihood.kappa == 0.0
@@ -192,14 +190,11 @@ class GoldStandard:
     (eq-gold-ratio).
 
     ``mcmc`` an MCMCResult in f (draws, moments, diagnostics); ``ais`` an AISResult
-    whose
-    log evidence includes log Z_q; ``base`` the SiteGaussian q; ``loo_prob``,
-    ``loo_prob_se``
-    exact leave-one-out probabilities of the observed labels (eq-gold-loo) and their
-    errors;
-    ``loo_reliable`` where q's cavity variance satisfies eq-gold-loo-finite;
-    ``converged``:
-    the chains passed their diagnostics and the AIS weights are not degenerate.
+    whose log evidence includes log Z_q; ``base`` the SiteGaussian q; ``loo_prob``,
+    ``loo_prob_se`` exact leave-one-out probabilities of the observed labels
+    (eq-gold-loo) and their errors; ``loo_reliable`` where q's cavity variance satisfies
+    eq-gold-loo-finite; ``converged``: the chains passed their diagnostics and the AIS
+    weights are not degenerate.
     """
 
     mcmc: MCMCResult
@@ -238,13 +233,11 @@ def gold_standard(
 
     ``K``, ``y``, ``likelihood`` as for elliptical_slice_sampling; ``site_tau`` >= 0 and
     ``site_nu`` the sites of a Gaussian approximation (EP's or Laplace's: any finite
-    values
-    give exact answers, close ones give fast mixing). ``n_samples``, ``n_chains``,
-    ``burn_in``, ``thin`` go to elliptical_slice_sampling, ``ais_runs``,
-    ``ais_schedule``,
-    ``min_weight_ess`` to ais_log_evidence; ``rng`` a Generator or seed. Returns a
-    GoldStandard; the two estimators warn (ConvergenceWarning) when their diagnostics
-    fail.
+    values give exact answers, close ones give fast mixing). ``n_samples``,
+    ``n_chains``, ``burn_in``, ``thin`` go to elliptical_slice_sampling, ``ais_runs``,
+    ``ais_schedule``, ``min_weight_ess`` to ais_log_evidence; ``rng`` a Generator or
+    seed. Returns a GoldStandard; the two estimators warn (ConvergenceWarning) when
+    their diagnostics fail.
     """
     rng = check_generator(rng)
     y = np.asarray(y, dtype=float)
@@ -310,8 +303,7 @@ class Approximation(NamedTuple):
     """One method's answers at a fixed kernel; NaN where the method has none.
 
     ``mean``, ``var`` (n,) the posterior marginals of f at the training inputs; ``prob``
-    (m,)
-    P(y* = +1) at the test inputs; ``decision`` (m,) the sign that classifies them;
+    (m,) P(y* = +1) at the test inputs; ``decision`` (m,) the sign that classifies them;
     ``log_evidence``; ``loo_prob`` (n,) p(y_i | D without i); ``loo_decision`` (n,) the
     leave-one-out activations; ``seconds`` the fit; ``converged`` the fit's flag.
     """
@@ -386,8 +378,8 @@ def approximate(method, kernel, X, y, X_test, family="probit"):
     """One method of METHODS[family] at a fixed ``kernel``, as an Approximation.
 
     ``X`` (n, d), ``y`` (n,) labels +-1, ``X_test`` (m, d). ConvergenceWarnings of the
-    fit
-    are recorded in ``converged`` rather than raised (the caller decides what to show).
+    fit are recorded in ``converged`` rather than raised (the caller decides what to
+    show).
     """
     return _approximate(method, kernel, X, y, X_test, family)[0]
 
@@ -481,8 +473,7 @@ class Comparison(NamedTuple):
     measures.
 
     ``measures``: {"gold": {...}, method: {...}} (sec-gold-measures);
-    ``approximations``:
-    {method: Approximation}.
+    ``approximations``: {method: Approximation}.
     """
 
     gold: GoldStandard
@@ -507,12 +498,10 @@ def compare_methods(
     ``kernel``.
 
     The gold standard is gold_standard around EP's sites with ``gold_settings``
-    (n_samples,
-    burn_in, ais_runs, ...); its ConvergenceWarnings are recorded in the measures
-    ("converged", "min_ess", "max_rhat", "weight_ess"), not raised. A method whose fit
-    raises
-    (ValueError, ArithmeticError, LinAlgError) gets {"failed": message} as its measures.
-    Returns a Comparison.
+    (n_samples, burn_in, ais_runs, ...); its ConvergenceWarnings are recorded in the
+    measures ("converged", "min_ess", "max_rhat", "weight_ess"), not raised. A method
+    whose fit raises (ValueError, ArithmeticError, LinAlgError) gets {"failed": message}
+    as its measures. Returns a Comparison.
     """
     likelihood = family_likelihood(family)
     methods = METHODS[family] if methods is None else tuple(methods)

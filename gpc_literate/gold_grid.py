@@ -5,15 +5,11 @@
 """Part VI over a grid of hyperparameters: evidence maps, chosen hyperparameters, cost.
 
 Built by chapter 24 of the book (book/24_evidence_maps.md).  One job compares every
-method
-with the gold standard (gold.compare_methods) at one point (a, log sigma^2) of the grid,
-with
-the squared-exponential kernel of length scale sqrt(d) e^a and variance sigma^2;
-run_grid
-runs the jobs not yet in a results file (resumable, chapter 18's run_jobs); grid_array
-arranges one measure as a (len(A), len(LOG_VAR)) array.  ``python -m
-gpc_literate.gold_grid``
-runs the grid from the command line.
+method with the gold standard (gold.compare_methods) at one point (a, log sigma^2) of
+the grid, with the squared-exponential kernel of length scale sqrt(d) e^a and variance
+sigma^2; run_grid runs the jobs not yet in a results file (resumable, chapter 18's
+run_jobs); grid_array arranges one measure as a (len(A), len(LOG_VAR)) array.  ``python
+-m gpc_literate.gold_grid`` runs the grid from the command line.
 """
 
 import argparse
@@ -176,13 +172,12 @@ def run_grid(
     """Run the grid's jobs that are not yet in ``out``; returns all records of ``out``.
 
     dataset_names: default DATASETS (a name or a list of names); families: default
-    FAMILIES;
-    points: a non-empty list of (i, j) grid indices to run (default all); jobs: worker
-    processes (joblib, -1 all cores); out: a
-    JSON results file, read first and merged into after every job, or None; config:
-    overrides of DEFAULT_CONFIG; client: a dask.distributed Client whose workers run the
-    jobs (chapter 18's ``dask_client``). Raises ValueError for bad arguments and
-    ResultsFileError for an ``out`` of another kind or configuration.
+    FAMILIES; points: a non-empty list of (i, j) grid indices to run (default all);
+    jobs: worker processes (joblib, -1 all cores); out: a JSON results file, read first
+    and merged into after every job, or None; config: overrides of DEFAULT_CONFIG;
+    client: a dask.distributed Client whose workers run the jobs (chapter 18's
+    ``dask_client``). Raises ValueError for bad arguments and ResultsFileError for an
+    ``out`` of another kind or configuration.
     """
     tasks = _grid_tasks(dataset_names, families, jobs, config)
     if points is not None:

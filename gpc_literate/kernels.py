@@ -54,8 +54,8 @@ def _check_hyperparameter(value, name, *, allow_zero=False, allow_vector=False):
 
 
 def _check_inputs(X, name="X"):
-    """Return X as a 2-D float64 array of shape (n, d); refuse 1-D, empty or non-finite
-    input."""
+    """Return X as a 2-D float64 array of shape (n, d); refuse 1-D, empty or
+    non-finite input."""
     raw = np.asarray(X)
     if raw.dtype.kind not in "biuf":
         raise TypeError(f"{name} must be a numeric array, got dtype {raw.dtype}")
@@ -97,8 +97,8 @@ def _check_ard_inputs(X, name, ard):
 
 # %% book/03_covariance_functions.md, code cell 5
 def _theta_names(values):
-    """Names of the entries of theta for ``values`` (hyperparameter name -> value), in
-    order."""
+    """Names of the entries of theta for ``values`` (hyperparameter name -> value),
+    in order."""
     names = []
     for param, value in values.items():
         if np.ndim(value) == 1:
@@ -169,8 +169,8 @@ class _KernelEvaluation:
     inputs."""
 
     def __call__(self, X, Z=None):
-        """Covariance matrix k(X, Z), shape (n, m); k(X, X), exactly symmetric, if Z is
-        None."""
+        """Covariance matrix k(X, Z), shape (n, m); k(X, X), exactly symmetric, if Z
+        is None."""
         X = self._check_X(X, "X")
         if Z is None:
             return self._matrix(X, None)
@@ -195,12 +195,12 @@ class _KernelEvaluation:
 
 # %% book/03_covariance_functions.md, code cell 10
 class _KernelTheta:
-    """Kernel's log-hyperparameter vector theta_j = log p_j: get, set, names, modified
-    copy."""
+    """Kernel's log-hyperparameter vector theta_j = log p_j: get, set, names,
+    modified copy."""
 
     def _active(self):
-        """Names of the hyperparameters in ``theta``: all but the optional ones that are
-        0."""
+        """Names of the hyperparameters in ``theta``: all but the optional ones that
+        are 0."""
         return tuple(
             p
             for p in self._hyperparameters
@@ -327,8 +327,8 @@ def check_kernel(kernel, name="kernel"):
 
 # %% book/03_covariance_functions.md, code cell 15
 def _sqdist(X, Z=None):
-    """Squared Euclidean distances between the rows of X and Z, shape (n, m), clipped at
-    0."""
+    """Squared Euclidean distances between the rows of X and Z, shape (n, m), clipped
+    at 0."""
     xx = np.einsum("ij,ij->i", X, X)
     if Z is None:
         D = xx[:, None] + xx[None, :] - 2.0 * (X @ X.T)
@@ -402,8 +402,7 @@ class RBF(Kernel):
         Signal variance (Seeger's C).
     bias : float, >= 0
         Variance of a constant offset (Seeger's C * v). 0 means no bias term; it is then
-        not
-        part of ``theta``.
+        not part of ``theta``.
 
     ``theta`` = log of (length_scale..., variance[, bias]).
     """
@@ -460,8 +459,8 @@ def default_kernel(X):
 
 # %% book/03_covariance_functions.md, code cell 24
 def input_scale(X):
-    """Standard deviation of each column of X (1 where a column does not vary): a unit
-    per input."""
+    """Standard deviation of each column of X (1 where a column does not vary): a
+    unit per input."""
     X = _check_inputs(X, "X")
     scale = np.std(X, axis=0)
     return np.where((scale > 0.0) & np.isfinite(scale), scale, 1.0)
@@ -469,8 +468,8 @@ def input_scale(X):
 
 # %% book/03_covariance_functions.md, code cell 26
 def _arcsin_inner(X, Z, weight_variance, bias_variance):
-    """c(x, z) = b + sum_i w_i x_i z_i of eq-kern-arcsin for the rows of X and Z (None:
-    symmetric)."""
+    """c(x, z) = b + sum_i w_i x_i z_i of eq-kern-arcsin for the rows of X and Z
+    (None: symmetric)."""
     C = (X * weight_variance) @ (X if Z is None else Z).T + bias_variance
     return 0.5 * (C + C.T) if Z is None else C
 
@@ -535,9 +534,8 @@ class ArcSin(Kernel):
     ----------
     weight_variance : float or 1-D array, > 0
         Input-to-hidden weight variance, one for all inputs or one per input (ARD).
-        These are
-        Opper & Winther's w_i; Williams's (1998) Sigma for erf(z) hidden units is half
-        of it.
+        These are Opper & Winther's w_i; Williams's (1998) Sigma for erf(z) hidden units
+        is half of it.
     variance : float, > 0
         Output-weight variance, a factor in front of the kernel (1 in Opper & Winther).
     bias_variance : float, >= 0

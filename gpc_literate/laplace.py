@@ -9,8 +9,7 @@ Built from book/12_laplace.md, which derives every formula: the logistic likelih
 ``Logistic`` with its Gaussian average by the trapezoidal rule; the posterior mode by a
 safeguarded Newton method on the well-conditioned matrix B = I + W^1/2 K W^1/2
 (``laplace_mode``); the approximate log evidence and its exact gradient with respect to
-the
-kernel hyperparameters, explicit term plus the implicit term through the mode
+the kernel hyperparameters, explicit term plus the implicit term through the mode
 (``laplace_log_evidence``); and the estimator ``Laplace`` with predictions and evidence
 maximisation.
 """
@@ -70,15 +69,12 @@ def _log_z_wide(y, mu, s):
     _WIDE_S.
 
     With u = y f ~ N(a, s^2), a = y mu: sigma(u) = Phi(lambda u) + r(u).  The probit
-    part
-    has the closed-form average Phi(c a), c = lambda / sqrt(1 + lambda^2 s^2); r is
-    smooth,
-    analytic in |Im u| < pi and below e^-|u|, so the trapezoidal rule with step 1/2 on
-    [-60, 60] (241 nodes, for every s) integrates it.  For a < -s^2/2 the reflection
-    Z(a) = e^(a + s^2/2) Z(-a - s^2) moves the mass of the tilted density back to where
-    the
-    nodes are.  Terms are scaled by a common e^m, so a tiny Z keeps its relative
-    accuracy.
+    part has the closed-form average Phi(c a), c = lambda / sqrt(1 + lambda^2 s^2); r is
+    smooth, analytic in |Im u| < pi and below e^-|u|, so the trapezoidal rule with step
+    1/2 on [-60, 60] (241 nodes, for every s) integrates it.  For a < -s^2/2 the
+    reflection Z(a) = e^(a + s^2/2) Z(-a - s^2) moves the mass of the tilted density
+    back to where the nodes are.  Terms are scaled by a common e^m, so a tiny Z keeps
+    its relative accuracy.
     """
     a = y * mu
     flip = a < -0.5 * s * s
@@ -145,12 +141,10 @@ class Logistic(Likelihood):
     likelihood.
 
     Log-concave (W = sigma(u) sigma(-u) in (0, 1/4]) and smooth, with no parameters.
-    Its
-    Gaussian average has no closed form: ``log_Z`` and ``predictive`` use the
-    trapezoidal rule
-    of eq. (eq-lap-trapezoid) for s <= 10 and eq. (eq-lap-logistic-wide) above, accurate
-    to
-    about 1e-13 in log Z for every variance, with at most about 600 nodes per average.
+    Its Gaussian average has no closed form: ``log_Z`` and ``predictive`` use the
+    trapezoidal rule of eq. (eq-lap-trapezoid) for s <= 10 and eq.
+    (eq-lap-logistic-wide) above, accurate to about 1e-13 in log Z for every variance,
+    with at most about 600 nodes per average.
     """
 
     _param_names = ()
@@ -194,14 +188,11 @@ class LaplaceMode(NamedTuple):
     """The posterior mode and what the evidence, its gradient and the predictions reuse.
 
     ``f`` the mode; ``alpha`` = K^{-1} f (= grad log p(y|f) at convergence); ``sqrt_w``
-    =
-    W^1/2; ``L`` the lower Cholesky factor of B = I + W^1/2 K W^1/2 at ``f``; ``d3`` the
-    third
-    f-derivatives of log p(y|f); ``log_lik`` = log p(y|f); ``n_iter`` Newton steps;
-    ``converged``; ``residual`` = max |grad log p(y|f) - alpha|; ``objective`` Psi at
-    each
-    iterate (without its constant terms); ``step_sizes`` the accepted step of each
-    iteration.
+    = W^1/2; ``L`` the lower Cholesky factor of B = I + W^1/2 K W^1/2 at ``f``; ``d3``
+    the third f-derivatives of log p(y|f); ``log_lik`` = log p(y|f); ``n_iter`` Newton
+    steps; ``converged``; ``residual`` = max |grad log p(y|f) - alpha|; ``objective``
+    Psi at each iterate (without its constant terms); ``step_sizes`` the accepted step
+    of each iteration.
     """
 
     f: np.ndarray
@@ -255,8 +246,8 @@ def _curvature(likelihood, y, f):
 
 
 def _factor_b(K, sqrt_w):
-    """Eq. (eq-lap-b): the lower Cholesky factor L of B = I + W^1/2 K W^1/2, an O(n^3)
-    step."""
+    """Eq. (eq-lap-b): the lower Cholesky factor L of B = I + W^1/2 K W^1/2, an
+    O(n^3) step."""
     B = K * np.outer(sqrt_w, sqrt_w)
     B.flat[:: len(B) + 1] += 1.0
     return cholesky(B, lower=True, overwrite_a=True, check_finite=False)
@@ -292,9 +283,8 @@ def _newton_step(K, y, likelihood, current, g, w, sqrt_w, L):
     holds.
 
     ``current`` = (alpha, f, log p(y_i|f_i), Psi) and g, W, W^1/2, L at f.  Returns
-    (step,
-    alpha, f, log p, Psi) at the step taken; a step below 1e-10 means no progress is
-    possible.
+    (step, alpha, f, log p, Psi) at the step taken; a step below 1e-10 means no progress
+    is possible.
     """
     a, f, ell, obj = current
     # eq-lap-newton-stable: alpha_new = b - W^1/2 B^{-1} W^1/2 K b
@@ -320,13 +310,11 @@ def laplace_mode(K, y, likelihood, *, alpha_init=None, max_iter=100, tol=1e-8):
     Newton.
 
     Maximises Psi = log p(y|f) - f^T K^{-1} f / 2 over f = K alpha.  Each iterate
-    factors
-    B = I + W^1/2 K W^1/2 once; the iteration stops when max |grad log p(y|f) - alpha| <
-    tol,
-    otherwise takes the Newton step, halved until Armijo's condition holds.  After
-    ``max_iter`` steps without reaching ``tol`` it warns with ConvergenceWarning.  ``y``
-    holds
-    the labels (+-1, or real targets for a Gaussian likelihood).  Returns a LaplaceMode.
+    factors B = I + W^1/2 K W^1/2 once; the iteration stops when max |grad log p(y|f) -
+    alpha| < tol, otherwise takes the Newton step, halved until Armijo's condition
+    holds.  After ``max_iter`` steps without reaching ``tol`` it warns with
+    ConvergenceWarning.  ``y`` holds the labels (+-1, or real targets for a Gaussian
+    likelihood).  Returns a LaplaceMode.
     """
     _check_likelihood(likelihood)
     max_iter = check_integer(max_iter, "max_iter")
@@ -389,14 +377,10 @@ def laplace_log_evidence(mode, K=None, dK=None):
     gradient.
 
     log q(y) = log p(y|f) - alpha^T f / 2 - sum log diag(L), from a LaplaceMode.  With
-    the
-    kernel matrix ``K`` (n, n) and ``dK`` (n, n, p) = dK/dtheta, returns (value,
-    gradient of
-    shape (p,)): the explicit term (eq-lap-grad-explicit) plus the implicit term through
-    the
-    mode (eqs eq-lap-dfdmode, eq-lap-dfdtheta).  O(n^3): B^{-1} from L (LAPACK potri)
-    and
-    V = L^{-1} W^1/2 K; then O(n^2) per hyperparameter.
+    the kernel matrix ``K`` (n, n) and ``dK`` (n, n, p) = dK/dtheta, returns (value,
+    gradient of shape (p,)): the explicit term (eq-lap-grad-explicit) plus the implicit
+    term through the mode (eqs eq-lap-dfdmode, eq-lap-dfdtheta).  O(n^3): B^{-1} from L
+    (LAPACK potri) and V = L^{-1} W^1/2 K; then O(n^2) per hyperparameter.
     """
     value = (
         mode.log_lik
@@ -438,8 +422,7 @@ def _laplace_latent(mode, kernel, X_train, X):
     X.
 
     ``mode`` is a LaplaceMode found with ``kernel`` on ``X_train``; negative variances
-    from
-    rounding are set to 0.  Returns two arrays of length len(X).
+    from rounding are set to 0.  Returns two arrays of length len(X).
     """
     mean, var = np.empty(len(X)), np.empty(len(X))
     for start in range(0, len(X), 1024):  # bounded memory: (n, 1024) blocks
@@ -474,10 +457,8 @@ class _LaplaceFit(_LaplacePrediction, LearnsHyperparameters, GPClassifierBase):
     predictions.
 
     Laplace adds the parameters and the public methods; chapter 1's
-    LearnsHyperparameters
-    calls ``_fit_fixed`` at the starting kernel and again at the learned one.
-    Predictions
-    follow eqs (eq-lap-predictive) and (eq-lap-predprob).
+    LearnsHyperparameters calls ``_fit_fixed`` at the starting kernel and again at the
+    learned one.  Predictions follow eqs (eq-lap-predictive) and (eq-lap-predprob).
     """
 
     def _validate_params(self):
@@ -544,24 +525,19 @@ class Laplace(_LaplaceFit):
     (eq-lap-psi)-(eq-lap-predprob).
 
     Parameters: ``kernel`` (a Kernel; default default_kernel(X),
-    eq-kern-default-length),
-    ``likelihood`` (twice differentiable and log-concave: Probit with kappa=0, Logistic
-    or
-    Gaussian; default Probit(noise_var=1.0)), ``max_iter`` and ``tol`` of the Newton
-    iteration (tol bounds max |grad log p(y|f) - K^-1 f|); ``optimizer``
-    ("fmin_l_bfgs_b",
-    "nelder-mead", or None to keep the kernel fixed), ``n_restarts_optimizer``,
-    ``random_state`` and ``hyperparameter_bounds``: ``fit`` learns the kernel by
-    maximising
-    the evidence eq-lap-evidence with its gradient eq-lap-grad (chapter 1,
-    sec-gpc-learning).
+    eq-kern-default-length), ``likelihood`` (twice differentiable and log-concave:
+    Probit with kappa=0, Logistic or Gaussian; default Probit(noise_var=1.0)),
+    ``max_iter`` and ``tol`` of the Newton iteration (tol bounds max |grad log p(y|f) -
+    K^-1 f|); ``optimizer`` ("fmin_l_bfgs_b", "nelder-mead", or None to keep the kernel
+    fixed), ``n_restarts_optimizer``, ``random_state`` and ``hyperparameter_bounds``:
+    ``fit`` learns the kernel by maximising the evidence eq-lap-evidence with its
+    gradient eq-lap-grad (chapter 1, sec-gpc-learning).
 
     Fitted attributes: ``kernel_``, ``likelihood_``, ``f_hat_`` (the mode), ``alpha_``
     (= K^-1 f_hat = grad log p(y|f_hat); Opper & Winther's y_i alpha_i),
     ``log_marginal_likelihood_``, ``n_iter_``, ``converged_``, ``X_train_``,
-    ``y_train_``
-    (+-1), ``learning_`` (None for a fixed kernel).  ``fit`` accepts a warm start
-    ``alpha_init``.
+    ``y_train_`` (+-1), ``learning_`` (None for a fixed kernel).  ``fit`` accepts a warm
+    start ``alpha_init``.
     """
 
     _criterion_name = "log evidence (Laplace)"
@@ -594,10 +570,9 @@ class Laplace(_LaplaceFit):
         log-hyperparameters theta.
 
         theta=None: at the fitted kernel_, from the stored mode.  Otherwise the mode is
-        found
-        again at ``theta`` (warm start: the last mode found); the fitted model is
-        unchanged.
-        With eval_gradient=True returns (value, gradient with respect to theta).
+        found again at ``theta`` (warm start: the last mode found); the fitted model is
+        unchanged. With eval_gradient=True returns (value, gradient with respect to
+        theta).
         """
         self._require_fitted()
         if theta is None:
@@ -612,7 +587,7 @@ class Laplace(_LaplaceFit):
         return laplace_log_evidence(mode, K, kernel.gradient(self.X_train_))
 
     def predict_latent(self, X):
-        """Eq. (eq-lap-predictive): mean and variance of the latent f(x) at each row of
-        X."""
+        """Eq. (eq-lap-predictive): mean and variance of the latent f(x) at each row
+        of X."""
         X = self._check_predict_input(X)
         return _laplace_latent(self._mode, self.kernel_, self.X_train_, X)

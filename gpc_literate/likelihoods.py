@@ -33,8 +33,8 @@ _SQRT_HALF = float(np.sqrt(0.5))
 
 # %% book/02_noise_models.md, code cell 11
 def check_finite_array(a, name):
-    """Return ``a`` as a float array; ValueError, naming ``name``, if an entry is NaN or
-    inf."""
+    """Return ``a`` as a float array; ValueError, naming ``name``, if an entry is NaN
+    or inf."""
     a = np.asarray(a, dtype=float)
     if not np.all(np.isfinite(a)):
         raise ValueError(f"{name} must be finite (no NaN or inf)")
@@ -42,8 +42,8 @@ def check_finite_array(a, name):
 
 
 def check_pm_labels(y):
-    """Return the labels ``y`` as a float array; ValueError unless every entry is -1 or
-    +1."""
+    """Return the labels ``y`` as a float array; ValueError unless every entry is -1
+    or +1."""
     y = np.asarray(y, dtype=float)
     if not np.all((y == 1.0) | (y == -1.0)):
         raise ValueError("y must contain only the labels -1 and +1")
@@ -234,8 +234,8 @@ class _FlipProbitBase(Likelihood):
         return log_z[()], (y * g1 / s)[()], (g2 / s2)[()]
 
     def predictive(self, mu, var):
-        """Eq. (eq-noise-predictive): P(y=+1) = kappa + (1 - 2 kappa) Phi(mu / sqrt(v +
-        var))."""
+        """Eq. (eq-noise-predictive): P(y=+1) = kappa + (1 - 2 kappa) Phi(mu / sqrt(v
+        + var))."""
         v = self._v
         mu = check_finite_array(mu, "mu")
         var = check_latent_variance(var, positive=(v == 0.0))
@@ -260,8 +260,8 @@ class StepFlip(_FlipProbitBase):
         )
 
     def log_prob(self, y, f):
-        """Eq. (eq-noise-flip): log[kappa + (1 - 2 kappa) Theta(y f)], with Theta(0) =
-        0."""
+        """Eq. (eq-noise-flip): log[kappa + (1 - 2 kappa) Theta(y f)], with Theta(0)
+        = 0."""
         y = check_pm_labels(y)
         f = check_finite_array(f, "f")
         log_k = np.log(self.kappa) if self.kappa > 0.0 else -np.inf
@@ -355,8 +355,8 @@ class Gaussian(Likelihood):
         return ndtr(mu / np.sqrt(var + self.noise_var))[()]
 
     def log_prob_derivatives(self, y, f):
-        """Eq. (eq-noise-gaussian): (y - f)/v, -1/v and 0, the f-derivatives of log N(y;
-        f, v)."""
+        """Eq. (eq-noise-gaussian): (y - f)/v, -1/v and 0, the f-derivatives of log
+        N(y; f, v)."""
         y = check_finite_array(y, "y")
         f = check_finite_array(f, "f")
         y, f = np.broadcast_arrays(y, f)

@@ -7,14 +7,12 @@ estimates.
 
 Built from chapter 6 of the book (book/06_loo.md). ``lr_loo_activations`` is the SVM's
 linear-response leave-one-out estimate eq-svm-loo, derived in chapter 5 by the
-partitioned
-inverse eq-loo-partitioned and the bordered inverse eq-loo-bordered-inverse.
+partitioned inverse eq-loo-partitioned and the bordered inverse eq-loo-bordered-inverse.
 ``exact_loo_error`` retrains any estimator of the package on the n leave-one-out
-training
-sets (warm-started when the estimator's ``fit`` accepts ``alpha_init``), eq-loo-error;
-``approximate_vs_exact``
-compares it with an estimator's built-in approximate estimate (``loo_error_`` and
-``loo_decision_``), such as the SVM's linear-response estimate eq-svm-loo.
+training sets (warm-started when the estimator's ``fit`` accepts ``alpha_init``),
+eq-loo-error; ``approximate_vs_exact`` compares it with an estimator's built-in
+approximate estimate (``loo_error_`` and ``loo_decision_``), such as the SVM's
+linear-response estimate eq-svm-loo.
 """
 
 import copy
@@ -43,15 +41,12 @@ def lr_loo_activations(K, y, alpha, bias=0.0, *, C=np.inf, v=0.0, fit_bias=False
     17.29-17.32).
 
     Eq. (eq-loo-activation): h_l - y_l alpha_l sigma_l, with sigma_l from the
-    partitioned
-    inverse eq-loo-partitioned (eq-loo-margin, eq-loo-bound) and, with ``fit_bias``, the
-    bordered inverse eq-loo-bordered-inverse, from one Cholesky factorisation of the
-    margin
-    support vector block of K + v I. ``K`` is the kernel matrix without the noise
-    variance
-    ``v``; ``alpha``, ``bias`` a solution of the dual eq-svm-dual. Returns an array of
-    shape
-    (n,); the estimated leave-one-out error is mean(y * h <= 0).
+    partitioned inverse eq-loo-partitioned (eq-loo-margin, eq-loo-bound) and, with
+    ``fit_bias``, the bordered inverse eq-loo-bordered-inverse, from one Cholesky
+    factorisation of the margin support vector block of K + v I. ``K`` is the kernel
+    matrix without the noise variance ``v``; ``alpha``, ``bias`` a solution of the dual
+    eq-svm-dual. Returns an array of shape (n,); the estimated leave-one-out error is
+    mean(y * h <= 0).
     """
     K = np.asarray(K, dtype=float)
     y = np.asarray(y, dtype=float)
@@ -73,13 +68,10 @@ class LOOResult:
     """Exact leave-one-out result, eq-loo-error.
 
     ``errors`` (n,) bool: example i misclassified by the fit without it; ``decision``
-    (n,):
-    its activation under that fit (positive means ``classes_[1]``); ``n_fits``: fits
-    done
-    (n, plus one full-data fit for the warm start); ``converged`` (n,) bool, ``n_iter``
-    (n,)
-    int (-1 where the estimator records none); ``warm_start``: whether warm starts were
-    used.
+    (n,): its activation under that fit (positive means ``classes_[1]``); ``n_fits``:
+    fits done (n, plus one full-data fit for the warm start); ``converged`` (n,) bool,
+    ``n_iter`` (n,) int (-1 where the estimator records none); ``warm_start``: whether
+    warm starts were used.
     """
 
     error_rate: float
@@ -115,11 +107,10 @@ def exact_loo_error(estimator, X, y, *, warm_start=True, progress=False):
     """Exact leave-one-out error eq-loo-error by n refits of a clone of ``estimator``.
 
     Works for any estimator of the package (get_params, fit, decision_function,
-    predict).
-    With ``warm_start`` and an estimator whose ``fit`` accepts ``alpha_init`` and sets
-    ``alpha_``, the full data are fitted once and fit i starts from ``alpha_`` without
-    entry i. ``progress`` shows a tqdm bar. Returns a ``LOOResult``; warns once with
-    ``ConvergenceWarning`` if any fit did not converge.
+    predict). With ``warm_start`` and an estimator whose ``fit`` accepts ``alpha_init``
+    and sets ``alpha_``, the full data are fitted once and fit i starts from ``alpha_``
+    without entry i. ``progress`` shows a tqdm bar. Returns a ``LOOResult``; warns once
+    with ``ConvergenceWarning`` if any fit did not converge.
     """
     X, y = check_X_y(X, y)
     encode_labels(y)  # two classes, or ValueError
@@ -183,8 +174,7 @@ class LOOComparison:
     LOOResult).
 
     ``approx_errors`` (n,) bool from the estimator's ``loo_decision_`` (None if it has
-    none);
-    ``n_disagree``: examples counted as errors by exactly one of the two (None
+    none); ``n_disagree``: examples counted as errors by exactly one of the two (None
     likewise).
     """
 
@@ -212,9 +202,8 @@ def approximate_vs_exact(estimator, X, y, *, warm_start=True, progress=False):
     eq-loo-error.
 
     ``estimator`` must set ``loo_error_`` when fitted (and, for the per-example
-    comparison,
-    ``loo_decision_``, the approximate leave-one-out activations, eq-svm-loo for the
-    SVM).
+    comparison, ``loo_decision_``, the approximate leave-one-out activations, eq-svm-loo
+    for the SVM).
     """
     model = _clone(estimator, compute_loo=True).fit(X, y)
     approx = getattr(model, "loo_error_", None)

@@ -6,19 +6,17 @@
 
 Built by chapter 22 of the book (book/22_gold_standard.md).  Elliptical slice sampling
 (eq-mcmc-ellipse, eq-mcmc-shrink) of the latent activations f ~ N(0, K) under any
-likelihood
-of the package, several chains advanced together; convergence diagnostics (split R-hat
-eq-mcmc-rhat on rank-normalised draws, the effective sample size eq-mcmc-geyer, Monte
-Carlo
-standard errors eq-mcmc-mcse); Rao-Blackwellised predictions (eq-mcmc-rb); and annealed
-importance sampling for the log evidence (eq-mcmc-ais-weight, eq-mcmc-ais-estimate).
+likelihood of the package, several chains advanced together; convergence diagnostics
+(split R-hat eq-mcmc-rhat on rank-normalised draws, the effective sample size
+eq-mcmc-geyer, Monte Carlo standard errors eq-mcmc-mcse); Rao-Blackwellised predictions
+(eq-mcmc-rb); and annealed importance sampling for the log evidence (eq-mcmc-ais-weight,
+eq-mcmc-ais-estimate).
 
 Names: ``f`` latent activations at the training inputs (rows = chains or runs), ``L``
-the
-lower Cholesky factor of K + jitter (eq-mcmc-jitter), ``nu`` the auxiliary prior draw,
-``theta`` the angle on the ellipse, ``beta`` the inverse temperature, ``draws`` an array
-(chains, draws, ...) of a quantity's values.  Every random number comes from an explicit
-numpy Generator.
+the lower Cholesky factor of K + jitter (eq-mcmc-jitter), ``nu`` the auxiliary prior
+draw, ``theta`` the angle on the ellipse, ``beta`` the inverse temperature, ``draws`` an
+array (chains, draws, ...) of a quantity's values.  Every random number comes from an
+explicit numpy Generator.
 """
 
 import time
@@ -93,8 +91,7 @@ def prior_cholesky(K, jitter=JITTER):
     """Eq. (eq-mcmc-jitter): lower Cholesky factor of K + jitter * mean(diag K) * I.
 
     ``K`` must be a finite symmetric (n, n) matrix, n >= 1 (ValueError naming K
-    otherwise),
-    positive definite once the jitter is added.
+    otherwise), positive definite once the jitter is added.
     """
     K = np.asarray(K, dtype=float)
     if K.ndim != 2 or K.shape[0] != K.shape[1] or K.shape[0] == 0:
@@ -139,12 +136,10 @@ def elliptical_slice_step(
 
     ``f`` (chains, n) current states with finite untempered log-likelihoods ``log_lik``
     (chains,); ``L`` the prior's Cholesky factor (prior_cholesky); the target is the
-    tempered
-    posterior eq-mcmc-tempered with ``beta`` in (0, 1].  At most ``max_shrink``
-    proposals per
-    chain: a chain that reaches it keeps its state (still exact, eq-mcmc-balance).
-    Returns
-    (f, log_lik, n_proposals, capped), the last two per chain.
+    tempered posterior eq-mcmc-tempered with ``beta`` in (0, 1].  At most ``max_shrink``
+    proposals per chain: a chain that reaches it keeps its state (still exact,
+    eq-mcmc-balance).  Returns (f, log_lik, n_proposals, capped), the last two per
+    chain.
     """
     beta = check_scalar(beta, "beta", low=0.0, high=1.0, low_inclusive=False)
     n_chains = f.shape[0]
@@ -190,11 +185,9 @@ def initial_state(L, likelihood, y, n_chains, rng, f0=None):
     """Eq. (eq-mcmc-init): starting states (n_chains, n) with finite log-likelihoods.
 
     Without ``f0``: independent prior draws f = L z, and where log L(f) = -inf the
-    reflection
-    f_i <- y_i |f_i| (every label satisfied).  ``f0`` of shape (n,) (every chain) or
-    (n_chains, n) is used as given.  Returns (f, log_lik); ValueError, naming f0, if a
-    state
-    has a log-likelihood of -inf or NaN.
+    reflection f_i <- y_i |f_i| (every label satisfied).  ``f0`` of shape (n,) (every
+    chain) or (n_chains, n) is used as given.  Returns (f, log_lik); ValueError, naming
+    f0, if a state has a log-likelihood of -inf or NaN.
     """
     n = L.shape[0]
     if f0 is None:
@@ -259,9 +252,8 @@ def split_rhat(draws):
     coordinate.
 
     ``draws`` (M, N, ...) with M >= 1 chains of N >= 4 draws; the larger of the R-hats
-    of
-    the location (ranks of the draws) and of the scale (ranks of |draws - median|).
-    A coordinate constant within every half chain gets inf.
+    of the location (ranks of the draws) and of the scale (ranks of |draws - median|). A
+    coordinate constant within every half chain gets inf.
     """
     x = split_chains(draws)
     folded = np.abs(x - np.median(x.reshape(-1, *x.shape[2:]), axis=0))
@@ -270,8 +262,8 @@ def split_rhat(draws):
 
 # %% book/22_gold_standard.md, code cell 11
 def _autocovariance(x):
-    """Autocovariances c_t (divided by N) of each chain of x (M, N, ...) along axis 1,
-    by FFT."""
+    """Autocovariances c_t (divided by N) of each chain of x (M, N, ...) along axis
+    1, by FFT."""
     n = x.shape[1]
     centred = x - x.mean(axis=1, keepdims=True)
     size = 1 << (2 * n - 1).bit_length()  # zero padding: no circular wrap
@@ -310,8 +302,8 @@ def effective_sample_size(draws, *, rank_normalized=False):
 
 # %% book/22_gold_standard.md, code cell 12
 def monte_carlo_mean(draws):
-    """Eq. (eq-mcmc-mcse): (mean, standard error, ESS) of each coordinate of draws (M,
-    N, ...)."""
+    """Eq. (eq-mcmc-mcse): (mean, standard error, ESS) of each coordinate of draws
+    (M, N, ...)."""
     draws = np.asarray(draws, dtype=float)
     ess = effective_sample_size(draws)
     var = draws.reshape(-1, *draws.shape[2:]).var(axis=0, ddof=1)
@@ -324,16 +316,13 @@ class MCMCResult:
     """Draws of f from elliptical_slice_sampling and their diagnostics.
 
     ``samples`` (chains, draws, n) and ``log_lik`` (chains, draws) the kept states and
-    their
-    log-likelihoods; ``mean``, ``var`` (n,) the posterior mean and variance of f with
-    their
-    Monte Carlo standard errors ``mean_se``, ``var_se`` (eq-mcmc-mcse); ``ess`` (bulk,
-    eq-mcmc-geyer) and ``rhat`` (eq-mcmc-rhat) per coordinate, ``min_ess`` and
-    ``max_rhat``
-    over them; ``converged``: max_rhat <= rhat_max and min_ess >= ess_min;
-    ``proposals_per_step`` (mean over chains and steps), ``n_capped`` (steps that hit
-    max_shrink); ``chol`` the Cholesky factor used (eq-mcmc-jitter), for predictions;
-    ``seconds`` the wall time.
+    their log-likelihoods; ``mean``, ``var`` (n,) the posterior mean and variance of f
+    with their Monte Carlo standard errors ``mean_se``, ``var_se`` (eq-mcmc-mcse);
+    ``ess`` (bulk, eq-mcmc-geyer) and ``rhat`` (eq-mcmc-rhat) per coordinate,
+    ``min_ess`` and ``max_rhat`` over them; ``converged``: max_rhat <= rhat_max and
+    min_ess >= ess_min; ``proposals_per_step`` (mean over chains and steps),
+    ``n_capped`` (steps that hit max_shrink); ``chol`` the Cholesky factor used
+    (eq-mcmc-jitter), for predictions; ``seconds`` the wall time.
     """
 
     samples: np.ndarray
@@ -423,18 +412,13 @@ def elliptical_slice_sampling(
     labels y.
 
     ``K`` (n, n) prior covariance at the training inputs, ``y`` (n,) labels +-1 (real
-    targets
-    for Gaussian), ``likelihood`` any Likelihood of the package (only ``log_prob`` is
-    used).
-    ``n_chains`` independent chains from eq-mcmc-init (or ``f0``) advance together;
-    ``burn_in`` steps are discarded, then ``n_samples`` states per chain are kept, one
-    every
-    ``thin`` steps; ``max_shrink`` caps the proposals of a step; ``rng`` a Generator or
-    seed;
-    ``progress`` shows a progress bar.  Returns an MCMCResult with the diagnostics
-    eq-mcmc-rhat and eq-mcmc-geyer; warns (ConvergenceWarning) when max R-hat >
-    ``rhat_max``
-    or min ESS < ``ess_min``.
+    targets for Gaussian), ``likelihood`` any Likelihood of the package (only
+    ``log_prob`` is used). ``n_chains`` independent chains from eq-mcmc-init (or ``f0``)
+    advance together; ``burn_in`` steps are discarded, then ``n_samples`` states per
+    chain are kept, one every ``thin`` steps; ``max_shrink`` caps the proposals of a
+    step; ``rng`` a Generator or seed; ``progress`` shows a progress bar.  Returns an
+    MCMCResult with the diagnostics eq-mcmc-rhat and eq-mcmc-geyer; warns
+    (ConvergenceWarning) when max R-hat > ``rhat_max`` or min ESS < ``ess_min``.
     """
     t_start = time.perf_counter()
     L, y = _checked_problem(K, y, likelihood, jitter)
@@ -477,8 +461,8 @@ class MCMCPredictive(NamedTuple):
     """Predictions at m test inputs from posterior draws (eq-mcmc-rb).
 
     ``prob``, ``prob_se`` P(y* = +1) and its Monte Carlo standard error; ``mean``,
-    ``mean_se``
-    the predictive mean of f* and its error; ``var`` the predictive variance of f*.
+    ``mean_se`` the predictive mean of f* and its error; ``var`` the predictive variance
+    of f*.
     """
 
     prob: np.ndarray
@@ -497,12 +481,9 @@ def predictive_probabilities(result, K_cross, k_test_diag, likelihood, *, thin=1
     draws.
 
     ``result`` an MCMCResult; ``K_cross`` (m, n) prior covariances of m test inputs with
-    the
-    n training inputs, ``k_test_diag`` (m,) their prior variances; ``likelihood``
-    provides
-    ``predictive(mu, var)``, called on at most _PREDICTIVE_CHUNK averages at a time;
-    every
-    ``thin``-th draw is used.  Returns an MCMCPredictive.
+    the n training inputs, ``k_test_diag`` (m,) their prior variances; ``likelihood``
+    provides ``predictive(mu, var)``, called on at most _PREDICTIVE_CHUNK averages at a
+    time; every ``thin``-th draw is used.  Returns an MCMCPredictive.
     """
     thin = check_integer(thin, "thin", low=1)
     L = result.chol
@@ -532,8 +513,8 @@ def predictive_probabilities(result, K_cross, k_test_diag, likelihood, *, thin=1
 
 # %% book/22_gold_standard.md, code cell 20
 def ais_schedule(n_temperatures, power=4.0):
-    """Eq. (eq-mcmc-schedule): beta_t = (t / T)^power, t = 0..T, with T = n_temperatures
-    >= 1."""
+    """Eq. (eq-mcmc-schedule): beta_t = (t / T)^power, t = 0..T, with T =
+    n_temperatures >= 1."""
     n_temperatures = check_integer(n_temperatures, "n_temperatures", low=1)
     power = check_scalar(power, "power", low=0.0, low_inclusive=False)
     return (np.arange(n_temperatures + 1) / n_temperatures) ** power
@@ -569,10 +550,9 @@ class AISResult:
     on.
 
     ``log_evidence`` and its standard error ``log_evidence_se`` (delta method over the
-    runs);
-    ``log_weights`` (runs,) eq-mcmc-ais-weight; ``weight_ess`` the effective number of
-    runs;
-    ``betas`` the schedule; ``f`` (runs, n) the last states; ``seconds`` the wall time.
+    runs); ``log_weights`` (runs,) eq-mcmc-ais-weight; ``weight_ess`` the effective
+    number of runs; ``betas`` the schedule; ``f`` (runs, n) the last states; ``seconds``
+    the wall time.
     """
 
     log_evidence: float
@@ -584,8 +564,8 @@ class AISResult:
     seconds: float
 
     def summary(self):
-        """One line: estimate, standard error, runs, temperatures, ESS of the weights,
-        time."""
+        """One line: estimate, standard error, runs, temperatures, ESS of the
+        weights, time."""
         return (
             f"log p(y) = {self.log_evidence:.4f} +- {self.log_evidence_se:.4f} "
             f"({self.log_weights.size} runs, T = {self.betas.size - 1}, weight ESS "
@@ -627,12 +607,11 @@ def ais_log_evidence(
     sampling.
 
     ``K``, ``y``, ``likelihood`` as for elliptical_slice_sampling.  ``n_runs``
-    independent
-    runs from the prior along the geometric path eq-mcmc-ais-path with ``schedule`` an
-    int T
-    (beta_t = (t/T)^4, eq-mcmc-schedule) or an increasing array from 0 to 1; ``n_steps``
-    elliptical slice steps per temperature.  Returns an AISResult; warns
-    (ConvergenceWarning) when the ESS of the weights is below ``min_weight_ess``.
+    independent runs from the prior along the geometric path eq-mcmc-ais-path with
+    ``schedule`` an int T (beta_t = (t/T)^4, eq-mcmc-schedule) or an increasing array
+    from 0 to 1; ``n_steps`` elliptical slice steps per temperature.  Returns an
+    AISResult; warns (ConvergenceWarning) when the ESS of the weights is below
+    ``min_weight_ess``.
     """
     t_start = time.perf_counter()
     L, y = _checked_problem(K, y, likelihood, jitter)

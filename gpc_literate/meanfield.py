@@ -5,28 +5,21 @@
 """Naive mean-field theory for Gaussian-process classification (O&W section 17.6).
 
 Built by chapter 9 of the book (book/09_naive_mean_field.md), which derives every
-formula:
-the naive mean-field equations for the embedding strengths (eq-mf-alpha, O&W eq. 17.40),
-Algorithm 17.1 with its adaptive learning rate (eq-mf-update), Newton's method for the
-same
-equations (eq-mf-newton) with a test for their solvability (eq-mf-feasible), the
-linear-response
-leave-one-out estimator (eq-mf-loo, O&W eqs. 17.41-17.42) in a stable form
-(eq-mf-loo-stable), and the classifier ``NaiveMeanField``.
+formula: the naive mean-field equations for the embedding strengths (eq-mf-alpha, O&W
+eq. 17.40), Algorithm 17.1 with its adaptive learning rate (eq-mf-update), Newton's
+method for the same equations (eq-mf-newton) with a test for their solvability
+(eq-mf-feasible), the linear-response leave-one-out estimator (eq-mf-loo, O&W eqs.
+17.41-17.42) in a stable form (eq-mf-loo-stable), and the classifier ``NaiveMeanField``.
 
 The naive theory is the member of the Gaussian-site family of chapter 8
-(gpc_literate.sites)
-whose cavity variance is the prior variance K_ii: its cavity fields are ``cavity_mean``,
-and
-its leave-one-out estimate is the cavity (eq-sites-cavity) of the linear-response
-Gaussian, a
-``SitePosterior`` with the site precisions of eq-sites-update.
+(gpc_literate.sites) whose cavity variance is the prior variance K_ii: its cavity fields
+are ``cavity_mean``, and its leave-one-out estimate is the cavity (eq-sites-cavity) of
+the linear-response Gaussian, a ``SitePosterior`` with the site precisions of
+eq-sites-update.
 
 Names as in gpc_literate.sites: sites exp(nu f - tau f^2 / 2) (``nu``, ``tau``), the
-posterior
-mean K @ coef with ``coef`` = y * alpha, cavities ``mu_cav``, ``var_cav``, derivatives
-``d1``,
-``d2`` of log Z and w = -d2 the curvature.
+posterior mean K @ coef with ``coef`` = y * alpha, cavities ``mu_cav``, ``var_cav``,
+derivatives ``d1``, ``d2`` of log Z and w = -d2 the curvature.
 """
 
 import warnings
@@ -71,8 +64,7 @@ def embedding_strength(z, kappa=0.0):
     (1 - 2 kappa) Phi(z)).
 
     The embedding strength as a function of the scaled cavity field z (Figure 17.1); it
-    is
-    d log Z / d mu of the step-flip likelihood at y = 1, mu = z, var = 1.
+    is d log Z / d mu of the step-flip likelihood at y = 1, mu = z, var = 1.
     """
     return StepFlip(kappa).log_Z(1.0, np.asarray(z, dtype=float), 1.0)[1]
 
@@ -108,8 +100,7 @@ def _newton_direction(K, tau, b):
     S = |T|^(1/2).
 
     One Cholesky factorisation of A when every tau_i >= 0 (A = I + S K S, eigenvalues >=
-    1),
-    an LU factorisation otherwise; a singular A gives a non-finite result.
+    1), an LU factorisation otherwise; a singular A gives a non-finite result.
     """
     s = np.sqrt(np.abs(tau))
     A = s[:, None] * K * s[None, :]
@@ -136,10 +127,9 @@ def _newton_step(K, k_diag, y, alpha, delta, w, error, likelihood):
     size).
 
     ``delta`` is the residual of eq-mf-alpha at ``alpha``, ``w`` the curvatures there
-    and
-    ``error`` = sum(delta ** 2), which the step must reduce (by a factor 1 - 1e-4 eta).
-    A
-    singular Jacobian gives the plain step ``delta`` instead of the Newton direction.
+    and ``error`` = sum(delta ** 2), which the step must reduce (by a factor 1 - 1e-4
+    eta). A singular Jacobian gives the plain step ``delta`` instead of the Newton
+    direction.
     """
     one_minus = 1.0 - k_diag * w
     step = y * _newton_direction(K, w / one_minus, y * delta / one_minus)
@@ -155,8 +145,8 @@ def _newton_step(K, k_diag, y, alpha, delta, w, error, likelihood):
 
 # %% book/09_naive_mean_field.md, code cell 12
 def _separable(K, y):
-    """Eq. (eq-mf-feasible): is there alpha >= 0 with y_i (K (y alpha))_i >= 1 for every
-    i? (an LP)"""
+    """Eq. (eq-mf-feasible): is there alpha >= 0 with y_i (K (y alpha))_i >= 1 for
+    every i? (an LP)"""
     Q = y[:, None] * K * y[None, :]
     lp = linprog(
         np.zeros(y.size),
@@ -182,12 +172,11 @@ class NaiveMFResult:
     """Output of ``naive_mean_field``.
 
     ``alpha`` (n,) the embedding strengths, ``mean`` = K (y alpha) the posterior mean of
-    the
-    latent at the training points, ``n_iter`` the iterations done, ``converged`` whether
-    max_i |delta alpha_i| < tol was reached, ``residual`` that maximum at the returned
-    alpha,
-    ``learning_rate`` the last step size, ``history`` the residual of every iteration,
-    ``message`` why the iteration stopped early ("" if it converged or ran to max_iter).
+    the latent at the training points, ``n_iter`` the iterations done, ``converged``
+    whether max_i |delta alpha_i| < tol was reached, ``residual`` that maximum at the
+    returned alpha, ``learning_rate`` the last step size, ``history`` the residual of
+    every iteration, ``message`` why the iteration stopped early ("" if it converged or
+    ran to max_iter).
     """
 
     alpha: np.ndarray
@@ -240,28 +229,22 @@ def naive_mean_field(
     17.1 (eq-mf-update).
 
     ``K`` (n, n) is the covariance matrix of the latent process the likelihood acts on
-    (for
-    input noise v the noisy process, K + v I), ``y`` labels +-1, ``likelihood`` an
-    object with
-    ``log_Z`` (e.g. StepFlip(kappa)).  Both methods start from ``alpha_init`` (default
-    0,
-    tabula rasa), compute delta alpha = (right side of eq-mf-alpha) - alpha for all i at
-    once, and stop when max_i |delta alpha_i| < tol (O&W's ftol = 1e-5 bounds the
-    square:
-    tol = 3.2e-3) or after ``max_iter`` iterations.
+    (for input noise v the noisy process, K + v I), ``y`` labels +-1, ``likelihood`` an
+    object with ``log_Z`` (e.g. StepFlip(kappa)).  Both methods start from
+    ``alpha_init`` (default 0, tabula rasa), compute delta alpha = (right side of
+    eq-mf-alpha) - alpha for all i at once, and stop when max_i |delta alpha_i| < tol
+    (O&W's ftol = 1e-5 bounds the square: tol = 3.2e-3) or after ``max_iter``
+    iterations.
 
     ``method="adaptive"``: Algorithm 17.1, alpha += eta delta alpha at one O(n^2)
-    product per
-    iteration; eta starts at ``learning_rate``, grows by 1.1 when sum_i delta alpha_i^2
-    decreased and halves otherwise.  ``method="newton"``: the Newton step of
-    eq-mf-newton (one
-    O(n^3) factorisation per iteration), halved until sum_i delta alpha_i^2 decreases;
-    ``learning_rate`` is not used.  For the noise-free likelihood StepFlip(0), a Newton
-    iteration not converged after 30 iterations solves the linear program
-    eq-mf-feasible; if
-    no alpha >= 0 classifies every example correctly, the equations have no solution and
-    it
-    stops at once with a ConvergenceWarning saying so.  Returns a ``NaiveMFResult``.
+    product per iteration; eta starts at ``learning_rate``, grows by 1.1 when sum_i
+    delta alpha_i^2 decreased and halves otherwise.  ``method="newton"``: the Newton
+    step of eq-mf-newton (one O(n^3) factorisation per iteration), halved until sum_i
+    delta alpha_i^2 decreases; ``learning_rate`` is not used.  For the noise-free
+    likelihood StepFlip(0), a Newton iteration not converged after 30 iterations solves
+    the linear program eq-mf-feasible; if no alpha >= 0 classifies every example
+    correctly, the equations have no solution and it stops at once with a
+    ConvergenceWarning saying so.  Returns a ``NaiveMFResult``.
     """
     if method not in ("newton", "adaptive"):
         raise ValueError(f"method must be 'newton' or 'adaptive', got {method!r}")
@@ -325,14 +308,12 @@ def naive_loo(K, y, alpha, likelihood):
     leave-one-out activations.
 
     For the naive mean-field solution ``alpha`` of ``naive_mean_field(K, y,
-    likelihood)``
-    returns (f_loo, var_loo, posterior): f_loo[i] estimates the activation at x_i of the
-    solution trained without example i. They are the cavities (eq-sites-cavity) of the
-    linear-response Gaussian ``posterior``, the SitePosterior with precisions 1 /
-    Omega_i
-    (eq-sites-update at cavity variance k_ii); var_loo[i] = 1 / [(K + Omega)^{-1}]_ii -
-    Omega_i, inf where that is not positive.  One O(n^3) factorisation.  The estimated
-    leave-one-out error is mean(y * f_loo <= 0).
+    likelihood)`` returns (f_loo, var_loo, posterior): f_loo[i] estimates the activation
+    at x_i of the solution trained without example i. They are the cavities
+    (eq-sites-cavity) of the linear-response Gaussian ``posterior``, the SitePosterior
+    with precisions 1 / Omega_i (eq-sites-update at cavity variance k_ii); var_loo[i] =
+    1 / [(K + Omega)^{-1}]_ii - Omega_i, inf where that is not positive.  One O(n^3)
+    factorisation.  The estimated leave-one-out error is mean(y * f_loo <= 0).
     """
     K = np.asarray(K, dtype=float)
     y = np.asarray(y, dtype=float)
@@ -352,10 +333,8 @@ def _check_mf_options(
     method, kappa, v, tol, learning_rate, max_iter, kernel, compute_loo
 ):
     """ValueError unless NaiveMeanField's options are valid: method "newton" or
-    "adaptive",
-    kappa in [0, 1/2), v >= 0, tol > 0, learning_rate > 0, an integer max_iter, a kernel
-    (or
-    None) and a boolean compute_loo."""
+    "adaptive", kappa in [0, 1/2), v >= 0, tol > 0, learning_rate > 0, an integer
+    max_iter, a kernel (or None) and a boolean compute_loo."""
     if method not in ("newton", "adaptive"):
         raise ValueError(f"method must be 'newton' or 'adaptive'; got {method!r}")
     check_scalar(kappa, "kappa", low=0.0, high=0.5, high_inclusive=False)
@@ -372,13 +351,10 @@ def check_no_conflicting_pair(K, y, likelihood_name, fix, rel=1e-12):
     """Raise ValueError if two examples that the prior ties have different labels.
 
     Var(f_i - f_j) = K_ii + K_jj - 2 K_ij <= rel (K_ii + K_jj): identical inputs, or
-    inputs
-    the kernel cannot tell apart in floating point.  A noise-free likelihood gives such
-    a
-    pair probability zero, so no posterior exists; the message names the pair, the
-    likelihood (``likelihood_name``) and the ``fix``.  TAP (chapter 10) and the EP
-    classifier (chapter 15) use it
-    too.
+    inputs the kernel cannot tell apart in floating point.  A noise-free likelihood
+    gives such a pair probability zero, so no posterior exists; the message names the
+    pair, the likelihood (``likelihood_name``) and the ``fix``.  TAP (chapter 10) and
+    the EP classifier (chapter 15) use it too.
     """
     d = np.diag(K)
     gap = d[:, None] + d[None, :] - 2.0 * K
@@ -449,8 +425,7 @@ def _loo_criterion(K, y, alpha, likelihood):
     ``alpha``.
 
     The leave-one-out distributions are those of eq-mf-loo (``naive_loo``); -inf when
-    one of
-    them is not a proper Gaussian.
+    one of them is not a proper Gaussian.
     """
     f_loo, var_loo, _ = naive_loo(K, y, alpha, likelihood)
     if not np.all(np.isfinite(f_loo) & np.isfinite(var_loo) & (var_loo > 0.0)):
@@ -490,9 +465,8 @@ def latent_moments(kernel, X_train, coef, posterior, X):
     rows of X.
 
     ``coef`` = y * alpha and ``posterior`` the Gaussian (a SitePosterior) on ``X_train``
-    of a
-    mean-field solution (naive or TAP). Returns (mean, var), the variance floored at the
-    smallest positive float (rounding at a training input).
+    of a mean-field solution (naive or TAP). Returns (mean, var), the variance floored
+    at the smallest positive float (rounding at a training input).
     """
     K_cross = kernel(X, X_train)
     var = posterior.predictive_var(K_cross, kernel.diag(X))
@@ -540,8 +514,8 @@ class _NaiveMFPrediction:
         )
 
     def predict_latent(self, X):
-        """Eq. (eq-mf-predictive): mean and variance of the noise-free f(x) at each row
-        of X."""
+        """Eq. (eq-mf-predictive): mean and variance of the noise-free f(x) at each
+        row of X."""
         X = self._check_predict_input(X)
         return latent_moments(
             self.kernel_, self.X_train_, self.coef_, self._gaussian(), X
@@ -563,28 +537,22 @@ class NaiveMeanField(
     k(x, x') + v delta (Gaussian input noise of variance ``v``, equivalently the probit
     likelihood of chapter 2).  ``kernel`` defaults to default_kernel(X)
     (eq-kern-default-length), the start of the search: with ``optimizer`` "nelder-mead"
-    (the
-    default; None keeps the kernel fixed), ``n_restarts_optimizer``, ``random_state``
-    and
-    ``hyperparameter_bounds``, ``fit`` learns it by maximising the leave-one-out
-    criterion
-    eq-mf-loo-criterion (chapter 1, sec-gpc-learning).  ``kappa`` in [0, 0.5) is the
-    label-flip probability; ``method`` ("newton", eq-mf-newton, or "adaptive", Algorithm
-    17.1 with its ``learning_rate``), ``max_iter`` and ``tol`` control
-    ``naive_mean_field``;
-    with ``compute_loo`` the fit also computes the linear-response
-    leave-one-out estimate eq-mf-loo (one O(n^3) factorisation).
+    (the default; None keeps the kernel fixed), ``n_restarts_optimizer``,
+    ``random_state`` and ``hyperparameter_bounds``, ``fit`` learns it by maximising the
+    leave-one-out criterion eq-mf-loo-criterion (chapter 1, sec-gpc-learning).
+    ``kappa`` in [0, 0.5) is the label-flip probability; ``method`` ("newton",
+    eq-mf-newton, or "adaptive", Algorithm 17.1 with its ``learning_rate``),
+    ``max_iter`` and ``tol`` control ``naive_mean_field``; with ``compute_loo`` the fit
+    also computes the linear-response leave-one-out estimate eq-mf-loo (one O(n^3)
+    factorisation).
 
     Fitted attributes: ``alpha_`` (embedding strengths), ``coef_`` = y * alpha_,
     ``X_train_``, ``kernel_``, ``n_iter_``, ``converged_``, ``residual_`` (max_i |delta
-    alpha_i|
-    at the solution), ``loo_decision_`` (leave-one-out activations or None),
-    ``loo_error_``
-    (their error rate or None), ``loo_var_``.  ``decision_function`` is the posterior
-    mean
-    sum_i k(x, x_i) y_i alpha_i (eq-exact-mean-rep); ``predict_proba`` uses the Gaussian
-    of
-    linear response (eq-mf-predictive).  ``fit(X, y, alpha_init=...)`` warm-starts.
+    alpha_i| at the solution), ``loo_decision_`` (leave-one-out activations or None),
+    ``loo_error_`` (their error rate or None), ``loo_var_``.  ``decision_function`` is
+    the posterior mean sum_i k(x, x_i) y_i alpha_i (eq-exact-mean-rep);
+    ``predict_proba`` uses the Gaussian of linear response (eq-mf-predictive).  ``fit(X,
+    y, alpha_init=...)`` warm-starts.
     """
 
     _criterion_name = "mean leave-one-out log predictive (naive mean field)"

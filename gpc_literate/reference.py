@@ -7,13 +7,11 @@ ground truth.
 
 Built by chapter 7 of the book (book/07_exact_relations.md), which derives the exact
 relations the mean-field chapters approximate: the representation of the posterior mean
-by
-embedding strengths (eq-exact-mean-rep) and the integral for them (eq-exact-alpha,
+by embedding strengths (eq-exact-mean-rep) and the integral for them (eq-exact-alpha,
 eq-exact-alpha-step).  The functions here compute posterior moments, log evidence and
 embedding strengths by sequential importance sampling (eq-exact-sis) with an explicit
 random generator, with Monte Carlo standard errors.  They cost O(N n^2) for N samples
-and n
-points and are meant for a handful of points.
+and n points and are meant for a handful of points.
 """
 
 from dataclasses import dataclass
@@ -71,12 +69,10 @@ class ExactMoments:
     evidence.
 
     ``mean`` (n,) and ``cov`` (n, n) are <f> and Cov[f] under the posterior, ``mean_se``
-    (n,)
-    the Monte Carlo standard errors of ``mean``, ``log_evidence`` = log p(y) with its
-    standard
-    error ``log_evidence_se``; ``ess`` is the effective sample size of the importance
-    weights
-    and ``n_samples`` the number of draws (ess = n_samples and se = 0 for closed forms).
+    (n,) the Monte Carlo standard errors of ``mean``, ``log_evidence`` = log p(y) with
+    its standard error ``log_evidence_se``; ``ess`` is the effective sample size of the
+    importance weights and ``n_samples`` the number of draws (ess = n_samples and se = 0
+    for closed forms).
     """
 
     mean: np.ndarray
@@ -90,8 +86,8 @@ class ExactMoments:
 
 # %% book/07_exact_relations.md, code cell 8
 def _cholesky_jitter(C):
-    """Lower Cholesky factor of C, adding a tiny multiple of the mean diagonal if C is
-    singular."""
+    """Lower Cholesky factor of C, adding a tiny multiple of the mean diagonal if C
+    is singular."""
     scale = float(np.mean(np.diag(C))) if C.size else 1.0
     for jitter in (0.0, 1e-12, 1e-10, 1e-8):
         try:
@@ -107,14 +103,10 @@ def sequential_importance_sample(C, y, kappa, n_samples, rng):
     Theta(y_i g_i)].
 
     Geweke-Hajivassiliou-Keane sampler: coordinate i is drawn from its conditional
-    Gaussian
-    given the earlier ones, tilted by its own likelihood factor, and the weight collects
-    the
-    normalisers Z_i (eq-exact-sis-weight).  NaN labels carry no factor.  Returns the
-    draws
-    (n_samples, n) and their log weights (n_samples,); the mean of the weights is an
-    unbiased
-    estimate of the evidence.  O(n_samples n^2) time.
+    Gaussian given the earlier ones, tilted by its own likelihood factor, and the weight
+    collects the normalisers Z_i (eq-exact-sis-weight).  NaN labels carry no factor.
+    Returns the draws (n_samples, n) and their log weights (n_samples,); the mean of the
+    weights is an unbiased estimate of the evidence.  O(n_samples n^2) time.
     """
     C = np.asarray(C, dtype=float)
     y = np.asarray(y, dtype=float)
@@ -219,8 +211,8 @@ class _WeightedMoments:
 
 # %% book/07_exact_relations.md, code cell 11
 def _gaussian_moments(K, y, noise_var):
-    """Closed-form posterior of GP regression, y_i ~ N(f_i, noise_var) at the labelled
-    points."""
+    """Closed-form posterior of GP regression, y_i ~ N(f_i, noise_var) at the
+    labelled points."""
     lab = ~np.isnan(y)
     A = K[np.ix_(lab, lab)] + noise_var * np.eye(lab.sum())
     factor = cho_factor(A, lower=True)
@@ -251,18 +243,12 @@ def exact_posterior_moments(
     errors.
 
     ``K`` (n, n) is the prior covariance of f at the n points, ``y`` (n,) the labels +-1
-    (any
-    real targets for ``Gaussian``), NaN for a point without a label (a test point, or
-    the
-    left-out point of a cavity).  ``method="sequential"``: sequential importance
-    sampling
-    (eq-exact-sis) for StepFlip and Probit, closed form for Gaussian.
-    ``method="prior"``:
-    importance sampling from the prior with weights p(y|f) from ``likelihood.log_prob``,
-    for
-    any likelihood (simple and slow: a cross-check).  ``rng``: a numpy Generator or
-    seed.
-    Returns an ``ExactMoments``.
+    (any real targets for ``Gaussian``), NaN for a point without a label (a test point,
+    or the left-out point of a cavity).  ``method="sequential"``: sequential importance
+    sampling (eq-exact-sis) for StepFlip and Probit, closed form for Gaussian.
+    ``method="prior"``: importance sampling from the prior with weights p(y|f) from
+    ``likelihood.log_prob``, for any likelihood (simple and slow: a cross-check).
+    ``rng``: a numpy Generator or seed. Returns an ``ExactMoments``.
     """
     K, y = _check_problem(K, y)
     if method not in ("sequential", "prior"):
@@ -328,16 +314,13 @@ def exact_embedding_strengths(K, y, likelihood, *, n_samples=200_000, rng=None):
     their own integrals.
 
     For kappa + (1 - 2 kappa) Phi(y f / sqrt(v)) (StepFlip, Probit) alpha_i is a ratio
-    of two
-    Gaussian orthant-type integrals, each estimated by sequential importance sampling
-    with
-    independent draws: (1 - 2 kappa) N(0; 0, K_ii + v) p(y_rest | g_i = 0) / p(y).  For
-    Gaussian the closed form alpha_i = y_i [(K + v I)^{-1} y]_i.  NaN labels get alpha_i
-    = 0.
-    Returns (alpha, alpha_cov): the estimates and the covariance matrix of their Monte
-    Carlo
-    errors (all alpha_i share the estimate of p(y), so the errors are correlated).  One
-    sampler run per labelled point: meant for a handful of points.
+    of two Gaussian orthant-type integrals, each estimated by sequential importance
+    sampling with independent draws: (1 - 2 kappa) N(0; 0, K_ii + v) p(y_rest | g_i = 0)
+    / p(y).  For Gaussian the closed form alpha_i = y_i [(K + v I)^{-1} y]_i.  NaN
+    labels get alpha_i = 0. Returns (alpha, alpha_cov): the estimates and the covariance
+    matrix of their Monte Carlo errors (all alpha_i share the estimate of p(y), so the
+    errors are correlated).  One sampler run per labelled point: meant for a handful of
+    points.
     """
     K, y = _check_problem(K, y)
     rng = np.random.default_rng(rng)

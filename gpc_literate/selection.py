@@ -5,20 +5,17 @@
 """Leave-one-out model selection for GP classifiers (chapter 17 of the book).
 
 Built from book/17_loo_model_selection.md, which derives every formula after
-Sundararajan &
-Keerthi (2008): the EP-CV algorithm (an EM-type alternation of EP runs and quasi-Newton
-steps
-on a LOO criterion of chapter 16, gpc_literate.criteria, with the sites fixed), and the
-baselines EP(ML) (evidence maximisation, with the bias gradient eq-sel-dlogz-gamma),
-LS-CV(NLP)
-(the probabilistic least-squares classifier, their eq. 14) and NLP-FM(BIAS).
+Sundararajan & Keerthi (2008): the EP-CV algorithm (an EM-type alternation of EP runs
+and quasi-Newton steps on a LOO criterion of chapter 16, gpc_literate.criteria, with the
+sites fixed), and the baselines EP(ML) (evidence maximisation, with the bias gradient
+eq-sel-dlogz-gamma), LS-CV(NLP) (the probabilistic least-squares classifier, their eq.
+14) and NLP-FM(BIAS).
 
 Names as in gpc_literate.criteria: ``phi`` holds the free hyperparameters (the kernel's
 ``theta``, then the bias ``gamma``); an E-step is an EP fit, an M-step L-BFGS-B steps
-with
-the sites ``site_nu_``, ``site_tau_`` of the last fit held fixed. LS-CV: ``noise_var``
-is
-lambda, ``scale`` a, ``offset`` b, Kbar = (K + lambda I)^-1 and w = Kbar y.
+with the sites ``site_nu_``, ``site_tau_`` of the last fit held fixed. LS-CV:
+``noise_var`` is lambda, ``scale`` a, ``offset`` b, Kbar = (K + lambda I)^-1 and w =
+Kbar y.
 """
 
 import copy
@@ -76,13 +73,10 @@ class SelectionHistory:
     ``value``: the criterion in its own units (NLP and WER minimised, F, AUC and the log
     evidence maximised). ``smoothed_f_measure`` (with the run's zeta, 0.5 unless given),
     ``true_f_measure`` (hard LOO predictions, P(y_i = +1 | D without i) > 1/2) and
-    ``nlp``:
-    EP's LOO values at each iterate (NaN for Laplace). ``theta`` (k+1, p) and ``gamma``
-    (k+1,): the iterates. ``n_backtracks``: halvings of the M-step before it improved
-    (EP-CV).
-    ``n_iter``: outer (EP-CV) or L-BFGS-B (evidence) iterations; ``converged``;
-    ``n_fits``:
-    EP (or Laplace) fits; ``message``: why it stopped.
+    ``nlp``: EP's LOO values at each iterate (NaN for Laplace). ``theta`` (k+1, p) and
+    ``gamma`` (k+1,): the iterates. ``n_backtracks``: halvings of the M-step before it
+    improved (EP-CV). ``n_iter``: outer (EP-CV) or L-BFGS-B (evidence) iterations;
+    ``converged``; ``n_fits``: EP (or Laplace) fits; ``message``: why it stopped.
     """
 
     criterion: str
@@ -158,8 +152,8 @@ class _Recorder:
 
 # %% book/17_loo_model_selection.md, code cell 6
 class _Problem:
-    """The free hyperparameters phi: the kernel's theta (if optimised), then gamma (if
-    so)."""
+    """The free hyperparameters phi: the kernel's theta (if optimised), then gamma
+    (if so)."""
 
     def __init__(self, kernel, gamma, optimize_kernel, optimize_bias, bounds):
         self.kernel, self.theta0, self.gamma0 = kernel, kernel.theta, float(gamma)
@@ -300,33 +294,25 @@ def select_hyperparameters(
     evidence.
 
     estimator : EP or BiasedEP (every criterion), or Laplace ("evidence" only). Its
-    parameters
-        are the starting point (gamma = 0 and bias_mode "predictive" for EP) and the
-        inference
-        settings; it is not changed.
+        parameters are the starting point (gamma = 0 and bias_mode "predictive" for EP)
+        and the inference settings; it is not changed.
     criterion : "nlp" (S&K eq. 6, minimised), "f-measure" (eq. 10; criterion_params zeta
-    in
-        [0, 1], default 0.5), "wer" (eq. 11; tau in [0, 1], default 1) or "auc" (eq.
-        12), by
-        EP-CV; or "evidence": EP's (S&K's EP(ML)) or Laplace's log marginal likelihood,
-        maximised by L-BFGS-B with its gradient (in gamma only with bias_mode
-        "likelihood").
+        in [0, 1], default 0.5), "wer" (eq. 11; tau in [0, 1], default 1) or "auc" (eq.
+        12), by EP-CV; or "evidence": EP's (S&K's EP(ML)) or Laplace's log marginal
+        likelihood, maximised by L-BFGS-B with its gradient (in gamma only with
+        bias_mode "likelihood").
     max_iter, tol : EP-CV stops when the M-step or an outer iteration improves the
-    criterion
-        by at most tol, or after max_iter outer iterations; evidence: L-BFGS-B's maxiter
-        and tol.
+        criterion by at most tol, or after max_iter outer iterations; evidence:
+        L-BFGS-B's maxiter and tol.
     optimize_kernel, optimize_bias : which of theta and gamma are free. optimize_bias
-    None:
-        True for EP, except for "evidence" in the predictive bias mode (the evidence
-        does not
-        depend on gamma there) and for Laplace (which has no gamma).
+        None: True for EP, except for "evidence" in the predictive bias mode (the
+        evidence does not depend on gamma there) and for Laplace (which has no gamma).
     m_step_iter : L-BFGS-B iterations per M-step. bounds : box for the
-    log-hyperparameters.
+        log-hyperparameters.
     progress : show a tqdm bar.
 
     Returns (model, history): a fitted BiasedEP (or Laplace) whose parameters are the
-    chosen
-    ones, and a SelectionHistory. Warns with ConvergenceWarning when max_iter is
+    chosen ones, and a SelectionHistory. Warns with ConvergenceWarning when max_iter is
     reached.
     """
     criterion, params = check_criterion(criterion, criterion_params)
@@ -373,8 +359,8 @@ def _loo_criterion(fitted, criterion, y_pm, params):
 
 
 def _m_step_objective(phi, sites, problem, X, y_pm, base, criterion, params, sign):
-    """Eqs (eq-sel-chain), (eq-sel-dgamma): sign * criterion and its phi-gradient, sites
-    fixed."""
+    """Eqs (eq-sel-chain), (eq-sel-dgamma): sign * criterion and its phi-gradient,
+    sites fixed."""
     theta, gamma = problem.split(phi)
     kernel = problem.kernel.with_theta(theta)
     try:
@@ -585,10 +571,9 @@ def lscv_loo(K, y, noise_var, dK=None):
     regression on y.
 
     Returns LOOMoments: LOO predictive means y_i - w_i / Kbar_ii and variances 1 /
-    Kbar_ii of
-    the noisy targets, Kbar = (K + noise_var I)^-1, w = Kbar y; with dK (n, n, p) also
-    their
-    derivatives, shape (n, p + 1), in theta and (last column) in log noise_var.
+    Kbar_ii of the noisy targets, Kbar = (K + noise_var I)^-1, w = Kbar y; with dK (n,
+    n, p) also their derivatives, shape (n, p + 1), in theta and (last column) in log
+    noise_var.
     """
     y = np.asarray(y, dtype=float)
     n = len(y)
@@ -789,8 +774,7 @@ class LSCV(_LSCVFit):
     ----------
     kernel : Kernel, default default_kernel(X)
         Covariance function (default: chapter 3's RBF scaled to the data); its theta is
-        the
-        starting point of the optimisation.
+        the starting point of the optimisation.
     noise_var : float > 0
         Regression noise variance lambda; the starting value when it is optimised.
     noise_var_bounds : (low, high) with 0 < low <= noise_var <= high, or None
@@ -798,15 +782,14 @@ class LSCV(_LSCVFit):
     optimize : bool
         Minimise the LOO NLP, eq. (eq-sel-lscv-pred), over theta (box: the start +- 10),
         log lambda, log a (box [-10, 10]) and b by L-BFGS-B from a = 1, b = 0; False
-        keeps
-        the kernel and lambda and uses a = 1, b = 0.
+        keeps the kernel and lambda and uses a = 1, b = 0.
     max_iter, tol : L-BFGS-B's iterations and tolerance.
 
     Fitted attributes: ``kernel_``, ``noise_var_``, ``scale_`` (a), ``offset_`` (b),
     ``weights_`` (w = (K + lambda I)^-1 y), ``loo_mean_``, ``loo_var_``,
     ``loo_log_predictive_``, ``loo_nlp_``, ``n_iter_``, ``converged_``,
-    ``optimizer_result_``
-    (None without optimisation), ``X_train_``, ``y_train_`` (-1/+1).
+    ``optimizer_result_`` (None without optimisation), ``X_train_``, ``y_train_``
+    (-1/+1).
     """
 
     def __init__(
@@ -826,8 +809,8 @@ class LSCV(_LSCVFit):
         self.tol = tol
 
     def predict_regression(self, X):
-        """Eq. (eq-sel-lscv-test): mean and noisy-target variance of the regression at
-        rows of X."""
+        """Eq. (eq-sel-lscv-test): mean and noisy-target variance of the regression
+        at rows of X."""
         return self._regression(self._check_predict_input(X))
 
     def _regression(self, X):

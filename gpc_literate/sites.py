@@ -6,32 +6,23 @@
 propagation.
 
 Built by chapter 8 of the book (book/08_gaussian_sites.md), which derives every formula:
-the
-prior times Gaussian sites (eq-sites-site, eq-sites-posterior) with its mean as a kernel
-expansion (eq-sites-coef), its cavities (eq-sites-cavity, ``cavities``,
-``cavity_mean``), the
-site that matches a tilted distribution (eq-sites-update, ``site_update``), and the
-Gaussian
-itself as ``SitePosterior``, computed by Cholesky factorisations without inverting K for
-site
-precisions of either sign (eq-sites-chol, eq-sites-diag-selected, eq-sites-negative),
-with
-improper posteriors detected and the matrix (K + T^-1)^-1 of predictions and gradients
-(eq-sites-inverse-sum), and the damped parallel site iteration ``parallel_sites`` that
-solves
-for sites equal to their own update (eq-sites-parallel), with its convergence test
-(eq-sites-converged, ``site_change``) and adaptive damping (eq-sites-adaptive-damping,
-``adapt_damping``). Naive mean field (chapter 9), TAP (chapter 10) and expectation
-propagation
-(chapter 13) are built on it.
+the prior times Gaussian sites (eq-sites-site, eq-sites-posterior) with its mean as a
+kernel expansion (eq-sites-coef), its cavities (eq-sites-cavity, ``cavities``,
+``cavity_mean``), the site that matches a tilted distribution (eq-sites-update,
+``site_update``), and the Gaussian itself as ``SitePosterior``, computed by Cholesky
+factorisations without inverting K for site precisions of either sign (eq-sites-chol,
+eq-sites-diag-selected, eq-sites-negative), with improper posteriors detected and the
+matrix (K + T^-1)^-1 of predictions and gradients (eq-sites-inverse-sum), and the damped
+parallel site iteration ``parallel_sites`` that solves for sites equal to their own
+update (eq-sites-parallel), with its convergence test (eq-sites-converged,
+``site_change``) and adaptive damping (eq-sites-adaptive-damping, ``adapt_damping``).
+Naive mean field (chapter 9), TAP (chapter 10) and expectation propagation (chapter 13)
+are built on it.
 
 Names used throughout the package: a site is exp(nu f - tau f^2 / 2) (``nu``, ``tau``,
-or
-``site_nu``, ``site_tau``); the posterior mean is K @ coef (``coef`` = y * alpha);
-cavity
-means and variances are ``mu_cav``, ``var_cav``; d1, d2 are the mu-derivatives of log Z
-and
-w = -d2 the curvature.
+or ``site_nu``, ``site_tau``); the posterior mean is K @ coef (``coef`` = y * alpha);
+cavity means and variances are ``mu_cav``, ``var_cav``; d1, d2 are the mu-derivatives of
+log Z and w = -d2 the curvature.
 """
 
 import warnings
@@ -76,8 +67,7 @@ def cavity_mean(mean, var_cav, coef):
     """Eq. (eq-sites-cavity), its last form: the cavity mean m_i - var_cav_i c_i.
 
     With the prior variance K_ii as ``var_cav`` it is the cavity field of naive mean
-    field,
-    eq-mf-alpha.
+    field, eq-mf-alpha.
     """
     return mean - var_cav * coef
 
@@ -88,8 +78,7 @@ def cavities(mean, var, coef, tau):
 
     Returns (mu_cav, var_cav, proper), for arrays or scalars. Where the cavity precision
     1/var - tau is not positive the cavity is improper: its variance is reported as inf
-    and
-    its mean as the posterior mean.
+    and its mean as the posterior mean.
     """
     tau_cav = 1.0 / var - tau
     proper = tau_cav > 0.0
@@ -122,10 +111,8 @@ def site_from_derivatives(mu_cav, var_cav, d1, d2):
 
     For arrays or scalars (sequential EP updates one example at a time, and plain floats
     keep that loop fast). ``ok`` is False (and nu = tau = 0) wherever the tilted
-    variance
-    var_cav (1 + var_cav d2) is not a positive finite number, so that no NaN can reach
-    the
-    sites.
+    variance var_cav (1 + var_cav d2) is not a positive finite number, so that no NaN
+    can reach the sites.
     """
     ratio = 1.0 + var_cav * d2  # tilted variance / cavity variance
     ok = (ratio > 0.0) & np.isfinite(ratio) & np.isfinite(d1)
@@ -165,10 +152,8 @@ def selected_variances(K, Linv, s, pos, rel=SELECTED_INVERSE_MIN):
     K S = L L^T).
 
     Sigma_ii = (1 - (B^-1)_ii) / tau_i where tau_i Sigma_ii >= rel; the other columns
-    (and
-    the zero sites) exactly as K_ii - ||L^-1 S k_i||^2. ``pos`` indexes the positive
-    sites,
-    ``s`` their square roots; L^-1 is read from its lower triangle.
+    (and the zero sites) exactly as K_ii - ||L^-1 S k_i||^2. ``pos`` indexes the
+    positive sites, ``s`` their square roots; L^-1 is read from its lower triangle.
     """
     var = np.diag(K).astype(float)
     tau_var = 1.0 - np.einsum("ij,ij->j", Linv, Linv).astype(float)  # = tau_i Sigma_ii
@@ -208,10 +193,8 @@ def positive_site_marginals(K, nu, tau, *, with_V=False, full=False):
     eq-sites-negative).
 
     V = L^-1 S K is formed if ``with_V`` or ``full``, else L^-1 (selected inverse);
-    Sigma_+
-    if ``full``. The coefficients are computed as nu - S B^-1 S K nu, not as nu - T
-    mean,
-    which loses the digits of large site precisions. Returns a PositiveSites.
+    Sigma_+ if ``full``. The coefficients are computed as nu - S B^-1 S K nu, not as nu
+    - T mean, which loses the digits of large site precisions. Returns a PositiveSites.
     """
     pos = np.flatnonzero(tau > 0.0)  # zero sites carry no information: left out
     dtype = K.dtype  # float64, or float32 for single precision
@@ -256,15 +239,11 @@ def negative_site_correction(K, tau, pos, s, L, V, allow_improper=False):
     """Eq. (eq-sites-negative): the m negative sites as a rank-m correction of Sigma_+.
 
     ``V`` = L^-1 S K[pos] of eq-sites-chol. Returns (C_logdet, proper, pair, RSp, M),
-    where
-    ``pair(B)`` returns (left, right) with left^T right = B^T (R C^-1 R-weighted) B,
-    i.e.
-    (Lc^-1 B, Lc^-1 B) when C = I - R Sigma_+ R = Lc Lc^T, or (B, C^-1 B) by LU when C
-    is
-    indefinite and ``allow_improper``; RSp = R Sigma_+[neg, :] and M = R (I - K
-    A_+)[neg, :].
-    Raises ImproperPosteriorError when C is not positive definite and not
-    ``allow_improper``.
+    where ``pair(B)`` returns (left, right) with left^T right = B^T (R C^-1 R-weighted)
+    B, i.e. (Lc^-1 B, Lc^-1 B) when C = I - R Sigma_+ R = Lc Lc^T, or (B, C^-1 B) by LU
+    when C is indefinite and ``allow_improper``; RSp = R Sigma_+[neg, :] and M = R (I -
+    K A_+)[neg, :]. Raises ImproperPosteriorError when C is not positive definite and
+    not ``allow_improper``.
     """
     n, neg = len(tau), np.flatnonzero(tau < 0.0)
     r = np.sqrt(-tau[neg])
@@ -304,12 +283,10 @@ def negative_site_correction(K, tau, pos, s, L, V, allow_improper=False):
 # %% book/08_gaussian_sites.md, code cell 9
 def _negative_site_marginals(K, tau, plus, full=False, allow_improper=False):
     """Eq. (eq-sites-negative): the marginals of ``plus`` (Sigma_+ of the positive
-    sites) with
-    the negative sites of ``tau`` included.
+    sites) with the negative sites of ``tau`` included.
 
     Returns (mean, var, coef, logdet, Sigma, proper, M): ``Sigma`` is corrected in place
-    when
-    ``full``; ``M`` the factor pair of the rank-m correction of A
+    when ``full``; ``M`` the factor pair of the rank-m correction of A
     (eq-sites-inverse-sum).
     """
     neg = np.flatnonzero(tau < 0.0)
@@ -340,8 +317,8 @@ class _InverseSum:
     A."""
 
     def inverse_sum_quad(self, Kx):
-        """diag(Kx^T A Kx) for A = (K + T^-1)^-1 (eq-sites-inverse-sum) and Kx of shape
-        (n, m)."""
+        """diag(Kx^T A Kx) for A = (K + T^-1)^-1 (eq-sites-inverse-sum) and Kx of
+        shape (n, m)."""
         W = solve_triangular(
             self.L, self.s[:, None] * Kx[self.pos], lower=True, check_finite=False
         )
@@ -378,16 +355,13 @@ class SitePosterior(_InverseSum):
 
     q(f) = N(mean, Sigma), Sigma = (K^-1 + T)^-1, mean = Sigma nu = K coef, for site
     precisions ``site_tau`` of either sign, without inverting K. Raises
-    ImproperPosteriorError
-    when K^-1 + T is not positive definite, unless ``allow_improper`` (then ``proper``
-    is
-    False and the same formulas are evaluated by LU). Attributes: ``mean``, ``var``
-    (diag
-    Sigma), ``coef`` (= nu - T mean, eq-sites-coef), ``logdet`` (log |det(I + K T)|),
-    ``nu``,
-    ``tau``, ``proper``, ``Sigma`` when ``full``, ``Linv`` (L^-1 of B = I + S K S) when
-    ``keep_inverse`` and it was computed (no negative sites, not ``full``), else None;
-    ``single``: K was given in single precision (float32), and so computed.
+    ImproperPosteriorError when K^-1 + T is not positive definite, unless
+    ``allow_improper`` (then ``proper`` is False and the same formulas are evaluated by
+    LU). Attributes: ``mean``, ``var`` (diag Sigma), ``coef`` (= nu - T mean,
+    eq-sites-coef), ``logdet`` (log |det(I + K T)|), ``nu``, ``tau``, ``proper``,
+    ``Sigma`` when ``full``, ``Linv`` (L^-1 of B = I + S K S) when ``keep_inverse`` and
+    it was computed (no negative sites, not ``full``), else None; ``single``: K was
+    given in single precision (float32), and so computed.
     """
 
     def __init__(
@@ -457,10 +431,8 @@ def adapt_damping(eta, damping, history, patience=1):
     far.
 
     Halved (down to damping * DAMPING_FLOOR) when the measure has grown in each of the
-    last
-    ``patience`` iterations (counted again after each halving), raised by a quarter (up
-    to
-    ``damping``) when it fell, else kept.
+    last ``patience`` iterations (counted again after each halving), raised by a quarter
+    (up to ``damping``) when it fell, else kept.
     """
     rises = 0
     while rises + 1 < len(history) and history[-1 - rises] > history[-2 - rises]:
@@ -519,14 +491,13 @@ def parallel_sites(
     (site_nu, site_tau).
 
     Every site is moved towards eq-sites-update at the cavities of one SitePosterior;
-    the
-    step is ``damping`` times the proposal, adapted by eq-sites-adaptive-damping (with
-    ``patience``) unless ``adaptive_damping`` is False, or what ``step(posterior,
-    proposal, eta)`` returns (an
-    object with ``adapts_damping``, ``keep_inverse``, ``reset()`` and
-    ``single_precision(history)``, whether the next marginals may be computed in single
-    precision; the iteration never stops on those). Halves a step that would make the
-    posterior improper. Returns a SiteIteration, its posterior in double precision.
+    the step is ``damping`` times the proposal, adapted by eq-sites-adaptive-damping
+    (with ``patience``) unless ``adaptive_damping`` is False, or what ``step(posterior,
+    proposal, eta)`` returns (an object with ``adapts_damping``, ``keep_inverse``,
+    ``reset()`` and ``single_precision(history)``, whether the next marginals may be
+    computed in single precision; the iteration never stops on those). Halves a step
+    that would make the posterior improper. Returns a SiteIteration, its posterior in
+    double precision.
     """
     K, y = np.asarray(K, dtype=float), np.asarray(y, dtype=float)
     nu, tau = np.array(site_nu, dtype=float), np.array(site_tau, dtype=float)

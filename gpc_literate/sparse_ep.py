@@ -5,22 +5,17 @@
 """Sparse EP: expectation propagation with the FITC prior (chapter 25 of the book).
 
 Built from book/25_sparse_ep.md, which derives every formula: the FITC prior with M
-inducing
-inputs (eq-sparse-fitc) and its jitter (eq-sparse-jitter); EP's marginals under it,
-chapter
-14's eq-ep-lowrank-diag, and when they are proper (eq-sparse-proper); the log marginal
-likelihood (chapter 13's eq-ep-logz-stable with eq-sparse-logdet) and its gradient in
-the
-kernel hyperparameters and the inducing inputs (eq-sparse-gradient, eq-sparse-adjoints,
-eq-sparse-rbf); predictions (eq-sparse-predict); and the estimator ``SparseEP``. Time
-O(n M^2), memory O(n M): no n x n matrix is formed.
+inducing inputs (eq-sparse-fitc) and its jitter (eq-sparse-jitter); EP's marginals under
+it, chapter 14's eq-ep-lowrank-diag, and when they are proper (eq-sparse-proper); the
+log marginal likelihood (chapter 13's eq-ep-logz-stable with eq-sparse-logdet) and its
+gradient in the kernel hyperparameters and the inducing inputs (eq-sparse-gradient,
+eq-sparse-adjoints, eq-sparse-rbf); predictions (eq-sparse-predict); and the estimator
+``SparseEP``. Time O(n M^2), memory O(n M): no n x n matrix is formed.
 
 Names as in gpc_literate.sites: sites exp(nu f - tau f^2 / 2) (``nu``, ``tau``),
-cavities
-``mu_cav``, ``var_cav``, ``coef`` = nu - tau * mean. ``Z`` holds the M inducing inputs,
-``Qt`` = Q^T = L^-1 K_uf (shape (M, n), L L^T the jittered K_uu), ``d`` the diagonal
-part of
-the FITC prior, ``lam`` = tau / (1 + d tau).
+cavities ``mu_cav``, ``var_cav``, ``coef`` = nu - tau * mean. ``Z`` holds the M inducing
+inputs, ``Qt`` = Q^T = L^-1 K_uf (shape (M, n), L L^T the jittered K_uu), ``d`` the
+diagonal part of the FITC prior, ``lam`` = tau / (1 + d tau).
 """
 
 import copy
@@ -130,10 +125,8 @@ def fitc_marginals(prior, nu, tau, with_factor=False):
     (eq-sparse-proper).
 
     Raises ImproperPosteriorError (a LinAlgError) where 1 + d_i tau_i <= 0, LinAlgError
-    when
-    A = I + Qt diag(lam) Qt^T is not positive definite. O(n M^2). With ``with_factor``,
-    also
-    returns the Cholesky factor C of A.
+    when A = I + Qt diag(lam) Qt^T is not positive definite. O(n M^2). With
+    ``with_factor``, also returns the Cholesky factor C of A.
     """
     if np.any(1.0 + prior.d * tau <= 0.0):
         raise ImproperPosteriorError(
@@ -150,8 +143,7 @@ def run_fitc_ep(prior, likelihood, y, nu, tau, tol, max_iter):
 
     Starts from the sites (nu, tau); converged when the undamped site change
     (eq-sites-converged) is below ``tol``. Returns (nu, tau, n_iter, converged), n_iter
-    the
-    number of evaluations of the marginals (fitc_marginals), at most ``max_iter``.
+    the number of evaluations of the marginals (fitc_marginals), at most ``max_iter``.
     """
     count = [0]
 
@@ -167,8 +159,8 @@ def run_fitc_ep(prior, likelihood, y, nu, tau, tol, max_iter):
 
 # %% book/25_sparse_ep.md, code cell 8
 class FITCPosterior(NamedTuple):
-    """q(f) for the FITC prior and the sites (nu, tau): what ep_log_marginal reads, and
-    more."""
+    """q(f) for the FITC prior and the sites (nu, tau): what ep_log_marginal reads,
+    and more."""
 
     nu: np.ndarray
     tau: np.ndarray
@@ -231,8 +223,8 @@ def fitc_adjoints(prior, post):
 
 def adjoint_columns(Qt, L, C, c, lam):
     """R (M, n), s (n,) and B^T (n, M) of eq. (eq-sparse-adjoints) for the points whose
-    columns of the prior are Qt, coefficients c and lam; L, C the factors of K_uu and
-    A."""
+    columns of the prior are Qt, coefficients c and lam; L, C the factors of K_uu
+    and A."""
     R = solve_triangular(
         C, Qt * lam, lower=True, check_finite=False
     )  # A_P = Lam - R^T R
@@ -243,8 +235,7 @@ def adjoint_columns(Qt, L, C, c, lam):
 
 def adjoint_rows(R, s, Bt, c, lam, Bc, RBt):
     """The rows of H (eq-sparse-adjoints) of the points of adjoint_columns, given the
-    sums over
-    all points Bc = B c (M,) and RBt = R B^T (M, M)."""
+    sums over all points Bc = B c (M,) and RBt = R B^T (M, M)."""
     return np.outer(c, Bc) - (lam + s)[:, None] * Bt + R.T @ RBt
 
 
@@ -262,8 +253,7 @@ def rbf_cross_vjp(kernel, X, Z, W):
     kernel.
 
     Returns (d/dtheta of shape (p,) in the order of kernel.theta, d/dX (n, d), d/dZ (M,
-    d)).
-    O(n M d); TypeError for a kernel other than RBF.
+    d)). O(n M d); TypeError for a kernel other than RBF.
     """
     _require_rbf(kernel)
     ls2 = np.asarray(kernel.length_scale, dtype=float) ** 2
@@ -282,8 +272,8 @@ def rbf_cross_vjp(kernel, X, Z, W):
 
 
 def rbf_diag_vjp(kernel, total):
-    """Eq. (eq-sparse-rbf): d/dtheta of total * k(x, x) = total * (variance + bias), RBF
-    kernel."""
+    """Eq. (eq-sparse-rbf): d/dtheta of total * k(x, x) = total * (variance + bias),
+    RBF kernel."""
     _require_rbf(kernel)
     parts = [np.zeros(np.size(kernel.length_scale)), [kernel.variance * total]]
     if kernel.bias > 0:
@@ -325,8 +315,7 @@ def fitc_predict(kernel, Z, L, C, beta, X):
     """Eq. (eq-sparse-predict): latent mean and variance under q at the rows of X.
 
     ``L``, ``C`` the Cholesky factors of the jittered K_uu and of A, ``beta`` = L^-T Qt
-    coef.
-    O(M^2) per row; the variance is clipped at zero against rounding.
+    coef. O(M^2) per row; the variance is clipped at zero against rounding.
     """
     mean, var = np.empty(len(X)), np.empty(len(X))
     for start in range(0, len(X), PREDICT_BLOCK):
@@ -352,9 +341,8 @@ def choose_inducing(kernel, X, n_inducing, inducing, rng):
     an array.
 
     "pivots" returns fewer than ``n_inducing`` rows when every other candidate's
-    residual
-    variance is below JITTER times the largest; ``rng`` is a numpy RandomState; an array
-    ``inducing`` is returned as it is. At most n rows.
+    residual variance is below JITTER times the largest; ``rng`` is a numpy RandomState;
+    an array ``inducing`` is returned as it is. At most n rows.
     """
     if not isinstance(inducing, str):
         return inducing
@@ -402,8 +390,7 @@ def fit_fitc_ep(kernel, X, y, likelihood, Z, nu, tau, tol, max_iter):
 
 def fitc_fit(prior, post, likelihood, y, n_iter, converged):
     """The FITCFit of a run that ended at the FITCPosterior ``post``: its cavities,
-    evidence,
-    and the site change one more update would make."""
+    evidence, and the site change one more update would make."""
     mu_cav, var_cav, value = fitc_log_marginal(post, likelihood, y)
     change = np.inf
     if np.isfinite(value):
@@ -429,14 +416,11 @@ def search_fitc(kernel, Z, evaluate, *, learn_inducing, bounds, verbose=False):
     ``learn_inducing``, Z.
 
     L-BFGS-B from (kernel.theta clipped to the box, Z). ``evaluate(kernel, Z)`` runs EP
-    there
-    and returns (log Z_EP, d/dtheta, d/dZ) (eq-sparse-gradient); a log Z_EP of -inf
-    means EP
-    broke down, and the search stops. Returns (kernel, Z, LearnedHyperparameters) at the
-    best
-    point seen, whose ``value`` is the best log Z_EP; warns (ConvergenceWarning) when
-    the
-    search stops early or a hyperparameter ends on a bound.
+    there and returns (log Z_EP, d/dtheta, d/dZ) (eq-sparse-gradient); a log Z_EP of
+    -inf means EP broke down, and the search stops. Returns (kernel, Z,
+    LearnedHyperparameters) at the best point seen, whose ``value`` is the best log
+    Z_EP; warns (ConvergenceWarning) when the search stops early or a hyperparameter
+    ends on a bound.
     """
     p = kernel.theta.size
     low, high = (np.broadcast_to(np.asarray(b, dtype=float), (p,)) for b in bounds)
@@ -535,8 +519,7 @@ def learn_fitc(
     """search_fitc with fit_fitc_ep and fitc_evidence_gradient, in this process.
 
     ``fit``, the FITCFit at the start, provides the first sites; each run starts from
-    the
-    sites of the last one whose evidence was finite. Returns (kernel, Z,
+    the sites of the last one whose evidence was finite. Returns (kernel, Z,
     LearnedHyperparameters, FITCFit) at the best point found.
     """
     last = [fit]
@@ -594,8 +577,7 @@ _INDUCING = ("pivots", "random")
 def check_inducing_options(est, choices):
     """ValueError/TypeError for the options of an estimator with inducing inputs: an RBF
     ``kernel`` (or None), a Likelihood, ``n_inducing`` >= 1, ``inducing`` among
-    ``choices``
-    or an array, and ``random_state``."""
+    ``choices`` or an array, and ``random_state``."""
     check_kernel(est.kernel)
     if est.kernel is not None:
         _require_rbf(est.kernel)
@@ -638,26 +620,21 @@ def _check_sparse_options(est):
 
 # %% book/25_sparse_ep.md, code cell 23
 class _SparseFit:
-    """SparseEP's fit: options checked, inducing inputs chosen, EP run (and learning),
-    stored."""
+    """SparseEP's fit: options checked, inducing inputs chosen, EP run (and
+    learning), stored."""
 
     def fit(
         self, X, y, site_nu_init=None, site_tau_init=None, client=None, **fit_params
     ):
         """Fit to (X, y): EP on the FITC prior, and the search of the evidence if an
-        optimizer
-        is set.
+        optimizer is set.
 
         ``site_nu_init``, ``site_tau_init``: sites to start EP from (default zero).
-        ``client``:
-        a dask.distributed Client; the points are then split over its workers and EP and
-        the
-        search run there (chapter 27's fit_on_cluster), to the same fitted model; a
-        worker
-        lost during the fit raises chapter 27's WorkerLostError, and a closed client
-        ValueError. Any other keyword argument (e.g. ``sample_weight``) raises
-        TypeError,
-        naming it.
+        ``client``: a dask.distributed Client; the points are then split over its
+        workers and EP and the search run there (chapter 27's fit_on_cluster), to the
+        same fitted model; a worker lost during the fit raises chapter 27's
+        WorkerLostError, and a closed client ValueError. Any other keyword argument
+        (e.g. ``sample_weight``) raises TypeError, naming it.
         """
         return super().fit(
             X,
@@ -759,8 +736,8 @@ def fit_in_process(
     verbose=False,
 ):
     """SparseEP's fit in this process: EP from (nu, tau), then learn_fitc unless
-    ``bounds`` is
-    None. Returns (kernel, Z, LearnedHyperparameters or None, FITCFit, beta)."""
+    ``bounds`` is None. Returns (kernel, Z, LearnedHyperparameters or None, FITCFit,
+    beta)."""
     fit, learned = (
         fit_fitc_ep(kernel, X, y, likelihood, Z, nu, tau, tol, max_iter),
         None,
@@ -790,8 +767,8 @@ def fit_in_process(
 
 # %% book/25_sparse_ep.md, code cell 24
 def _fitted_attributes(kernel, likelihood, X, y_pm, Z, fit, beta):
-    """SparseEP's fitted attributes (name -> value) from a FITCFit; the predictor (L, C,
-    beta)."""
+    """SparseEP's fitted attributes (name -> value) from a FITCFit; the predictor (L,
+    C, beta)."""
     post = fit.posterior
     attributes = dict(
         kernel_=kernel,
@@ -829,10 +806,8 @@ class _SparseEvidence:
         the fit).
 
         Runs EP on the training data at the fitted inducing inputs, warm-started from
-        the
-        fitted sites (the estimator is not changed). With ``eval_gradient`` also returns
-        the
-        gradient in theta (eq-sparse-gradient), shape (len(theta),).
+        the fitted sites (the estimator is not changed). With ``eval_gradient`` also
+        returns the gradient in theta (eq-sparse-gradient), shape (len(theta),).
         """
         self._require_fit()
         kernel = self.kernel_ if theta is None else self.kernel_.with_theta(theta)
@@ -867,8 +842,8 @@ class _SparsePrediction:
     """SparseEP's predictions under q (eq-sparse-predict)."""
 
     def predict_latent(self, X):
-        """Eq. (eq-sparse-predict): mean and variance of the latent f(x) under q at rows
-        of X."""
+        """Eq. (eq-sparse-predict): mean and variance of the latent f(x) under q at
+        rows of X."""
         X = self._check_predict_input(X)
         return fitc_predict(self.kernel_, self.inducing_, *self._predictor, X)
 
@@ -902,8 +877,7 @@ class SparseEP(_SparseFit, _SparseEvidence, _SparsePrediction, GPClassifierBase)
         Learn the inducing inputs with the kernel (needs an optimizer).
     optimizer : "fmin_l_bfgs_b" or None, default "fmin_l_bfgs_b"
         Maximise the evidence (eq-ep-logz-stable, eq-sparse-gradient) in fit; None keeps
-        the
-        kernel (and the inducing inputs) fixed.
+        the kernel (and the inducing inputs) fixed.
     max_iter : int >= 1, default 100
         Evaluations of the marginals per EP run, at most.
     tol : float > 0, default 1e-8
@@ -911,8 +885,8 @@ class SparseEP(_SparseFit, _SparseEvidence, _SparsePrediction, GPClassifierBase)
         tol.
     hyperparameter_bounds : "auto" or (low, high), default "auto"
         The box of the kernel hyperparameters during the search: "auto" is 1e-5 to 1e5
-        times
-        each one's start (chapter 1's search_box), a pair bounds every hyperparameter.
+        times each one's start (chapter 1's search_box), a pair bounds every
+        hyperparameter.
     random_state : None, int or RandomState
         The random subset of "pivots" and "random".
     verbose : bool, default False
@@ -921,8 +895,8 @@ class SparseEP(_SparseFit, _SparseEvidence, _SparsePrediction, GPClassifierBase)
     Fitted attributes: ``inducing_`` (M, n_features), ``n_inducing_``, ``site_nu_``,
     ``site_tau_``, ``mu_cav_``, ``var_cav_``, ``posterior_mean_``, ``posterior_var_``,
     ``log_marginal_likelihood_``, ``n_iter_``, ``converged_``, ``kernel_``,
-    ``likelihood_``,
-    ``learning_`` (None without optimizer), ``X_train_``, ``y_train_`` (-1/+1).
+    ``likelihood_``, ``learning_`` (None without optimizer), ``X_train_``, ``y_train_``
+    (-1/+1).
     """
 
     def __init__(

@@ -6,25 +6,19 @@
 book).
 
 Built from book/26_stochastic_ep.md, which derives every formula: the FITC prior in
-whitened
-coordinates v = L^-1 u (eq-sep-whitened, eq-sep-marginals), with each site a Gaussian in
-g_i = b_i^T v and the likelihood convolved with the FITC noise d_i (eq-sep-tilted); the
-per-point sites of minibatch EP (eq-sep-perpoint), whose fixed point is chapter 25's
-(eq-sep-site-map), and the one tied site of stochastic EP (eq-sep-tied, eq-sep-average);
-the
-gradient of EP's log marginal likelihood in the kernel hyperparameters and the inducing
-inputs
-with the sites held fixed in v (eq-sep-gradient, eq-sep-dvar, eq-sep-chol) and its
-unbiased
-minibatch estimate; Adam with a decaying rate (eq-sep-adam); and the estimator
-``StochasticEP``. Memory O(M^2 + B M) besides the data (tied site) or O(n) more
-(per-point).
+whitened coordinates v = L^-1 u (eq-sep-whitened, eq-sep-marginals), with each site a
+Gaussian in g_i = b_i^T v and the likelihood convolved with the FITC noise d_i
+(eq-sep-tilted); the per-point sites of minibatch EP (eq-sep-perpoint), whose fixed
+point is chapter 25's (eq-sep-site-map), and the one tied site of stochastic EP
+(eq-sep-tied, eq-sep-average); the gradient of EP's log marginal likelihood in the
+kernel hyperparameters and the inducing inputs with the sites held fixed in v
+(eq-sep-gradient, eq-sep-dvar, eq-sep-chol) and its unbiased minibatch estimate; Adam
+with a decaying rate (eq-sep-adam); and the estimator ``StochasticEP``. Memory O(M^2 + B
+M) besides the data (tied site) or O(n) more (per-point).
 
 Names as in gpc_literate.sparse_ep: ``Z`` the M inducing inputs, ``L`` the Cholesky
-factor of
-the jittered K_uu, ``Bt`` = L^-1 K_ub (M, B) for a minibatch (its columns are the b_i),
-``d``
-the FITC diagonal; sites exp(nu g - tau g^2 / 2) in g_i = b_i^T v.
+factor of the jittered K_uu, ``Bt`` = L^-1 K_ub (M, B) for a minibatch (its columns are
+the b_i), ``d`` the FITC diagonal; sites exp(nu g - tau g^2 / 2) in g_i = b_i^T v.
 """
 
 import contextlib
@@ -106,8 +100,8 @@ def whitened_gaussian(precision, linear):
 
 
 def g_marginals(gauss, Bt):
-    """Eq. (eq-sep-marginals): mean b_i^T m and variance b_i^T P^-1 b_i of g_i, and A =
-    C^-1 Bt."""
+    """Eq. (eq-sep-marginals): mean b_i^T m and variance b_i^T P^-1 b_i of g_i, and A
+    = C^-1 Bt."""
     A = solve_triangular(gauss.C, Bt, lower=True, check_finite=False)
     return Bt.T @ gauss.mean, np.einsum("ij,ij->j", A, A), A
 
@@ -117,10 +111,8 @@ def convolved_sites(likelihood, y, m, v, d):
     """Eq. (eq-sep-tilted): the site (nu, tau) in g_i from the cavity N(m, v) of g_i.
 
     The likelihood is averaged over the FITC noise f_i - g_i ~ N(0, d_i): log Z_i and
-    its
-    mu-derivatives are the likelihood's at N(m, v + d). Returns (nu, tau, log_z, d1, d2,
-    ok)
-    (nu = tau = 0 where not ok, as in site_from_derivatives).
+    its mu-derivatives are the likelihood's at N(m, v + d). Returns (nu, tau, log_z, d1,
+    d2, ok) (nu = tau = 0 where not ok, as in site_from_derivatives).
     """
     log_z, d1, d2 = likelihood.log_Z(y, m, v + d)
     nu, tau, ok = site_from_derivatives(m, v, d1, d2)
@@ -132,12 +124,9 @@ class SEPState:
     """Everything stochastic EP carries from one minibatch to the next.
 
     ``kernel`` and ``Z`` (learned), the likelihood, n, and the sites in whitened
-    coordinates:
-    the tied site (``lam`` (M, M), ``h`` (M,)) of eq-sep-tied, or for per-point sites
-    their
-    sums (``lam``, ``h``) and the n-vectors ``nu``, ``tau`` of eq-sep-perpoint. ``t``
-    counts
-    minibatches.
+    coordinates: the tied site (``lam`` (M, M), ``h`` (M,)) of eq-sep-tied, or for
+    per-point sites their sums (``lam``, ``h``) and the n-vectors ``nu``, ``tau`` of
+    eq-sep-perpoint. ``t`` counts minibatches.
     """
 
     def __init__(self, kernel, likelihood, Z, n, sites):
@@ -208,8 +197,7 @@ def batch_sites(state, X, y, idx, with_gradient):
     minibatch.
 
     ``idx`` the minibatch's row numbers in the training set (per-point sites only).
-    Raises
-    LinAlgError when K_uu or the precision of q cannot be factorised.
+    Raises LinAlgError when K_uu or the precision of q cannot be factorised.
     """
     Bt, d, L = fitc_prior(state.kernel, X, state.Z)
     if state.sites == "tied":
@@ -266,8 +254,8 @@ SITE_BLOCK = 4096  # training rows per block when the site sums are rebuilt
 
 def rebuild_site_sums(state, X):
     """Per-point sites: lam = sum_i tau_i b_i b_i^T and h = sum_i nu_i b_i at the
-    current
-    (theta, Z), in blocks of SITE_BLOCK rows (O(n M^2) time, O(SITE_BLOCK M) memory)."""
+    current (theta, Z), in blocks of SITE_BLOCK rows (O(n M^2) time, O(SITE_BLOCK M)
+    memory)."""
     M = len(state.Z)
     lam, h = np.zeros((M, M)), np.zeros(M)
     for start in range(0, len(X), SITE_BLOCK):
@@ -280,9 +268,8 @@ def rebuild_site_sums(state, X):
 
 # %% book/26_stochastic_ep.md, code cell 11
 def chol_adjoint(L, L_bar):
-    """Eq. (eq-sep-chol): the symmetric adjoint of A = L L^T from the adjoint L_bar of
-    its
-    lower Cholesky factor L."""
+    """Eq. (eq-sep-chol): the symmetric adjoint of A = L L^T from the adjoint L_bar
+    of its lower Cholesky factor L."""
     P = np.tril(L.T @ L_bar)
     P[np.diag_indices_from(P)] *= 0.5
     A_bar = solve_triangular(
@@ -297,12 +284,11 @@ def chol_adjoint(L, L_bar):
 
 def frozen_site_gradient(kernel, X, Z, L, Bt, m_cav, Sb_cav, d1, d2):
     """Eqs (eq-sep-gradient), (eq-sep-chol): d sum_i log Z_i / d(theta, Z) with the
-    cavities
-    of v frozen.
+    cavities of v frozen.
 
     ``m_cav`` (M, B) or (M,) the cavity means of v, ``Sb_cav`` (M, B) the products S_cav
-    b_i,
-    ``d1``, ``d2`` the mu-derivatives of log Z_i. Returns (d/dtheta (p,), d/dZ (M, D)).
+    b_i, ``d1``, ``d2`` the mu-derivatives of log Z_i. Returns (d/dtheta (p,), d/dZ (M,
+    D)).
     """
     e = 0.5 * (d1 * d1 + d2)  # d log Z_i / d(var), eq-sep-dvar
     m_cav = m_cav[:, None] if m_cav.ndim == 1 else m_cav
@@ -354,8 +340,7 @@ def hyperparameter_step(
 
     The rate is decayed by FINAL_RATE ** progress, and theta is projected into the box
     ``log_bounds`` = (low, high). A step after which the jittered K_uu cannot be
-    factorised
-    is taken back and the rates halved; returns False then.
+    factorised is taken back and the rates halved; returns False then.
     """
     p = state.kernel.theta.size
     grad = np.concatenate(
@@ -411,8 +396,7 @@ def run_stochastic_ep(
     max_epochs.
 
     ``callback(state, seconds)`` after every minibatch, its time not counted; it stops
-    the
-    run by returning False. Returns a SEPRun.
+    the run by returning False. Returns a SEPRun.
     """
     n, B = len(X), min(batch_size, len(X))
     per_epoch = n // B
@@ -489,8 +473,8 @@ def kmeans_inducing(X, n_inducing, rng):
     X.
 
     ``rng`` a numpy RandomState. With fewer than 2 M candidates, a random subset of X
-    instead;
-    with at most M distinct candidates, those (fewer than M inducing inputs then).
+    instead; with at most M distinct candidates, those (fewer than M inducing inputs
+    then).
     """
     from sklearn.cluster import KMeans
 
@@ -671,8 +655,8 @@ class _StochasticPrediction:
     """StochasticEP's predictions under q (eq-sparse-predict)."""
 
     def predict_latent(self, X):
-        """Eq. (eq-sparse-predict): mean and variance of the latent f(x) under q at rows
-        of X."""
+        """Eq. (eq-sparse-predict): mean and variance of the latent f(x) under q at
+        rows of X."""
         return self._state.predict_latent(self._check_predict_input(X))
 
     def _decision_function(self, X):
@@ -687,10 +671,8 @@ class StochasticEP(_StochasticFit, _StochasticPrediction, GPClassifierBase):
     """Gaussian-process classifier by stochastic EP on the FITC prior (chapter 26).
 
     Minibatches of ``batch_size`` update the sites in whitened coordinates and take an
-    Adam
-    step on the kernel hyperparameters and inducing inputs; O(M^2 B) time per minibatch
-    and,
-    with tied sites, memory that does not grow with n (besides the data).
+    Adam step on the kernel hyperparameters and inducing inputs; O(M^2 B) time per
+    minibatch and, with tied sites, memory that does not grow with n (besides the data).
 
     Parameters
     ----------
@@ -703,9 +685,8 @@ class StochasticEP(_StochasticFit, _StochasticPrediction, GPClassifierBase):
         k-means++ centres of a random subset, chapter 25's choose_inducing, or given.
     sites : {"tied", "per-point"}, default "tied"
         Stochastic EP's one tied site (eq-sep-tied), or a site per training point
-        (minibatch
-        EP, eq-sep-perpoint; two more n-vectors, and a rebuild pass per epoch when
-        learning).
+        (minibatch EP, eq-sep-perpoint; two more n-vectors, and a rebuild pass per epoch
+        when learning).
     batch_size : int >= 1, default 1000
     max_time : float > 0 or None, default 60.0
         Training seconds (callbacks excluded); the rates decay over this budget.
@@ -726,18 +707,18 @@ class StochasticEP(_StochasticFit, _StochasticPrediction, GPClassifierBase):
         Damping of the per-point site updates.
     hyperparameter_bounds : "auto" or (low, high), default "auto"
         The box of the kernel hyperparameters, Adam's steps projected into it: "auto" is
-        1e-5
-        to 1e5 times each one's start (chapter 1's search_box), a pair bounds every one.
+        1e-5 to 1e5 times each one's start (chapter 1's search_box), a pair bounds every
+        one.
     tol : float > 0, default 0.05
         Converged when at least one epoch ran and the site precision changed by less
-        than
-        tol (relative, Frobenius) over its last window (an epoch for per-point sites).
+        than tol (relative, Frobenius) over its last window (an epoch for per-point
+        sites).
     random_state : None, int or RandomState
         Inducing inputs and minibatch order.
     blas_threads : int >= 1 or None, default 1
         BLAS threads during fit (threadpoolctl); None leaves BLAS as it is configured.
-        The
-        minibatch products are small (M x B), where threads cost more than they gain.
+        The minibatch products are small (M x B), where threads cost more than they
+        gain.
     verbose : bool, default False
         A tqdm progress bar over the budget.
 

@@ -47,9 +47,8 @@ def svm_groups(alpha, C=np.inf):
     """Masks (non_sv, margin_sv, bound_sv) of the three groups of eq-svm-kkt.
 
     Non-support vectors have alpha == 0, bound support vectors alpha == C, margin
-    support
-    vectors everything in between (exact comparisons: the Adatron projects onto the
-    bounds).
+    support vectors everything in between (exact comparisons: the Adatron projects onto
+    the bounds).
     """
     alpha = np.asarray(alpha, dtype=float)
     non_sv = alpha <= 0.0
@@ -64,8 +63,7 @@ class KKTCheck:
 
     ``margin``: largest violation of the three margin conditions, in margin units;
     ``box``: largest violation of 0 <= alpha <= C; ``equality``: |sum_i y_i alpha_i| (0
-    when
-    there is no bias). ``worst`` is the largest of the three.
+    when there is no bias). ``worst`` is the largest of the three.
     """
 
     margin: float
@@ -83,8 +81,7 @@ def kkt_violation(K, y, alpha, bias=0.0, *, C=np.inf, v=0.0, fit_bias=False):
     17.22).
 
     K is the kernel matrix without the noise variance v; the margins are those of the
-    noisy
-    process, m_i = y_i (sum_j (K + v I)_ij y_j alpha_j + bias).
+    noisy process, m_i = y_i (sum_j (K + v I)_ij y_j alpha_j + bias).
     """
     y = np.asarray(y, dtype=float)
     alpha = np.asarray(alpha, dtype=float)
@@ -144,10 +141,8 @@ def project_box_hyperplane(z, y, C=np.inf, lam0=0.0):
     """Projection onto {0 <= alpha <= C, y . alpha = 0}, eq-svm-projection.
 
     Returns ``(alpha, lam)`` with alpha = clip(z - lam * y, 0, C) and sum(y * alpha) = 0
-    up
-    to rounding. ``lam0`` is a starting guess (the Adatron passes the previous one).
-    Both
-    labels +1 and -1 must occur in ``y``.
+    up to rounding. ``lam0`` is a starting guess (the Adatron passes the previous one).
+    Both labels +1 and -1 must occur in ``y``.
     """
     z = np.asarray(z, dtype=float)
     y = np.asarray(y, dtype=float)
@@ -236,11 +231,9 @@ def kernel_adatron(
 
     Maximises the SVM dual eq-svm-dual for the kernel matrix ``K`` (without the noise
     variance ``v``, which is added to its diagonal), labels ``y`` in {-1, +1}, box [0,
-    C].
-    Each iteration is one matrix-vector product. Stops when max_i |delta alpha_i| / eta
-    <= tol; returns an ``AdatronResult`` (``converged`` False after ``max_iter``
-    iterations
-    or if the iterates stop being finite).
+    C]. Each iteration is one matrix-vector product. Stops when max_i |delta alpha_i| /
+    eta <= tol; returns an ``AdatronResult`` (``converged`` False after ``max_iter``
+    iterations or if the iterates stop being finite).
     """
     K = np.asarray(K, dtype=float)
     y = np.asarray(y, dtype=float)
@@ -282,8 +275,8 @@ def kernel_adatron(
 
 # %% book/05_svm.md, code cell 21
 def _cholesky_with_jitter(A):
-    """Lower Cholesky factor of the symmetric positive (semi)definite A, adding jitter
-    if needed."""
+    """Lower Cholesky factor of the symmetric positive (semi)definite A, adding
+    jitter if needed."""
     jitter = 0.0
     scale = float(np.mean(np.diag(A))) if A.size else 1.0
     for _ in range(6):
@@ -300,13 +293,11 @@ def conditional_variances(K, alpha, *, C=np.inf, v=0.0, fit_bias=False):
     margin block.
 
     For a margin support vector, 1 / [A_M^{-1}]_ii; for a bound support vector, the
-    Schur
-    complement of its column against A_M (both eq-loo-partitioned, with the bordered
-    inverse
-    eq-loo-bordered-inverse when ``fit_bias``): the systems eq-loo-system and
-    eq-loo-bias-system solved in closed form. ``K`` is the kernel matrix without the
-    noise
-    variance ``v``. Returns an array of shape (n,), 0 for the non-support vectors.
+    Schur complement of its column against A_M (both eq-loo-partitioned, with the
+    bordered inverse eq-loo-bordered-inverse when ``fit_bias``): the systems
+    eq-loo-system and eq-loo-bias-system solved in closed form. ``K`` is the kernel
+    matrix without the noise variance ``v``. Returns an array of shape (n,), 0 for the
+    non-support vectors.
     """
     alpha = np.asarray(alpha, dtype=float)
     K_noisy_diag = np.diag(K) + v
@@ -419,22 +410,19 @@ class KernelAdatron(GPClassifierBase):
     """Support vector machine as the MAP of a GP, solved by the parallel kernel Adatron.
 
     ``kernel``: a Kernel, default default_kernel(X) (eq-kern-default-length). Linear
-    slack ``C`` (Laplace noise; ``np.inf`` for none) and quadratic slack ``v``
-    (Gaussian noise, added to the kernel diagonal, eq-svm-noisy-kernel); ``fit_bias``: a
-    bias with a flat prior (the constraint sum_i y_i alpha_i = 0, eq-svm-projection).
+    slack ``C`` (Laplace noise; ``np.inf`` for none) and quadratic slack ``v`` (Gaussian
+    noise, added to the kernel diagonal, eq-svm-noisy-kernel); ``fit_bias``: a bias with
+    a flat prior (the constraint sum_i y_i alpha_i = 0, eq-svm-projection).
     ``learning_rate`` is relative to the largest eigenvalue, eq-svm-learning-rate, in
-    (0, 2);
-    ``tol`` bounds the Kuhn-Tucker violation in margin units. With ``compute_loo`` the
-    fit
-    also computes the linear-response leave-one-out activations eq-svm-loo.
+    (0, 2); ``tol`` bounds the Kuhn-Tucker violation in margin units. With
+    ``compute_loo`` the fit also computes the linear-response leave-one-out activations
+    eq-svm-loo.
 
     Fitted attributes: ``alpha_`` (n,), ``bias_``, ``n_iter_``, ``converged_``,
-    ``support_``
-    (indices with alpha > 0), ``support_vectors_``, ``dual_coef_`` (y * alpha on the
-    support),
-    ``kernel_``, ``eta_`` (the step size), ``kkt_`` (a ``KKTCheck``), ``loo_decision_``
-    (linear-response leave-one-out activations, or None) and ``loo_error_`` (their error
-    rate, or None).
+    ``support_`` (indices with alpha > 0), ``support_vectors_``, ``dual_coef_`` (y *
+    alpha on the support), ``kernel_``, ``eta_`` (the step size), ``kkt_`` (a
+    ``KKTCheck``), ``loo_decision_`` (linear-response leave-one-out activations, or
+    None) and ``loo_error_`` (their error rate, or None).
     """
 
     def __init__(

@@ -7,20 +7,14 @@
 
 Built by chapter 10 of the book (book/10_tap.md), which derives every formula: the TAP
 equations from the Gaussian cavity assumption (eq-tap-alpha, eq-tap-var-cav), their form
-as
-stationary points of the TAP free energy (eq-tap-free-energy), their solver
-``tap_fixed_point``
-with one Cholesky factorisation per iteration (eq-tap-sites, eq-tap-site-update), which
-runs
-the damped parallel site iteration of gpc_literate.sites (parallel_sites:
-eq-sites-parallel,
-eq-sites-adaptive-damping) with the residual of eq-tap-alpha as its progress measure,
-the free
-energy at the solution as an estimate of the log evidence (eq-tap-log-evidence) and its
-gradient in the kernel's hyperparameters (eq-tap-evidence-gradient), the leave-one-out
-estimators from the cavity means (eq-tap-loo, eq-tap-error-probability) and the
-classifier
-``TAP``.
+as stationary points of the TAP free energy (eq-tap-free-energy), their solver
+``tap_fixed_point`` with one Cholesky factorisation per iteration (eq-tap-sites,
+eq-tap-site-update), which runs the damped parallel site iteration of gpc_literate.sites
+(parallel_sites: eq-sites-parallel, eq-sites-adaptive-damping) with the residual of
+eq-tap-alpha as its progress measure, the free energy at the solution as an estimate of
+the log evidence (eq-tap-log-evidence) and its gradient in the kernel's hyperparameters
+(eq-tap-evidence-gradient), the leave-one-out estimators from the cavity means
+(eq-tap-loo, eq-tap-error-probability) and the classifier ``TAP``.
 
 Names as in gpc_literate.sites: sites exp(nu f - tau f^2 / 2) (``nu``, ``tau``), the
 posterior mean K @ coef, cavities ``mu_cav``, ``var_cav``, derivatives ``d1``, ``d2`` of
@@ -99,16 +93,12 @@ class TAPEquations(NamedTuple):
 
     ``mean`` = K coef, ``mu_cav`` the cavity means (eq-sites-cavity), ``log_z``,
     ``coef_new`` = d log Z_i / d mu (the right side of eq-tap-alpha), ``w`` = -d^2 log
-    Z_i /
-    d mu^2, ``tau`` = w / (1 - var_cav w) (site precisions, eq-tap-sites), ``posterior``
-    (the
-    SitePosterior of the sites eq-sites-update), ``var_cav_new`` (the right side of
-    eq-tap-var-cav), ``residual`` = (max |coef_new - coef|, max |var_cav_new / var_cav -
-    1|),
-    ``log_evidence`` (-G_TAP of eq-tap-free-energy in the form eq-tap-log-evidence, the
-    value
-    at a solution). For the step likelihood with flips ``coef_new`` is y *
-    eq-tap-alpha-z.
+    Z_i / d mu^2, ``tau`` = w / (1 - var_cav w) (site precisions, eq-tap-sites),
+    ``posterior`` (the SitePosterior of the sites eq-sites-update), ``var_cav_new`` (the
+    right side of eq-tap-var-cav), ``residual`` = (max |coef_new - coef|, max
+    |var_cav_new / var_cav - 1|), ``log_evidence`` (-G_TAP of eq-tap-free-energy in the
+    form eq-tap-log-evidence, the value at a solution). For the step likelihood with
+    flips ``coef_new`` is y * eq-tap-alpha-z.
     """
 
     mean: np.ndarray
@@ -127,12 +117,9 @@ def tap_equations(K, y, likelihood, coef, var_cav):
     """Evaluate the TAP equations eq-tap-alpha and eq-tap-var-cav at (coef, var_cav).
 
     ``coef`` is y * alpha (so that <f> = K coef), ``var_cav`` the cavity variances
-    lambda_i.
-    The sites are eq-sites-update at the cavities, their Gaussian a SitePosterior
-    (improper
-    allowed), the new cavity variances eq-sites-cavity.  Returns a ``TAPEquations``.
-    One
-    O(n^3) factorisation.
+    lambda_i. The sites are eq-sites-update at the cavities, their Gaussian a
+    SitePosterior (improper allowed), the new cavity variances eq-sites-cavity.  Returns
+    a ``TAPEquations``.  One O(n^3) factorisation.
     """
     K = np.asarray(K, dtype=float)
     coef = np.asarray(coef, dtype=float)
@@ -173,14 +160,12 @@ class TAPResult:
     """Output of ``tap_fixed_point``.
 
     ``coef`` = y * alpha with <f> = K coef (``alpha`` for labels +-1), ``mean`` = <f> at
-    the
-    training points, ``mu_cav`` and ``var_cav`` the cavity means and variances
-    (eq-tap-cavity),
-    ``var`` the posterior variances of f_i, ``tau`` the site precisions, ``posterior``
-    the
-    Gaussian of eq-tap-sites for predictions, ``log_evidence`` eq-tap-log-evidence,
-    ``n_iter``, ``converged`` and ``residual`` (the larger of the two residuals of
-    ``tap_equations``), ``n_factorizations`` the O(n^3) factorisations done.
+    the training points, ``mu_cav`` and ``var_cav`` the cavity means and variances
+    (eq-tap-cavity), ``var`` the posterior variances of f_i, ``tau`` the site
+    precisions, ``posterior`` the Gaussian of eq-tap-sites for predictions,
+    ``log_evidence`` eq-tap-log-evidence, ``n_iter``, ``converged`` and ``residual``
+    (the larger of the two residuals of ``tap_equations``), ``n_factorizations`` the
+    O(n^3) factorisations done.
     """
 
     alpha: np.ndarray
@@ -204,8 +189,7 @@ def tap_alpha_residual(y, likelihood, posterior, proposal=None):
     eq-tap-alpha's residual.
 
     The progress measure of TAP's iteration (``residual`` of ``parallel_sites``); inf
-    when a
-    cavity is improper.  ``proposal`` is not used.
+    when a cavity is improper.  ``proposal`` is not used.
     """
     mu_cav, var_cav, proper = posterior.cavities()
     if not proper.all():
@@ -222,17 +206,13 @@ def tap_fixed_point(
     updates.
 
     ``K`` (n, n): covariance of the latent process the likelihood acts on (K + v I for
-    input
-    noise v); ``y``: labels (+-1, or real targets for a Gaussian likelihood);
-    ``likelihood``:
-    an object with ``log_Z``.  Runs ``parallel_sites`` (eq-tap-site-update,
-    eq-sites-parallel,
-    eq-sites-adaptive-damping) with the residual of eq-tap-alpha as its progress
-    measure, and
-    checks the result with ``tap_equations``: converged when both residuals are below
-    ``tol``.
-    ``coef_init`` = y * alpha warm-starts the means.  Returns a ``TAPResult``; raises
-    TAPBreakdownError when the Gaussian of the sites cannot be factorised.
+    input noise v); ``y``: labels (+-1, or real targets for a Gaussian likelihood);
+    ``likelihood``: an object with ``log_Z``.  Runs ``parallel_sites``
+    (eq-tap-site-update, eq-sites-parallel, eq-sites-adaptive-damping) with the residual
+    of eq-tap-alpha as its progress measure, and checks the result with
+    ``tap_equations``: converged when both residuals are below ``tol``. ``coef_init`` =
+    y * alpha warm-starts the means.  Returns a ``TAPResult``; raises TAPBreakdownError
+    when the Gaussian of the sites cannot be factorised.
     """
     K, y = np.asarray(K, dtype=float), np.asarray(y, dtype=float)
     n, k_diag = y.size, np.diag(K)
@@ -329,8 +309,7 @@ def _solve_tap(
     advice.
 
     With ``noise_free`` (kappa = 0 and v = 0) a pair of tied inputs with different
-    labels is
-    refused first, by check_no_conflicting_pair.
+    labels is refused first, by check_no_conflicting_pair.
     """
     if noise_free:
         check_no_conflicting_pair(
@@ -365,8 +344,7 @@ def _tap_loo(likelihood, y, mu_cav, var_cav):
     error_probability).
 
     The leave-one-out activations are the cavity means; the error probability averages
-    the
-    predictive probability of the wrong label, likelihood.predictive(-|mu_cav|,
+    the predictive probability of the wrong label, likelihood.predictive(-|mu_cav|,
     var_cav).
     """
     loo_error = float(np.mean(y * mu_cav <= 0.0))
@@ -386,8 +364,8 @@ def _tap_predict_proba(kernel, X_train, coef, posterior, likelihood, v, X):
 
 # %% book/10_tap.md, code cell 24
 class _TAPFit:
-    """TAP at a given kernel: the equations solved, the solution and its leave-one-out
-    stored."""
+    """TAP at a given kernel: the equations solved, the solution and its
+    leave-one-out stored."""
 
     def _default_kernel(self, X):
         return default_kernel(X)
@@ -448,8 +426,8 @@ class _TAPFit:
 
 # %% book/10_tap.md, code cell 25
 class _TAPEvidence:
-    """-G_TAP (eq-tap-log-evidence) and its gradient (eq-tap-evidence-gradient) at any
-    theta."""
+    """-G_TAP (eq-tap-log-evidence) and its gradient (eq-tap-evidence-gradient) at
+    any theta."""
 
     def _solve(self, K, y, coef_init):
         """tap_fixed_point with the estimator's settings; breakdowns reported with
@@ -497,8 +475,8 @@ class _TAPPrediction:
         return self.kernel_(X, self.X_train_) @ self.coef_
 
     def _predict_proba_positive(self, X):
-        """Eq. (eq-tap-predictive): kappa + (1 - 2 kappa) Phi(<f(x)> / sqrt(Var f(x) +
-        v))."""
+        """Eq. (eq-tap-predictive): kappa + (1 - 2 kappa) Phi(<f(x)> / sqrt(Var f(x)
+        + v))."""
         return _tap_predict_proba(
             self.kernel_,
             self.X_train_,
@@ -510,8 +488,8 @@ class _TAPPrediction:
         )
 
     def predict_latent(self, X):
-        """Mean and variance of the noise-free f(x) under TAP's Gaussian at each row of
-        X."""
+        """Mean and variance of the noise-free f(x) under TAP's Gaussian at each row
+        of X."""
         X = self._check_predict_input(X)
         return latent_moments(
             self.kernel_, self.X_train_, self.coef_, self._posterior, X
@@ -534,21 +512,17 @@ class TAP(
     -G_TAP, eq-tap-log-evidence, with its gradient eq-tap-evidence-gradient (chapter 1,
     sec-gpc-learning).
     With ``compute_loo`` the fit also reports the leave-one-out estimates that come with
-    the
-    solution: ``loo_decision_`` (the cavity means, eq-tap-loo), ``loo_error_`` and
+    the solution: ``loo_decision_`` (the cavity means, eq-tap-loo), ``loo_error_`` and
     ``error_probability_`` (eq-tap-error-probability).
 
     Fitted attributes: ``alpha_``, ``coef_`` = y * alpha_, ``X_train_``, ``kernel_``,
     ``mu_cav_``, ``var_cav_`` (cavity means and variances of the noisy process),
-    ``var_``
-    (posterior variances of the noisy process at the training inputs), ``log_evidence_``
-    (eq-tap-log-evidence), ``n_iter_``, ``converged_``, ``residual_``, ``learning_``,
-    and the
-    three above.
-    ``decision_function`` is the posterior mean sum_i k(x, x_i) y_i alpha_i;
-    ``predict_proba``
-    is kappa + (1 - 2 kappa) Phi(<f(x)> / sqrt(Var f(x) + v)) from the Gaussian of
-    eq-tap-sites (eq-tap-predictive).  ``fit(X, y, alpha_init=...)`` warm-starts.
+    ``var_`` (posterior variances of the noisy process at the training inputs),
+    ``log_evidence_`` (eq-tap-log-evidence), ``n_iter_``, ``converged_``, ``residual_``,
+    ``learning_``, and the three above. ``decision_function`` is the posterior mean
+    sum_i k(x, x_i) y_i alpha_i; ``predict_proba`` is kappa + (1 - 2 kappa) Phi(<f(x)> /
+    sqrt(Var f(x) + v)) from the Gaussian of eq-tap-sites (eq-tap-predictive).  ``fit(X,
+    y, alpha_init=...)`` warm-starts.
     """
 
     _criterion_name = "log evidence (TAP, -G_TAP)"
