@@ -509,11 +509,10 @@ def run_jobs(
     runner.
 
     tasks: tuples equal to key(record) of their records. Each new record gets the
-    config,
-    version and commit, and is merged into ``out`` as it finishes (_merge); with
-    retry_failed, jobs whose stored record has status "failed" run again; with a
-    dask.distributed ``client``, the jobs run on its workers. Returns the records of the
-    file
+    config, version and commit, and is merged into ``out`` as it finishes (_merge);
+    with retry_failed, jobs whose stored record has status "failed" run again; with a
+    dask.distributed ``client``, the jobs run on its workers. With progress, a progress
+    bar and the number of jobs skipped go to stderr. Returns the records of the file
     after the last merge (out given) or the new records.
     """
     config = _plain(config)
@@ -526,7 +525,7 @@ def run_jobs(
         key(r) for r in records if not (retry_failed and r.get("status") == "failed")
     }
     todo = [t for t in tasks if t not in done]
-    if len(todo) < len(tasks):
+    if progress and len(todo) < len(tasks):
         print(
             f"{len(tasks) - len(todo)} of {len(tasks)} jobs are already in {out}",
             file=sys.stderr,
@@ -679,7 +678,7 @@ def run_experiment(
     )
 
 
-# %% book/18_ep_experiments.md, code cell 12
+# %% book/18_ep_experiments.md, code cell 11
 class StaleResultsError(AssertionError):
     """A results file whose recomputed records disagree with the stored ones."""
 
@@ -792,7 +791,7 @@ def check_recomputed(compared, path, command):
         )
 
 
-# %% book/18_ep_experiments.md, code cell 14
+# %% book/18_ep_experiments.md, code cell 12
 _METRICS = ("nlp", "error", "f_measure")
 
 
@@ -841,7 +840,7 @@ def mean_table(summary, metric, methods=None):
     return table
 
 
-# %% book/18_ep_experiments.md, code cell 15
+# %% book/18_ep_experiments.md, code cell 13
 def friedman_nemenyi(table, methods=None, *, alpha=0.05, higher_is_better=False):
     """Eqs (eq-exp4-friedman), (eq-exp4-cd): Friedman test and Nemenyi CD (Demsar 2006).
 
@@ -901,7 +900,7 @@ def friedman_nemenyi(table, methods=None, *, alpha=0.05, higher_is_better=False)
     }
 
 
-# %% book/18_ep_experiments.md, code cell 18
+# %% book/18_ep_experiments.md, code cell 42
 def _format_summary(summary, metrics=_METRICS):
     lines = []
     for name, by_method in summary.items():
@@ -986,7 +985,7 @@ def add_cluster_arguments(parser):
     )
 
 
-# %% book/18_ep_experiments.md, code cell 19
+# %% book/18_ep_experiments.md, code cell 43
 def main(argv=None):
     """``python -m gpc_literate.experiments {ida,imbalanced} [options]``: run, save,
     summarise.
