@@ -8,11 +8,9 @@ book).
 Built from book/21_variational_experiments.md. ``PAPER_TABLE1`` is Seeger's Table 1 as
 reconstructed in the chapter (``AMBIGUOUS`` lists the cells whose reading is uncertain).
 ``LeastSquaresDiscriminant`` is the paper's linear baseline, ``select_svm_cv`` its SVM
-with
-10-fold cross-validation (solved by ``svm_dual_accelerated``), ``run_one`` fits one
-group
-of methods on one random training split and counts test errors, ``run_comparison`` runs
-many (resumable, joblib, chapter 18's locked results file), ``summarise_counts`` /
+with 10-fold cross-validation (solved by ``svm_dual_accelerated``), ``run_one`` fits one
+group of methods on one random training split and counts test errors, ``run_comparison``
+runs many (resumable, joblib, chapter 18's locked results file), ``summarise_counts`` /
 ``compare_with_paper`` / ``relevance_summary`` summarise, and ``python -m
 gpc_literate.comparison`` is the command line.
 """
@@ -132,8 +130,7 @@ _PAPER_ROWS = {
 }
 PAPER_TABLE1 = {name: dict(zip(METHODS, row)) for name, row in _PAPER_ROWS.items()}
 # cells whose assignment in the extracted text is uncertain: (set, method) -> the number
-# the
-# other reading puts there
+# the other reading puts there
 AMBIGUOUS = {
     ("pima", "VarGP-mean"): 66,
     ("pima", "Laplace"): 68,
@@ -154,8 +151,7 @@ class LeastSquaresDiscriminant(GPClassifierBase):
     discr.).
 
     Fitted attributes: ``coef_`` (d,), ``intercept_``, ``rank_`` (of [X, 1]). The
-    decision
-    function is X @ coef_ + intercept_; there are no predictive probabilities.
+    decision function is X @ coef_ + intercept_; there are no predictive probabilities.
     """
 
     def __init__(self):
@@ -179,12 +175,10 @@ def svm_dual_accelerated(K, y, *, C, tol=1e-3, max_iter=20000, alpha_init=None):
     (eq-var16-dual), with bias.
 
     K: kernel matrix (n, n); y: labels in {-1, +1} (both present); C: box constant. The
-    step
-    is 1 / lambda_max(K) and the stopping rule the kernel Adatron's (eq-svm-adatron):
-    one
-    Adatron step from alpha moves no component by more than eta * tol (checked every ten
-    iterations). Returns an ``AdatronResult`` (alpha, bias, n_iter, converged, step,
-    eta).
+    step is 1 / lambda_max(K) and the stopping rule the kernel Adatron's
+    (eq-svm-adatron): one Adatron step from alpha moves no component by more than eta *
+    tol (checked every ten iterations). Returns an ``AdatronResult`` (alpha, bias,
+    n_iter, converged, step, eta).
     """
     K = np.asarray(K, dtype=float)
     y = np.asarray(y, dtype=float)
@@ -233,8 +227,7 @@ class SVMCVResult:
     choice.
 
     ``scale`` is the chosen s (length_scale = sqrt(s d)); ``n_not_converged`` counts
-    fold
-    problems that reached max_iter.
+    fold problems that reached max_iter.
     """
 
     scales: tuple
@@ -261,13 +254,10 @@ def select_svm_cv(
     with bias.
 
     The grid is squared length scale l^2 = s * d for s in ``scales`` (d inputs; kernel
-    variance
-    1, no constant v) and C in ``Cs``. Fold problems are solved by
-    ``svm_dual_accelerated``
-    (C increasing, warm-started); ties go to the wider kernel, then the smaller C.
-    Returns
-    (model, result): a ``KernelAdatron(fit_bias=True)`` fitted on all of (X, y) and an
-    ``SVMCVResult``.
+    variance 1, no constant v) and C in ``Cs``. Fold problems are solved by
+    ``svm_dual_accelerated`` (C increasing, warm-started); ties go to the wider kernel,
+    then the smaller C. Returns (model, result): a ``KernelAdatron(fit_bias=True)``
+    fitted on all of (X, y) and an ``SVMCVResult``.
     """
     X, y = check_X_y(X, y)
     y_pm, _ = encode_labels(y)
@@ -358,8 +348,8 @@ def _check_fitter(fitter):
 
 
 def load_split(name, split):
-    """Realisation ``split`` of data set ``name``: whole-set standardisation, Seeger's
-    n_train."""
+    """Realisation ``split`` of data set ``name``: whole-set standardisation,
+    Seeger's n_train."""
     _check_dataset(name)
     return datasets.load(name, standardize="all", n_train=N_TRAIN[name]).split(split)
 
@@ -460,10 +450,8 @@ def run_one(dataset, split, fitter, config=None):
 
     Returns a JSON-serialisable dict: dataset, split, fitter, status ("ok" or "failed",
     with a message), errors ({method: number of test errors}), n_train, n_test, time
-    (s),
-    n_warnings, converged, and the fitter's details (theta and relevances w_i for the
-    ARD
-    methods; length_scale, C and the CV error grid for SVM-10CV).
+    (s), n_warnings, converged, and the fitter's details (theta and relevances w_i for
+    the ARD methods; length_scale, C and the CV error grid for SVM-10CV).
     """
     _check_dataset(dataset)
     _check_fitter(fitter)
@@ -557,19 +545,14 @@ def run_comparison(
     """Run the (data set, split, fitter) jobs of Table 1 that are not yet in ``out``.
 
     dataset_names: default DATASETS; splits: an int n (splits 0..n-1) or a list of
-    indices;
-    fitters: default all of FITTERS; jobs: worker processes (joblib; -1 all cores); out:
-    a
-    JSON file read first (its jobs are skipped) and merged into under a lock after every
-    job, or None; config: overrides of DEFAULT_CONFIG; retry_failed: run again the jobs
-    whose
-    record has status "failed"; client: a dask.distributed Client whose workers run the
-    jobs
-    (chapter 18's ``dask_client``). Returns all the records of ``out`` (of every run
-    writing
-    it), or the new ones. Raises ValueError (ResultsFileError) for a malformed ``out``
-    or
-    one written with another configuration, naming the differing keys.
+    indices; fitters: default all of FITTERS; jobs: worker processes (joblib; -1 all
+    cores); out: a JSON file read first (its jobs are skipped) and merged into under a
+    lock after every job, or None; config: overrides of DEFAULT_CONFIG; retry_failed:
+    run again the jobs whose record has status "failed"; client: a dask.distributed
+    Client whose workers run the jobs (chapter 18's ``dask_client``). Returns all the
+    records of ``out`` (of every run writing it), or the new ones. Raises ValueError
+    (ResultsFileError) for a malformed ``out`` or one written with another
+    configuration, naming the differing keys.
     """
     tasks = _comparison_tasks(dataset_names, splits, fitters, jobs, config)
     config = dict(DEFAULT_CONFIG, **(config or {}))
@@ -657,13 +640,10 @@ def compare_with_paper(summary, level=0.95):
     verdict.
 
     Returns a list of dicts: dataset, method, paper, n, mean, std, min, max (of our
-    counts),
-    scaled_mean, low, high (eq-var16-rule on the scaled counts), consistent (low <=
-    paper
-    <= high), informative (eq-var16-informative: low > paper / 2 and high < 2 paper, the
-    interval excludes half and twice the paper's count), alternative (the other reading
-    of
-    an AMBIGUOUS cell, or None) and alternative_consistent.
+    counts), scaled_mean, low, high (eq-var16-rule on the scaled counts), consistent
+    (low <= paper <= high), informative (eq-var16-informative: low > paper / 2 and high
+    < 2 paper, the interval excludes half and twice the paper's count), alternative (the
+    other reading of an AMBIGUOUS cell, or None) and alternative_consistent.
     """
     rows = []
     for name, by_method in summary.items():
@@ -702,9 +682,8 @@ def relevance_summary(records, dataset, fitter, threshold=0.01):
     largest.
 
     Returns (relative, n_off): relative (n_splits, d) = w_i / max_j w_j per split
-    (splits in
-    increasing order), n_off (n_splits,) = number of inputs with relative weight <
-    threshold.
+    (splits in increasing order), n_off (n_splits,) = number of inputs with relative
+    weight < threshold.
     """
     _check_dataset(dataset)
     if fitter not in ("VarGP", "VarSVM", "Laplace"):

@@ -6,17 +6,13 @@
 
 Built from book/18_ep_experiments.md. ``run_experiment`` runs, for every (data set,
 realisation, method), a hyperparameter selection of gpc_literate.selection on the
-training
-part and records the test NLP, error, F-measure, the selected hyperparameters, the time
-and
-the convergence; in parallel with joblib when it is installed or on a Dask cluster
-(``dask_client``), resumably (an output JSON file
-merged into under a lock and written atomically after each job; records carry
-configuration,
-version and commit). ``summarise`` gives mean and standard error per set and
-method; ``friedman_nemenyi`` the Friedman test and the Nemenyi critical difference of
-Demsar (2006). ``python -m gpc_literate.experiments {ida,imbalanced}`` is the command
-line.
+training part and records the test NLP, error, F-measure, the selected hyperparameters,
+the time and the convergence; in parallel with joblib when it is installed or on a Dask
+cluster (``dask_client``), resumably (an output JSON file merged into under a lock and
+written atomically after each job; records carry configuration, version and commit).
+``summarise`` gives mean and standard error per set and method; ``friedman_nemenyi`` the
+Friedman test and the Nemenyi critical difference of Demsar (2006). ``python -m
+gpc_literate.experiments {ida,imbalanced}`` is the command line.
 """
 
 import argparse
@@ -217,8 +213,7 @@ except ImportError:  # pragma: no cover
 
 class ResultsFileError(ValueError):
     """A results file that cannot be used: not valid JSON, not a results file of this
-    kind,
-    or written with another configuration."""
+    kind, or written with another configuration."""
 
 
 def _key(record):
@@ -235,9 +230,8 @@ def _read_results(path, kind=None, key=None):
     """(config, records, header) of a results file; (None, [], {}) if there is none.
 
     header holds the file's other top-level fields (a note, say), kept by _merge. Raises
-    ResultsFileError, naming the file, if it is not valid JSON (e.g. truncated), is
-    not a results file (a JSON object with kind, config and records, each record with
-    the
+    ResultsFileError, naming the file, if it is not valid JSON (e.g. truncated), is not
+    a results file (a JSON object with kind, config and records, each record with the
     fields of ``key``), or, when ``kind`` is given, holds the results of another
     experiment.
     """
@@ -290,8 +284,8 @@ def load_results(path, kind=None):
 
 
 def _check_config(path, stored, records, config):
-    """ResultsFileError naming the keys in which the file's configuration differs from
-    ours."""
+    """ResultsFileError naming the keys in which the file's configuration differs
+    from ours."""
     ours = _plain(config)
     differ = set()
     for theirs in [stored] + [
@@ -319,8 +313,8 @@ def _check_config(path, stored, records, config):
 # %% book/18_ep_experiments.md, code cell 6
 @contextlib.contextmanager
 def _locked(path):
-    """Hold an exclusive lock on the sidecar file path + ".lock" (fcntl.flock; waits for
-    it)."""
+    """Hold an exclusive lock on the sidecar file path + ".lock" (fcntl.flock; waits
+    for it)."""
     lock_path = os.path.abspath(path) + ".lock"
     os.makedirs(os.path.dirname(lock_path), exist_ok=True)
     with open(lock_path, "a") as fh:
@@ -361,8 +355,8 @@ def _merge(path, kind, config, new, key):
     atomically.
 
     A new record replaces the stored record of the same job unless that one is "ok" and
-    the
-    new one is not. Returns the merged records (those of every run writing the file).
+    the new one is not. Returns the merged records (those of every run writing the
+    file).
     """
     with _locked(path):
         stored, records, header = _read_results(path, kind, key)
@@ -404,12 +398,11 @@ DASK_RETRIES = 2  # a job that raises on a Dask worker is run again this many ti
 @contextlib.contextmanager
 def dask_client(scheduler=None, local_workers=None):
     """A dask.distributed Client on the scheduler at ``scheduler`` (an address) or on a
-    new
-    LocalCluster of ``local_workers`` single-threaded worker processes; None if neither.
+    new LocalCluster of ``local_workers`` single-threaded worker processes; None if
+    neither.
 
     Closes what it opened on exit. Raises ValueError for both or a bad count,
-    ImportError
-    (with the install command) without the ``distributed`` package.
+    ImportError (with the install command) without the ``distributed`` package.
     """
     if scheduler is None and local_workers is None:
         yield None
@@ -464,8 +457,7 @@ def _parallel_results(tasks, jobs, config, job=None, client=None):
     """Yield job(*task, config) for the tasks as they finish (job default: run_one).
 
     On the workers of ``client`` (a dask.distributed Client) when given, else by joblib
-    in
-    ``jobs`` processes, else serially.
+    in ``jobs`` processes, else serially.
     """
     job = run_one if job is None else job
     if client is not None:
@@ -568,9 +560,8 @@ def check_indices(value, name, item):
     indices.
 
     Returns the int, or the indices as a list of ints >= 0. Raises TypeError for
-    anything
-    else and ValueError for n < 1, a negative index or an empty list, naming ``name``.
-    Chapter 21's runner uses it for its splits.
+    anything else and ValueError for n < 1, a negative index or an empty list, naming
+    ``name``. Chapter 21's runner uses it for its splits.
     """
     if isinstance(value, (int, np.integer)) and not isinstance(value, bool):
         return check_integer(value, name)
@@ -642,18 +633,14 @@ def run_experiment(
     dataset_names: default DEFAULT_DATASETS[kind]; realisations: an int n (the first n
     realisations of each set), a list of indices, or None (all of each set); methods:
     default METHODS[kind]; jobs: worker processes (joblib; -1 all cores); out: a JSON
-    file
-    that is read first (its jobs are skipped) and merged into under a lock after every
-    finished job, or None; config: overrides of DEFAULT_CONFIG; retry_failed: run again
-    the
-    jobs whose record in ``out`` has status "failed"; client: a dask.distributed Client
-    whose
-    workers run the jobs (``dask_client``), instead of ``jobs`` processes. Returns all
-    the
-    records of ``out`` (old and new, of every run writing it), or the new ones. Raises
-    ValueError (its subclass ResultsFileError) for a malformed ``out`` or one written
-    with
-    another configuration, naming the differing keys.
+    file that is read first (its jobs are skipped) and merged into under a lock after
+    every finished job, or None; config: overrides of DEFAULT_CONFIG; retry_failed: run
+    again the jobs whose record in ``out`` has status "failed"; client: a
+    dask.distributed Client whose workers run the jobs (``dask_client``), instead of
+    ``jobs`` processes. Returns all the records of ``out`` (old and new, of every run
+    writing it), or the new ones. Raises ValueError (its subclass ResultsFileError) for
+    a malformed ``out`` or one written with another configuration, naming the differing
+    keys.
     """
     tasks = _experiment_tasks(kind, dataset_names, realisations, methods)
     jobs = check_jobs(jobs)
@@ -687,8 +674,7 @@ def read_results_file(path, command):
     """The JSON content of the results file at ``path``, which ``command`` makes.
 
     Raises FileNotFoundError naming ``command`` if the file is missing, and
-    ResultsFileError
-    if it is not valid JSON.
+    ResultsFileError if it is not valid JSON.
     """
     path = os.fspath(path)
     if not os.path.exists(path):
@@ -712,10 +698,8 @@ def compare_recomputed(rows):
     """Stored against recomputed values: rows (record, quantity, file, now, tolerance).
 
     Returns one dict per row with those fields, ``difference`` (now - file, None unless
-    both
-    are numbers) and ``agrees``: |now - file| <= tolerance for numbers (tolerance 0:
-    equal;
-    two NaN agree, a value that is undefined in both), equality otherwise.
+    both are numbers) and ``agrees``: |now - file| <= tolerance for numbers (tolerance
+    0: equal; two NaN agree, a value that is undefined in both), equality otherwise.
     """
     out = []
     for record, quantity, file, now, tolerance in rows:
@@ -750,8 +734,8 @@ def _cell(value):
 
 
 def recomputed_markdown(compared, caption=""):
-    """A Markdown table of compare_recomputed's rows: file, now, difference, tolerance,
-    verdict."""
+    """A Markdown table of compare_recomputed's rows: file, now, difference,
+    tolerance, verdict."""
     lines = [
         "| record | quantity | file | now | now − file | tolerance | agrees |",
         "|:---|:---|---:|---:|---:|---:|:---|",
@@ -775,8 +759,8 @@ def recomputed_markdown(compared, caption=""):
 
 
 def check_recomputed(compared, path, command):
-    """Raise StaleResultsError, naming ``path``, the disagreeing rows and ``command``,
-    if any."""
+    """Raise StaleResultsError, naming ``path``, the disagreeing rows and
+    ``command``, if any."""
     bad = [c for c in compared if not c["agrees"]]
     if bad:
         detail = "; ".join(
@@ -800,8 +784,7 @@ def summarise(records, metrics=_METRICS):
     metric.
 
     records: the output of run_experiment (failed jobs are counted, not averaged).
-    Returns
-    {dataset: {method: {metric: {"mean", "se", "std", "n"}, "n_failed": int,
+    Returns {dataset: {method: {metric: {"mean", "se", "std", "n"}, "n_failed": int,
     "time": mean seconds}}}, data sets and methods in the order they first appear.
     """
     groups = {}
@@ -845,13 +828,11 @@ def friedman_nemenyi(table, methods=None, *, alpha=0.05, higher_is_better=False)
     """Eqs (eq-exp4-friedman), (eq-exp4-cd): Friedman test and Nemenyi CD (Demsar 2006).
 
     table: {dataset: {method: score}} or an array (N data sets, k methods) with
-    ``methods``
-    naming its columns; lower scores are better unless higher_is_better. Returns a dict:
-    methods, average_ranks, ranks (N, k), chi2, p_value (chi2 with k-1 df, scipy's
-    friedmanchisquare), iman_davenport, p_value_iman_davenport (F with k-1, (k-1)(N-1)
-    df),
-    q_alpha (Demsar's, the studentised range quantile / sqrt 2), critical_difference and
-    significant (k, k) booleans: |R_j - R_l| > CD.
+    ``methods`` naming its columns; lower scores are better unless higher_is_better.
+    Returns a dict: methods, average_ranks, ranks (N, k), chi2, p_value (chi2 with k-1
+    df, scipy's friedmanchisquare), iman_davenport, p_value_iman_davenport (F with k-1,
+    (k-1)(N-1) df), q_alpha (Demsar's, the studentised range quantile / sqrt 2),
+    critical_difference and significant (k, k) booleans: |R_j - R_l| > CD.
     """
     if isinstance(table, dict):
         names = list(table)
@@ -992,8 +973,7 @@ def main(argv=None):
 
     Returns 0; a bad argument exits with status 2 (argparse), and an output file that is
     malformed, of another experiment or written with another configuration gives a
-    message
-    on stderr and status 2.
+    message on stderr and status 2.
     """
     parser = argparse.ArgumentParser(
         prog="python -m gpc_literate.experiments",

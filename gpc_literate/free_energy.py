@@ -5,21 +5,18 @@
 """Seeger's variational free energy for kernel classifiers (chapter 19 of the book).
 
 Built from book/19_variational.md, which derives every formula: the free energy F(P,
-theta)
-of a Gaussian P = N(mu, Sigma) with factor-analysed covariance Sigma = V + C C^T, an
-upper
-bound on -log P(D | theta) (Seeger's eqs 4-5, ``free_energy``); the one-dimensional
-Gaussian
-expectations of the losses (his eq. 6: ``expected_hinge``, ``expected_log_z_svc``,
-``expected_logistic``, ``expected_loss``); the gradient with respect to the
-log-hyperparameters for fixed P (``free_energy_theta_gradient``,
-``kernel_contraction``);
-and the minimisation over P at fixed theta (``minimize_free_energy``). Chapter 20
-(variational) nests it in the minimisation over theta and builds the estimators.
+theta) of a Gaussian P = N(mu, Sigma) with factor-analysed covariance Sigma = V + C C^T,
+an upper bound on -log P(D | theta) (Seeger's eqs 4-5, ``free_energy``); the
+one-dimensional Gaussian expectations of the losses (his eq. 6: ``expected_hinge``,
+``expected_log_z_svc``, ``expected_logistic``, ``expected_loss``); the gradient with
+respect to the log-hyperparameters for fixed P (``free_energy_theta_gradient``,
+``kernel_contraction``); and the minimisation over P at fixed theta
+(``minimize_free_energy``). Chapter 20 (variational) nests it in the minimisation over
+theta and builds the estimators.
 
 Naming: ``mu`` the mean of P, ``log_v`` the logarithm of the diagonal V, ``C`` the (n,
-M)
-factors, ``var`` = diag Sigma; ``prior`` a ``PriorFactor`` of K (Cholesky factor ``L``).
+M) factors, ``var`` = diag Sigma; ``prior`` a ``PriorFactor`` of K (Cholesky factor
+``L``).
 """
 
 from math import factorial
@@ -65,10 +62,9 @@ LOSSES = ("logistic", "svc")
 # %% book/19_variational.md, code cell 3
 JITTER = 0.1  # latent white noise added to the diagonal of K (see sec-var-jitter)
 # log V is kept within these bounds by the inner optimiser: the optimal V_ii lies
-# between
-# 1 / ((K^-1)_ii + 1) >= jitter / 2 and K_ii, far inside them for any jitter >= 1e-9,
-# but a
-# trial step of the line search must not reach V = 0 (overflow of V^-1) or V = inf.
+# between 1 / ((K^-1)_ii + 1) >= jitter / 2 and K_ii, far inside them for any jitter >=
+# 1e-9, but a trial step of the line search must not reach V = 0 (overflow of V^-1) or V
+# = inf.
 _LOG_V_BOUNDS = (-24.0, 20.0)
 _INNER_RESTARTS = 3
 
@@ -77,8 +73,7 @@ class PriorFactor(NamedTuple):
     """The quantities of the prior N(0, K) that F needs, computed once per theta.
 
     ``K`` (with the jitter on its diagonal), ``L`` its lower Cholesky factor,
-    ``diag_inv`` =
-    diag(K^-1) (from L^-1), ``log_det`` = log|K|.
+    ``diag_inv`` = diag(K^-1) (from L^-1), ``log_det`` = log|K|.
     """
 
     K: np.ndarray
@@ -88,8 +83,8 @@ class PriorFactor(NamedTuple):
 
 
 def factor_prior(K, jitter=JITTER):
-    """Eq. (eq-var-trace): factorise K + jitter I once: L, diag(K^-1) = column norms of
-    L^-1, log|K|."""
+    """Eq. (eq-var-trace): factorise K + jitter I once: L, diag(K^-1) = column norms
+    of L^-1, log|K|."""
     K = np.array(K, dtype=float)
     K.flat[:: len(K) + 1] += jitter
     L = cholesky(K, lower=True, check_finite=False)
@@ -100,8 +95,8 @@ def factor_prior(K, jitter=JITTER):
 
 # %% book/19_variational.md, code cell 5
 def std_normal_pdf(z):
-    """phi(z), the standard normal density (exp never asked for a subnormal: slow, and 0
-    here)."""
+    """phi(z), the standard normal density (exp never asked for a subnormal: slow,
+    and 0 here)."""
     return np.exp(np.maximum(-0.5 * z * z, -600.0) - 0.5 * _LOG_2PI)
 
 
@@ -115,8 +110,8 @@ def _gauss_pdf(x, mu, var):
 
 
 def _as_arrays(y, mu, var):
-    """Broadcast labels, means and variances to float arrays; refuse non-finite or var
-    <= 0."""
+    """Broadcast labels, means and variances to float arrays; refuse non-finite or
+    var <= 0."""
     y, mu, var = np.broadcast_arrays(
         *(np.asarray(a, dtype=float) for a in (y, mu, var))
     )
@@ -132,8 +127,7 @@ def expected_hinge(y, mu, var):
     var-derivatives.
 
     With a = 1 - y mu and s = sqrt(var), E = a Phi(a/s) + s phi(a/s); dE/dmu = -y
-    Phi(a/s),
-    dE/dvar = phi(a/s) / (2 s).  Returns three arrays (value, d/dmu, d/dvar).
+    Phi(a/s), dE/dvar = phi(a/s) / (2 s).  Returns three arrays (value, d/dmu, d/dvar).
     """
     y, mu, var = _as_arrays(y, mu, var)
     s = np.sqrt(var)
@@ -149,10 +143,9 @@ def svc_log_z(f):
     df.
 
     For a = |f| <= 1, log Z = -1 + a + log(1 + x) with x = exp(-2a) (= -1 + log 2cosh
-    f);
-    for a > 1, log Z = log(1 + x) with x = exp(-1 - a).  One exp and one log1p per
-    point;
-    the slope is sign(f) (1 - x)/(1 + x) = tanh f inside, -sign(f) x/(1 + x) outside.
+    f); for a > 1, log Z = log(1 + x) with x = exp(-1 - a).  One exp and one log1p per
+    point; the slope is sign(f) (1 - x)/(1 + x) = tanh f inside, -sign(f) x/(1 + x)
+    outside.
     """
     f = np.asarray(f, dtype=float)
     a = np.abs(f)
@@ -169,8 +162,7 @@ def _kink_jumps(order):
     1.
 
     I(f) = -1 + log 2cosh f (inside), B(f) = log(1 + exp(-1 - f)) (outside).  With T =
-    tanh f,
-    I' = T and d/df p(T) = p'(T) (1 - T^2); with q = sigma(-1 - f), B' = -q and
+    tanh f, I' = T and d/df p(T) = p'(T) (1 - T^2); with q = sigma(-1 - f), B' = -q and
     d/df p(q) = p'(q) (q^2 - q).  Exact polynomial recursions, evaluated at f = 1.
     """
     P = np.polynomial.polynomial
@@ -207,8 +199,8 @@ _JUMP_COEF = _JUMPS / np.array([factorial(k) for k in range(1, _KINK_ORDER + 1)]
 
 # %% book/19_variational.md, code cell 10
 def _partial_moments(d, order):
-    """J_k(d) = E[(z - d)_+^k], z ~ N(0, 1), k = 0..order, by J_k = -d J_{k-1} + (k-1)
-    J_{k-2}."""
+    """J_k(d) = E[(z - d)_+^k], z ~ N(0, 1), k = 0..order, by J_k = -d J_{k-1} +
+    (k-1) J_{k-2}."""
     J = [ndtr(-d), std_normal_pdf(d) - d * ndtr(-d)]
     for k in range(2, order + 1):
         J.append(-d * J[k - 1] + (k - 1) * J[k - 2])
@@ -262,8 +254,8 @@ def _log_z_small(mu, var):
 
 # %% book/19_variational.md, code cell 12
 def _log_z_large(mu, var):
-    """Eq. (eq-var-quad-large): E[log Z(f)], s >= 0.8, by fixed nodes in f: Legendre and
-    Laguerre."""
+    """Eq. (eq-var-quad-large): E[log Z(f)], s >= 0.8, by fixed nodes in f: Legendre
+    and Laguerre."""
     m, v = mu[:, None], var[:, None]
     inner = -1.0 + np.logaddexp(_LEG_X, -_LEG_X)  # log Z on [0, 1]
     tail = np.exp(_LAG_X_SVC) * np.log1p(np.exp(-2.0 - _LAG_X_SVC))  # e^x log Z(1 + x)
@@ -285,11 +277,9 @@ def expected_log_z_svc(mu, var):
     d/dvar.
 
     Accurate quadrature (error below 1e-9 per point, measured in this chapter), with the
-    exact
-    derivatives of the quadrature rule used: Gauss-Hermite with the kinks of log Z at f
-    = +-1
-    removed analytically for s < 0.8; fixed Gauss-Legendre/Gauss-Laguerre nodes in f for
-    s >= 0.8.
+    exact derivatives of the quadrature rule used: Gauss-Hermite with the kinks of log Z
+    at f = +-1 removed analytically for s < 0.8; fixed Gauss-Legendre/Gauss-Laguerre
+    nodes in f for s >= 0.8.
     """
     _, mu, var = _as_arrays(1.0, mu, var)
     shape = mu.shape
@@ -370,11 +360,9 @@ def free_energy(mu, log_v, C, y, prior, loss="logistic"):
     P.
 
     P = N(mu, Sigma), Sigma = diag(exp(log_v)) + C C^T with C of shape (n, M).
-    ``prior`` is
-    a PriorFactor of K.  Returns (F, dF/dmu, dF/dlog_v, dF/dC); O(n^2 M) with the factor
-    of K
-    given: two triangular solves with L per column of [mu, C] and an M x M Cholesky
-    factor.
+    ``prior`` is a PriorFactor of K.  Returns (F, dF/dmu, dF/dlog_v, dF/dC); O(n^2 M)
+    with the factor of K given: two triangular solves with L per column of [mu, C] and
+    an M x M Cholesky factor.
     """
     mu, log_v, C = np.asarray(mu, float), np.asarray(log_v, float), np.asarray(C, float)
     n, M = C.shape
@@ -423,10 +411,8 @@ def kernel_contraction(kernel, X):
     tensor.
 
     For the RBF kernel the length-scale terms are sum_ab Q_ab (z_a - z_b)^2 with Q = R o
-    E,
-    E = variance exp(-D/2), z = X/length_scale: 2 sum_a z_a^2 (Q 1)_a - 2 z^T Q z, O(n^2
-    d).
-    Other kernels contract their ``gradient(X)``.
+    E, E = variance exp(-D/2), z = X/length_scale: 2 sum_a z_a^2 (Q 1)_a - 2 z^T Q z,
+    O(n^2 d). Other kernels contract their ``gradient(X)``.
     """
     if type(kernel) is not RBF:
         G = kernel.gradient(X)
@@ -456,11 +442,9 @@ class InnerResult(NamedTuple):
     """Output of ``minimize_free_energy``: P at the minimum and how it was reached.
 
     ``mu``, ``log_v``, ``C``; ``free_energy`` F there; ``history`` F at the start and
-    after
-    each iteration; ``n_iter``; ``converged`` (L-BFGS-B's test passed: an iteration
-    lowered F
-    by less than ``tol`` nats, or max |gradient| fell below ``tol``);
-    ``grad_norm`` the final max |gradient| in the whitened coordinates.
+    after each iteration; ``n_iter``; ``converged`` (L-BFGS-B's test passed: an
+    iteration lowered F by less than ``tol`` nats, or max |gradient| fell below
+    ``tol``); ``grad_norm`` the final max |gradient| in the whitened coordinates.
     """
 
     mu: np.ndarray
@@ -493,11 +477,9 @@ def minimize_free_energy(
     log_v, C).
 
     The optimiser works in whitened coordinates u = L^-1 mu, D = L^-1 C (and log_v), in
-    which
-    the KL term's Hessian is the identity; the gradients are L^T dF/dmu, L^T dF/dC.
-    Stops
-    when max |gradient| < tol or after max_iter iterations.  Returns an InnerResult (no
-    warning; the caller decides).
+    which the KL term's Hessian is the identity; the gradients are L^T dF/dmu, L^T
+    dF/dC.  Stops when max |gradient| < tol or after max_iter iterations.  Returns an
+    InnerResult (no warning; the caller decides).
     """
     n, M = np.shape(C)
     L = prior.L

@@ -5,20 +5,16 @@
 """Seeger's variational model selection: the estimators (chapter 20 of the book).
 
 Built from book/20_variational_estimators.md: the nested minimisation of the free energy
-of
-chapter 19 (gpc_literate.free_energy) over P and over the kernel's log-hyperparameters
-theta
-(``variational_objective``, eq-var-envelope), the predictions with P (eq-var-predictive,
-eq-var-predprob) or with the posterior mode at the selected kernel (eq-var-mode), and
-the
-estimators ``VariationalGP`` (logistic loss) and ``VariationalSVM`` (normalised SVC
-loss).
+of chapter 19 (gpc_literate.free_energy) over P and over the kernel's
+log-hyperparameters theta (``variational_objective``, eq-var-envelope), the predictions
+with P (eq-var-predictive, eq-var-predprob) or with the posterior mode at the selected
+kernel (eq-var-mode), and the estimators ``VariationalGP`` (logistic loss) and
+``VariationalSVM`` (normalised SVC loss).
 
 Names as in gpc_literate.free_energy: ``mu``, ``log_v``, ``C`` the mean, log-diagonal
-and
-factors of P, ``prior`` a ``PriorFactor`` of K; ``theta`` the kernel's
-log-hyperparameters,
-``start`` a starting P = (mu, log_v, C), ``res`` an ``InnerResult``.
+and factors of P, ``prior`` a ``PriorFactor`` of K; ``theta`` the kernel's
+log-hyperparameters, ``start`` a starting P = (mu, log_v, C), ``res`` an
+``InnerResult``.
 """
 
 import copy
@@ -72,12 +68,9 @@ def variational_objective(
     dh/dtheta.
 
     ``kernel`` is evaluated at log-hyperparameters ``theta`` on X (labels y in {-1,
-    +1}); with
-    theta None, ``kernel`` is used exactly as given.  The inner loop
-    (minimize_free_energy
-    with ``max_iter``, ``tol``) starts from ``start`` = (mu, log_v, C), or, when it is
-    None,
-    from initial_p(prior, n_factors, default_rng(0)).
+    +1}); with theta None, ``kernel`` is used exactly as given.  The inner loop
+    (minimize_free_energy with ``max_iter``, ``tol``) starts from ``start`` = (mu,
+    log_v, C), or, when it is None, from initial_p(prior, n_factors, default_rng(0)).
     The result depends on theta and start only.  Returns (h, gradient, prior,
     InnerResult).
     """
@@ -105,8 +98,8 @@ _AUTO_BOX = (
 
 
 def _default_kernel(X):
-    """Seeger's eq. 8 with w_i = 1/d: ARD RBF, length scales sqrt(d) times each input's
-    std."""
+    """Seeger's eq. 8 with w_i = 1/d: ARD RBF, length scales sqrt(d) times each
+    input's std."""
     return RBF(
         length_scale=np.sqrt(X.shape[1]) * input_scale(X), variance=1.0, bias=0.1
     )
@@ -155,8 +148,8 @@ def _check_variational_params(est):
 
 # %% book/20_variational_estimators.md, code cell 5
 def _start_theta(kernel, bounds, name):
-    """The kernel's theta clipped into ``bounds``, with a UserWarning naming ``name`` if
-    it moved."""
+    """The kernel's theta clipped into ``bounds``, with a UserWarning naming ``name``
+    if it moved."""
     low, high = _box(bounds, kernel.theta)
     theta0 = kernel.theta
     outside = (theta0 < low) | (theta0 > high)
@@ -177,13 +170,11 @@ def _outer_loop(objective, theta0, start, bounds, *, max_iter, tol, progress):
     """Eq. (eq-var-envelope): minimise h(theta) by L-BFGS-B within bounds.
 
     ``objective(theta, start)`` -> (h, dh, prior, InnerResult), with start = (mu, log_v,
-    C).
-    The first line search starts every inner loop from ``start``, each later one from
-    the P
-    found at the last accepted iterate, so that trial points of one line search share
-    their
-    start.  Returns (scipy OptimizeResult, list of h after each outer iteration, the
-    objective's output at result.x or None); ``progress`` shows a tqdm bar.
+    C). The first line search starts every inner loop from ``start``, each later one
+    from the P found at the last accepted iterate, so that trial points of one line
+    search share their start.  Returns (scipy OptimizeResult, list of h after each outer
+    iteration, the objective's output at result.x or None); ``progress`` shows a tqdm
+    bar.
     """
     from tqdm import tqdm
 
@@ -247,9 +238,9 @@ def _fitted_state(kernel, prior, res, n_features):
 
 
 def _warn_unconverged(name, result, n_iter, res, inner_tol):
-    """ConvergenceWarnings for an outer loop (``result``, None if none ran) or a final
-    inner
-    loop (``res``) that stopped without converging; returns whether both converged."""
+    """ConvergenceWarnings for an outer loop (``result``, None if none ran) or a
+    final inner loop (``res``) that stopped without converging; returns whether both
+    converged."""
     outer_ok = result is None or bool(result.success)
     if not outer_ok:
         warnings.warn(
@@ -276,9 +267,8 @@ def _mode_coefficients(K, y, loss):
     converged.
 
     logistic: beta = K^-1 f-hat (laplace_mode); svc: beta_i = y_i alpha_i, alpha the
-    dual of the
-    SVM with hinge loss, no bias and box 0 <= alpha <= 1, accepted at violation <=
-    _SVM_TOL.
+    dual of the SVM with hinge loss, no bias and box 0 <= alpha <= 1, accepted at
+    violation <= _SVM_TOL.
     """
     if loss == "logistic":
         with warnings.catch_warnings(record=True):  # judged by mode.converged below
@@ -459,28 +449,22 @@ class VariationalGP(_VariationalFit):
     Gaussian P = N(mu, V + C C^T) with ``n_factors`` factors (inner loop, L-BFGS-B with
     ``inner_max_iter``, ``inner_tol``) and, if ``optimize``, over the kernel's
     log-hyperparameters theta (outer loop, L-BFGS-B with ``max_iter``, ``tol``, every
-    theta_j
-    within ``bounds``: "auto", within +-8 of its start, or a pair (low, high) for all, a
-    starting theta outside which is clipped with a UserWarning),
-    starting the inner loops of each line search from the P of the last accepted iterate
-    (P_0, the minimiser of F at the starting theta, for the first), so that the value at
-    a
-    trial theta never depends on the order of evaluation (see variational_objective).
-    With
+    theta_j within ``bounds``: "auto", within +-8 of its start, or a pair (low, high)
+    for all, a starting theta outside which is clipped with a UserWarning), starting the
+    inner loops of each line search from the P of the last accepted iterate (P_0, the
+    minimiser of F at the starting theta, for the first), so that the value at a trial
+    theta never depends on the order of evaluation (see variational_objective).  With
     ``optimize=False`` the kernel is used exactly as given, ``bounds`` or not.  ``loss``
-    is
-    "logistic" or "svc" (the normalised SVC loss).  ``kernel=None``: ARD RBF with length
-    scales sqrt(d) times each input's standard deviation, variance 1, bias 0.1.
+    is "logistic" or "svc" (the normalised SVC loss).  ``kernel=None``: ARD RBF with
+    length scales sqrt(d) times each input's standard deviation, variance 1, bias 0.1.
     ``progress``: a tqdm bar over outer iterations.
 
     Fitted attributes: ``kernel_``, ``theta_``, ``free_energy_``, ``mean_`` (mu),
-    ``var_``
-    (diag Sigma), ``V_`` (diagonal of V), ``C_``, ``n_iter_`` (outer iterations),
-    ``converged_``, ``history_`` (F after each outer iteration), ``inner_history_`` (F
-    over
-    the last inner loop), ``relevances_`` (w_i = 1/length_scale_i^2 for an RBF kernel,
-    else
-    None), ``optimizer_result_``, ``X_train_``, ``y_train_``.
+    ``var_`` (diag Sigma), ``V_`` (diagonal of V), ``C_``, ``n_iter_`` (outer
+    iterations), ``converged_``, ``history_`` (F after each outer iteration),
+    ``inner_history_`` (F over the last inner loop), ``relevances_`` (w_i =
+    1/length_scale_i^2 for an RBF kernel, else None), ``optimizer_result_``,
+    ``X_train_``, ``y_train_``.
 
     The class attribute ``_jitter`` (default JITTER) is the latent white noise added to
     K.
@@ -516,15 +500,14 @@ class VariationalGP(_VariationalFit):
         self.inner_max_iter, self.inner_tol = inner_max_iter, inner_tol
 
     def predict_latent(self, X):
-        """Eq. (eq-var-predictive): mean and variance of the latent f(x) under P at each
-        row of X."""
+        """Eq. (eq-var-predictive): mean and variance of the latent f(x) under P at
+        each row of X."""
         return self._latent(self._check_predict_input(X))
 
     def decision_function(self, X, use="mean"):
         """Latent activation at each row of X: use="mean" k(x)^T K^-1 mu (P's mean),
-        use="mode"
-        the posterior mode at theta_ of the original architecture (Laplace mode /
-        SVM)."""
+        use="mode" the posterior mode at theta_ of the original architecture (Laplace
+        mode / SVM)."""
         if use not in ("mean", "mode"):
             raise ValueError(f"use must be 'mean' or 'mode'; got {use!r}")
         X = self._check_predict_input(X)
