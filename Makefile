@@ -79,7 +79,7 @@ notebooks: $(STAMP)
 
 # browser-deps: where Chromium is installed, Playwright too, so that the browser checks'
 # own tests (tests/test_browser_checks.py, synthetic pages) run; they skip where it is not
-test: check-sync check-workflows notebooks browser-deps
+test: check-sync check-source check-workflows notebooks browser-deps
 	MPLBACKEND=Agg $(BIN)/python -m pytest tests $(NBDIR) --nbval-lax --nbval-current-env \
 	    --nbval-cell-timeout=3600 -p no:cacheprovider -n $(JOBS) --dist loadfile $(PYTEST_ARGS)
 
