@@ -184,7 +184,7 @@ def test_every_cross_reference_in_the_book_has_a_target():
     missing = []
     for path, text in texts.items():
         for role, target in re.findall(r"\{(ref|eq|numref)\}`([^`]+)`", text):
-            label = re.sub(r".*<([^>]+)>$", r"\1", target.strip())           # text <label>
+            label = re.sub(r".*<([^>]+)>$", r"\1", target.strip(), flags=re.S)           # text <label>
             if label not in defined:
                 missing.append(f"{path.name}: {{{role}}}`{target}`")
     assert not missing, "undefined cross-references:\n" + "\n".join(missing)
