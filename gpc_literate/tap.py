@@ -332,9 +332,8 @@ def _solve_tap(
     except TAPBreakdownError as err:
         raise TAPBreakdownError(
             f"{err}; set v > 0 (input noise) or kappa > 0 (label flips), use a kernel "
-            f"whose "
-            "length scale is not far beyond the spread of the inputs, or use a smaller "
-            f"damping than {float(damping):g}"
+            "whose length scale is not far beyond the spread of the inputs, or use a "
+            f"smaller damping than {float(damping):g}"
         ) from None
 
 
