@@ -122,3 +122,26 @@ def test_main_lists_findings_and_fails(tmp_path, capsys):
     assert "1 finding(s), list-in-math 1" in out
     path.write_text("The sum $a +\nb$.\n", encoding="utf-8")
     assert check_source.main([str(path)]) == 0
+
+
+@pytest.mark.parametrize("body, problem", [
+    ("$$\n\\begin{gathered}\na \\\\\nb\n$$", "never ended"),
+    ("$$\na \\\\\nb\n\\end{gathered}\n$$ (eq-x)", "with no \\begin"),
+    ("```{math}\n:label: eq-y\n\\begin{aligned}\na &= b\n\\end{gathered}\n```",
+     "ended by \\end{gathered}"),
+])
+def test_an_unpaired_environment_in_display_math_is_found(tmp_path, body, problem):
+    found = findings(tmp_path, "Text before.\n\n" + body + "\n\nText after.\n")
+    assert [(f.kind, f.line) for f in found] == [("math-env", 10)]
+    assert problem in found[0].message
+
+
+@pytest.mark.parametrize("body", [
+    "$$\n\\begin{gathered}\na \\\\\nb\n\\end{gathered}\n$$ (eq-x)",
+    "$$ \\begin{aligned} a &= b \\end{aligned} $$",
+    "```{math}\n:label: eq-y\n\\begin{aligned}\na &= b\n\\end{aligned}\n```",
+    # an environment named in a code cell is not a formula
+    "```{code-cell} ipython3\ns = r'\\begin{gathered}'\n```",
+])
+def test_paired_environments_pass(tmp_path, body):
+    assert findings(tmp_path, "Text before.\n\n" + body + "\n\nText after.\n") == []

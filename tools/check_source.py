@@ -12,7 +12,11 @@
 * ``math-heading-ref``: a cross-reference with no text of its own (``{ref}`label` ``,
   ``[](#label)``) to a heading that contains math.  Sphinx writes the heading's text as
   the link text, and the text of a formula is its TeX source, so the reader sees
-  ``inverting \\mathbf K``.  The fix is an explicit text: ``{ref}`text <label>` ``.
+  ``inverting \\mathbf K``.  The fix is an explicit text: ``{ref}`text <label>` ``;
+* ``math-env``: a display formula (``$$ ... $$`` or a ``{math}`` block) whose
+  ``\\begin{...}`` and ``\\end{...}`` do not pair up.  MathJax then shows an error in
+  place of the formula (``\\begin{gathered} ended with \\end{split}``: Sphinx wraps a
+  formula with line breaks in ``split``, and an unclosed environment meets that ``end``).
 
 Prose is every line outside the front matter, fenced code (``{code-cell}``, ``{math}``,
 any fence that is not a directive with a Markdown body), display math (``$$ ... $$``,
@@ -252,6 +256,76 @@ def check_refs(path: Path, lines: list[str], labels: dict[str, tuple[Path, str]]
     return findings
 
 
+ENV = re.compile(r"\\(begin|end)\{([^}]+)\}")
+
+
+def display_math_blocks(lines: list[str]):
+    """Yield (first line index, text) of every display formula: ``$$ ... $$`` blocks and
+    the bodies of ``{math}`` fences."""
+    i, n = 0, len(lines)
+    while i < n:
+        line = lines[i]
+        fence = FENCE.match(line)
+        if fence and fence.group(3).startswith("{math}"):
+            char, length = fence.group(2)[0], len(fence.group(2))
+            j = i + 1
+            while j < n and not (FENCE.match(lines[j]) and FENCE.match(lines[j]).group(2)[0]
+                                 == char and len(FENCE.match(lines[j]).group(2)) >= length
+                                 and not FENCE.match(lines[j]).group(3)):
+                j += 1
+            body = [ln for ln in lines[i + 1:j] if not re.match(r"^\s*:[\w-]+:", ln)]
+            yield i, "\n".join(body)
+            i = j + 1
+            continue
+        if fence and fence.group(3).startswith("{code-cell}"):
+            char, length = fence.group(2)[0], len(fence.group(2))
+            i += 1
+            while i < n and not (FENCE.match(lines[i]) and
+                                 FENCE.match(lines[i]).group(2)[0] == char):
+                i += 1
+            i += 1
+            continue
+        stripped = line.strip()
+        if stripped.startswith("$$"):
+            rest = stripped[2:]
+            if "$$" in rest:
+                yield i, rest.split("$$")[0]
+                i += 1
+                continue
+            j = i + 1
+            while j < n and "$$" not in lines[j]:
+                j += 1
+            yield i, "\n".join([rest] + lines[i + 1:j] + [lines[j].split("$$")[0]]
+                               if j < n else [rest] + lines[i + 1:j])
+            i = j + 1
+            continue
+        i += 1
+
+
+def check_math_envs(path: Path, lines: list[str]) -> list[Finding]:
+    findings = []
+    for i, text in display_math_blocks(lines):
+        stack: list[str] = []
+        problem = None
+        for m in ENV.finditer(text):
+            if m.group(1) == "begin":
+                stack.append(m.group(2))
+            elif not stack:
+                problem = f"\\end{{{m.group(2)}}} with no \\begin"
+                break
+            elif stack[-1] != m.group(2):
+                problem = f"\\begin{{{stack[-1]}}} ended by \\end{{{m.group(2)}}}"
+                break
+            else:
+                stack.pop()
+        if problem is None and stack:
+            problem = f"\\begin{{{stack[-1]}}} is never ended"
+        if problem:
+            findings.append(Finding(path, i + 1, "math-env",
+                                    f"display formula: {problem}; MathJax shows an error"))
+    return findings
+
+
 def check_files(paths: list[Path]) -> list[Finding]:
     texts = {p: p.read_text(encoding="utf-8").splitlines() for p in paths}
     labels: dict[str, tuple[Path, str]] = {}
@@ -261,6 +335,7 @@ def check_files(paths: list[Path]) -> list[Finding]:
     for p, lines in texts.items():
         findings += check_list_in_math(p, lines)
         findings += check_refs(p, lines, labels)
+        findings += check_math_envs(p, lines)
     return findings
 
 
