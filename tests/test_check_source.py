@@ -145,3 +145,15 @@ def test_an_unpaired_environment_in_display_math_is_found(tmp_path, body, proble
 ])
 def test_paired_environments_pass(tmp_path, body):
     assert findings(tmp_path, "Text before.\n\n" + body + "\n\nText after.\n") == []
+
+
+def test_a_long_line_in_a_prose_code_block_is_found(tmp_path):
+    long = "x = 1  # " + "a" * 85
+    found = findings(tmp_path, f"Text.\n\n```python\n{long}\n```\n\n```text\nshort\n```\n")
+    assert [(f.kind, f.line) for f in found] == [("code-wide", 11)]
+
+
+@pytest.mark.parametrize("fence", ["```{code-cell} ipython3", "```{math}"])
+def test_code_cells_and_math_are_not_prose_code_blocks(tmp_path, fence):
+    long = "x = 1  # " + "a" * 85
+    assert findings(tmp_path, f"Text.\n\n{fence}\n{long}\n```\n") == []

@@ -16,7 +16,11 @@
 * ``math-env``: a display formula (``$$ ... $$`` or a ``{math}`` block) whose
   ``\\begin{...}`` and ``\\end{...}`` do not pair up.  MathJax then shows an error in
   place of the formula (``\\begin{gathered} ended with \\end{split}``: Sphinx wraps a
-  formula with line breaks in ``split``, and an unclosed environment meets that ``end``).
+  formula with line breaks in ``split``, and an unclosed environment meets that ``end``);
+* ``code-wide``: a line longer than 88 characters in a fenced code block of the prose
+  (```` ```python ````, ```` ```text ````: the examples and commands; code cells are laid
+  out by ``tools/format_chapters.py``).  The column holds 88 characters at 1280 px, so a
+  longer line needs horizontal scrolling.
 
 Prose is every line outside the front matter, fenced code (``{code-cell}``, ``{math}``,
 any fence that is not a directive with a Markdown body), display math (``$$ ... $$``,
@@ -326,6 +330,40 @@ def check_math_envs(path: Path, lines: list[str]) -> list[Finding]:
     return findings
 
 
+CODE_WIDTH = 88
+
+
+def check_code_blocks(path: Path, lines: list[str]) -> list[Finding]:
+    findings = []
+    fence = None  # (char, length) of the open code block that is checked
+    skip = None  # (char, length) of an open fence that is not (a cell, math, ...)
+    for i, line in enumerate(lines):
+        m = FENCE.match(line)
+        if fence or skip:
+            char, length = fence or skip
+            if m and m.group(2)[0] == char and len(m.group(2)) >= length \
+                    and not m.group(3):
+                fence = skip = None
+            elif fence and len(line) > CODE_WIDTH:
+                findings.append(Finding(
+                    path, i + 1, "code-wide",
+                    f"a code line of {len(line)} characters (the column holds "
+                    f"{CODE_WIDTH}): {line.strip()[:60]!r}"))
+            continue
+        if m and m.group(2)[0] in "`~":
+            info = m.group(3)
+            if info.startswith("{"):
+                directive = re.match(r"\{([\w:.-]+)\}", info)
+                if directive and directive.group(1) in ("code-block", "code",
+                                                        "sourcecode"):
+                    fence = (m.group(2)[0], len(m.group(2)))
+                elif directive and directive.group(1) in CODE_DIRECTIVES:
+                    skip = (m.group(2)[0], len(m.group(2)))
+            else:
+                fence = (m.group(2)[0], len(m.group(2)))
+    return findings
+
+
 def check_files(paths: list[Path]) -> list[Finding]:
     texts = {p: p.read_text(encoding="utf-8").splitlines() for p in paths}
     labels: dict[str, tuple[Path, str]] = {}
@@ -336,6 +374,7 @@ def check_files(paths: list[Path]) -> list[Finding]:
         findings += check_list_in_math(p, lines)
         findings += check_refs(p, lines, labels)
         findings += check_math_envs(p, lines)
+        findings += check_code_blocks(p, lines)
     return findings
 
 
