@@ -1,8 +1,11 @@
 # gpc_literate: the book and the package it builds.
 #   make book           create .venv if missing, install, render the book to _build/html
 #                       (chapters whose code or imported modules changed are re-executed;
-#                       the others come from the execution cache), then check the HTML
-#   make test           check chapters and package are in sync, run unit tests and every chapter (nbval)
+#                       the others come from the execution cache), then check the HTML,
+#                       and in Chromium where it is installed (make check-browser)
+#   make test           check chapters and package are in sync, run unit tests and every chapter
+#                       (nbval), then the browser check of the built book where Chromium is
+#                       installed and the book is built (skipped with the reason otherwise)
 #   make lab            JupyterLab on the chapters, which open as notebooks with their MyST
 #                       rendered (jupyterlab-myst); a save without edits changes no byte
 #   make check-browser  open every page of the built book in headless Chromium, offline, at
@@ -78,15 +81,20 @@ notebooks: $(STAMP)
 	$(BIN)/python tools/notebooks.py --out $(NBDIR)
 
 # browser-deps: where Chromium is installed, Playwright too, so that the browser checks'
-# own tests (tests/test_browser_checks.py, synthetic pages) run; they skip where it is not
+# own tests (tests/test_browser_checks.py, synthetic pages) run; they skip where it is not.
+# Then the browser check of the built book, where Chromium and a built book are present
+# (`make book` builds it; it is skipped, saying why, where either is missing).
 test: check-sync check-source check-workflows notebooks browser-deps
 	MPLBACKEND=Agg $(BIN)/python -m pytest tests $(NBDIR) --nbval-lax --nbval-current-env \
 	    --nbval-cell-timeout=3600 -p no:cacheprovider -n $(JOBS) --dist loadfile $(PYTEST_ARGS)
+	@$(MAKE) --no-print-directory check-browser-if-present
 
+# the book, its HTML check, and the browser check where Chromium is installed
 book: export
 	$(BIN)/python tools/bookcache.py
 	$(BIN)/jupyter-book build . --warningiserror --keep-going
 	$(BIN)/python tools/check_html.py _build/html
+	@$(MAKE) --no-print-directory check-browser-if-present
 
 check-html: $(STAMP)
 	$(BIN)/python tools/check_html.py _build/html
