@@ -89,12 +89,13 @@ test: check-sync check-source check-workflows notebooks browser-deps
 	    --nbval-cell-timeout=3600 -p no:cacheprovider -n $(JOBS) --dist loadfile $(PYTEST_ARGS)
 	@$(MAKE) --no-print-directory check-browser-if-present
 
-# the book, its HTML check, and the browser check where Chromium is installed
+# the book, its HTML check, and the browser check where Chromium is installed (of the
+# pages written since they last passed it, so that a prose edit rebuilds in seconds)
 book: export
 	$(BIN)/python tools/bookcache.py
 	$(BIN)/jupyter-book build . --warningiserror --keep-going
 	$(BIN)/python tools/check_html.py _build/html
-	@$(MAKE) --no-print-directory check-browser-if-present
+	@$(MAKE) --no-print-directory check-browser-if-present BROWSER_ARGS=--changed-only
 
 check-html: $(STAMP)
 	$(BIN)/python tools/check_html.py _build/html
@@ -117,7 +118,7 @@ check-browser: $(STAMP)
 # the same, skipped with the reason where Chromium or the built book is missing
 check-browser-if-present: browser-deps
 	$(BIN)/python tools/check_browser.py _build/html --chromium $(CHROMIUM) \
-	    $(foreach w,$(BROWSER_WIDTHS),--width $(w)) --skip-if-unavailable
+	    $(foreach w,$(BROWSER_WIDTHS),--width $(w)) --skip-if-unavailable $(BROWSER_ARGS)
 
 # JupyterLab with the project's settings (.jupyter/lab/settings/overrides.json: chapters,
 # which are MyST-Markdown notebooks, open as notebooks through jupytext on a double click;

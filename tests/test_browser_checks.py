@@ -202,3 +202,34 @@ def test_missing_chromium_is_skipped_with_a_message(capsys, tmp_path):
     assert check_browser.main(args + ["--skip-if-unavailable"]) == 0
     assert "browser check skipped" in capsys.readouterr().out
     assert check_browser.main(args) == 2
+
+
+def test_changed_only_opens_the_pages_written_since_they_passed(capsys, tmp_path):
+    site = tmp_path / "html"
+    (site / "_static").mkdir(parents=True)
+    (site / "_static" / "style.css").write_text("p { color: black; }")
+
+    def write(name, body):
+        (site / name).write_text(TEMPLATE.format(mathjax="", body=body), encoding="utf-8")
+
+    write("index.html", cell("x = 1"))
+    write("page.html", cell(LONG_CODE * 2))
+    args = [str(site), "--chromium", CHROMIUM, "--changed-only"]
+
+    def run():
+        status = check_browser.main(args)
+        out = capsys.readouterr().out
+        return status, out.strip().splitlines()[-1]
+
+    status, last = run()
+    assert status == 1 and "2 pages" in last and "1 finding" in last
+    status, last = run()  # the page that failed is opened again; the other is not
+    assert status == 1 and "1 pages" in last and "1 unchanged pages" in last
+    write("page.html", cell("y = 2"))
+    status, last = run()
+    assert status == 0 and "1 pages" in last
+    status, last = run()
+    assert status == 0 and "0 pages" in last and "2 unchanged pages" in last
+    (site / "_static" / "style.css").write_text("p { color: navy; }")
+    status, last = run()  # a changed style sheet changes every page
+    assert status == 0 and "2 pages" in last

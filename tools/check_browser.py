@@ -51,6 +51,13 @@ Usage::
 
     python tools/check_browser.py [_build/html] [--chromium /usr/bin/chromium]
         [--width 1280 [--width 1920 ...]] [--page book/13_ep.html ...] [--skip-if-unavailable]
+        [--changed-only]
+
+``--changed-only`` (what ``make book`` uses) opens only the pages written since they last
+passed: a page that passes is recorded in ``_build/html/.browser-checked.json`` with its
+size and modification time, the widths, and a fingerprint of the site's ``_static``
+folder (a changed style sheet changes every page); a page with findings is not recorded,
+so it is checked again next time.
 """
 from __future__ import annotations
 
@@ -343,6 +350,46 @@ def check(site: Path, chromium: str, timeout: float, widths: list[int] | None = 
     return len(pages), formulas, findings
 
 
+RECORD = ".browser-checked.json"
+
+
+def _stamp(path: Path) -> list[int]:
+    st = path.stat()
+    return [st.st_mtime_ns, st.st_size]
+
+
+def _static_fingerprint(site: Path) -> str:
+    import hashlib
+
+    h = hashlib.sha256()
+    static = site / "_static"
+    if static.is_dir():
+        for f in sorted(static.rglob("*")):
+            if f.is_file():
+                h.update(f"{f.relative_to(static)}:{_stamp(f)}".encode())
+    return h.hexdigest()
+
+
+def read_record(site: Path, widths: list[int]) -> dict:
+    """The pages that passed, {rel: stamp}, if recorded with these widths and _static."""
+    import json
+
+    try:
+        data = json.loads((site / RECORD).read_text())
+    except (OSError, ValueError):
+        return {}
+    if data.get("widths") != widths or data.get("static") != _static_fingerprint(site):
+        return {}
+    return data.get("pages", {})
+
+
+def write_record(site: Path, widths: list[int], passed: dict) -> None:
+    import json
+
+    (site / RECORD).write_text(json.dumps(
+        {"widths": widths, "static": _static_fingerprint(site), "pages": passed}, indent=0))
+
+
 def unavailable(chromium: str) -> str | None:
     """Why the browser check cannot run here, or None."""
     if not Path(chromium).exists():
@@ -364,6 +411,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--skip-if-unavailable", action="store_true",
                         help="exit 0 with a message when Chromium, Playwright or the "
                              "built book is missing")
+    parser.add_argument("--changed-only", action="store_true",
+                        help=f"open only pages changed since they last passed ({RECORD})")
     args = parser.parse_args(argv)
     site = Path(args.site).resolve()
     missing = unavailable(args.chromium)
@@ -375,13 +424,31 @@ def main(argv: list[str] | None = None) -> int:
         return 0 if args.skip_if_unavailable else 2
     start = time.perf_counter()
     pages = [site / p for p in args.page] if args.page else None
+    widths = args.width or WIDTHS
+    record = read_record(site, widths) if args.changed_only else {}
+    unchanged = 0
+    if args.changed_only:
+        every = pages if pages is not None else book_pages(site)
+        pages = [p for p in every if record.get(str(p.relative_to(site))) != _stamp(p)]
+        unchanged = len(every) - len(pages)
     n_pages, formulas, findings = check(site, args.chromium, args.timeout, args.width, pages)
+    if args.changed_only:
+        failed = {rel for rel, _, _ in findings}
+        for p in pages:
+            rel = str(p.relative_to(site))
+            if rel in failed:
+                record.pop(rel, None)
+            else:
+                record[rel] = _stamp(p)
+        write_record(site, widths, record)
     for rel, kind, message in findings:
         print(f"{rel}: [{kind}] {message}")
     counts = collections.Counter(kind for _, kind, _ in findings)
     if counts:
         print("findings by kind: " + ", ".join(f"{k} {counts[k]}" for k in KINDS if counts[k]))
     widths = ", ".join(f"{w}" for w in (args.width or WIDTHS))
+    if unchanged:
+        widths += f" ({unchanged} unchanged pages not opened again)"
     print(f"browser check: {n_pages} pages at {widths} px, {formulas} formulas rendered, "
           f"{len(findings)} finding(s), {time.perf_counter() - start:.0f} s")
     return 1 if findings else 0
