@@ -13,6 +13,8 @@ in headless Chromium, offline, at ``--width`` (1280 px) with a viewport 900 px h
 * ``screens``: the page's height in screens (scrollHeight / 900);
 * ``code%``: the share of the page's height taken by code cells' sources (the sum of the
   heights of ``.cell_input``, collapsed ones counting 0, over the page's height);
+* ``long``: code cells shown open (not ``hide-input``) whose source has more than 40
+  lines;
 * ``1st out``: where the first cell output starts, in screens (its top / 900; 0.0-1.0 is
   the first screen).
 
@@ -44,7 +46,9 @@ HEIGHTS = """(screen) => {
   const first = [...document.querySelectorAll('.cell_output')]
       .find(e => e.getBoundingClientRect().height > 0);
   const top = first ? first.getBoundingClientRect().top + window.scrollY : null;
-  return {cells: document.querySelectorAll('.cell_input').length, page, code,
+  const long = [...document.querySelectorAll('.cell:not(.tag_hide-input) .cell_input pre')]
+      .filter(e => e.textContent.trimEnd().split(String.fromCharCode(10)).length > 40).length;
+  return {cells: document.querySelectorAll('.cell_input').length, page, code, long,
           first: top === null ? null : top / screen};
 }"""
 
@@ -69,25 +73,29 @@ def measure(site: Path, pages: list[Path], width: int, chromium: str) -> list[di
                          "cells": heights["cells"], "out": len(layout["output"]),
                          "math": len(layout["math"]), "table": len(layout["table"]),
                          "tex": len(layout["tex"]), "height": heights["page"],
-                         "code_height": heights["code"], "first": heights["first"]})
+                         "code_height": heights["code"], "long": heights["long"],
+                         "first": heights["first"]})
         browser.close()
     return rows
 
 
 def report(rows: list[dict], width: int) -> str:
     head = (f"{'page (' + str(width) + ' px)':32s} {'code':>9s} {'out':>4s} {'math':>4s} "
-            f"{'table':>5s} {'tex':>4s} {'screens':>7s} {'code%':>6s} {'1st out':>7s}")
+            f"{'table':>5s} {'tex':>4s} {'screens':>7s} {'code%':>6s} {'long':>4s} "
+            f"{'1st out':>7s}")
     lines = [head]
 
     def line(name, r, first):
         return (f"{name:32s} {str(r['code']) + '/' + str(r['cells']):>9s} {r['out']:4d} "
                 f"{r['math']:4d} {r['table']:5d} {r['tex']:4d} {r['height'] / HEIGHT:7.1f} "
-                f"{100 * r['code_height'] / max(r['height'], 1):5.1f}% {first:>7s}")
+                f"{100 * r['code_height'] / max(r['height'], 1):5.1f}% {r['long']:4d} "
+                f"{first:>7s}")
 
     for r in rows:
         lines.append(line(r["page"], r, "-" if r["first"] is None else f"{r['first']:.1f}"))
     total = {k: sum(r[k] for r in rows) for k in
-             ("code", "cells", "out", "math", "table", "tex", "height", "code_height")}
+             ("code", "cells", "out", "math", "table", "tex", "height", "code_height",
+              "long")}
     firsts = sorted(r["first"] for r in rows if r["first"] is not None)
     mean = f"{sum(firsts) / len(firsts):.1f}" if firsts else "-"
     summary = (f"  (1st out: mean; median {firsts[len(firsts) // 2]:.1f}, "
