@@ -41,7 +41,10 @@ ROOT = Path(__file__).resolve().parents[1]
 
 HEIGHTS = """(screen) => {
   const page = document.documentElement.scrollHeight;
+  // a collapsed cell's source keeps its layout size inside the closed <details>
+  // (Chromium), though the reader does not see it: it counts 0
   const code = [...document.querySelectorAll('.cell_input')]
+      .filter(e => !e.closest('details:not([open])'))
       .reduce((s, e) => s + e.getBoundingClientRect().height, 0);
   const first = [...document.querySelectorAll('.cell_output')]
       .find(e => e.getBoundingClientRect().height > 0);
