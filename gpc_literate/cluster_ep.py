@@ -243,6 +243,7 @@ def _worker_lost(err):
     )
 
 
+# %% book/27_sparse_ep_cluster.md, code cell 5
 def _running_workers(client):
     """The addresses of the workers of a running Dask ``client``; TypeError or
     ValueError, naming client, for anything else."""
@@ -268,6 +269,7 @@ def _running_workers(client):
     return workers
 
 
+# %% book/27_sparse_ep_cluster.md, code cell 6
 def make_shards(
     X, y, kernel, likelihood, Z, *, client=None, n_shards=None, nu=None, tau=None
 ):
@@ -314,6 +316,7 @@ def make_shards(
         raise _worker_lost(err) from err
 
 
+# %% book/27_sparse_ep_cluster.md, code cell 7
 def _on_shards(shards, name, *args, moved=None):
     """Call method ``name`` on every shard, then collect the results (actor futures
     resolved).
@@ -351,6 +354,7 @@ def _factor(shards, moved=None):
     )
 
 
+# %% book/27_sparse_ep_cluster.md, code cell 8
 def sharded_sparse_ep(shards, tol=1e-8, max_iter=200):
     """Anderson-mixed parallel EP on the FITC prior, the points in ``shards``: a
     ShardedFit.
@@ -387,6 +391,7 @@ def sharded_sparse_ep(shards, tol=1e-8, max_iter=200):
     return ShardedFit(max_iter, False, change, most)
 
 
+# %% book/27_sparse_ep_cluster.md, code cell 9
 def sharded_log_evidence(shards, factor=None):
     """Eqs (eq-ep-logz-stable), (eq-cluster-evidence): log Z_EP at the shards' sites;
     -inf when q or a cavity is improper. ``factor``: (C, c) if already computed at these
@@ -407,7 +412,7 @@ def gather_sites(shards):
     return np.concatenate([p[0] for p in parts]), np.concatenate([p[1] for p in parts])
 
 
-# %% book/27_sparse_ep_cluster.md, code cell 7
+# %% book/27_sparse_ep_cluster.md, code cell 13
 def sharded_gradient(shards, kernel, Z, factor):
     """Eqs (eq-sparse-gradient), (eq-cluster-gradient): d log Z_EP / d theta and d /
     d Z at the shards' sites, ``factor`` = (C, c) there; the shards' prior is at
@@ -427,6 +432,7 @@ def sharded_gradient(shards, kernel, Z, factor):
     )
 
 
+# %% book/27_sparse_ep_cluster.md, code cell 14
 def learn_on_shards(
     shards, kernel, Z, *, learn_inducing, bounds, tol, max_iter, verbose=False
 ):
@@ -458,6 +464,7 @@ def learn_on_shards(
     )
 
 
+# %% book/27_sparse_ep_cluster.md, code cell 15
 def gather_fit(shards, kernel, Z, likelihood, y, run):
     """Chapter 25's FITCFit of the shards' sites, with beta of eq-sparse-predict;
     ``run`` the ShardedFit that reached them. Its prior holds L and d; Q^T stays on the
@@ -477,6 +484,7 @@ def gather_fit(shards, kernel, Z, likelihood, y, run):
     return fit, fitc_beta(L, sum(p[5] for p in parts))
 
 
+# %% book/27_sparse_ep_cluster.md, code cell 16
 def fit_on_cluster(
     kernel,
     X,

@@ -63,6 +63,8 @@ __all__ = [
     "Comparison",
 ]
 
+
+# %% book/23_approximations_vs_gold.md, code cell 3
 FAMILIES = ("probit", "logistic")
 METHODS = {
     "probit": ("Laplace", "EP", "TAP", "naive MF", "SVM"),
@@ -70,7 +72,7 @@ METHODS = {
 }
 
 
-# %% book/23_approximations_vs_gold.md, code cell 3
+# %% book/23_approximations_vs_gold.md, code cell 4
 def family_likelihood(family):
     """The likelihood of a family: "probit" Probit(noise_var=1.0), "logistic"
     Logistic()."""
@@ -87,6 +89,7 @@ class SiteGaussian(NamedTuple):
     log_norm: float
 
 
+# %% book/23_approximations_vs_gold.md, code cell 5
 def site_gaussian(K, site_tau, site_nu):
     """Eqs (eq-gold-q), (eq-gold-evidence): the Gaussian of sites tau >= 0 and its log
     Z_q.
@@ -126,7 +129,7 @@ def site_gaussian(K, site_tau, site_nu):
     )
 
 
-# %% book/23_approximations_vs_gold.md, code cell 4
+# %% book/23_approximations_vs_gold.md, code cell 6
 class SiteRatio(Likelihood):
     """Eq. (eq-gold-ratio): log p(y_i | m_i + g_i) - log t_i(m_i + g_i), for the sampler
     of g.
@@ -150,7 +153,7 @@ class SiteRatio(Likelihood):
         )
 
 
-# %% book/23_approximations_vs_gold.md, code cell 5
+# %% book/23_approximations_vs_gold.md, code cell 7
 def exact_loo(draws, y, likelihood):
     """Eq. (eq-gold-loo): p(y_i | D without i) from posterior draws of f, with its
     error.
@@ -183,7 +186,7 @@ def loo_variance_limit(likelihood):
     return np.inf
 
 
-# %% book/23_approximations_vs_gold.md, code cell 6
+# %% book/23_approximations_vs_gold.md, code cell 8
 @dataclass
 class GoldStandard:
     """The posterior by MCMC and the evidence by AIS around Gaussian sites
@@ -210,7 +213,7 @@ class GoldStandard:
         return f"MCMC: {self.mcmc.summary()}\nAIS:  {self.ais.summary()}"
 
 
-# %% book/23_approximations_vs_gold.md, code cell 7
+# %% book/23_approximations_vs_gold.md, code cell 9
 def gold_standard(
     K,
     y,
@@ -298,7 +301,7 @@ def gold_standard(
     )
 
 
-# %% book/23_approximations_vs_gold.md, code cell 11
+# %% book/23_approximations_vs_gold.md, code cell 14
 class Approximation(NamedTuple):
     """One method's answers at a fixed kernel; NaN where the method has none.
 
@@ -319,7 +322,7 @@ class Approximation(NamedTuple):
     converged: bool
 
 
-# %% book/23_approximations_vs_gold.md, code cell 12
+# %% book/23_approximations_vs_gold.md, code cell 15
 def _laplace(kernel, X, y, likelihood):
     est = Laplace(kernel=kernel, likelihood=likelihood, optimizer=None).fit(X, y)
     mean, var = est.predict_latent(X)
@@ -341,6 +344,7 @@ def _ep(kernel, X, y, likelihood):
     )
 
 
+# %% book/23_approximations_vs_gold.md, code cell 16
 def _mean_field(cls, kernel, X, y, likelihood):
     est = cls(kernel=kernel, v=1.0, optimizer=None).fit(X, y)
     mean, var = est.predict_latent(X)
@@ -363,7 +367,7 @@ def _svm(kernel, X, y, likelihood):
     return est, nan, nan, np.nan, nan, est.loo_decision_
 
 
-# %% book/23_approximations_vs_gold.md, code cell 13
+# %% book/23_approximations_vs_gold.md, code cell 17
 _ADAPTERS = {
     "Laplace": _laplace,
     "EP": _ep,
@@ -384,6 +388,7 @@ def approximate(method, kernel, X, y, X_test, family="probit"):
     return _approximate(method, kernel, X, y, X_test, family)[0]
 
 
+# %% book/23_approximations_vs_gold.md, code cell 18
 def _approximate(method, kernel, X, y, X_test, family):
     """approximate, and the fitted estimator (compare_methods reuses EP's sites)."""
     likelihood = family_likelihood(family)
@@ -422,7 +427,7 @@ def _approximate(method, kernel, X, y, X_test, family):
     ), est
 
 
-# %% book/23_approximations_vs_gold.md, code cell 14
+# %% book/23_approximations_vs_gold.md, code cell 19
 def information_bits(y, prob):
     """Eq. (eq-gold-bits): 1 + mean log2 p(y_j | x_j) for labels +-1 and prob = P(y =
     +1)."""
@@ -442,6 +447,7 @@ def _test_measures(y_test, prob, decision):
     }
 
 
+# %% book/23_approximations_vs_gold.md, code cell 20
 def _measures(gold, pred, approx, y, y_test):
     """The measures of sec-gold-measures for one Approximation against the gold
     standard."""
@@ -467,7 +473,7 @@ def _measures(gold, pred, approx, y, y_test):
     return dict(out, **_test_measures(y_test, approx.prob, approx.decision))
 
 
-# %% book/23_approximations_vs_gold.md, code cell 15
+# %% book/23_approximations_vs_gold.md, code cell 21
 class Comparison(NamedTuple):
     """compare_methods' result: the gold standard, its predictions, each method and
     measures.
@@ -482,6 +488,7 @@ class Comparison(NamedTuple):
     measures: dict
 
 
+# %% book/23_approximations_vs_gold.md, code cell 22
 def compare_methods(
     kernel,
     X,

@@ -44,6 +44,8 @@ __all__ = [
     "main",
 ]
 
+
+# %% book/24_evidence_maps.md, code cell 3
 DATASETS = ("sonar", "wisconsin", "crabs", "pima")
 A_GRID = tuple(np.round(np.arange(-1.0, 2.01, 0.5), 2).tolist())  # l = sqrt(d) e^a
 LOG_VAR_GRID = tuple(float(v) for v in range(7))  # log sigma^2
@@ -56,7 +58,7 @@ DEFAULT_CONFIG = {
 }
 
 
-# %% book/24_evidence_maps.md, code cell 3
+# %% book/24_evidence_maps.md, code cell 4
 def grid_kernel(n_features, a, log_var):
     """The squared-exponential kernel of length scale sqrt(n_features) e^a, variance
     e^log_var."""
@@ -81,6 +83,7 @@ def _seed(config, dataset, family, i, j):
     ]
 
 
+# %% book/24_evidence_maps.md, code cell 5
 def run_point(dataset, family, i, j, config=None):
     """One job: compare_methods on ``dataset`` at grid point (A_GRID[i],
     LOG_VAR_GRID[j]).
@@ -119,7 +122,7 @@ def run_point(dataset, family, i, j, config=None):
     return dict(record, status="ok", measures=comp.measures)
 
 
-# %% book/24_evidence_maps.md, code cell 4
+# %% book/24_evidence_maps.md, code cell 6
 def _names(value, default):
     """A list of names from None (the default), one name, or an iterable of names."""
     if value is None:
@@ -157,6 +160,7 @@ def _grid_tasks(dataset_names, families, jobs, config):
     ]
 
 
+# %% book/24_evidence_maps.md, code cell 7
 def run_grid(
     dataset_names=None,
     families=None,
@@ -210,7 +214,7 @@ def run_grid(
     )
 
 
-# %% book/24_evidence_maps.md, code cell 5
+# %% book/24_evidence_maps.md, code cell 8
 def grid_array(records, dataset, family, method, key):
     """(len(A_GRID), len(LOG_VAR_GRID)) array of measures[method][key] from the
     records."""
@@ -222,7 +226,7 @@ def grid_array(records, dataset, family, method, key):
     return out
 
 
-# %% book/24_evidence_maps.md, code cell 6
+# %% book/24_evidence_maps.md, code cell 9
 def main(argv=None):
     """``python -m gpc_literate.gold_grid [options]``: run the grid, save, print a
     summary.

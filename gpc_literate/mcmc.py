@@ -60,13 +60,15 @@ __all__ = [
     "ais_log_evidence",
 ]
 
+
+# %% book/22_gold_standard.md, code cell 3
 JITTER = 1e-8  # relative jitter of eq-mcmc-jitter
 RHAT_MAX = 1.01  # the chains pass when max R-hat <= RHAT_MAX ...
 ESS_MIN = 400.0  # ... and min ESS >= ESS_MIN (Vehtari et al. 2021)
 _TWO_PI = 2.0 * np.pi
 
 
-# %% book/22_gold_standard.md, code cell 3
+# %% book/22_gold_standard.md, code cell 4
 def check_generator(rng, name="rng"):
     """Return a numpy Generator from ``rng`` (None, an integer seed or a Generator).
 
@@ -86,7 +88,7 @@ def check_generator(rng, name="rng"):
         ) from None
 
 
-# %% book/22_gold_standard.md, code cell 4
+# %% book/22_gold_standard.md, code cell 5
 def prior_cholesky(K, jitter=JITTER):
     """Eq. (eq-mcmc-jitter): lower Cholesky factor of K + jitter * mean(diag K) * I.
 
@@ -122,7 +124,7 @@ def _checked_problem(K, y, likelihood, jitter):
     return L, y
 
 
-# %% book/22_gold_standard.md, code cell 5
+# %% book/22_gold_standard.md, code cell 6
 def _log_likelihood(likelihood, y, f):
     """log L(f) = sum_i log p(y_i | f_i) (eq-mcmc-posterior) for each row of f."""
     return np.asarray(likelihood.log_prob(y, f), dtype=float).sum(axis=-1)
@@ -180,7 +182,7 @@ def elliptical_slice_step(
     return f_new, log_lik_new, n_proposals, capped
 
 
-# %% book/22_gold_standard.md, code cell 7
+# %% book/22_gold_standard.md, code cell 8
 def initial_state(L, likelihood, y, n_chains, rng, f0=None):
     """Eq. (eq-mcmc-init): starting states (n_chains, n) with finite log-likelihoods.
 
@@ -213,7 +215,7 @@ def initial_state(L, likelihood, y, n_chains, rng, f0=None):
     return f, log_lik
 
 
-# %% book/22_gold_standard.md, code cell 8
+# %% book/22_gold_standard.md, code cell 9
 def split_chains(draws):
     """Cut each chain in two (eq-mcmc-rhat): (M, N, ...) -> (2M, N // 2, ...).
 
@@ -224,7 +226,7 @@ def split_chains(draws):
     return np.concatenate([draws[:, :half], draws[:, draws.shape[1] - half :]], axis=0)
 
 
-# %% book/22_gold_standard.md, code cell 9
+# %% book/22_gold_standard.md, code cell 10
 def rank_normalize(draws):
     """Eq. (eq-mcmc-rank): normal scores of the ranks over all chains and draws.
 
@@ -237,7 +239,7 @@ def rank_normalize(draws):
     return ndtri((ranks - 0.375) / (flat.shape[0] + 0.25)).reshape(draws.shape)
 
 
-# %% book/22_gold_standard.md, code cell 10
+# %% book/22_gold_standard.md, code cell 11
 def _rhat(x):
     """Eq. (eq-mcmc-rhat) for chains x (M, N, ...), M >= 2, without splitting."""
     n = x.shape[1]
@@ -260,7 +262,7 @@ def split_rhat(draws):
     return np.maximum(_rhat(rank_normalize(x)), _rhat(rank_normalize(folded)))
 
 
-# %% book/22_gold_standard.md, code cell 11
+# %% book/22_gold_standard.md, code cell 12
 def _autocovariance(x):
     """Autocovariances c_t (divided by N) of each chain of x (M, N, ...) along axis
     1, by FFT."""
@@ -300,7 +302,7 @@ def effective_sample_size(draws, *, rank_normalized=False):
     return np.where(np.isfinite(var_plus) & (var_plus > 0), m * n / tau, np.nan)
 
 
-# %% book/22_gold_standard.md, code cell 12
+# %% book/22_gold_standard.md, code cell 13
 def monte_carlo_mean(draws):
     """Eq. (eq-mcmc-mcse): (mean, standard error, ESS) of each coordinate of draws
     (M, N, ...)."""
@@ -310,7 +312,7 @@ def monte_carlo_mean(draws):
     return draws.mean(axis=(0, 1)), np.sqrt(var / ess), ess
 
 
-# %% book/22_gold_standard.md, code cell 14
+# %% book/22_gold_standard.md, code cell 15
 @dataclass
 class MCMCResult:
     """Draws of f from elliptical_slice_sampling and their diagnostics.
@@ -351,7 +353,7 @@ class MCMCResult:
         )
 
 
-# %% book/22_gold_standard.md, code cell 15
+# %% book/22_gold_standard.md, code cell 16
 def _diagnose(samples, log_lik, counts, L, seconds, rhat_max, ess_min):
     """An MCMCResult from the kept draws; warns (ConvergenceWarning) if they fail the
     thresholds."""
@@ -390,7 +392,7 @@ def _diagnose(samples, log_lik, counts, L, seconds, rhat_max, ess_min):
     )
 
 
-# %% book/22_gold_standard.md, code cell 16
+# %% book/22_gold_standard.md, code cell 17
 def elliptical_slice_sampling(
     K,
     y,
@@ -456,7 +458,7 @@ def elliptical_slice_sampling(
     )
 
 
-# %% book/22_gold_standard.md, code cell 18
+# %% book/22_gold_standard.md, code cell 19
 class MCMCPredictive(NamedTuple):
     """Predictions at m test inputs from posterior draws (eq-mcmc-rb).
 
@@ -472,7 +474,7 @@ class MCMCPredictive(NamedTuple):
     var: np.ndarray
 
 
-# %% book/22_gold_standard.md, code cell 19
+# %% book/22_gold_standard.md, code cell 20
 _PREDICTIVE_CHUNK = 4096  # Gaussian averages per call of likelihood.predictive
 
 
@@ -511,7 +513,7 @@ def predictive_probabilities(result, K_cross, k_test_diag, likelihood, *, thin=1
     return MCMCPredictive(prob, prob_se, mean, mean_se, var)
 
 
-# %% book/22_gold_standard.md, code cell 20
+# %% book/22_gold_standard.md, code cell 21
 def ais_schedule(n_temperatures, power=4.0):
     """Eq. (eq-mcmc-schedule): beta_t = (t / T)^power, t = 0..T, with T =
     n_temperatures >= 1."""
@@ -543,7 +545,7 @@ def _check_schedule(schedule):
     return betas
 
 
-# %% book/22_gold_standard.md, code cell 21
+# %% book/22_gold_standard.md, code cell 22
 @dataclass
 class AISResult:
     """log p(y) by annealed importance sampling (eq-mcmc-ais-estimate) and what it rests
@@ -573,7 +575,7 @@ class AISResult:
         )
 
 
-# %% book/22_gold_standard.md, code cell 22
+# %% book/22_gold_standard.md, code cell 23
 def _ais_estimate(log_w):
     """Eq. (eq-mcmc-ais-estimate): (log mean w, its se, ESS of the weights),
     overflow-free."""
@@ -588,7 +590,7 @@ def _ais_estimate(log_w):
     )
 
 
-# %% book/22_gold_standard.md, code cell 23
+# %% book/22_gold_standard.md, code cell 24
 def ais_log_evidence(
     K,
     y,

@@ -119,7 +119,7 @@ def fitc_prior(kernel, X, Z):
     return FITCPrior(Qt, d, L)
 
 
-# %% book/25_sparse_ep.md, code cell 5
+# %% book/25_sparse_ep.md, code cell 6
 def fitc_marginals(prior, nu, tau, with_factor=False):
     """Eq. (eq-ep-lowrank-diag) for the FITC prior: (mean, var) of a proper q
     (eq-sparse-proper).
@@ -136,7 +136,7 @@ def fitc_marginals(prior, nu, tau, with_factor=False):
     return lowrank_diag_marginals(prior.Qt, prior.d, nu, tau, with_factor)
 
 
-# %% book/25_sparse_ep.md, code cell 6
+# %% book/25_sparse_ep.md, code cell 7
 def run_fitc_ep(prior, likelihood, y, nu, tau, tol, max_iter):
     """Parallel EP with Anderson mixing (chapter 14's ep_on_marginals) on the FITC
     prior.
@@ -157,7 +157,7 @@ def run_fitc_ep(prior, likelihood, y, nu, tau, tol, max_iter):
     return nu, tau, count[0], converged
 
 
-# %% book/25_sparse_ep.md, code cell 8
+# %% book/25_sparse_ep.md, code cell 10
 class FITCPosterior(NamedTuple):
     """q(f) for the FITC prior and the sites (nu, tau): what ep_log_marginal reads,
     and more."""
@@ -191,6 +191,7 @@ def assemble_fitc_posterior(d, nu, tau, mean, var, C):
     return FITCPosterior(nu, tau, mean, var, nu - tau * mean, lam, C, logdet)
 
 
+# %% book/25_sparse_ep.md, code cell 11
 def fitc_log_marginal(post, likelihood, y):
     """Eq. (eq-ep-logz-stable) for the FITC prior: (mu_cav, var_cav, log Z_EP) from a
     FITCPosterior.
@@ -206,7 +207,7 @@ def fitc_log_marginal(post, likelihood, y):
     return mu_cav, var_cav, value
 
 
-# %% book/25_sparse_ep.md, code cell 11
+# %% book/25_sparse_ep.md, code cell 14
 def fitc_adjoints(prior, post):
     """Eq. (eq-sparse-adjoints): H (n, M), G (M, M) and g (n,) of the FITC evidence
     gradient.
@@ -239,7 +240,7 @@ def adjoint_rows(R, s, Bt, c, lam, Bc, RBt):
     return np.outer(c, Bc) - (lam + s)[:, None] * Bt + R.T @ RBt
 
 
-# %% book/25_sparse_ep.md, code cell 12
+# %% book/25_sparse_ep.md, code cell 15
 def _require_rbf(kernel):
     if not isinstance(kernel, RBF):
         raise TypeError(
@@ -281,7 +282,7 @@ def rbf_diag_vjp(kernel, total):
     return np.concatenate(parts)
 
 
-# %% book/25_sparse_ep.md, code cell 14
+# %% book/25_sparse_ep.md, code cell 17
 def fitc_evidence_gradient(kernel, X, Z, prior, post):
     """Eqs (eq-sparse-gradient), (eq-sparse-adjoints): d log Z_EP / d theta (p,) and d /
     d Z (M, d).
@@ -302,7 +303,7 @@ def assemble_gradient(kernel, Z, theta_fu, z_fu, G, g_sum):
     return theta_fu + theta_uu + theta_diag, z_fu + z_uu_left + z_uu_right
 
 
-# %% book/25_sparse_ep.md, code cell 16
+# %% book/25_sparse_ep.md, code cell 19
 PREDICT_BLOCK = 4096  # test inputs per block in fitc_predict
 
 
@@ -332,7 +333,7 @@ def fitc_predict(kernel, Z, L, C, beta, X):
     return mean, np.maximum(var, 0.0)
 
 
-# %% book/25_sparse_ep.md, code cell 18
+# %% book/25_sparse_ep.md, code cell 21
 PIVOT_SUBSET = 1000  # "pivots" chooses among max(PIVOT_SUBSET, 2 M) random inputs
 
 
@@ -356,7 +357,7 @@ def choose_inducing(kernel, X, n_inducing, inducing, rng):
     return X[subset[pivots]]
 
 
-# %% book/25_sparse_ep.md, code cell 19
+# %% book/25_sparse_ep.md, code cell 22
 class FITCFit(NamedTuple):
     """One run of sparse EP: prior, posterior at the final sites, cavities, evidence,
     progress."""
@@ -388,6 +389,7 @@ def fit_fitc_ep(kernel, X, y, likelihood, Z, nu, tau, tol, max_iter):
     )
 
 
+# %% book/25_sparse_ep.md, code cell 23
 def fitc_fit(prior, post, likelihood, y, n_iter, converged):
     """The FITCFit of a run that ended at the FITCPosterior ``post``: its cavities,
     evidence, and the site change one more update would make."""
@@ -403,7 +405,7 @@ def fitc_fit(prior, post, likelihood, y, n_iter, converged):
     return FITCFit(prior, post, mu_cav, var_cav, value, n_iter, converged, change)
 
 
-# %% book/25_sparse_ep.md, code cell 20
+# %% book/25_sparse_ep.md, code cell 24
 SEARCH_MAX_ITER = 200  # L-BFGS-B iterations of a search, at most
 
 
@@ -501,7 +503,7 @@ def search_fitc(kernel, Z, evaluate, *, learn_inducing, bounds, verbose=False):
     )
 
 
-# %% book/25_sparse_ep.md, code cell 21
+# %% book/25_sparse_ep.md, code cell 25
 def learn_fitc(
     kernel,
     X,
@@ -570,7 +572,7 @@ def learn_fitc(
     return kernel, Z, learned, final
 
 
-# %% book/25_sparse_ep.md, code cell 22
+# %% book/25_sparse_ep.md, code cell 26
 _INDUCING = ("pivots", "random")
 
 
@@ -618,7 +620,7 @@ def _check_sparse_options(est):
     check_bool(est.verbose, "verbose")
 
 
-# %% book/25_sparse_ep.md, code cell 23
+# %% book/25_sparse_ep.md, code cell 27
 class _SparseFit:
     """SparseEP's fit: options checked, inducing inputs chosen, EP run (and
     learning), stored."""
@@ -765,7 +767,7 @@ def fit_in_process(
     )
 
 
-# %% book/25_sparse_ep.md, code cell 24
+# %% book/25_sparse_ep.md, code cell 28
 def _fitted_attributes(kernel, likelihood, X, y_pm, Z, fit, beta):
     """SparseEP's fitted attributes (name -> value) from a FITCFit; the predictor (L,
     C, beta)."""
@@ -790,7 +792,7 @@ def _fitted_attributes(kernel, likelihood, X, y_pm, Z, fit, beta):
     return attributes, (fit.prior.L, post.C, beta)
 
 
-# %% book/25_sparse_ep.md, code cell 25
+# %% book/25_sparse_ep.md, code cell 29
 class _SparseEvidence:
     """SparseEP's log evidence (eq-ep-logz-stable) and its gradient
     (eq-sparse-gradient)."""
@@ -854,7 +856,7 @@ class _SparsePrediction:
         return self.likelihood_.predictive(*self.predict_latent(X))
 
 
-# %% book/25_sparse_ep.md, code cell 26
+# %% book/25_sparse_ep.md, code cell 30
 class SparseEP(_SparseFit, _SparseEvidence, _SparsePrediction, GPClassifierBase):
     """Gaussian-process classifier by EP on the FITC prior with M inducing inputs
     (chapter 25).

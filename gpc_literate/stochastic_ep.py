@@ -192,6 +192,7 @@ class BatchSites(NamedTuple):
     grad_Z: np.ndarray
 
 
+# %% book/26_stochastic_ep.md, code cell 7
 def batch_sites(state, X, y, idx, with_gradient):
     """Eqs (eq-sep-tilted), (eq-sep-perpoint) or (eq-sep-tied), (eq-sep-gradient) on a
     minibatch.
@@ -228,7 +229,7 @@ def batch_sites(state, X, y, idx, with_gradient):
     return BatchSites(Bt, nu, tau, ok, log_z, grad_theta, grad_Z)
 
 
-# %% book/26_stochastic_ep.md, code cell 7
+# %% book/26_stochastic_ep.md, code cell 8
 def update_sites(state, batch, idx, window, damping):
     """Eq. (eq-sep-average) (tied) or eq. (eq-sep-perpoint) (per-point): fold a
     minibatch in."""
@@ -266,7 +267,7 @@ def rebuild_site_sums(state, X):
     state.lam, state.h = 0.5 * (lam + lam.T), h
 
 
-# %% book/26_stochastic_ep.md, code cell 11
+# %% book/26_stochastic_ep.md, code cell 13
 def chol_adjoint(L, L_bar):
     """Eq. (eq-sep-chol): the symmetric adjoint of A = L L^T from the adjoint L_bar
     of its lower Cholesky factor L."""
@@ -301,7 +302,7 @@ def frozen_site_gradient(kernel, X, Z, L, Bt, m_cav, Sb_cav, d1, d2):
     return theta_ub + theta_uu + theta_diag, z_ub + z_left + z_right
 
 
-# %% book/26_stochastic_ep.md, code cell 14
+# %% book/26_stochastic_ep.md, code cell 17
 class Adam:
     """Adam (Kingma & Ba 2015) for ascent, eq. (eq-sep-adam): per-coordinate rates
     ``rates``.
@@ -328,7 +329,7 @@ class Adam:
         return x + self.units * scale * self.rates * m_hat / (np.sqrt(v_hat) + self.eps)
 
 
-# %% book/26_stochastic_ep.md, code cell 15
+# %% book/26_stochastic_ep.md, code cell 18
 WARMUP = 20  # minibatches of site updates before the first Adam step
 FINAL_RATE = 0.1  # the rates decay geometrically to this fraction, eq-sep-adam
 
@@ -362,7 +363,7 @@ def hyperparameter_step(
     return True
 
 
-# %% book/26_stochastic_ep.md, code cell 16
+# %% book/26_stochastic_ep.md, code cell 19
 class SEPRun(NamedTuple):
     """How a run of stochastic EP went."""
 
@@ -374,6 +375,7 @@ class SEPRun(NamedTuple):
     stopped_by: str  # "max_time", "max_epochs" or "callback"
 
 
+# %% book/26_stochastic_ep.md, code cell 20
 def run_stochastic_ep(
     state,
     X,
@@ -464,7 +466,7 @@ def run_stochastic_ep(
     )
 
 
-# %% book/26_stochastic_ep.md, code cell 17
+# %% book/26_stochastic_ep.md, code cell 21
 KMEANS_SUBSET = 5000  # "kmeans" clusters max(KMEANS_SUBSET, 20 M) random inputs
 
 
@@ -494,7 +496,7 @@ def kmeans_inducing(X, n_inducing, rng):
     )
 
 
-# %% book/26_stochastic_ep.md, code cell 18
+# %% book/26_stochastic_ep.md, code cell 22
 _SITES = ("tied", "per-point")
 _INDUCING = ("kmeans", "pivots", "random")
 
@@ -530,7 +532,7 @@ def _check_options(est):
     check_bool(est.verbose, "verbose")
 
 
-# %% book/26_stochastic_ep.md, code cell 19
+# %% book/26_stochastic_ep.md, code cell 23
 class SEPBreakdownError(LinAlgError):
     """Stochastic EP could not factorise K_uu or the precision of q (a ValueError)."""
 
@@ -651,6 +653,7 @@ class _StochasticFit:
         self.site_change_, self.stopped_by_ = run.site_change, run.stopped_by
 
 
+# %% book/26_stochastic_ep.md, code cell 24
 class _StochasticPrediction:
     """StochasticEP's predictions under q (eq-sparse-predict)."""
 
@@ -666,7 +669,7 @@ class _StochasticPrediction:
         return self._state.predict_proba(X)
 
 
-# %% book/26_stochastic_ep.md, code cell 20
+# %% book/26_stochastic_ep.md, code cell 25
 class StochasticEP(_StochasticFit, _StochasticPrediction, GPClassifierBase):
     """Gaussian-process classifier by stochastic EP on the FITC prior (chapter 26).
 
