@@ -129,6 +129,7 @@ def _random_partition(y, n_train: int, rng, stratified: bool):
     return train, np.setdiff1d(np.arange(n), train)
 
 
+# %% book/04_data.md, code cell 6
 def stratified_folds(y, k: int = 10, seed: int = 0) -> np.ndarray:
     """Fold number (0..k-1) of each example for stratified k-fold cross-validation.
 
@@ -152,7 +153,7 @@ def stratified_folds(y, k: int = 10, seed: int = 0) -> np.ndarray:
     return folds
 
 
-# %% book/04_data.md, code cell 7
+# %% book/04_data.md, code cell 8
 _MODES = ("paper", "train", "all", "none")
 
 
@@ -179,7 +180,7 @@ class _Spec:
     stored: str = "the values of the data file"
 
 
-# %% book/04_data.md, code cell 8
+# %% book/04_data.md, code cell 9
 _SPECS: dict[str, _Spec] = {}
 ALIASES: dict[str, str] = {}
 
@@ -197,7 +198,7 @@ def available(aliases: bool = False) -> list[str]:
     return sorted(names)
 
 
-# %% book/04_data.md, code cell 9
+# %% book/04_data.md, code cell 10
 def _spec(name) -> _Spec:
     if not isinstance(name, str):
         raise TypeError(f"data set name must be a str, got {type(name).__name__}")
@@ -211,7 +212,7 @@ def _spec(name) -> _Spec:
     return _SPECS[key]
 
 
-# %% book/04_data.md, code cell 10
+# %% book/04_data.md, code cell 11
 def _check_index(i, n_splits: int, name: str) -> int:
     if isinstance(i, bool) or not isinstance(i, (int, np.integer)):
         raise TypeError(f"realisation index must be an int, got {type(i).__name__}")
@@ -223,7 +224,7 @@ def _check_index(i, n_splits: int, name: str) -> int:
     return int(i)
 
 
-# %% book/04_data.md, code cell 11
+# %% book/04_data.md, code cell 12
 def _partition(spec: _Spec, raw: _Raw, i: int, n_train):
     """(train_index, test_index) of realisation ``i``."""
     if n_train is not None:
@@ -244,7 +245,7 @@ def _partition(spec: _Spec, raw: _Raw, i: int, n_train):
     )
 
 
-# %% book/04_data.md, code cell 12
+# %% book/04_data.md, code cell 13
 def _scale(X: np.ndarray, train: np.ndarray, mode: str) -> np.ndarray:
     """A new array: X standardised over the training rows ("train"), all rows
     ("all"), or not."""
@@ -257,7 +258,7 @@ def _scale(X: np.ndarray, train: np.ndarray, mode: str) -> np.ndarray:
     return (X - mean) / std
 
 
-# %% book/04_data.md, code cell 13
+# %% book/04_data.md, code cell 14
 def _preprocessing(spec: _Spec, mode: str, n_rows: int, n_train: int) -> str:
     coding = spec.coding + " " if spec.coding else ""
     if mode == "none":
@@ -283,7 +284,7 @@ def _preprocessing(spec: _Spec, mode: str, n_rows: int, n_train: int) -> str:
     return f"{coding}{scaling} Option standardize={mode!r} ({default})."
 
 
-# %% book/04_data.md, code cell 14
+# %% book/04_data.md, code cell 15
 def _describe(
     spec: _Spec, raw: _Raw, n_splits: int, n_train, preprocessing: str
 ) -> str:
@@ -319,7 +320,7 @@ def _describe(
     )
 
 
-# %% book/04_data.md, code cell 15
+# %% book/04_data.md, code cell 16
 @dataclass(frozen=True, eq=False)
 class Dataset:
     """One train/test realisation of a binary data set; labels are +1/-1.
@@ -381,7 +382,7 @@ class Dataset:
         )
 
 
-# %% book/04_data.md, code cell 16
+# %% book/04_data.md, code cell 17
 def _build(spec: _Spec, i, standardize: str, n_train) -> Dataset:
     n_splits = spec.n_splits if n_train is None else max(spec.n_splits, 10)
     i = _check_index(i, n_splits, spec.name)
@@ -409,7 +410,7 @@ def _build(spec: _Spec, i, standardize: str, n_train) -> Dataset:
     )
 
 
-# %% book/04_data.md, code cell 17
+# %% book/04_data.md, code cell 18
 def load(
     name: str, *, standardize: str = "paper", n_train: int | None = None
 ) -> Dataset:
@@ -439,7 +440,7 @@ def load(
     return _build(spec, 0, standardize, n_train)
 
 
-# %% book/04_data.md, code cell 18
+# %% book/04_data.md, code cell 19
 @lru_cache(maxsize=None)
 def _read_wisconsin() -> _Raw:
     rows = _read_table("wisconsin", "breast-cancer-wisconsin.data", delimiter=",")
@@ -490,7 +491,7 @@ _register(
 )
 
 
-# %% book/04_data.md, code cell 20
+# %% book/04_data.md, code cell 21
 _SONAR_PATTERN = re.compile(r"^(\*?)(C[MR]\d+):\s*\{([^}]*)\}", re.MULTILINE)
 
 
@@ -509,6 +510,7 @@ def _read_sonar() -> _Raw:
     return _Raw(_frozen(X), _labels(mine), given=((train, test), (test, train)))
 
 
+# %% book/04_data.md, code cell 22
 _register(
     _Spec(
         name="sonar",
@@ -541,7 +543,7 @@ _register(
 )
 
 
-# %% book/04_data.md, code cell 22
+# %% book/04_data.md, code cell 24
 @lru_cache(maxsize=None)
 def _read_pima() -> _Raw:
     rows = _read_table("pima", "pima.tr") + _read_table("pima", "pima.te")
@@ -581,7 +583,7 @@ _register(
 )
 
 
-# %% book/04_data.md, code cell 24
+# %% book/04_data.md, code cell 26
 @lru_cache(maxsize=None)
 def _read_crabs() -> _Raw:
     rows = list(csv.DictReader(io.StringIO(_read_text("crabs", "crabs.csv"))))
@@ -622,7 +624,7 @@ _register(
 )
 
 
-# %% book/04_data.md, code cell 27
+# %% book/04_data.md, code cell 29
 @lru_cache(maxsize=None)
 def _read_synth() -> _Raw:
     rows = _read_table("synth", "synth.tr") + _read_table("synth", "synth.te")
@@ -656,7 +658,7 @@ _register(
 )
 
 
-# %% book/04_data.md, code cell 29
+# %% book/04_data.md, code cell 31
 _WDBC_FEATURES = (
     "radius",
     "texture",
@@ -680,6 +682,7 @@ def _read_wdbc() -> _Raw:
     return _Raw(_frozen(X), _labels([r[30] == "0" for r in rows]))  # 0 = malignant
 
 
+# %% book/04_data.md, code cell 32
 _register(
     _Spec(
         name="wdbc",
@@ -710,7 +713,7 @@ _register(
 )
 
 
-# %% book/04_data.md, code cell 31
+# %% book/04_data.md, code cell 34
 # name: (n_train, n_test, n_splits), Sundararajan & Keerthi Table 3 / IDA
 _IDA_SIZES = {
     "banana": (400, 4900, 100),
@@ -741,7 +744,7 @@ _IDA_NOT_ORIGINAL = (
 )
 
 
-# %% book/04_data.md, code cell 32
+# %% book/04_data.md, code cell 35
 def _ida_asc(name: str) -> _Raw:
     """IDA realisation 1 (.asc files): the whole set, with realisation 1 as the given
     split."""
@@ -758,7 +761,7 @@ def _ida_asc(name: str) -> _Raw:
     return _Raw(_frozen(X), _labels(y > 0), given=given)
 
 
-# %% book/04_data.md, code cell 33
+# %% book/04_data.md, code cell 36
 def _ida_mat(name: str, filename: str):
     """Inputs (N x d) and labels of an IDA whole set stored as a MATLAB file."""
     from scipy.io import loadmat  # scipy is a dependency; imported only when needed
@@ -771,7 +774,7 @@ def _standardised_rows(X) -> np.ndarray:
     return (X - X.mean(axis=0)) / X.std(axis=0, ddof=1)
 
 
-# %% book/04_data.md, code cell 34
+# %% book/04_data.md, code cell 37
 def _register_ida(
     name,
     title,
@@ -815,7 +818,7 @@ def _register_ida(
     )
 
 
-# %% book/04_data.md, code cell 35
+# %% book/04_data.md, code cell 38
 @lru_cache(maxsize=None)
 def _read_banana() -> _Raw:
     return _ida_asc("banana")
@@ -852,7 +855,7 @@ def _read_thyroid() -> _Raw:
     )
 
 
-# %% book/04_data.md, code cell 36
+# %% book/04_data.md, code cell 39
 _register_ida(
     "banana",
     "IDA banana (two-dimensional, two banana-shaped clusters)",
@@ -949,7 +952,7 @@ _register_ida(
 )
 
 
-# %% book/04_data.md, code cell 38
+# %% book/04_data.md, code cell 41
 @lru_cache(maxsize=None)
 def _read_diabetis() -> _Raw:
     rows = _read_table("ida", "diabetis", "pima-indians-diabetes.data", delimiter=",")
@@ -984,7 +987,7 @@ def _read_heart() -> _Raw:
     )
 
 
-# %% book/04_data.md, code cell 39
+# %% book/04_data.md, code cell 42
 _IMAGE_POSITIVE = ("BRICKFACE", "FOLIAGE", "PATH", "SKY")
 
 
@@ -1003,7 +1006,7 @@ def _read_image() -> _Raw:
     return _Raw(_frozen(X), _labels([r[0] in _IMAGE_POSITIVE for r in rows]))
 
 
-# %% book/04_data.md, code cell 40
+# %% book/04_data.md, code cell 43
 _SPLICE_CODE = {"A": 1.0, "G": 2.0, "C": 3.0, "T": 4.0}
 
 
@@ -1020,7 +1023,7 @@ def _read_splice() -> _Raw:
     return _Raw(_frozen(X), _labels([c == "N" for c, _ in rows]))
 
 
-# %% book/04_data.md, code cell 41
+# %% book/04_data.md, code cell 44
 _TITANIC_CODE = {
     "Class": {"1st": 1, "2nd": 2, "3rd": 3, "Crew": 4},
     "Age": {"Adult": 0, "Child": 1},
@@ -1038,7 +1041,7 @@ def _read_titanic() -> _Raw:
     return _Raw(_frozen(X), _labels(survived))
 
 
-# %% book/04_data.md, code cell 42
+# %% book/04_data.md, code cell 45
 _register_ida(
     "diabetis",
     "IDA diabetis (Pima Indians diabetes, all 768 rows)",
@@ -1147,7 +1150,7 @@ _register_ida(
 )
 
 
-# %% book/04_data.md, code cell 43
+# %% book/04_data.md, code cell 46
 _register_ida(
     "image",
     "IDA image (UCI image segmentation, 4 classes against 3)",
@@ -1221,7 +1224,7 @@ _register_ida(
 )
 
 
-# %% book/04_data.md, code cell 45
+# %% book/04_data.md, code cell 48
 _IMBALANCED_PAPER = (
     "Sundararajan & Keerthi (Table 6, F-measure experiment): {paper_name}, "
     "{n_train} training / {n_test} test points, {n_splits} stratified "
@@ -1250,7 +1253,7 @@ def _read_multiclass(name: str) -> tuple[np.ndarray, tuple]:
     return _frozen(X), tuple(r[-1] for r in rows)
 
 
-# %% book/04_data.md, code cell 46
+# %% book/04_data.md, code cell 49
 def _one_versus_rest(name: str, positive: str) -> _Raw:
     X, classes = _read_multiclass(name)
     return _Raw(X, _labels([c == positive for c in classes]))
@@ -1310,7 +1313,7 @@ def _register_imbalanced(
     )
 
 
-# %% book/04_data.md, code cell 47
+# %% book/04_data.md, code cell 50
 _YEAST_SOURCE = (
     "UCI 'Yeast' (Nakai & Kanehisa 1992; donated by P. Horton): 1484 proteins, 8 "
     "numeric sequence features, 10 localisation sites."
@@ -1394,7 +1397,7 @@ _register_imbalanced(
 )
 
 
-# %% book/04_data.md, code cell 49
+# %% book/04_data.md, code cell 52
 BREIMAN_DIM = 20
 TWONORM_SHIFT = 2.0 / np.sqrt(BREIMAN_DIM)  # a of twonorm
 RINGNORM_SHIFT = 1.0 / np.sqrt(BREIMAN_DIM)  # a of ringnorm
@@ -1428,6 +1431,7 @@ def make_ringnorm(n, *, random_state=None):
     return np.where(y[:, None] > 0, 2.0 * Z, Z + RINGNORM_SHIFT), y
 
 
+# %% book/04_data.md, code cell 53
 def bayes_proba(name, X):
     """Eq. (eq-data-breiman-bayes): P(y = +1 | x) of Breiman's ``name`` ("twonorm" or
     "ringnorm")."""

@@ -62,7 +62,7 @@ def lr_loo_activations(K, y, alpha, bias=0.0, *, C=np.inf, v=0.0, fit_bias=False
     return h - u * conditional_variances(K, alpha, C=C, v=v, fit_bias=fit_bias)
 
 
-# %% book/06_loo.md, code cell 5
+# %% book/06_loo.md, code cell 6
 @dataclass(frozen=True)
 class LOOResult:
     """Exact leave-one-out result, eq-loo-error.
@@ -84,7 +84,7 @@ class LOOResult:
     warm_start: bool
 
 
-# %% book/06_loo.md, code cell 6
+# %% book/06_loo.md, code cell 7
 def _clone(estimator, **overrides):
     """A new, unfitted estimator with the same (deep-copied) parameters."""
     params = copy.deepcopy(estimator.get_params(deep=False))
@@ -92,7 +92,7 @@ def _clone(estimator, **overrides):
     return type(estimator)(**params)
 
 
-# %% book/06_loo.md, code cell 7
+# %% book/06_loo.md, code cell 8
 def _accepts_alpha_init(estimator):
     """Whether ``estimator.fit`` takes ``alpha_init`` (directly or forwarded to
     ``_fit``)."""
@@ -102,7 +102,7 @@ def _accepts_alpha_init(estimator):
     return False
 
 
-# %% book/06_loo.md, code cell 8
+# %% book/06_loo.md, code cell 9
 def exact_loo_error(estimator, X, y, *, warm_start=True, progress=False):
     """Exact leave-one-out error eq-loo-error by n refits of a clone of ``estimator``.
 
@@ -167,7 +167,7 @@ def exact_loo_error(estimator, X, y, *, warm_start=True, progress=False):
     )
 
 
-# %% book/06_loo.md, code cell 10
+# %% book/06_loo.md, code cell 11
 @dataclass(frozen=True)
 class LOOComparison:
     """An approximate leave-one-out estimate beside the exact one (``exact``, a
@@ -196,7 +196,7 @@ class LOOComparison:
         )
 
 
-# %% book/06_loo.md, code cell 11
+# %% book/06_loo.md, code cell 12
 def approximate_vs_exact(estimator, X, y, *, warm_start=True, progress=False):
     """Compare an estimator's approximate leave-one-out error with the exact one,
     eq-loo-error.

@@ -302,7 +302,7 @@ def naive_mean_field(
     )
 
 
-# %% book/09_naive_mean_field.md, code cell 22
+# %% book/09_naive_mean_field.md, code cell 23
 def naive_loo(K, y, alpha, likelihood):
     """Eqs (eq-mf-loo), (eq-mf-loo-stable), O&W 17.41-17.42: linear-response
     leave-one-out activations.
@@ -328,7 +328,7 @@ def naive_loo(K, y, alpha, likelihood):
     return f_loo, var_loo, posterior
 
 
-# %% book/09_naive_mean_field.md, code cell 24
+# %% book/09_naive_mean_field.md, code cell 27
 def _check_mf_options(
     method, kappa, v, tol, learning_rate, max_iter, kernel, compute_loo
 ):
@@ -346,7 +346,7 @@ def _check_mf_options(
     check_bool(compute_loo, "compute_loo")
 
 
-# %% book/09_naive_mean_field.md, code cell 25
+# %% book/09_naive_mean_field.md, code cell 28
 def check_no_conflicting_pair(K, y, likelihood_name, fix, rel=1e-12):
     """Raise ValueError if two examples that the prior ties have different labels.
 
@@ -370,7 +370,7 @@ def check_no_conflicting_pair(K, y, likelihood_name, fix, rel=1e-12):
         )
 
 
-# %% book/09_naive_mean_field.md, code cell 26
+# %% book/09_naive_mean_field.md, code cell 29
 class _NaiveMFSolve:
     """NaiveMeanField at a given kernel: eq-mf-alpha solved by naive_mean_field,
     attributes set."""
@@ -419,7 +419,7 @@ class _NaiveMFSolve:
         return self
 
 
-# %% book/09_naive_mean_field.md, code cell 27
+# %% book/09_naive_mean_field.md, code cell 30
 def _loo_criterion(K, y, alpha, likelihood):
     """Eq. (eq-mf-loo-criterion): mean_i log Z_i(f_loo_i, var_loo_i) at the solution
     ``alpha``.
@@ -433,7 +433,7 @@ def _loo_criterion(K, y, alpha, likelihood):
     return float(np.mean(likelihood.log_Z(y, f_loo, var_loo)[0]))
 
 
-# %% book/09_naive_mean_field.md, code cell 28
+# %% book/09_naive_mean_field.md, code cell 31
 class _NaiveMFLOO:
     """NaiveMeanField's leave-one-out by linear response, eq-mf-loo, and
     eq-mf-loo-criterion."""
@@ -459,7 +459,7 @@ class _NaiveMFLOO:
         self.loo_error_ = float(np.mean(y * f_loo <= 0.0))
 
 
-# %% book/09_naive_mean_field.md, code cell 29
+# %% book/09_naive_mean_field.md, code cell 32
 def latent_moments(kernel, X_train, coef, posterior, X):
     """Eq. (eq-mf-predictive): mean <f(x)> = k(x)^T coef and Var f(x), noise-free, at
     rows of X.
@@ -480,7 +480,7 @@ def _mf_predict_proba(kernel, X_train, coef, posterior, kappa, v, X):
     return StepFlip(float(kappa)).predictive(mean, var + float(v))
 
 
-# %% book/09_naive_mean_field.md, code cell 30
+# %% book/09_naive_mean_field.md, code cell 33
 class _NaiveMFPrediction:
     """NaiveMeanField's predictions: mean (eq-exact-mean-rep), probability
     (eq-mf-predictive)."""
@@ -522,7 +522,7 @@ class _NaiveMFPrediction:
         )
 
 
-# %% book/09_naive_mean_field.md, code cell 31
+# %% book/09_naive_mean_field.md, code cell 34
 class NaiveMeanField(
     _NaiveMFSolve,
     _NaiveMFLOO,

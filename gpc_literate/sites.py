@@ -188,6 +188,7 @@ class PositiveSites(NamedTuple):
     Sigma: np.ndarray  # Sigma_+ (Fortran order), or None
 
 
+# %% book/08_gaussian_sites.md, code cell 8
 def positive_site_marginals(K, nu, tau, *, with_V=False, full=False):
     """Eq. (eq-sites-chol) for the sites tau > 0 (negative ones are left for
     eq-sites-negative).
@@ -234,7 +235,7 @@ def positive_site_marginals(K, nu, tau, *, with_V=False, full=False):
     return PositiveSites(pos, s, L, V, Linv, mean, var, coef, logdet, Sigma)
 
 
-# %% book/08_gaussian_sites.md, code cell 8
+# %% book/08_gaussian_sites.md, code cell 9
 def negative_site_correction(K, tau, pos, s, L, V, allow_improper=False):
     """Eq. (eq-sites-negative): the m negative sites as a rank-m correction of Sigma_+.
 
@@ -280,7 +281,7 @@ def negative_site_correction(K, tau, pos, s, L, V, allow_improper=False):
     return logdet, proper, pair, RSp, r[:, None] * M
 
 
-# %% book/08_gaussian_sites.md, code cell 9
+# %% book/08_gaussian_sites.md, code cell 10
 def _negative_site_marginals(K, tau, plus, full=False, allow_improper=False):
     """Eq. (eq-sites-negative): the marginals of ``plus`` (Sigma_+ of the positive
     sites) with the negative sites of ``tau`` included.
@@ -311,7 +312,7 @@ def _negative_site_marginals(K, tau, plus, full=False, allow_improper=False):
     return mean, var, coef, logdet, Sigma, proper, pair(M)
 
 
-# %% book/08_gaussian_sites.md, code cell 10
+# %% book/08_gaussian_sites.md, code cell 11
 class _InverseSum:
     """SitePosterior's A = (K + T^-1)^-1: the quadratic forms k^T A k and the dense
     A."""
@@ -348,7 +349,7 @@ class _InverseSum:
         return A
 
 
-# %% book/08_gaussian_sites.md, code cell 11
+# %% book/08_gaussian_sites.md, code cell 12
 class SitePosterior(_InverseSum):
     """Eqs (eq-sites-posterior), (eq-sites-chol), (eq-sites-negative): N(0, K) times the
     sites.
@@ -415,7 +416,7 @@ class SitePosterior(_InverseSum):
         return cavities(self.mean, self.var, self.coef, self.tau)
 
 
-# %% book/08_gaussian_sites.md, code cell 13
+# %% book/08_gaussian_sites.md, code cell 15
 def site_change(d_nu, d_tau, var_cav):
     """Eq. (eq-sites-converged): the largest site change, max(|d tau| var_cav, |d nu|
     sqrt(var_cav))."""
@@ -442,7 +443,7 @@ def adapt_damping(eta, damping, history, patience=1):
     return min(1.25 * eta, damping) if rises == 0 and len(history) > 1 else eta
 
 
-# %% book/08_gaussian_sites.md, code cell 14
+# %% book/08_gaussian_sites.md, code cell 16
 class SiteProposal(NamedTuple):
     """The undamped update at the current sites (nu, tau): changes, cavity variances,
     refusals."""
@@ -471,7 +472,7 @@ class SiteIteration(NamedTuple):
     n_factorizations: int
 
 
-# %% book/08_gaussian_sites.md, code cell 15
+# %% book/08_gaussian_sites.md, code cell 17
 def parallel_sites(
     K,
     y,

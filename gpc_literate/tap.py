@@ -113,6 +113,7 @@ class TAPEquations(NamedTuple):
     log_evidence: float
 
 
+# %% book/10_tap.md, code cell 5
 def tap_equations(K, y, likelihood, coef, var_cav):
     """Evaluate the TAP equations eq-tap-alpha and eq-tap-var-cav at (coef, var_cav).
 
@@ -154,7 +155,7 @@ def tap_equations(K, y, likelihood, coef, var_cav):
     )
 
 
-# %% book/10_tap.md, code cell 9
+# %% book/10_tap.md, code cell 11
 @dataclass
 class TAPResult:
     """Output of ``tap_fixed_point``.
@@ -183,7 +184,7 @@ class TAPResult:
     n_factorizations: int
 
 
-# %% book/10_tap.md, code cell 10
+# %% book/10_tap.md, code cell 12
 def tap_alpha_residual(y, likelihood, posterior, proposal=None):
     """max_i |d log Z_i / d mu - y_i alpha_i| at the cavities of ``posterior``:
     eq-tap-alpha's residual.
@@ -199,6 +200,7 @@ def tap_alpha_residual(y, likelihood, posterior, proposal=None):
     )
 
 
+# %% book/10_tap.md, code cell 13
 def tap_fixed_point(
     K, y, likelihood, *, max_iter=500, tol=1e-8, damping=0.5, coef_init=None
 ):
@@ -274,7 +276,7 @@ def tap_fixed_point(
     )
 
 
-# %% book/10_tap.md, code cell 18
+# %% book/10_tap.md, code cell 22
 def tap_evidence_gradient(coef, posterior, dK):
     """Eq. (eq-tap-evidence-gradient): d(-G_TAP)/d theta at a TAP solution, shape (p,).
 
@@ -287,7 +289,7 @@ def tap_evidence_gradient(coef, posterior, dK):
     )
 
 
-# %% book/10_tap.md, code cell 20
+# %% book/10_tap.md, code cell 25
 def _check_tap_options(kappa, v, tol, damping, max_iter, kernel, compute_loo):
     """ValueError unless TAP's options are valid: kappa in [0, 1/2), v >= 0, tol > 0,
     damping in (0, 1], an integer max_iter, a kernel (or None) and a boolean
@@ -301,7 +303,7 @@ def _check_tap_options(kappa, v, tol, damping, max_iter, kernel, compute_loo):
     check_bool(compute_loo, "compute_loo")
 
 
-# %% book/10_tap.md, code cell 21
+# %% book/10_tap.md, code cell 26
 def _solve_tap(
     K, y, likelihood, max_iter, tol, damping, coef_init=None, noise_free=False
 ):
@@ -337,7 +339,7 @@ def _solve_tap(
         ) from None
 
 
-# %% book/10_tap.md, code cell 22
+# %% book/10_tap.md, code cell 27
 def _tap_loo(likelihood, y, mu_cav, var_cav):
     """Eqs (eq-tap-loo), (eq-tap-error-probability): (loo_decision, loo_error,
     error_probability).
@@ -351,7 +353,7 @@ def _tap_loo(likelihood, y, mu_cav, var_cav):
     return mu_cav, loo_error, error_probability
 
 
-# %% book/10_tap.md, code cell 23
+# %% book/10_tap.md, code cell 28
 def _tap_predict_proba(kernel, X_train, coef, posterior, likelihood, v, X):
     """Eq. (eq-tap-predictive): kappa + (1 - 2 kappa) Phi(<f(x)> / sqrt(Var f(x) + v)).
 
@@ -361,7 +363,7 @@ def _tap_predict_proba(kernel, X_train, coef, posterior, likelihood, v, X):
     return likelihood.predictive(mean, var + float(v))
 
 
-# %% book/10_tap.md, code cell 24
+# %% book/10_tap.md, code cell 29
 class _TAPFit:
     """TAP at a given kernel: the equations solved, the solution and its
     leave-one-out stored."""
@@ -423,7 +425,7 @@ class _TAPFit:
         return self
 
 
-# %% book/10_tap.md, code cell 25
+# %% book/10_tap.md, code cell 30
 class _TAPEvidence:
     """-G_TAP (eq-tap-log-evidence) and its gradient (eq-tap-evidence-gradient) at
     any theta."""
@@ -463,7 +465,7 @@ class _TAPEvidence:
         return self.log_marginal_likelihood(theta, eval_gradient)
 
 
-# %% book/10_tap.md, code cell 26
+# %% book/10_tap.md, code cell 31
 class _TAPPrediction:
     """Decision function (eq-exact-mean-rep) and class probability
     (eq-tap-predictive)."""
@@ -495,7 +497,7 @@ class _TAPPrediction:
         )
 
 
-# %% book/10_tap.md, code cell 27
+# %% book/10_tap.md, code cell 32
 class TAP(
     _TAPFit, _TAPEvidence, _TAPPrediction, LearnsHyperparameters, GPClassifierBase
 ):
