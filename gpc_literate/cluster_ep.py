@@ -41,6 +41,7 @@ from gpc_literate.sparse_ep import (
     fitc_fit,
     fitc_prior,
     rbf_cross_vjp,
+    register_cluster_fit,
     search_fitc,
 )
 
@@ -526,3 +527,6 @@ def fit_on_cluster(
     if learned is not None:
         learned.value = float(fit.log_evidence)
     return kernel, Z, learned, fit, beta
+
+
+register_cluster_fit(fit_on_cluster)  # SparseEP.fit(client=...) of chapter 25 calls it

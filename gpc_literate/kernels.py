@@ -6,12 +6,15 @@
 
 Built from chapter 3 of the book (book/03_covariance_functions.md). Kernels:
 ``RBF`` (squared exponential with ARD), ``ArcSin`` (infinite neural network),
-``Linear`` (perceptron) and ``Cauchy``; all derive from ``Kernel``.
+``Linear`` (perceptron), ``Cauchy``, ``Matern`` (nu = 1/2, 3/2, 5/2, with ARD), and
+``Sum`` and ``Product`` of two kernels (``k1 + k2``, ``k1 * k2``); all derive from
+``Kernel``.
 """
 
 import copy
 
 import numpy as np
+from scipy.spatial.distance import cdist
 
 __all__ = [
     "Kernel",
@@ -19,6 +22,9 @@ __all__ = [
     "ArcSin",
     "Linear",
     "Cauchy",
+    "Matern",
+    "Sum",
+    "Product",
     "check_kernel",
     "default_kernel",
     "input_scale",
@@ -145,11 +151,12 @@ def _split_theta(theta, values, names):
 def _check_param_names(kernel, params):
     """Raise ValueError if a key of ``params`` is not a constructor argument of
     ``kernel``."""
-    unknown = sorted(set(params) - set(kernel._hyperparameters))
+    valid = list(kernel.get_params(deep=True))
+    unknown = sorted(set(params) - set(valid))
     if unknown:
         raise ValueError(
             f"Invalid parameter(s) {unknown} for kernel {type(kernel).__name__}; "
-            f"valid parameters are {list(kernel._hyperparameters)}"
+            f"valid parameters are {valid}"
         )
 
 
@@ -245,11 +252,13 @@ class _KernelParams:
         k.
 
         ``deep`` is part of scikit-learn's protocol; a kernel has no nested objects, so
-        it changes nothing.
+        it changes nothing (Sum and Product have nested kernels and override this).
         """
         return {
             p: (v.copy() if isinstance(v, np.ndarray) else v)
-            for p, v in ((p, getattr(self, p)) for p in self._hyperparameters)
+            for p, v in (
+                (p, getattr(self, p)) for p in self._hyperparameters + self._fixed
+            )
         }
 
     def set_params(self, **params):
@@ -283,15 +292,25 @@ class Kernel(_KernelEvaluation, _KernelTheta, _KernelParams):
 
     Subclasses set the class attributes ``_hyperparameters`` (constructor arguments that
     are positive hyperparameters, in the order of ``theta``), ``_optional`` (those that
-    may be zero, meaning "term absent"; a zero one is left out of ``theta``) and
-    ``_vector`` (those that may be a 1-D array with one entry per input dimension, ARD),
-    and implement ``_matrix(X, Z)``, ``_diag(X)`` and ``_gradient(X)``. Assigning a
-    hyperparameter attribute validates it.
+    may be zero, meaning "term absent"; a zero one is left out of ``theta``),
+    ``_vector`` (those that may be a 1-D array with one entry per input dimension, ARD)
+    and ``_fixed`` (constructor arguments that are not hyperparameters, such as the
+    smoothness of a Matern kernel: never in ``theta``), and implement ``_matrix(X, Z)``,
+    ``_diag(X)`` and ``_gradient(X)``. Assigning a hyperparameter attribute validates
+    it. ``k1 + k2`` and ``k1 * k2`` are the kernels Sum and Product
+    (sec-kern-sum-product).
     """
 
     _hyperparameters: tuple = ()
     _optional: tuple = ()
     _vector: tuple = ()
+    _fixed: tuple = ()
+
+    def __add__(self, other):
+        return Sum(self, other) if isinstance(other, Kernel) else NotImplemented
+
+    def __mul__(self, other):
+        return Product(self, other) if isinstance(other, Kernel) else NotImplemented
 
     def __setattr__(self, name, value):
         if name in self._hyperparameters:
@@ -680,3 +699,228 @@ class Cauchy(Kernel):
 
     def _gradient(self, X):
         return _cauchy_gradient(X, self.length_scale, self.variance)
+
+
+# %% book/03_covariance_functions.md, code cell 38
+_MATERN_NU = (0.5, 1.5, 2.5)
+
+
+def _matern_parts(D, nu, variance):
+    """k and F = -2 dk/d(r^2) of eqs eq-kern-matern and eq-kern-grad-matern at the
+    scaled squared distances D = r^2."""
+    r = np.sqrt(D)
+    if nu == 0.5:
+        E = variance * np.exp(-r)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            F = np.where(r > 0.0, E / r, 0.0)
+        return E, F
+    if nu == 1.5:
+        E = variance * np.exp(-np.sqrt(3.0) * r)
+        return (1.0 + np.sqrt(3.0) * r) * E, 3.0 * E
+    E = variance * np.exp(-np.sqrt(5.0) * r)
+    return (
+        (1.0 + np.sqrt(5.0) * r + (5.0 / 3.0) * D) * E,
+        (5.0 / 3.0) * (1.0 + np.sqrt(5.0) * r) * E,
+    )
+
+
+def _matern_sqdist(X, Z=None):
+    """Squared distances r^2 from the differences of the rows of X and Z (cdist), exact
+    zeros for equal rows."""
+    return cdist(X, X if Z is None else Z, "sqeuclidean")
+
+
+def _check_nu(nu):
+    """Validate a Matern smoothness: one of 1/2, 3/2, 5/2 (as a number)."""
+    if isinstance(nu, bool) or not isinstance(
+        nu, (int, float, np.integer, np.floating)
+    ):
+        raise TypeError(f"nu must be one of {_MATERN_NU}, got {nu!r}")
+    if float(nu) not in _MATERN_NU:
+        raise ValueError(
+            f"nu must be one of {_MATERN_NU} (the Matern kernels with a closed form); "
+            f"got {nu!r}. For a smoother prior use RBF, the limit nu -> infinity."
+        )
+    return float(nu)
+
+
+# %% book/03_covariance_functions.md, code cell 39
+class Matern(Kernel):
+    """Matern kernel with ARD, eq-kern-matern, for smoothness nu = 1/2, 3/2 or 5/2.
+
+    k(x, x') = variance * k_nu(r),  r = sqrt(sum_i (x_i - x'_i)**2 / length_scale_i**2),
+
+    with k_{1/2}(r) = exp(-r), k_{3/2}(r) = (1 + sqrt3 r) exp(-sqrt3 r) and
+    k_{5/2}(r) = (1 + sqrt5 r + 5 r**2 / 3) exp(-sqrt5 r) (Rasmussen & Williams 2006,
+    eqs 4.16-4.17); the gradients are eq-kern-grad-matern.
+
+    Parameters
+    ----------
+    length_scale : float or 1-D array, > 0
+        One length scale for all inputs (isotropic) or one per input dimension (ARD).
+    variance : float, > 0
+        Signal variance k(x, x).
+    nu : {0.5, 1.5, 2.5}
+        Smoothness: the samples are ceil(nu) - 1 times mean-square differentiable. Not
+        a hyperparameter (never in ``theta``), but a parameter for ``set_params``.
+
+    ``theta`` = log of (length_scale..., variance).
+    """
+
+    _hyperparameters = ("length_scale", "variance")
+    _vector = ("length_scale",)
+    _fixed = ("nu",)
+
+    def __init__(self, length_scale=1.0, variance=1.0, nu=2.5):
+        self.length_scale = length_scale
+        self.variance = variance
+        self.nu = nu
+
+    def __setattr__(self, name, value):
+        super().__setattr__(name, _check_nu(value) if name == "nu" else value)
+
+    def _matrix(self, X, Z):
+        ls = self.length_scale
+        D = _matern_sqdist(X / ls, None if Z is None else Z / ls)
+        return _matern_parts(D, self.nu, self.variance)[0]
+
+    def _diag(self, X):
+        return np.full(X.shape[0], self.variance)
+
+    def _gradient(self, X):
+        n, d = X.shape
+        ard = np.ndim(self.length_scale) == 1
+        G = np.empty(((d if ard else 1) + 1, n, n))
+        Xs = X / self.length_scale
+        D = _matern_sqdist(Xs)
+        K, F = _matern_parts(D, self.nu, self.variance)
+        _length_scale_slices(F, Xs, D, ard, G)
+        G[-1] = K
+        return G
+
+
+# %% book/03_covariance_functions.md, code cell 42
+class _Combination(Kernel):
+    """What Sum and Product share: two kernels, their theta, parameters and inputs."""
+
+    def __init__(self, k1, k2):
+        for name, k in (("k1", k1), ("k2", k2)):
+            if not isinstance(k, Kernel):
+                raise TypeError(
+                    f"{name} must be a gpc_literate.kernels.Kernel such as RBF(); "
+                    f"got {k!r}"
+                )
+        self.k1 = k1
+        self.k2 = k2
+
+    @property
+    def theta(self):
+        """log-hyperparameters of k1, then those of k2 (a copy); settable."""
+        return np.concatenate([self.k1.theta, self.k2.theta])
+
+    @theta.setter
+    def theta(self, theta):
+        raw = np.asarray(theta)
+        n1, n = self.k1.theta.size, self.k1.theta.size + self.k2.theta.size
+        if raw.ndim != 1 or raw.size != n:
+            raise ValueError(
+                f"theta must be a 1-D array of length {n} {self.hyperparameter_names}, "
+                f"got shape {raw.shape}"
+            )
+        k1, k2 = self.k1.with_theta(raw[:n1]), self.k2.with_theta(raw[n1:])
+        self.k1, self.k2 = k1, k2
+
+    @property
+    def hyperparameter_names(self):
+        """Names of the entries of theta: k1__log_length_scale, ..., k2__log_variance
+        (k1's, then k2's)."""
+        return tuple(f"k1__{s}" for s in self.k1.hyperparameter_names) + tuple(
+            f"k2__{s}" for s in self.k2.hyperparameter_names
+        )
+
+    def get_params(self, deep=True):
+        """k1 and k2, and with ``deep`` their parameters as k1__name, k2__name."""
+        params = {"k1": self.k1, "k2": self.k2}
+        if deep:
+            for name in ("k1", "k2"):
+                for key, value in getattr(self, name).get_params(deep=True).items():
+                    params[f"{name}__{key}"] = value
+        return params
+
+    def set_params(self, **params):
+        """Set k1, k2 or their parameters (k1__length_scale=...); return self.
+
+        Raises ValueError for an unknown name; nothing changes if any value is refused.
+        """
+        _check_param_names(self, params)
+        new = {"k1": params.get("k1", self.k1), "k2": params.get("k2", self.k2)}
+        type(self)(new["k1"], new["k2"])  # validates k1 and k2
+        for name in ("k1", "k2"):
+            nested = {
+                key.split("__", 1)[1]: value
+                for key, value in params.items()
+                if key.startswith(name + "__")
+            }
+            if nested:
+                new[name] = copy.deepcopy(new[name]).set_params(**nested)
+        self.k1, self.k2 = new["k1"], new["k2"]
+        return self
+
+    def __sklearn_clone__(self):
+        return type(self)(self.k1.__sklearn_clone__(), self.k2.__sklearn_clone__())
+
+    def _check_X(self, X, name):
+        return self.k2._check_X(self.k1._check_X(X, name), name)
+
+
+# %% book/03_covariance_functions.md, code cell 43
+class Sum(_Combination):
+    """Sum of two kernels, k(x, x') = k1(x, x') + k2(x, x'), eq-kern-sum-product.
+
+    Also written ``k1 + k2``. ``theta`` is k1's followed by k2's; the parameters are
+    ``k1``, ``k2`` and, nested, ``k1__length_scale`` etc. (scikit-learn's convention).
+
+    Parameters
+    ----------
+    k1, k2 : Kernel
+        The two kernels.
+    """
+
+    def _matrix(self, X, Z):
+        return self.k1._matrix(X, Z) + self.k2._matrix(X, Z)
+
+    def _diag(self, X):
+        return self.k1._diag(X) + self.k2._diag(X)
+
+    def _gradient(self, X):
+        return np.concatenate([self.k1._gradient(X), self.k2._gradient(X)])
+
+    def __repr__(self):
+        return f"{self.k1!r} + {self.k2!r}"
+
+
+class Product(_Combination):
+    """Product of two kernels, k(x, x') = k1(x, x') k2(x, x'), eq-kern-sum-product.
+
+    Also written ``k1 * k2``. ``theta`` is k1's followed by k2's; the parameters are
+    ``k1``, ``k2`` and, nested, ``k1__length_scale`` etc. (scikit-learn's convention).
+
+    Parameters
+    ----------
+    k1, k2 : Kernel
+        The two kernels.
+    """
+
+    def _matrix(self, X, Z):
+        return self.k1._matrix(X, Z) * self.k2._matrix(X, Z)
+
+    def _diag(self, X):
+        return self.k1._diag(X) * self.k2._diag(X)
+
+    def _gradient(self, X):
+        K1, K2 = self.k1._matrix(X, None), self.k2._matrix(X, None)
+        return np.concatenate([self.k1._gradient(X) * K2, K1 * self.k2._gradient(X)])
+
+    def __repr__(self):
+        wrap = lambda k: f"({k!r})" if isinstance(k, Sum) else repr(k)  # noqa: E731
+        return f"{wrap(self.k1)} * {wrap(self.k2)}"

@@ -621,6 +621,28 @@ def _check_sparse_options(est):
 
 
 # %% book/25_sparse_ep.md, code cell 27
+_CLUSTER_FIT = []  # [fit_on_cluster] once chapter 27's module is imported
+
+
+def register_cluster_fit(function):
+    """Chapter 27's hook: the function that runs SparseEP's fit on a Dask client, with
+    fit_in_process's arguments and a keyword ``client``."""
+    _CLUSTER_FIT[:] = [function]
+
+
+def _cluster_fit(client):
+    """The registered cluster fit bound to ``client``; ImportError if chapter 27's
+    module was never imported."""
+    if not _CLUSTER_FIT:
+        raise ImportError(
+            "SparseEP.fit(client=...) runs on a Dask cluster through chapter 27's "
+            "module: import gpc_literate.cluster_ep (it needs dask.distributed) and "
+            "fit again"
+        )
+    return functools.partial(_CLUSTER_FIT[0], client=client)
+
+
+# %% book/25_sparse_ep.md, code cell 28
 class _SparseFit:
     """SparseEP's fit: options checked, inducing inputs chosen, EP run (and
     learning), stored."""
@@ -694,9 +716,7 @@ class _SparseFit:
         if client is None:
             run = fit_in_process
         else:
-            from gpc_literate.cluster_ep import fit_on_cluster  # chapter 27
-
-            run = functools.partial(fit_on_cluster, client=client)
+            run = _cluster_fit(client)  # chapter 27's fit_on_cluster
         try:
             kernel, Z, self.learning_, fit, beta = run(
                 kernel, X, y_pm, likelihood, Z, nu, tau, **options
@@ -767,7 +787,7 @@ def fit_in_process(
     )
 
 
-# %% book/25_sparse_ep.md, code cell 28
+# %% book/25_sparse_ep.md, code cell 29
 def _fitted_attributes(kernel, likelihood, X, y_pm, Z, fit, beta):
     """SparseEP's fitted attributes (name -> value) from a FITCFit; the predictor (L,
     C, beta)."""
@@ -792,7 +812,7 @@ def _fitted_attributes(kernel, likelihood, X, y_pm, Z, fit, beta):
     return attributes, (fit.prior.L, post.C, beta)
 
 
-# %% book/25_sparse_ep.md, code cell 29
+# %% book/25_sparse_ep.md, code cell 30
 class _SparseEvidence:
     """SparseEP's log evidence (eq-ep-logz-stable) and its gradient
     (eq-sparse-gradient)."""
@@ -856,7 +876,7 @@ class _SparsePrediction:
         return self.likelihood_.predictive(*self.predict_latent(X))
 
 
-# %% book/25_sparse_ep.md, code cell 30
+# %% book/25_sparse_ep.md, code cell 31
 class SparseEP(_SparseFit, _SparseEvidence, _SparsePrediction, GPClassifierBase):
     """Gaussian-process classifier by EP on the FITC prior with M inducing inputs
     (chapter 25).

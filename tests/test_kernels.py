@@ -4,7 +4,7 @@ import copy
 import numpy as np
 import pytest
 
-from gpc_literate.kernels import ArcSin, Cauchy, Kernel, Linear, RBF
+from gpc_literate.kernels import RBF, ArcSin, Cauchy, Kernel, Linear, Matern, Product, Sum
 
 D = 3
 
@@ -21,6 +21,14 @@ KERNELS = {
     "linear_bias": lambda: Linear(0.5, bias=2.0),
     "cauchy_iso": lambda: Cauchy(0.9, variance=1.3),
     "cauchy_ard": lambda: Cauchy([0.4, 1.0, 2.5], variance=0.7),
+    "matern12_iso": lambda: Matern(0.9, variance=1.3, nu=0.5),
+    "matern12_ard": lambda: Matern([0.4, 1.0, 2.5], variance=0.7, nu=0.5),
+    "matern32_ard": lambda: Matern([0.4, 1.0, 2.5], variance=0.7, nu=1.5),
+    "matern52_iso": lambda: Matern(1.1, variance=2.0, nu=2.5),
+    "matern52_ard": lambda: Matern([0.6, 1.5, 0.8], variance=2.2, nu=2.5),
+    "sum_rbf_linear": lambda: RBF([0.5, 1.0, 2.5], variance=2.0) + Linear(0.5, bias=0.2),
+    "product_matern_arcsin": lambda: Matern(1.2) * ArcSin(0.7, bias_variance=0.5),
+    "nested": lambda: (Matern(0.8, nu=1.5) + Cauchy(2.0)) * RBF(3.0, bias=0.1),
 }
 
 
@@ -214,11 +222,12 @@ def test_with_theta_returns_new_kernel(kernel, X):
 
 
 def test_get_params_reconstructs(kernel, X):
-    params = kernel.get_params()
+    params = kernel.get_params(deep=False)
     k2 = type(kernel)(**params)
     np.testing.assert_array_equal(k2(X), kernel(X))
     assert repr(k2) == repr(kernel)
-    assert repr(kernel).startswith(type(kernel).__name__ + "(")
+    if not isinstance(kernel, (Sum, Product)):
+        assert repr(kernel).startswith(type(kernel).__name__ + "(")
 
 
 def test_theta_names_and_order():
@@ -401,3 +410,127 @@ def test_every_estimator_rejects_a_kernel_that_is_not_a_Kernel(bad):
                 VariationalSVM):
         with pytest.raises(TypeError, match="kernel must be"):
             cls(kernel=bad).fit(X, y)
+
+
+# -- Matern (chapter 3, sec-kern-matern) -------------------------------------------------------
+@pytest.mark.parametrize("nu", [0.5, 1.5, 2.5])
+def test_matern_closed_forms_match_the_bessel_form(nu):
+    from scipy.special import gamma, kv
+
+    r = np.concatenate([[1e-3], np.linspace(0.05, 15.0, 80)])
+    k = Matern(1.0, variance=2.0, nu=nu)(r[:, None], np.zeros((1, 1)))[:, 0]
+    z = np.sqrt(2 * nu) * r
+    bessel = 2.0 * 2 ** (1 - nu) / gamma(nu) * z**nu * kv(nu, z)
+    np.testing.assert_allclose(k, bessel, rtol=1e-10)
+
+
+def test_matern_tends_to_rbf_as_nu_grows():
+    r = np.linspace(0.0, 5.0, 200)[:, None]
+    rbf = RBF(1.0)(r, np.zeros((1, 1)))[:, 0]
+    gaps = [np.abs(Matern(1.0, nu=nu)(r, np.zeros((1, 1)))[:, 0] - rbf).max()
+            for nu in (0.5, 1.5, 2.5)]
+    assert gaps[0] > gaps[1] > gaps[2]
+
+
+@pytest.mark.parametrize("nu", [0.5, 1.5, 2.5])
+def test_matern_cross_covariance_with_itself_is_exact(nu, X):
+    k = Matern([0.5, 1.0, 2.0], nu=nu)
+    np.testing.assert_array_equal(np.diag(k(X, X)), np.full(len(X), 1.0))
+    np.testing.assert_allclose(k(X, X), k(X), rtol=1e-14, atol=0)
+
+
+@pytest.mark.parametrize("bad, error", [(2.0, ValueError), (0.0, ValueError), ("2.5", TypeError),
+                                        (None, TypeError), (True, TypeError)])
+def test_matern_nu_is_validated(bad, error):
+    with pytest.raises(error, match="nu must be one of"):
+        Matern(nu=bad)
+    k = Matern(nu=1.5)
+    with pytest.raises(error, match="nu must be one of"):
+        k.set_params(nu=bad)
+    assert k.nu == 1.5
+
+
+def test_matern_nu_is_a_parameter_not_a_hyperparameter():
+    k = Matern([1.0, 2.0], variance=3.0, nu=0.5)
+    params = k.get_params()
+    assert list(params) == ["length_scale", "variance", "nu"] and params["nu"] == 0.5
+    assert k.hyperparameter_names == ("log_length_scale[0]", "log_length_scale[1]",
+                                      "log_variance")
+    assert k.set_params(nu=2.5) is k and k.nu == 2.5 and k.theta.size == 3
+    assert k.with_theta(k.theta + 1.0).nu == 2.5
+    assert repr(k) == "Matern(length_scale=[1.0, 2.0], variance=3.0, nu=2.5)"
+
+
+# -- Sum and Product (chapter 3, sec-kern-sum-product) -------------------------------------------
+def test_sum_and_product_values(X, Z):
+    k1, k2 = Matern([0.5, 1.0, 2.0], nu=1.5), Linear(0.4, bias=0.3)
+    np.testing.assert_allclose((k1 + k2)(X, Z), k1(X, Z) + k2(X, Z), rtol=1e-14)
+    np.testing.assert_allclose((k1 * k2)(X, Z), k1(X, Z) * k2(X, Z), rtol=1e-14)
+    np.testing.assert_allclose((k1 * k2).diag(X), k1.diag(X) * k2.diag(X), rtol=1e-14)
+    assert isinstance(k1 + k2, Sum) and isinstance(k1 * k2, Product)
+
+
+def test_combination_theta_names_and_params():
+    k = RBF([1.0, 2.0], variance=3.0) + Matern(0.5, nu=0.5)
+    assert k.hyperparameter_names == ("k1__log_length_scale[0]", "k1__log_length_scale[1]",
+                                      "k1__log_variance", "k2__log_length_scale",
+                                      "k2__log_variance")
+    np.testing.assert_allclose(k.theta, np.log([1.0, 2.0, 3.0, 0.5, 1.0]))
+    params = k.get_params(deep=True)
+    assert params["k1"] is k.k1 and params["k2__nu"] == 0.5
+    assert set(k.get_params(deep=False)) == {"k1", "k2"}
+    assert k.set_params(k1__variance=5.0, k2__nu=2.5) is k
+    assert k.k1.variance == 5.0 and k.k2.nu == 2.5
+
+
+def test_combination_set_params_refuses_and_changes_nothing():
+    k = RBF(1.0) * Cauchy(2.0)
+    with pytest.raises(ValueError, match="Invalid parameter"):
+        k.set_params(k3__length_scale=1.0)
+    with pytest.raises(ValueError, match="Invalid parameter"):
+        k.set_params(k1__nonsense=1.0)
+    with pytest.raises(ValueError, match="must be positive"):
+        k.set_params(k1__length_scale=3.0, k2__length_scale=-1.0)
+    assert k.k1.length_scale == 1.0 and k.k2.length_scale == 2.0
+    with pytest.raises(TypeError, match="k2 must be a gpc_literate.kernels.Kernel"):
+        k.set_params(k2="rbf")
+    with pytest.raises(ValueError, match="length 4"):
+        k.theta = [0.0, 0.0]
+
+
+@pytest.mark.parametrize("bad", ["rbf", 2.0, None])
+def test_combination_needs_two_kernels(bad):
+    with pytest.raises(TypeError, match="k1 must be a gpc_literate.kernels.Kernel"):
+        Sum(bad, RBF())
+    with pytest.raises(TypeError, match="k2 must be a gpc_literate.kernels.Kernel"):
+        Product(RBF(), bad)
+    with pytest.raises(TypeError):
+        RBF() + bad
+    with pytest.raises(TypeError):
+        RBF() * bad
+
+
+def test_combination_clone_shares_nothing():
+    from sklearn.base import clone
+
+    k = RBF([1.0, 2.0]) + Linear(0.5)
+    c = clone(k)
+    assert c is not k and c.k1 is not k.k1 and repr(c) == repr(k)
+    c.set_params(k1__length_scale=[5.0, 5.0])
+    assert k.k1.length_scale.tolist() == [1.0, 2.0]
+    w = copy.deepcopy(k).with_theta(k.theta + 1.0)
+    np.testing.assert_allclose(w.theta, k.theta + 1.0)
+    np.testing.assert_allclose(k.theta, np.log([1.0, 2.0, 1.0, 0.5]))
+
+
+def test_product_repr_brackets_a_sum():
+    k = (RBF(1.0) + Linear(0.5)) * Matern(2.0)
+    assert repr(k) == ("(RBF(length_scale=1.0, variance=1.0, bias=0.0) + "
+                       "Linear(variance=0.5, bias=0.0)) * "
+                       "Matern(length_scale=2.0, variance=1.0, nu=2.5)")
+
+
+def test_combination_checks_the_inputs_of_each_part():
+    k = RBF([1.0, 2.0]) + Linear()
+    with pytest.raises(ValueError):
+        k(np.ones((4, 3)))

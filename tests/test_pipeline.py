@@ -120,7 +120,9 @@ def modules_used(chapter: Path) -> set[str]:
         source = "\n".join(line for line in cell.source.splitlines()
                            if not line.lstrip().startswith(("%", "!")))
         tree = ast.parse(source)
-        deferred = {id(node) for fn in ast.walk(tree)
+        # an import inside a function of an exported cell is still the module's import
+        exported = "export" in cell.metadata.get("tags", [])
+        deferred = set() if exported else {id(node) for fn in ast.walk(tree)
                     if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef))
                     for node in ast.walk(fn) if isinstance(node, (ast.Import, ast.ImportFrom))}
         for node in ast.walk(tree):

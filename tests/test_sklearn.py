@@ -26,7 +26,7 @@ from gpc_literate.base import ConvergenceWarning, GPClassifierBase, NotFittedErr
 from gpc_literate.comparison import LeastSquaresDiscriminant
 from gpc_literate.criteria import BiasedEP
 from gpc_literate.ep_classifier import EP
-from gpc_literate.kernels import RBF, ArcSin, Cauchy, Linear
+from gpc_literate.kernels import RBF, ArcSin, Cauchy, Linear, Matern
 from gpc_literate.laplace import Laplace
 from gpc_literate.likelihoods import Probit
 from gpc_literate.meanfield import NaiveMeanField
@@ -175,6 +175,44 @@ def test_grid_search_over_length_scale_and_over_kernels():
                           scoring="roc_auc").fit(X, Y)
     assert repr(search.best_params_["kernel"]) in {repr(k) for k in kernels}
     assert [k.length_scale for k in kernels] == [1.0, 3.0]          # the grid is left alone
+
+
+def test_grid_search_over_a_nested_kernel_parameter_and_matern_smoothness():
+    cv = StratifiedKFold(3, shuffle=True, random_state=0)
+    grid = {"kernel__k1__length_scale": [0.5, 2.0], "kernel__k1__nu": [0.5, 2.5]}
+    model = EP(kernel=Matern() + Linear(0.1), optimizer=None)
+    search = GridSearchCV(model, grid, cv=cv).fit(X, Y)
+    best = search.best_estimator_.kernel_
+    assert best.k1.length_scale == search.best_params_["kernel__k1__length_scale"]
+    assert best.k1.nu == search.best_params_["kernel__k1__nu"]
+    assert model.kernel.k1.length_scale == 1.0 and model.kernel.k1.nu == 2.5  # untouched
+    assert "kernel__k1__nu" in model.get_params(deep=True)
+
+
+@pytest.mark.parametrize("kernel", [Matern(nu=0.5), Matern([1.0] * 3, nu=2.5),
+                                    RBF() + Linear(0.1), RBF() * Cauchy()], ids=repr)
+@pytest.mark.parametrize("make", [EP, Laplace], ids=lambda c: c.__name__)
+@pytest.mark.filterwarnings("ignore::gpc_literate.base.ConvergenceWarning")  # separable: bounds
+def test_estimators_learn_matern_and_combined_kernels(make, kernel):
+    model = make(kernel=kernel).fit(X, Y)
+    assert type(model.kernel_) is type(kernel)
+    assert not np.allclose(model.kernel_.theta, kernel.theta)  # the search moved
+    assert np.isfinite(model.log_marginal_likelihood_)
+    assert model.log_marginal_likelihood_ >= model.log_marginal_likelihood(kernel.theta) - 1e-6
+    assert np.mean(model.predict(X) == Y) > 0.7
+
+
+@pytest.mark.parametrize("kernel", [Matern([0.7, 1.0, 1.5], nu=1.5),
+                                    RBF(1.5) * Linear(0.5, bias=0.2)], ids=repr)
+def test_evidence_gradient_of_combined_kernels(kernel):
+    model = EP(kernel=kernel, optimizer=None, tol=1e-10).fit(X[:30], Y[:30])
+    theta = kernel.theta
+    value, grad = model.log_marginal_likelihood(theta, eval_gradient=True)
+    h = 1e-5
+    fd = [(model.log_marginal_likelihood(theta + h * e) -
+           model.log_marginal_likelihood(theta - h * e)) / (2 * h)
+          for e in np.eye(theta.size)]
+    np.testing.assert_allclose(grad, fd, rtol=1e-4, atol=1e-6)
 
 
 def test_pipeline_cross_val_score_and_calibration():

@@ -229,3 +229,19 @@ def test_sparse_ep_on_random_problems(problem):
     scale = 1.0 + abs(full.log_marginal_likelihood_)
     assert abs(at_X.log_marginal_likelihood_ - full.log_marginal_likelihood_) < 1e-5 * scale
     np.testing.assert_allclose(at_X.predict_proba(Xp), full.predict_proba(Xp), atol=1e-4)
+
+
+def test_fit_with_a_client_needs_chapter_27s_module(monkeypatch):
+    """Chapter 25 does not import chapter 27: the cluster fit is a hook that
+    gpc_literate.cluster_ep registers, and without it fit(client=) says what to import."""
+    import gpc_literate.sparse_ep as sparse_ep
+
+    monkeypatch.setattr(sparse_ep, "_CLUSTER_FIT", [])
+    X = np.random.default_rng(0).normal(size=(20, 2))
+    y = np.where(X[:, 0] > 0, 1, -1)
+    with pytest.raises(ImportError, match="import gpc_literate.cluster_ep"):
+        SparseEP(n_inducing=5, optimizer=None).fit(X, y, client=object())
+    import gpc_literate.cluster_ep as cluster_ep
+
+    sparse_ep.register_cluster_fit(cluster_ep.fit_on_cluster)
+    assert sparse_ep._CLUSTER_FIT == [cluster_ep.fit_on_cluster]
