@@ -118,6 +118,8 @@ FITTERS = {
     "Linear": ("Linear",),
 }
 
+
+# %% book/21_variational_experiments.md, code cell 3
 # Seeger (NIPS 2000), Table 1: test errors, columns in the order of METHODS
 # (Var.GP y-hat, Var.GP mu, Lapl. GP, Var.SVM y-hat, Var.SVM mu, SVM 10-CV, Lin. discr.)
 _PAPER_ROWS = {
@@ -145,7 +147,7 @@ AMBIGUOUS = {
 }
 
 
-# %% book/21_variational_experiments.md, code cell 5
+# %% book/21_variational_experiments.md, code cell 7
 class LeastSquaresDiscriminant(GPClassifierBase):
     """Eq. (eq-var16-lsq): least squares on +-1 targets with an intercept (Seeger's Lin.
     discr.).
@@ -169,7 +171,7 @@ class LeastSquaresDiscriminant(GPClassifierBase):
     # no _predict_proba_positive, hence no predict_proba: there are no probabilities
 
 
-# %% book/21_variational_experiments.md, code cell 7
+# %% book/21_variational_experiments.md, code cell 9
 def svm_dual_accelerated(K, y, *, C, tol=1e-3, max_iter=20000, alpha_init=None):
     """Eq. (eq-var16-fista): FISTA with adaptive restart on the SVM dual
     (eq-var16-dual), with bias.
@@ -216,7 +218,7 @@ def svm_dual_accelerated(K, y, *, C, tol=1e-3, max_iter=20000, alpha_init=None):
     return AdatronResult(alpha, float(bias), n_iter, converged, step, eta)
 
 
-# %% book/21_variational_experiments.md, code cell 9
+# %% book/21_variational_experiments.md, code cell 11
 SVM_SCALES = (1 / 16, 1 / 4, 1.0, 4.0, 16.0)  # squared length scale / d
 SVM_CS = (0.1, 1.0, 10.0, 100.0)
 
@@ -246,7 +248,7 @@ def _check_grid(values, name):
     return values
 
 
-# %% book/21_variational_experiments.md, code cell 10
+# %% book/21_variational_experiments.md, code cell 12
 def select_svm_cv(
     X, y, *, scales=SVM_SCALES, Cs=SVM_CS, n_folds=10, seed=0, tol=1e-2, max_iter=20000
 ):
@@ -302,7 +304,7 @@ def select_svm_cv(
     )
 
 
-# %% book/21_variational_experiments.md, code cell 12
+# %% book/21_variational_experiments.md, code cell 14
 DEFAULT_CONFIG = {
     "n_factors": 2,
     "var_max_iter": 100,
@@ -322,6 +324,7 @@ DEFAULT_CONFIG = {
 }
 
 
+# %% book/21_variational_experiments.md, code cell 15
 def start_kernel(n_features, config=None):
     """Seeger's eq. 8 at the starting point: ARD RBF, w_i = 1/d, C = 1, C v = 0.1."""
     config = dict(DEFAULT_CONFIG, **(config or {}))
@@ -359,7 +362,7 @@ def _weights(kernel):
     return [float(w) for w in 1.0 / np.asarray(kernel.length_scale, dtype=float) ** 2]
 
 
-# %% book/21_variational_experiments.md, code cell 13
+# %% book/21_variational_experiments.md, code cell 16
 def _fit(fitter, X, y, X_test, config):
     """Fit one fitter on (X, y); return ({method: predictions on X_test}, details)."""
     d = X.shape[1]
@@ -443,7 +446,7 @@ def _fit(fitter, X, y, X_test, config):
     )
 
 
-# %% book/21_variational_experiments.md, code cell 14
+# %% book/21_variational_experiments.md, code cell 17
 def run_one(dataset, split, fitter, config=None):
     """One job: fit ``fitter`` on the training part of split ``split`` of ``dataset``,
     count test errors.
@@ -488,7 +491,7 @@ def run_one(dataset, split, fitter, config=None):
     return record
 
 
-# %% book/21_variational_experiments.md, code cell 15
+# %% book/21_variational_experiments.md, code cell 18
 def _key(record):
     return (record["dataset"], int(record["split"]), record["fitter"])
 
@@ -571,7 +574,7 @@ def run_comparison(
     )
 
 
-# %% book/21_variational_experiments.md, code cell 16
+# %% book/21_variational_experiments.md, code cell 19
 def prediction_interval(values, level=0.95):
     """Eq. (eq-var16-rule): the normal prediction interval for one more value, widened
     by 1/2.
@@ -592,6 +595,7 @@ def prediction_interval(values, level=0.95):
     return float(values.mean() - half - 0.5), float(values.mean() + half + 0.5)
 
 
+# %% book/21_variational_experiments.md, code cell 20
 def summarise_counts(records):
     """Per data set and method: counts over splits, mean, std, min, max, scaled counts.
 
@@ -634,7 +638,7 @@ def summarise_counts(records):
     return ordered
 
 
-# %% book/21_variational_experiments.md, code cell 17
+# %% book/21_variational_experiments.md, code cell 21
 def compare_with_paper(summary, level=0.95):
     """For every cell with at least two splits: the paper's count, our interval, the
     verdict.
@@ -677,6 +681,7 @@ def compare_with_paper(summary, level=0.95):
     return rows
 
 
+# %% book/21_variational_experiments.md, code cell 22
 def relevance_summary(records, dataset, fitter, threshold=0.01):
     """ARD weights of one fitter on one data set over its splits, normalised by the
     largest.
@@ -709,7 +714,7 @@ def relevance_summary(records, dataset, fitter, threshold=0.01):
     return relative, np.sum(relative < threshold, axis=1)
 
 
-# %% book/21_variational_experiments.md, code cell 18
+# %% book/21_variational_experiments.md, code cell 23
 def _format_table(summary):
     lines = [
         f"{'data set':9s} {'method':12s} {'paper':>6s} {'mean':>8s} {'sd':>7s} "
