@@ -122,6 +122,7 @@ def _as_arrays(y, mu, var):
     return y, mu, var
 
 
+# %% book/19_variational.md, code cell 6
 def expected_hinge(y, mu, var):
     """Eq. (eq-var-hinge): E[[1 - y f]_+] for f ~ N(mu, var), and its mu- and
     var-derivatives.
@@ -137,7 +138,7 @@ def expected_hinge(y, mu, var):
     return a * cdf + s * pdf, -y * cdf, 0.5 * pdf / s
 
 
-# %% book/19_variational.md, code cell 7
+# %% book/19_variational.md, code cell 9
 def svc_log_z(f):
     """Eq. (eq-var-svc-z): log Z(f), Z(f) = exp(-[1-f]_+) + exp(-[1+f]_+), and d log Z /
     df.
@@ -156,7 +157,7 @@ def svc_log_z(f):
     return value, slope
 
 
-# %% book/19_variational.md, code cell 9
+# %% book/19_variational.md, code cell 11
 def _kink_jumps(order):
     """Jumps D_k = B^(k)(1) - I^(k)(1), k = 1..order, of the derivatives of log Z at f =
     1.
@@ -197,7 +198,7 @@ _JUMPS = _kink_jumps(_KINK_ORDER)
 _JUMP_COEF = _JUMPS / np.array([factorial(k) for k in range(1, _KINK_ORDER + 1)])
 
 
-# %% book/19_variational.md, code cell 10
+# %% book/19_variational.md, code cell 12
 def _partial_moments(d, order):
     """J_k(d) = E[(z - d)_+^k], z ~ N(0, 1), k = 0..order, by J_k = -d J_{k-1} +
     (k-1) J_{k-2}."""
@@ -224,7 +225,7 @@ def _kink_terms(c, s):
     return value, d_c, d_var
 
 
-# %% book/19_variational.md, code cell 11
+# %% book/19_variational.md, code cell 13
 def _log_z_small(mu, var):
     """Eq. (eq-var-quad-small): E[log Z(f)], s < 0.8, by Gauss-Hermite after removing
     the kinks."""
@@ -252,7 +253,7 @@ def _log_z_small(mu, var):
     return e, d_mu, d_var
 
 
-# %% book/19_variational.md, code cell 12
+# %% book/19_variational.md, code cell 14
 def _log_z_large(mu, var):
     """Eq. (eq-var-quad-large): E[log Z(f)], s >= 0.8, by fixed nodes in f: Legendre
     and Laguerre."""
@@ -293,7 +294,7 @@ def expected_log_z_svc(mu, var):
     return tuple(o.reshape(shape) for o in out)
 
 
-# %% book/19_variational.md, code cell 14
+# %% book/19_variational.md, code cell 16
 def expected_logistic(y, mu, var):
     """Eqs (eq-var-quad-small), (eq-var-logistic-large): E[log(1 + exp(-y f))], d/dmu,
     d/dvar.
@@ -333,6 +334,7 @@ def expected_logistic(y, mu, var):
     return tuple(o.reshape(shape) for o in out)
 
 
+# %% book/19_variational.md, code cell 17
 def expected_loss(y, mu, var, loss):
     """Eq. (eq-var-expectations) (Seeger's eq. 6): E[g(f, y)] for f ~ N(mu, var), d/dmu,
     d/dvar.
@@ -354,7 +356,7 @@ def expected_loss(y, mu, var, loss):
     raise ValueError(f"loss must be one of {LOSSES}, got {loss!r}")
 
 
-# %% book/19_variational.md, code cell 17
+# %% book/19_variational.md, code cell 20
 def free_energy(mu, log_v, C, y, prior, loss="logistic"):
     """Eqs (eq-var-free-energy-gauss), (eq-var-grad-p): F(P, theta) and its gradient in
     P.
@@ -387,7 +389,7 @@ def free_energy(mu, log_v, C, y, prior, loss="logistic"):
     return float(np.sum(e)) + kl, g_mu, g_log_v, g_C
 
 
-# %% book/19_variational.md, code cell 19
+# %% book/19_variational.md, code cell 23
 def free_energy_theta_gradient(mu, log_v, C, prior, dK):
     """Eq. (eq-var-grad-theta): dF/dtheta_j = -1/2 tr((K^-1 (Sigma + mu mu^T) K^-1 -
     K^-1) dK_j).
@@ -406,6 +408,7 @@ def free_energy_theta_gradient(mu, log_v, C, prior, dK):
     return -0.5 * np.einsum("ij,ijk->k", R, np.asarray(dK, float))
 
 
+# %% book/19_variational.md, code cell 24
 def kernel_contraction(kernel, X):
     """A callable R -> (tr(R dK/dtheta_j))_j for ``kernel`` on X, without the (n, n, p)
     tensor.
@@ -437,7 +440,7 @@ def kernel_contraction(kernel, X):
     return contract
 
 
-# %% book/19_variational.md, code cell 21
+# %% book/19_variational.md, code cell 26
 class InnerResult(NamedTuple):
     """Output of ``minimize_free_energy``: P at the minimum and how it was reached.
 
@@ -469,7 +472,7 @@ def initial_p(prior, n_factors, rng):
     return np.zeros(n), -np.log(prior.diag_inv), prior.L @ D0
 
 
-# %% book/19_variational.md, code cell 22
+# %% book/19_variational.md, code cell 27
 def minimize_free_energy(
     y, prior, loss="logistic", *, mu, log_v, C, max_iter=500, tol=1e-8
 ):

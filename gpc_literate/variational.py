@@ -116,6 +116,7 @@ def _box(bounds, theta0):
     )
 
 
+# %% book/20_variational_estimators.md, code cell 5
 def _check_variational_params(est):
     """TypeError / ValueError, naming the parameter, for a bad setting of a
     VariationalGP."""
@@ -146,7 +147,7 @@ def _check_variational_params(est):
         raise ValueError(f"bounds must satisfy low < high; got {est.bounds!r}")
 
 
-# %% book/20_variational_estimators.md, code cell 5
+# %% book/20_variational_estimators.md, code cell 6
 def _start_theta(kernel, bounds, name):
     """The kernel's theta clipped into ``bounds``, with a UserWarning naming ``name``
     if it moved."""
@@ -166,6 +167,7 @@ def _start_theta(kernel, bounds, name):
     return theta0
 
 
+# %% book/20_variational_estimators.md, code cell 7
 def _outer_loop(objective, theta0, start, bounds, *, max_iter, tol, progress):
     """Eq. (eq-var-envelope): minimise h(theta) by L-BFGS-B within bounds.
 
@@ -211,7 +213,7 @@ def _outer_loop(objective, theta0, start, bounds, *, max_iter, tol, progress):
     return result, history, evaluated.get(result.x.tobytes())
 
 
-# %% book/20_variational_estimators.md, code cell 6
+# %% book/20_variational_estimators.md, code cell 8
 def _fitted_state(kernel, prior, res, n_features):
     """The fitted attributes of P = N(mu, V + C C^T) at ``kernel`` (InnerResult
     ``res``)."""
@@ -237,6 +239,7 @@ def _fitted_state(kernel, prior, res, n_features):
     }
 
 
+# %% book/20_variational_estimators.md, code cell 9
 def _warn_unconverged(name, result, n_iter, res, inner_tol):
     """ConvergenceWarnings for an outer loop (``result``, None if none ran) or a
     final inner loop (``res``) that stopped without converging; returns whether both
@@ -261,7 +264,7 @@ def _warn_unconverged(name, result, n_iter, res, inner_tol):
     return outer_ok and res.converged
 
 
-# %% book/20_variational_estimators.md, code cell 7
+# %% book/20_variational_estimators.md, code cell 10
 def _mode_coefficients(K, y, loss):
     """Eq. (eq-var-mode): beta-hat with f(x) = k(x)^T beta-hat, and whether the mode
     converged.
@@ -297,7 +300,7 @@ def _mode_coefficients(K, y, loss):
     return y * alpha, violation <= _SVM_TOL
 
 
-# %% book/20_variational_estimators.md, code cell 8
+# %% book/20_variational_estimators.md, code cell 11
 def _latent_moments(kernel, X_train, X, L, alpha_mean, V, C, jitter):
     """Eq. (eq-var-predictive): mean and variance of f(x) under P = N(mu, V + C C^T) at
     rows of X.
@@ -333,7 +336,7 @@ def _svc_predictive(mean, var):
     return out
 
 
-# %% book/20_variational_estimators.md, code cell 9
+# %% book/20_variational_estimators.md, code cell 12
 class _VariationalFit(GPClassifierBase):
     """Fitting and prediction hooks of VariationalGP (its parameters and docs are
     there)."""
@@ -440,7 +443,7 @@ class _VariationalFit(GPClassifierBase):
         )
 
 
-# %% book/20_variational_estimators.md, code cell 10
+# %% book/20_variational_estimators.md, code cell 13
 class VariationalGP(_VariationalFit):
     """Seeger's variational model selection, eqs (eq-var-bound)-(eq-var-grad-theta),
     logistic loss.
@@ -522,7 +525,7 @@ class VariationalGP(_VariationalFit):
         return self.classes_[positive.astype(np.intp)]
 
 
-# %% book/20_variational_estimators.md, code cell 11
+# %% book/20_variational_estimators.md, code cell 14
 class VariationalSVM(VariationalGP):
     """VariationalGP with Seeger's normalised SVC loss (eq-var-svc-loss) as the default
     loss.
