@@ -223,7 +223,7 @@ class BiasedEP(_BiasedFit):
         return p
 
 
-# %% book/16_loo_criteria.md, code cell 10
+# %% book/16_loo_criteria.md, code cell 11
 CRITERIA = ("evidence", "nlp", "f-measure", "wer", "auc")
 MAXIMISE = {
     "evidence": True,
@@ -241,6 +241,7 @@ _DEFAULT_PARAMS = {
 }
 
 
+# %% book/16_loo_criteria.md, code cell 12
 def check_criterion(criterion, criterion_params=None):
     """Return (criterion, its parameters with defaults); ValueError naming what is
     wrong."""
@@ -270,7 +271,7 @@ def _check_labels_pm(y):
     return y
 
 
-# %% book/16_loo_criteria.md, code cell 11
+# %% book/16_loo_criteria.md, code cell 13
 def measure_from_counts(criterion, y, q, params):
     """Eqs (eq-sel-fs), (eq-sel-wer), (eq-sel-auc) and their derivatives in q_i = P(y_i
     = +1) (eq-sel-df for the F-measure).
@@ -299,7 +300,7 @@ def measure_from_counts(criterion, y, q, params):
     raise ValueError(f"criterion {criterion!r} is not a function of the counts")
 
 
-# %% book/16_loo_criteria.md, code cell 12
+# %% book/16_loo_criteria.md, code cell 14
 def _labels_and_probabilities(y, prob_pos):
     y = _check_labels_pm(y)
     q = np.asarray(prob_pos, dtype=float)
@@ -318,6 +319,7 @@ def negative_log_predictive(y, prob_pos):
         return float(-np.mean(np.log(np.where(y > 0, q, 1.0 - q))))
 
 
+# %% book/16_loo_criteria.md, code cell 15
 def f_measure(y, prob_pos, zeta=0.5):
     """Eqs (eq-sel-f), (eq-sel-fs), S&K eqs 7 and 10: F = A / (zeta n+ + (1 - zeta) m+).
 
@@ -351,7 +353,7 @@ def auc_estimate(y, prob_pos):
     )
 
 
-# %% book/16_loo_criteria.md, code cell 16
+# %% book/16_loo_criteria.md, code cell 19
 class LOOMoments(NamedTuple):
     """Eqs (eq-sel-cavity), (eq-sel-dcavity): cavity means, variances, their
     theta-derivatives."""
@@ -362,6 +364,7 @@ class LOOMoments(NamedTuple):
     dvar: np.ndarray | None
 
 
+# %% book/16_loo_criteria.md, code cell 20
 def loo_moments(K, site_nu, site_tau, dK=None):
     """Eqs (eq-sel-cavity), (eq-sel-dsigma), (eq-sel-dcavity), S&K eq. 4, appendix:
     fixed sites.
@@ -398,7 +401,7 @@ def loo_moments(K, site_nu, site_tau, dK=None):
     return LOOMoments(mean, var, dmean, dvar)
 
 
-# %% book/16_loo_criteria.md, code cell 17
+# %% book/16_loo_criteria.md, code cell 21
 def criterion_terms(criterion, y, log_p, criterion_params=None):
     """Eqs (eq-sel-nlp)-(eq-sel-dwer), S&K eqs 6-12, 15-16: a LOO criterion and J_i =
     dJ/dlog p_i.
@@ -421,6 +424,7 @@ def criterion_terms(criterion, y, log_p, criterion_params=None):
     return float(value), dq * y * p  # dq_i / dlog p_i = y_i p_i
 
 
+# %% book/16_loo_criteria.md, code cell 22
 def loo_objective(
     K,
     y,

@@ -813,6 +813,7 @@ def summarise(records, metrics=_METRICS):
     return summary
 
 
+# %% book/18_ep_experiments.md, code cell 13
 def mean_table(summary, metric, methods=None):
     """{dataset: {method: mean}} of one metric from summarise(): the input of
     friedman_nemenyi."""
@@ -823,7 +824,7 @@ def mean_table(summary, metric, methods=None):
     return table
 
 
-# %% book/18_ep_experiments.md, code cell 13
+# %% book/18_ep_experiments.md, code cell 14
 def friedman_nemenyi(table, methods=None, *, alpha=0.05, higher_is_better=False):
     """Eqs (eq-exp4-friedman), (eq-exp4-cd): Friedman test and Nemenyi CD (Demsar 2006).
 
@@ -881,7 +882,7 @@ def friedman_nemenyi(table, methods=None, *, alpha=0.05, higher_is_better=False)
     }
 
 
-# %% book/18_ep_experiments.md, code cell 42
+# %% book/18_ep_experiments.md, code cell 50
 def _format_summary(summary, metrics=_METRICS):
     lines = []
     for name, by_method in summary.items():
@@ -966,7 +967,7 @@ def add_cluster_arguments(parser):
     )
 
 
-# %% book/18_ep_experiments.md, code cell 43
+# %% book/18_ep_experiments.md, code cell 51
 def main(argv=None):
     """``python -m gpc_literate.experiments {ida,imbalanced} [options]``: run, save,
     summarise.

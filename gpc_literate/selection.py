@@ -562,7 +562,7 @@ def _maximise_evidence(model, X, y, problem, max_iter, tol, zeta, progress):
     )
 
 
-# %% book/17_loo_model_selection.md, code cell 16
+# %% book/17_loo_model_selection.md, code cell 17
 _PROBIT1 = Probit(noise_var=1.0)
 
 
@@ -604,7 +604,7 @@ def lscv_loo(K, y, noise_var, dK=None):
     return LOOMoments(mean, var, dmean, dvar)
 
 
-# %% book/17_loo_model_selection.md, code cell 17
+# %% book/17_loo_model_selection.md, code cell 18
 def lscv_objective(K, y, noise_var, scale, offset, dK=None):
     """Eqs (eq-sel-lscv-pred), (eq-sel-nlp): LOO NLP of Phi(y (a mu + b) / sqrt(1 + a^2
     s^2)).
@@ -625,7 +625,7 @@ def lscv_objective(K, y, noise_var, scale, offset, dK=None):
     return value, np.concatenate([grad_k, [grad_log_scale, J * np.sum(d1)]])
 
 
-# %% book/17_loo_model_selection.md, code cell 18
+# %% book/17_loo_model_selection.md, code cell 19
 def _lscv_unpack(kernel, phi, lam, free_lam):
     """(kernel, lambda, a, b) at the free parameters phi of LSCV; lambda = lam if not
     free."""
@@ -642,6 +642,7 @@ def _lscv_kernel_box(kernel):
     return kernel.theta - LSCV_BOX, kernel.theta + LSCV_BOX
 
 
+# %% book/17_loo_model_selection.md, code cell 20
 def _lscv_minimise(kernel, X, y_pm, lam, noise_var_bounds, phi, max_iter, tol):
     """Eq. (eq-sel-lscv-pred): minimise the LOO NLP by L-BFGS-B from phi; scipy's
     result."""
@@ -671,7 +672,7 @@ def _lscv_minimise(kernel, X, y_pm, lam, noise_var_bounds, phi, max_iter, tol):
     )
 
 
-# %% book/17_loo_model_selection.md, code cell 19
+# %% book/17_loo_model_selection.md, code cell 21
 class _LSCVFit(GPClassifierBase):
     """The fit of LSCV: parameter checks, the optimisation of phi, the regression and
     its LOO."""
@@ -765,7 +766,7 @@ class _LSCVFit(GPClassifierBase):
         self.loo_nlp_ = float(-np.mean(self.loo_log_predictive_))
 
 
-# %% book/17_loo_model_selection.md, code cell 20
+# %% book/17_loo_model_selection.md, code cell 22
 class LSCV(_LSCVFit):
     """LS-CV(NLP), S&K eq. 14 and section 5: GP regression on +-1 labels, squashed by a
     probit.
@@ -830,7 +831,7 @@ class LSCV(_LSCVFit):
         )
 
 
-# %% book/17_loo_model_selection.md, code cell 22
+# %% book/17_loo_model_selection.md, code cell 26
 def nlp_fm_bias(estimator, X, y, *, zeta=0.5, **options):
     """S&K's two-step NLP-FM(BIAS): EP-CV(NLP) for theta and gamma, then EP-CV(FM) for
     gamma alone.
