@@ -37,7 +37,7 @@ __all__ = [
 ]
 
 
-# %% book/13_ep.md, code cell 5
+# %% book/13_ep.md, code cell 6
 def _sequential_sweep(Sigma, mean, nu, tau, y, likelihood, damping, block=128):
     """One sweep of sequential EP, eq. (eq-ep-rank-one), updating Sigma, mean, nu, tau
     in place.
@@ -92,7 +92,7 @@ def _sequential_sweep(Sigma, mean, nu, tau, y, likelihood, damping, block=128):
     return change, refused
 
 
-# %% book/13_ep.md, code cell 7
+# %% book/13_ep.md, code cell 8
 def check_sites(site_nu, site_tau, n):
     """Starting sites as float arrays of shape (n,) (None: all zero, i.e. q = prior);
     ValueError otherwise."""
@@ -103,6 +103,7 @@ def check_sites(site_nu, site_tau, n):
     return nu, tau
 
 
+# %% book/13_ep.md, code cell 9
 def run_ep(
     K,
     y,
@@ -145,6 +146,7 @@ def run_ep(
     )
 
 
+# %% book/13_ep.md, code cell 10
 def run_sequential(K, y, likelihood, nu, tau, damping, max_sweeps, tol):
     """Sequential EP, eq. (eq-ep-rank-one), with a fresh factorisation after every
     sweep."""
@@ -164,7 +166,7 @@ def run_sequential(K, y, likelihood, nu, tau, damping, max_sweeps, tol):
     return SiteIteration(post, sweep, converged, refused, np.array(history), sweep + 1)
 
 
-# %% book/13_ep.md, code cell 14
+# %% book/13_ep.md, code cell 17
 def ep_log_marginal(post, likelihood, y, mu_cav, var_cav):
     """Eq. (eq-ep-logz-stable), S&K eq. 5: log Z_EP from the posterior, the sites and
     the cavities.
@@ -182,7 +184,7 @@ def ep_log_marginal(post, likelihood, y, mu_cav, var_cav):
     )
 
 
-# %% book/13_ep.md, code cell 16
+# %% book/13_ep.md, code cell 21
 def ep_log_marginal_gradient(post, dK):
     """Eq. (eq-ep-gradient): d log Z_EP/d theta_j = c^T dK_j c/2 - tr(A dK_j)/2 at a
     fixed point of EP.

@@ -143,6 +143,7 @@ def _sigma_lower(K, post, rel=SELECTED_INVERSE_MIN, overwrite=False):
     return Sigma
 
 
+# %% book/14_ep_fast.md, code cell 7
 def _newton_model(Sigma, P, post, nu, tau):
     """Eq. (eq-ep-newton): the model's marginals (mean, var) at the sites (nu, tau).
 
@@ -161,7 +162,7 @@ def _newton_model(Sigma, P, post, nu, tau):
     return post.mean + symv(1.0, Sigma, shift, lower=1), var
 
 
-# %% book/14_ep_fast.md, code cell 7
+# %% book/14_ep_fast.md, code cell 8
 def ep_on_marginals(marginals, likelihood, y, nu, tau, eps, max_iter):
     """Anderson-accelerated parallel EP on a model of the marginals, from the sites (nu,
     tau).
@@ -194,6 +195,7 @@ def ep_on_marginals(marginals, likelihood, y, nu, tau, eps, max_iter):
     return (nu, tau), False
 
 
+# %% book/14_ep_fast.md, code cell 9
 class NewtonStep:
     """Newton-type EP (section sec-ep-newton), a step rule for parallel_sites.
 
@@ -240,7 +242,7 @@ class NewtonStep:
         return eta * (t_nu - nu), eta * (t_tau - tau)
 
 
-# %% book/14_ep_fast.md, code cell 8
+# %% book/14_ep_fast.md, code cell 10
 LOWRANK_TOL = 1e-6  # use the start only if K is this close (relative) to low rank
 LOWRANK_MAX_FRACTION = 8  # ... at rank n / this at most
 LOWRANK_MAX_ITER = 100  # parallel EP iterations on the low-rank prior, at most
@@ -273,6 +275,7 @@ def pivoted_cholesky(K, rel_tol=LOWRANK_TOL, max_rank=None):
     return Qt, d
 
 
+# %% book/14_ep_fast.md, code cell 11
 def lowrank_diag_marginals(Qt, d, nu, tau, with_factor=False):
     """Eqs (eq-ep-lowrank), (eq-ep-lowrank-diag): mean and diag Sigma for N(0, diag(d) +
     Q Q^T) and sites.
@@ -292,7 +295,7 @@ def lowrank_diag_marginals(Qt, d, nu, tau, with_factor=False):
     return (mean, var, C) if with_factor else (mean, var)
 
 
-# %% book/14_ep_fast.md, code cell 9
+# %% book/14_ep_fast.md, code cell 12
 def _lowrank_start(K, y, likelihood, nu, tau, tol=1e-8):
     """Sites of parallel EP on the pivoted-Cholesky prior D + Q Q^T
     (eq-ep-lowrank-diag), or None.
@@ -347,7 +350,7 @@ def _lowrank_start(K, y, likelihood, nu, tau, tol=1e-8):
     return ((nu, tau), reached <= LOWRANK_TOL) if np.all(tau >= 0.0) else None
 
 
-# %% book/14_ep_fast.md, code cell 12
+# %% book/14_ep_fast.md, code cell 20
 EP_METHODS = ("sequential", "parallel", "anderson", "newton")
 
 
