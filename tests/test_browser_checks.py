@@ -230,6 +230,10 @@ def test_changed_only_opens_the_pages_written_since_they_passed(capsys, tmp_path
     assert status == 0 and "1 pages" in last
     status, last = run()
     assert status == 0 and "0 pages" in last and "2 unchanged pages" in last
+    write("index.html", cell("x = 1"))  # rewritten as it was, as Sphinx does: not reopened
+    (site / "_static" / "style.css").write_text("p { color: black; }")
+    status, last = run()
+    assert status == 0 and "0 pages" in last
     (site / "_static" / "style.css").write_text("p { color: navy; }")
     status, last = run()  # a changed style sheet changes every page
     assert status == 0 and "2 pages" in last

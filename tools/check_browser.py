@@ -53,11 +53,12 @@ Usage::
         [--width 1280 [--width 1920 ...]] [--page book/13_ep.html ...] [--skip-if-unavailable]
         [--changed-only]
 
-``--changed-only`` (what ``make book`` uses) opens only the pages written since they last
-passed: a page that passes is recorded in ``_build/html/.browser-checked.json`` with its
-size and modification time, the widths, and a fingerprint of the site's ``_static``
-folder (a changed style sheet changes every page); a page with findings is not recorded,
-so it is checked again next time.
+``--changed-only`` (what ``make book`` uses) opens only the pages that changed since they
+last passed: a page that passes is recorded in ``_build/html/.browser-checked.json`` with
+the hash of its content, the widths, and a fingerprint of the contents of the site's
+``_static`` folder (a changed style sheet changes every page); a page with findings is not
+recorded, so it is checked again next time.  Hashes, not modification times: Sphinx
+rewrites pages and copies ``_static`` on every build.
 """
 from __future__ import annotations
 
@@ -353,9 +354,12 @@ def check(site: Path, chromium: str, timeout: float, widths: list[int] | None = 
 RECORD = ".browser-checked.json"
 
 
-def _stamp(path: Path) -> list[int]:
-    st = path.stat()
-    return [st.st_mtime_ns, st.st_size]
+def _stamp(path: Path) -> str:
+    """The page's content hash: Sphinx rewrites pages (and copies _static) on every
+    build, so a modification time says nothing about what changed."""
+    import hashlib
+
+    return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
 def _static_fingerprint(site: Path) -> str:
@@ -447,10 +451,9 @@ def main(argv: list[str] | None = None) -> int:
     if counts:
         print("findings by kind: " + ", ".join(f"{k} {counts[k]}" for k in KINDS if counts[k]))
     widths = ", ".join(f"{w}" for w in (args.width or WIDTHS))
-    if unchanged:
-        widths += f" ({unchanged} unchanged pages not opened again)"
-    print(f"browser check: {n_pages} pages at {widths} px, {formulas} formulas rendered, "
-          f"{len(findings)} finding(s), {time.perf_counter() - start:.0f} s")
+    skipped = f" ({unchanged} unchanged pages not opened again)" if unchanged else ""
+    print(f"browser check: {n_pages} pages at {widths} px{skipped}, {formulas} formulas "
+          f"rendered, {len(findings)} finding(s), {time.perf_counter() - start:.0f} s")
     return 1 if findings else 0
 
 
