@@ -374,24 +374,25 @@ def _static_fingerprint(site: Path) -> str:
     return h.hexdigest()
 
 
-def read_record(site: Path, widths: list[int]) -> dict:
-    """The pages that passed, {rel: stamp}, if recorded with these widths and _static."""
+def read_record(site: Path, widths: list[int], static: str) -> dict:
+    """The pages that passed, {rel: stamp}, if recorded with these widths and this
+    fingerprint of _static."""
     import json
 
     try:
         data = json.loads((site / RECORD).read_text())
     except (OSError, ValueError):
         return {}
-    if data.get("widths") != widths or data.get("static") != _static_fingerprint(site):
+    if data.get("widths") != widths or data.get("static") != static:
         return {}
     return data.get("pages", {})
 
 
-def write_record(site: Path, widths: list[int], passed: dict) -> None:
+def write_record(site: Path, widths: list[int], static: str, passed: dict) -> None:
     import json
 
     (site / RECORD).write_text(json.dumps(
-        {"widths": widths, "static": _static_fingerprint(site), "pages": passed}, indent=0))
+        {"widths": widths, "static": static, "pages": passed}, indent=0))
 
 
 def unavailable(chromium: str) -> str | None:
@@ -429,13 +430,15 @@ def main(argv: list[str] | None = None) -> int:
     start = time.perf_counter()
     pages = [site / p for p in args.page] if args.page else None
     widths = args.width or WIDTHS
-    record = read_record(site, widths) if args.changed_only else {}
     unchanged = 0
     if args.changed_only:
-        every = pages if pages is not None else book_pages(site)
-        pages = [p for p in every if record.get(str(p.relative_to(site))) != _stamp(p)]
-        unchanged = len(every) - len(pages)
-    n_pages, formulas, findings = check(site, args.chromium, args.timeout, args.width, pages)
+        static = _static_fingerprint(site)
+        record = read_record(site, widths, static)
+        stamps = {str(p.relative_to(site)): _stamp(p)
+                  for p in (pages if pages is not None else book_pages(site))}
+        pages = [site / rel for rel, stamp in stamps.items() if record.get(rel) != stamp]
+        unchanged = len(stamps) - len(pages)
+    n_pages, formulas, findings = check(site, args.chromium, args.timeout, widths, pages)
     if args.changed_only:
         failed = {rel for rel, _, _ in findings}
         for p in pages:
@@ -443,17 +446,17 @@ def main(argv: list[str] | None = None) -> int:
             if rel in failed:
                 record.pop(rel, None)
             else:
-                record[rel] = _stamp(p)
-        write_record(site, widths, record)
+                record[rel] = stamps[rel]
+        write_record(site, widths, static, record)
     for rel, kind, message in findings:
         print(f"{rel}: [{kind}] {message}")
     counts = collections.Counter(kind for _, kind, _ in findings)
     if counts:
         print("findings by kind: " + ", ".join(f"{k} {counts[k]}" for k in KINDS if counts[k]))
-    widths = ", ".join(f"{w}" for w in (args.width or WIDTHS))
     skipped = f" ({unchanged} unchanged pages not opened again)" if unchanged else ""
-    print(f"browser check: {n_pages} pages at {widths} px{skipped}, {formulas} formulas "
-          f"rendered, {len(findings)} finding(s), {time.perf_counter() - start:.0f} s")
+    print(f"browser check: {n_pages} pages at {', '.join(map(str, widths))} px{skipped}, "
+          f"{formulas} formulas rendered, {len(findings)} finding(s), "
+          f"{time.perf_counter() - start:.0f} s")
     return 1 if findings else 0
 
 

@@ -78,6 +78,14 @@ def _indent(text: str) -> int:
     return len(text.expandtabs(4)) - len(text.expandtabs(4).lstrip(" "))
 
 
+def _closes(line: str, char: str, length: int) -> bool:
+    """Whether ``line`` closes a fence opened with ``length`` times ``char`` (CommonMark: the
+    same character, at least as many, and nothing after them)."""
+    m = FENCE.match(line)
+    return bool(m) and m.group(2)[0] == char and len(m.group(2)) >= length \
+        and not m.group(3)
+
+
 def prose_lines(lines: list[str]):
     """Yield (index, line) for every line of Markdown prose, and (index, None) for a line
     that ends a paragraph (blank, a fence, display math, a cell break)."""
@@ -94,8 +102,7 @@ def prose_lines(lines: list[str]):
         stripped = line.strip()
         fence = FENCE.match(line)
         inside_code = bool(fences) and not fences[-1][2]
-        if fence and fences and fence.group(2)[0] == fences[-1][0] and \
-                len(fence.group(2)) >= fences[-1][1] and not fence.group(3):
+        if fences and _closes(line, fences[-1][0], fences[-1][1]):
             fences.pop()
             yield i, None
             i += 1
@@ -270,24 +277,15 @@ def display_math_blocks(lines: list[str]):
     while i < n:
         line = lines[i]
         fence = FENCE.match(line)
-        if fence and fence.group(3).startswith("{math}"):
+        if fence and fence.group(3).startswith(("{math}", "{code-cell}")):
             char, length = fence.group(2)[0], len(fence.group(2))
             j = i + 1
-            while j < n and not (FENCE.match(lines[j]) and FENCE.match(lines[j]).group(2)[0]
-                                 == char and len(FENCE.match(lines[j]).group(2)) >= length
-                                 and not FENCE.match(lines[j]).group(3)):
+            while j < n and not _closes(lines[j], char, length):
                 j += 1
-            body = [ln for ln in lines[i + 1:j] if not re.match(r"^\s*:[\w-]+:", ln)]
-            yield i, "\n".join(body)
+            if fence.group(3).startswith("{math}"):
+                body = [ln for ln in lines[i + 1:j] if not re.match(r"^\s*:[\w-]+:", ln)]
+                yield i, "\n".join(body)
             i = j + 1
-            continue
-        if fence and fence.group(3).startswith("{code-cell}"):
-            char, length = fence.group(2)[0], len(fence.group(2))
-            i += 1
-            while i < n and not (FENCE.match(lines[i]) and
-                                 FENCE.match(lines[i]).group(2)[0] == char):
-                i += 1
-            i += 1
             continue
         stripped = line.strip()
         if stripped.startswith("$$"):
@@ -299,8 +297,8 @@ def display_math_blocks(lines: list[str]):
             j = i + 1
             while j < n and "$$" not in lines[j]:
                 j += 1
-            yield i, "\n".join([rest] + lines[i + 1:j] + [lines[j].split("$$")[0]]
-                               if j < n else [rest] + lines[i + 1:j])
+            last = [lines[j].split("$$")[0]] if j < n else []
+            yield i, "\n".join([rest] + lines[i + 1:j] + last)
             i = j + 1
             continue
         i += 1
@@ -340,9 +338,7 @@ def check_code_blocks(path: Path, lines: list[str]) -> list[Finding]:
     for i, line in enumerate(lines):
         m = FENCE.match(line)
         if fence or skip:
-            char, length = fence or skip
-            if m and m.group(2)[0] == char and len(m.group(2)) >= length \
-                    and not m.group(3):
+            if _closes(line, *(fence or skip)):
                 fence = skip = None
             elif fence and len(line) > CODE_WIDTH:
                 findings.append(Finding(
