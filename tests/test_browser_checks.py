@@ -49,6 +49,9 @@ TEMPLATE = """<!DOCTYPE html>
   div.math {{ overflow: hidden; }}
   mjx-container[display="true"] {{ overflow-x: auto; }}
   .pst-scrollable-table-container {{ overflow-x: auto; }}
+  /* the book's theme (sphinx-togglebutton) fades in what a details shows when opened */
+  details[open] > :not(summary) {{ animation: fade-in 0.3s ease-out; }}
+  @keyframes fade-in {{ from {{ opacity: 0; }} to {{ opacity: 1; }} }}
 </style>
 <script>window.MathJax = {{options: {{processHtmlClass: "math"}}}};</script>
 {mathjax}

@@ -126,8 +126,12 @@ LAYOUT = r"""() => {
 
   const closed = [...root.querySelectorAll('details:not([open])')];
   closed.forEach(d => { d.open = true; });
+  // a details just opened fades its content in (sphinx-togglebutton's animation starts at
+  // opacity 0), so inside one only whether the element is laid out counts
+  const opened = e => closed.some(d => d.contains(e));
   root.querySelectorAll('article pre').forEach(p => {
-    if (!visible(p) || !over(p)) return;
+    const shown = opened(p) ? p.getClientRects().length > 0 : visible(p);
+    if (!shown || !over(p)) return;
     const item = {text: line(p), scroll: p.scrollWidth, client: p.clientWidth,
                   cell: !!p.closest('.cell_input')};
     (p.closest('.cell_output, .output') ? r.output : r.code).push(item);
