@@ -539,15 +539,11 @@ class ArcSin(Kernel):
     """Infinite-network (arcsin) kernel, eq-kern-arcsin (Opper & Winther 1999 eq 1;
     Williams 1998).
 
-    k(x, x') = variance * (2/pi) * arcsin(c(x, x') / sqrt((1 + c(x, x)) (1 + c(x',
-    x')))), c(x, x') = bias_variance + sum_i weight_variance_i * x_i * x'_i; Opper &
-    Winther's form eq-kern-ow-arcsin is bias_variance = 0, variance = 1, derived from
-    the network of eqs (eq-kern-network)-(eq-kern-sheppard).
-
-    The covariance of a network f(x) = H**-0.5 sum_j v_j g(u_j . (1, x)) with H ->
-    infinity hidden units g(z) = 2 Phi(z) - 1 = erf(z / sqrt 2), v_j ~ N(0, variance),
-    hidden bias weights ~ N(0, bias_variance) and input weights u_ji ~ N(0,
-    weight_variance_i).
+    The covariance of a network with infinitely many erf hidden units, eqs
+    (eq-kern-network)-(eq-kern-sheppard):
+    k(x, x') = variance * (2/pi) * arcsin(c(x, x') / sqrt((1 + c(x, x))(1 + c(x', x'))))
+    with c(x, x') = bias_variance + sum_i weight_variance_i x_i x'_i. Opper & Winther's
+    form eq-kern-ow-arcsin has bias_variance = 0 and variance = 1.
 
     Parameters
     ----------
@@ -800,7 +796,44 @@ class Matern(Kernel):
 
 
 # %% book/03_covariance_functions.md, code cell 42
-class _Combination(Kernel):
+class _NestedParams:
+    """The parameters of a kernel made of two, k1 and k2, with theirs nested as
+    k1__name and k2__name (scikit-learn's convention)."""
+
+    def get_params(self, deep=True):
+        """k1 and k2, and with ``deep`` their parameters as k1__name, k2__name."""
+        params = {"k1": self.k1, "k2": self.k2}
+        if deep:
+            for name in ("k1", "k2"):
+                for key, value in getattr(self, name).get_params(deep=True).items():
+                    params[f"{name}__{key}"] = value
+        return params
+
+    def set_params(self, **params):
+        """Set k1, k2 or their parameters (k1__length_scale=...); return self.
+
+        Raises ValueError for an unknown name; nothing changes if any value is refused.
+        """
+        _check_param_names(self, params)
+        new = {"k1": params.get("k1", self.k1), "k2": params.get("k2", self.k2)}
+        type(self)(new["k1"], new["k2"])  # validates k1 and k2
+        for name in ("k1", "k2"):
+            nested = {
+                key.split("__", 1)[1]: value
+                for key, value in params.items()
+                if key.startswith(name + "__")
+            }
+            if nested:
+                new[name] = copy.deepcopy(new[name]).set_params(**nested)
+        self.k1, self.k2 = new["k1"], new["k2"]
+        return self
+
+    def __sklearn_clone__(self):
+        return type(self)(self.k1.__sklearn_clone__(), self.k2.__sklearn_clone__())
+
+
+# %% book/03_covariance_functions.md, code cell 43
+class _Combination(_NestedParams, Kernel):
     """What Sum and Product share: two kernels, their theta, parameters and inputs."""
 
     def __init__(self, k1, k2):
@@ -838,42 +871,11 @@ class _Combination(Kernel):
             f"k2__{s}" for s in self.k2.hyperparameter_names
         )
 
-    def get_params(self, deep=True):
-        """k1 and k2, and with ``deep`` their parameters as k1__name, k2__name."""
-        params = {"k1": self.k1, "k2": self.k2}
-        if deep:
-            for name in ("k1", "k2"):
-                for key, value in getattr(self, name).get_params(deep=True).items():
-                    params[f"{name}__{key}"] = value
-        return params
-
-    def set_params(self, **params):
-        """Set k1, k2 or their parameters (k1__length_scale=...); return self.
-
-        Raises ValueError for an unknown name; nothing changes if any value is refused.
-        """
-        _check_param_names(self, params)
-        new = {"k1": params.get("k1", self.k1), "k2": params.get("k2", self.k2)}
-        type(self)(new["k1"], new["k2"])  # validates k1 and k2
-        for name in ("k1", "k2"):
-            nested = {
-                key.split("__", 1)[1]: value
-                for key, value in params.items()
-                if key.startswith(name + "__")
-            }
-            if nested:
-                new[name] = copy.deepcopy(new[name]).set_params(**nested)
-        self.k1, self.k2 = new["k1"], new["k2"]
-        return self
-
-    def __sklearn_clone__(self):
-        return type(self)(self.k1.__sklearn_clone__(), self.k2.__sklearn_clone__())
-
     def _check_X(self, X, name):
         return self.k2._check_X(self.k1._check_X(X, name), name)
 
 
-# %% book/03_covariance_functions.md, code cell 43
+# %% book/03_covariance_functions.md, code cell 44
 class Sum(_Combination):
     """Sum of two kernels, k(x, x') = k1(x, x') + k2(x, x'), eq-kern-sum-product.
 

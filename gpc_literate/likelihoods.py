@@ -159,14 +159,9 @@ def _flip_probit_parts(z, kappa, order):
 
 
 # %% book/02_noise_models.md, code cell 16
-class Likelihood:
-    """Base class of the likelihoods p(y|f), eqs (eq-noise-flip-probit) and
-    (eq-noise-gaussian).
-
-    Subclasses store their constructor arguments as attributes of the same name,
-    list them in ``_param_names``, and implement ``log_prob``, ``log_Z`` and
-    ``predictive`` (and ``log_prob_derivatives`` when p(y|f) is smooth in f).
-    """
+class _LikelihoodParams:
+    """Parameters of a likelihood, the scikit-learn way: constructor arguments stored
+    under their own names and listed in ``_param_names``."""
 
     _param_names = ()
 
@@ -190,6 +185,17 @@ class Likelihood:
         args = ", ".join(f"{k}={v!r}" for k, v in self.get_params().items())
         return f"{type(self).__name__}({args})"
 
+
+# %% book/02_noise_models.md, code cell 17
+class Likelihood(_LikelihoodParams):
+    """Base class of the likelihoods p(y|f), eqs (eq-noise-flip-probit) and
+    (eq-noise-gaussian).
+
+    Subclasses store their constructor arguments as attributes of the same name,
+    list them in ``_param_names``, and implement ``log_prob``, ``log_Z`` and
+    ``predictive`` (and ``log_prob_derivatives`` when p(y|f) is smooth in f).
+    """
+
     def log_prob(self, y, f):
         """log p(y|f) at labels ``y`` and latent values ``f`` (broadcast together)."""
         raise NotImplementedError
@@ -209,7 +215,7 @@ class Likelihood:
         )
 
 
-# %% book/02_noise_models.md, code cell 17
+# %% book/02_noise_models.md, code cell 18
 class _FlipProbitBase(Likelihood):
     """Shared code of StepFlip and Probit: p(y|f) = kappa + (1 - 2 kappa) Phi(y f /
     sqrt(v))."""
@@ -242,7 +248,7 @@ class _FlipProbitBase(Likelihood):
         return (self.kappa + (1.0 - 2.0 * self.kappa) * ndtr(mu / np.sqrt(var + v)))[()]
 
 
-# %% book/02_noise_models.md, code cell 18
+# %% book/02_noise_models.md, code cell 19
 class StepFlip(_FlipProbitBase):
     """Eq. (eq-noise-flip), O&W 17.17: p(y|f) = kappa + (1 - 2 kappa) Theta(y f).
 
@@ -276,7 +282,7 @@ class StepFlip(_FlipProbitBase):
         )
 
 
-# %% book/02_noise_models.md, code cell 19
+# %% book/02_noise_models.md, code cell 20
 class Probit(_FlipProbitBase):
     """Eq. (eq-noise-flip-probit), O&W 17.15 with 17.17: kappa + (1 - 2 kappa) Phi(y f /
     sqrt(v)).
@@ -313,7 +319,7 @@ class Probit(_FlipProbitBase):
         return (y * g1 / s)[()], (g2 / v)[()], (y * g3 / (s * v))[()]
 
 
-# %% book/02_noise_models.md, code cell 20
+# %% book/02_noise_models.md, code cell 21
 class Gaussian(Likelihood):
     """Eq. (eq-noise-gaussian): p(y|f) = N(y; f, v), the regression likelihood.
 
