@@ -321,31 +321,8 @@ def _describe(
 
 
 # %% book/04_data.md, code cell 16
-@dataclass(frozen=True, eq=False)
-class Dataset:
-    """One train/test realisation of a binary data set; labels are +1/-1.
-
-    ``X_train``, ``X_test`` are float64 arrays (rows are examples), ``y_train``,
-    ``y_test`` int arrays of +1/-1. ``split(i)`` returns realisation ``i`` (0 <= i <
-    ``n_splits``) with the same options; ``whole()`` returns all rows, scaled the same
-    way, and ``train_index``/``test_index`` locate this realisation's rows in them.
-    """
-
-    name: str
-    X_train: np.ndarray
-    y_train: np.ndarray
-    X_test: np.ndarray
-    y_test: np.ndarray
-    train_index: np.ndarray
-    test_index: np.ndarray
-    realisation: int
-    n_splits: int
-    feature_names: tuple
-    positive_class: str
-    negative_class: str
-    preprocessing: str
-    description: str
-    _options: tuple = field(default=("paper", None), repr=False)
+class _DatasetViews:
+    """Sizes of a Dataset, and its other views with the same loading options."""
 
     @property
     def n_train(self) -> int:
@@ -373,6 +350,34 @@ class Dataset:
         mode = spec.standardize if standardize == "paper" else standardize
         return _scale(raw.X, self.train_index, mode), np.array(raw.y)
 
+
+# %% book/04_data.md, code cell 17
+@dataclass(frozen=True, eq=False)
+class Dataset(_DatasetViews):
+    """One train/test realisation of a binary data set; labels are +1/-1.
+
+    ``X_train``, ``X_test`` are float64 arrays (rows are examples), ``y_train``,
+    ``y_test`` int arrays of +1/-1. ``split(i)`` returns realisation ``i`` (0 <= i <
+    ``n_splits``) with the same options; ``whole()`` returns all rows, scaled the same
+    way, and ``train_index``/``test_index`` locate this realisation's rows in them.
+    """
+
+    name: str
+    X_train: np.ndarray
+    y_train: np.ndarray
+    X_test: np.ndarray
+    y_test: np.ndarray
+    train_index: np.ndarray
+    test_index: np.ndarray
+    realisation: int
+    n_splits: int
+    feature_names: tuple
+    positive_class: str
+    negative_class: str
+    preprocessing: str
+    description: str
+    _options: tuple = field(default=("paper", None), repr=False)
+
     def __repr__(self) -> str:
         return (
             f"Dataset({self.name!r}, realisation {self.realisation}/{self.n_splits}: "
@@ -382,7 +387,7 @@ class Dataset:
         )
 
 
-# %% book/04_data.md, code cell 17
+# %% book/04_data.md, code cell 18
 def _build(spec: _Spec, i, standardize: str, n_train) -> Dataset:
     n_splits = spec.n_splits if n_train is None else max(spec.n_splits, 10)
     i = _check_index(i, n_splits, spec.name)
@@ -410,7 +415,7 @@ def _build(spec: _Spec, i, standardize: str, n_train) -> Dataset:
     )
 
 
-# %% book/04_data.md, code cell 18
+# %% book/04_data.md, code cell 19
 def load(
     name: str, *, standardize: str = "paper", n_train: int | None = None
 ) -> Dataset:
@@ -440,7 +445,7 @@ def load(
     return _build(spec, 0, standardize, n_train)
 
 
-# %% book/04_data.md, code cell 19
+# %% book/04_data.md, code cell 20
 @lru_cache(maxsize=None)
 def _read_wisconsin() -> _Raw:
     rows = _read_table("wisconsin", "breast-cancer-wisconsin.data", delimiter=",")
@@ -491,7 +496,7 @@ _register(
 )
 
 
-# %% book/04_data.md, code cell 21
+# %% book/04_data.md, code cell 22
 _SONAR_PATTERN = re.compile(r"^(\*?)(C[MR]\d+):\s*\{([^}]*)\}", re.MULTILINE)
 
 
@@ -510,7 +515,7 @@ def _read_sonar() -> _Raw:
     return _Raw(_frozen(X), _labels(mine), given=((train, test), (test, train)))
 
 
-# %% book/04_data.md, code cell 22
+# %% book/04_data.md, code cell 23
 _register(
     _Spec(
         name="sonar",
@@ -543,7 +548,7 @@ _register(
 )
 
 
-# %% book/04_data.md, code cell 24
+# %% book/04_data.md, code cell 25
 @lru_cache(maxsize=None)
 def _read_pima() -> _Raw:
     rows = _read_table("pima", "pima.tr") + _read_table("pima", "pima.te")
@@ -583,7 +588,7 @@ _register(
 )
 
 
-# %% book/04_data.md, code cell 26
+# %% book/04_data.md, code cell 27
 @lru_cache(maxsize=None)
 def _read_crabs() -> _Raw:
     rows = list(csv.DictReader(io.StringIO(_read_text("crabs", "crabs.csv"))))
@@ -624,7 +629,7 @@ _register(
 )
 
 
-# %% book/04_data.md, code cell 29
+# %% book/04_data.md, code cell 30
 @lru_cache(maxsize=None)
 def _read_synth() -> _Raw:
     rows = _read_table("synth", "synth.tr") + _read_table("synth", "synth.te")
@@ -658,7 +663,7 @@ _register(
 )
 
 
-# %% book/04_data.md, code cell 31
+# %% book/04_data.md, code cell 32
 _WDBC_FEATURES = (
     "radius",
     "texture",
@@ -682,7 +687,7 @@ def _read_wdbc() -> _Raw:
     return _Raw(_frozen(X), _labels([r[30] == "0" for r in rows]))  # 0 = malignant
 
 
-# %% book/04_data.md, code cell 32
+# %% book/04_data.md, code cell 33
 _register(
     _Spec(
         name="wdbc",
@@ -713,7 +718,7 @@ _register(
 )
 
 
-# %% book/04_data.md, code cell 34
+# %% book/04_data.md, code cell 35
 # name: (n_train, n_test, n_splits), Sundararajan & Keerthi Table 3 / IDA
 _IDA_SIZES = {
     "banana": (400, 4900, 100),
@@ -744,7 +749,7 @@ _IDA_NOT_ORIGINAL = (
 )
 
 
-# %% book/04_data.md, code cell 35
+# %% book/04_data.md, code cell 36
 def _ida_asc(name: str) -> _Raw:
     """IDA realisation 1 (.asc files): the whole set, with realisation 1 as the given
     split."""
@@ -761,7 +766,7 @@ def _ida_asc(name: str) -> _Raw:
     return _Raw(_frozen(X), _labels(y > 0), given=given)
 
 
-# %% book/04_data.md, code cell 36
+# %% book/04_data.md, code cell 37
 def _ida_mat(name: str, filename: str):
     """Inputs (N x d) and labels of an IDA whole set stored as a MATLAB file."""
     from scipy.io import loadmat  # scipy is a dependency; imported only when needed
@@ -774,7 +779,7 @@ def _standardised_rows(X) -> np.ndarray:
     return (X - X.mean(axis=0)) / X.std(axis=0, ddof=1)
 
 
-# %% book/04_data.md, code cell 37
+# %% book/04_data.md, code cell 38
 def _register_ida(
     name,
     title,
@@ -818,7 +823,7 @@ def _register_ida(
     )
 
 
-# %% book/04_data.md, code cell 38
+# %% book/04_data.md, code cell 39
 @lru_cache(maxsize=None)
 def _read_banana() -> _Raw:
     return _ida_asc("banana")
@@ -855,7 +860,7 @@ def _read_thyroid() -> _Raw:
     )
 
 
-# %% book/04_data.md, code cell 39
+# %% book/04_data.md, code cell 40
 _register_ida(
     "banana",
     "IDA banana (two-dimensional, two banana-shaped clusters)",
@@ -952,7 +957,7 @@ _register_ida(
 )
 
 
-# %% book/04_data.md, code cell 41
+# %% book/04_data.md, code cell 42
 @lru_cache(maxsize=None)
 def _read_diabetis() -> _Raw:
     rows = _read_table("ida", "diabetis", "pima-indians-diabetes.data", delimiter=",")
@@ -987,7 +992,7 @@ def _read_heart() -> _Raw:
     )
 
 
-# %% book/04_data.md, code cell 42
+# %% book/04_data.md, code cell 43
 _IMAGE_POSITIVE = ("BRICKFACE", "FOLIAGE", "PATH", "SKY")
 
 
@@ -1006,7 +1011,7 @@ def _read_image() -> _Raw:
     return _Raw(_frozen(X), _labels([r[0] in _IMAGE_POSITIVE for r in rows]))
 
 
-# %% book/04_data.md, code cell 43
+# %% book/04_data.md, code cell 44
 _SPLICE_CODE = {"A": 1.0, "G": 2.0, "C": 3.0, "T": 4.0}
 
 
@@ -1023,7 +1028,7 @@ def _read_splice() -> _Raw:
     return _Raw(_frozen(X), _labels([c == "N" for c, _ in rows]))
 
 
-# %% book/04_data.md, code cell 44
+# %% book/04_data.md, code cell 45
 _TITANIC_CODE = {
     "Class": {"1st": 1, "2nd": 2, "3rd": 3, "Crew": 4},
     "Age": {"Adult": 0, "Child": 1},
@@ -1041,7 +1046,7 @@ def _read_titanic() -> _Raw:
     return _Raw(_frozen(X), _labels(survived))
 
 
-# %% book/04_data.md, code cell 45
+# %% book/04_data.md, code cell 46
 _register_ida(
     "diabetis",
     "IDA diabetis (Pima Indians diabetes, all 768 rows)",
@@ -1150,7 +1155,7 @@ _register_ida(
 )
 
 
-# %% book/04_data.md, code cell 46
+# %% book/04_data.md, code cell 47
 _register_ida(
     "image",
     "IDA image (UCI image segmentation, 4 classes against 3)",
@@ -1224,7 +1229,7 @@ _register_ida(
 )
 
 
-# %% book/04_data.md, code cell 48
+# %% book/04_data.md, code cell 49
 _IMBALANCED_PAPER = (
     "Sundararajan & Keerthi (Table 6, F-measure experiment): {paper_name}, "
     "{n_train} training / {n_test} test points, {n_splits} stratified "
@@ -1253,7 +1258,7 @@ def _read_multiclass(name: str) -> tuple[np.ndarray, tuple]:
     return _frozen(X), tuple(r[-1] for r in rows)
 
 
-# %% book/04_data.md, code cell 49
+# %% book/04_data.md, code cell 50
 def _one_versus_rest(name: str, positive: str) -> _Raw:
     X, classes = _read_multiclass(name)
     return _Raw(X, _labels([c == positive for c in classes]))
@@ -1313,7 +1318,7 @@ def _register_imbalanced(
     )
 
 
-# %% book/04_data.md, code cell 50
+# %% book/04_data.md, code cell 51
 _YEAST_SOURCE = (
     "UCI 'Yeast' (Nakai & Kanehisa 1992; donated by P. Horton): 1484 proteins, 8 "
     "numeric sequence features, 10 localisation sites."
@@ -1397,7 +1402,7 @@ _register_imbalanced(
 )
 
 
-# %% book/04_data.md, code cell 52
+# %% book/04_data.md, code cell 53
 BREIMAN_DIM = 20
 TWONORM_SHIFT = 2.0 / np.sqrt(BREIMAN_DIM)  # a of twonorm
 RINGNORM_SHIFT = 1.0 / np.sqrt(BREIMAN_DIM)  # a of ringnorm
@@ -1431,7 +1436,7 @@ def make_ringnorm(n, *, random_state=None):
     return np.where(y[:, None] > 0, 2.0 * Z, Z + RINGNORM_SHIFT), y
 
 
-# %% book/04_data.md, code cell 53
+# %% book/04_data.md, code cell 54
 def bayes_proba(name, X):
     """Eq. (eq-data-breiman-bayes): P(y = +1 | x) of Breiman's ``name`` ("twonorm" or
     "ringnorm")."""

@@ -214,6 +214,29 @@ class AdatronResult:
 
 
 # %% book/05_svm.md, code cell 14
+def _adatron_start(K, y, C, v, fit_bias, learning_rate, alpha_init):
+    """Checked K and y, the step size eta (eq-svm-learning-rate) and the starting
+    alpha of kernel_adatron."""
+    K = np.asarray(K, dtype=float)
+    y = np.asarray(y, dtype=float)
+    n = y.size
+    if K.shape != (n, n):
+        raise ValueError(f"K must have shape ({n}, {n}), got {K.shape}")
+    if fit_bias and not (np.any(y > 0) and np.any(y < 0)):
+        raise ValueError("a bias needs both labels +1 and -1 in y")
+    lam_max = largest_eigenvalue(K) + v
+    if not lam_max > 0.0:
+        raise ValueError("the kernel matrix (plus v I) has no positive eigenvalue")
+    eta = learning_rate / lam_max
+    if alpha_init is None:
+        return K, y, eta, np.zeros(n)
+    alpha = np.asarray(alpha_init, dtype=float)
+    if alpha.shape != (n,) or not np.all(np.isfinite(alpha)):
+        raise ValueError(f"alpha_init must be a finite array of shape ({n},)")
+    return K, y, eta, np.clip(alpha, 0.0, C)
+
+
+# %% book/05_svm.md, code cell 15
 def kernel_adatron(
     K,
     y,
@@ -235,24 +258,7 @@ def kernel_adatron(
     eta <= tol; returns an ``AdatronResult`` (``converged`` False after ``max_iter``
     iterations or if the iterates stop being finite).
     """
-    K = np.asarray(K, dtype=float)
-    y = np.asarray(y, dtype=float)
-    n = y.size
-    if K.shape != (n, n):
-        raise ValueError(f"K must have shape ({n}, {n}), got {K.shape}")
-    if fit_bias and not (np.any(y > 0) and np.any(y < 0)):
-        raise ValueError("a bias needs both labels +1 and -1 in y")
-    lam_max = largest_eigenvalue(K) + v
-    if not lam_max > 0.0:
-        raise ValueError("the kernel matrix (plus v I) has no positive eigenvalue")
-    eta = learning_rate / lam_max
-    if alpha_init is None:
-        alpha = np.zeros(n)
-    else:
-        alpha = np.asarray(alpha_init, dtype=float)
-        if alpha.shape != (n,) or not np.all(np.isfinite(alpha)):
-            raise ValueError(f"alpha_init must be a finite array of shape ({n},)")
-        alpha = np.clip(alpha, 0.0, C)
+    K, y, eta, alpha = _adatron_start(K, y, C, v, fit_bias, learning_rate, alpha_init)
     lam, bias, step, converged, n_iter = 0.0, 0.0, np.inf, False, 0
     for n_iter in range(1, max_iter + 1):
         u = y * alpha
@@ -273,7 +279,7 @@ def kernel_adatron(
     return AdatronResult(alpha, float(bias), n_iter, converged, step, eta)
 
 
-# %% book/05_svm.md, code cell 21
+# %% book/05_svm.md, code cell 22
 def _cholesky_with_jitter(A):
     """Lower Cholesky factor of the symmetric positive (semi)definite A, adding
     jitter if needed."""
@@ -287,7 +293,7 @@ def _cholesky_with_jitter(A):
     raise LinAlgError("the margin support vector block is not positive definite")
 
 
-# %% book/05_svm.md, code cell 22
+# %% book/05_svm.md, code cell 23
 def conditional_variances(K, alpha, *, C=np.inf, v=0.0, fit_bias=False):
     """Conditional variances sigma_i of eq-svm-loo, from one Cholesky factor of the
     margin block.
@@ -330,7 +336,7 @@ def conditional_variances(K, alpha, *, C=np.inf, v=0.0, fit_bias=False):
     return sigma
 
 
-# %% book/05_svm.md, code cell 23
+# %% book/05_svm.md, code cell 24
 def _check_adatron_params(est):
     """ValueError/TypeError for a ``KernelAdatron`` hyperparameter outside its
     domain."""
@@ -352,27 +358,26 @@ def _check_adatron_params(est):
     check_bool(est.compute_loo, "compute_loo")
 
 
-# %% book/05_svm.md, code cell 24
-def _fit_adatron(
-    K, X, y, *, C, v, fit_bias, max_iter, tol, learning_rate, alpha_init, compute_loo
-):
+# %% book/05_svm.md, code cell 25
+def _adatron_loo(K, y, result, *, C, v, fit_bias):
+    """Linear-response leave-one-out activations (eq-svm-loo) and their error rate."""
+    u = y * result.alpha  # eq-svm-loo: y_i h_i = m_i - alpha_i sigma_i
+    sigma = conditional_variances(K, result.alpha, C=C, v=v, fit_bias=fit_bias)
+    loo_decision = K @ u + v * u + result.bias - u * sigma
+    return loo_decision, float(np.mean(y * loo_decision <= 0.0))
+
+
+# %% book/05_svm.md, code cell 26
+def _fit_adatron(K, X, y, *, model, solver, compute_loo):
     """Fitted attributes of ``KernelAdatron`` for the kernel matrix K of X
     (eq-svm-dual).
 
-    Returns a dict attribute name -> value: the solution, ``kkt_`` (eq-svm-kkt) and the
-    linear-response leave-one-out activations and error (eq-svm-loo, or None).
+    ``model`` holds C, v and fit_bias, ``solver`` the other arguments of
+    kernel_adatron. Returns a dict attribute name -> value: the solution, ``kkt_``
+    (eq-svm-kkt) and the linear-response leave-one-out activations and error
+    (eq-svm-loo, or None).
     """
-    result = kernel_adatron(
-        K,
-        y,
-        C=C,
-        v=v,
-        fit_bias=fit_bias,
-        max_iter=max_iter,
-        tol=tol,
-        learning_rate=learning_rate,
-        alpha_init=alpha_init,
-    )
+    result = kernel_adatron(K, y, **model, **solver)
     support = np.flatnonzero(result.alpha > 0.0)
     fitted = dict(
         alpha_=result.alpha,
@@ -383,30 +388,71 @@ def _fit_adatron(
         support_=support,
         support_vectors_=X[support],
         dual_coef_=(y * result.alpha)[support],
-        kkt_=kkt_violation(
-            K, y, result.alpha, result.bias, C=C, v=v, fit_bias=fit_bias
-        ),
+        kkt_=kkt_violation(K, y, result.alpha, result.bias, **model),
         loo_decision_=None,
         loo_error_=None,
     )
     if not result.converged:
         warnings.warn(
             f"KernelAdatron did not converge in {result.n_iter} iterations (last step "
-            f"{result.step:.2e} > tol = {tol:g}); increase max_iter, or use v > 0 or a "
-            "finite C if the data may not be separable",
+            f"{result.step:.2e} > tol = {solver['tol']:g}); increase max_iter, or use "
+            "v > 0 or a finite C if the data may not be separable",
             ConvergenceWarning,
             stacklevel=5,
         )
     if compute_loo and np.all(np.isfinite(result.alpha)):
-        u = y * result.alpha  # eq-svm-loo: y_i h_i = m_i - alpha_i sigma_i
-        sigma = conditional_variances(K, result.alpha, C=C, v=v, fit_bias=fit_bias)
-        fitted["loo_decision_"] = K @ u + v * u + result.bias - u * sigma
-        fitted["loo_error_"] = float(np.mean(y * fitted["loo_decision_"] <= 0.0))
+        fitted["loo_decision_"], fitted["loo_error_"] = _adatron_loo(
+            K, y, result, **model
+        )
     return fitted
 
 
-# %% book/05_svm.md, code cell 25
-class KernelAdatron(GPClassifierBase):
+# %% book/05_svm.md, code cell 27
+class _AdatronFit:
+    """Fit and decision function of KernelAdatron."""
+
+    def fit(self, X, y, alpha_init=None, **fit_params):
+        """Fit to inputs X (n, d) and two-class labels y; ``alpha_init`` (n,)
+        warm-starts alpha.
+
+        Any other keyword argument (e.g. ``sample_weight``) raises TypeError, naming it.
+        """
+        return super().fit(X, y, alpha_init=alpha_init, **fit_params)
+
+    def _fit(self, X, y, alpha_init=None):
+        kernel = (
+            default_kernel(X) if self.kernel is None else copy.deepcopy(self.kernel)
+        )  # never the caller's object
+        model = dict(C=float(self.C), v=float(self.v), fit_bias=bool(self.fit_bias))
+        solver = dict(
+            max_iter=int(self.max_iter),
+            tol=float(self.tol),
+            learning_rate=float(self.learning_rate),
+            alpha_init=alpha_init,
+        )
+        fitted = _fit_adatron(
+            kernel(X),
+            X,
+            y,
+            model=model,
+            solver=solver,
+            compute_loo=bool(self.compute_loo),
+        )
+        self.kernel_ = kernel
+        for name, value in fitted.items():
+            setattr(self, name, value)
+        return self
+
+    def _decision_function(self, X):
+        """Activation sum_j k(x, x_j) y_j alpha_j + b of eq-svm-expansion (no noise
+        variance)."""
+        if self.support_.size == 0:
+            return np.full(X.shape[0], self.bias_)
+        return self.kernel_(X, self.support_vectors_) @ self.dual_coef_ + self.bias_
+
+
+# %% book/05_svm.md, code cell 28
+class KernelAdatron(_AdatronFit, GPClassifierBase):
     """Support vector machine as the MAP of a GP, solved by the parallel kernel Adatron.
 
     ``kernel``: a Kernel, default default_kernel(X) (eq-kern-default-length). Linear
@@ -447,44 +493,3 @@ class KernelAdatron(GPClassifierBase):
 
     def _validate_params(self):
         _check_adatron_params(self)
-
-    def fit(self, X, y, alpha_init=None, **fit_params):
-        """Fit to inputs X (n, d) and two-class labels y; ``alpha_init`` (n,)
-        warm-starts alpha.
-
-        Any other keyword argument (e.g. ``sample_weight``) raises TypeError, naming it.
-        """
-        return super().fit(X, y, alpha_init=alpha_init, **fit_params)
-
-    def _fit(self, X, y, alpha_init=None):
-        kernel = (
-            default_kernel(X) if self.kernel is None else copy.deepcopy(self.kernel)
-        )  # never the caller's object
-        fitted = _fit_adatron(
-            kernel(X),
-            X,
-            y,
-            C=float(self.C),
-            v=float(self.v),
-            fit_bias=bool(self.fit_bias),
-            max_iter=int(self.max_iter),
-            tol=float(self.tol),
-            learning_rate=float(self.learning_rate),
-            alpha_init=alpha_init,
-            compute_loo=bool(self.compute_loo),
-        )
-        self.kernel_ = kernel
-        for name, value in fitted.items():
-            setattr(self, name, value)
-        return self
-
-    def _decision_function(self, X):
-        """Activation sum_j k(x, x_j) y_j alpha_j + b of eq-svm-expansion (no noise
-        variance)."""
-        if self.support_.size == 0:
-            return np.full(X.shape[0], self.bias_)
-        return self.kernel_(X, self.support_vectors_) @ self.dual_coef_ + self.bias_
-
-    # no _predict_proba_positive: the SVM is the MAP of an unnormalised likelihood
-    # (eq-svm-unnormalised) and has no predictive probabilities, so there is no
-    # predict_proba
