@@ -103,6 +103,36 @@ def _accepts_alpha_init(estimator):
 
 
 # %% book/06_loo.md, code cell 9
+def _full_fit_alpha(estimator, X, y, warm_start):
+    """(alpha_ of a fit to all the data, or None; the number of fits made, 0 or 1)."""
+    if not (warm_start and _accepts_alpha_init(estimator)):
+        return None, 0
+    alpha = getattr(_clone(estimator).fit(X, y), "alpha_", None)
+    if alpha is not None and np.shape(alpha) == (len(y),):
+        return np.asarray(alpha, dtype=float), 1
+    return None, 1
+
+
+def _fit_without(estimator, X, y, i, alpha_full):
+    """A clone fitted without example i, and whether it warned of non-convergence."""
+    keep = np.arange(len(y)) != i
+    model = _clone(estimator)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", ConvergenceWarning)
+        if alpha_full is None:
+            model.fit(X[keep], y[keep])
+        else:
+            model.fit(X[keep], y[keep], alpha_init=alpha_full[keep])
+    warned = False
+    for w in caught:
+        if issubclass(w.category, ConvergenceWarning):
+            warned = True
+        else:
+            warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+    return model, warned
+
+
+# %% book/06_loo.md, code cell 10
 def exact_loo_error(estimator, X, y, *, warm_start=True, progress=False):
     """Exact leave-one-out error eq-loo-error by n refits of a clone of ``estimator``.
 
@@ -116,33 +146,14 @@ def exact_loo_error(estimator, X, y, *, warm_start=True, progress=False):
     encode_labels(y)  # two classes, or ValueError
     n = len(y)
     loo_estimator = _clone(estimator, compute_loo=False)
-    n_fits, alpha_full = 0, None
-    if warm_start and _accepts_alpha_init(loo_estimator):
-        full = _clone(loo_estimator).fit(X, y)
-        n_fits += 1
-        alpha = getattr(full, "alpha_", None)
-        if alpha is not None and np.shape(alpha) == (n,):
-            alpha_full = np.asarray(alpha, dtype=float)
+    alpha_full, n_fits = _full_fit_alpha(loo_estimator, X, y, warm_start)
     errors = np.zeros(n, dtype=bool)
     decision = np.empty(n)
     converged = np.ones(n, dtype=bool)
     n_iter = np.full(n, -1, dtype=int)
     for i in tqdm(range(n), desc="leave-one-out fits", disable=not progress):
-        keep = np.arange(n) != i
-        model = _clone(loo_estimator)
-        with warnings.catch_warnings(record=True) as caught:
-            warnings.simplefilter("always", ConvergenceWarning)
-            if alpha_full is None:
-                model.fit(X[keep], y[keep])
-            else:
-                model.fit(X[keep], y[keep], alpha_init=alpha_full[keep])
+        model, warned = _fit_without(loo_estimator, X, y, i, alpha_full)
         n_fits += 1
-        warned = False
-        for w in caught:
-            if issubclass(w.category, ConvergenceWarning):
-                warned = True
-            else:
-                warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
         converged[i] = bool(getattr(model, "converged_", True)) and not warned
         n_iter[i] = int(getattr(model, "n_iter_", -1))
         decision[i] = float(model.decision_function(X[i : i + 1])[0])
@@ -167,7 +178,7 @@ def exact_loo_error(estimator, X, y, *, warm_start=True, progress=False):
     )
 
 
-# %% book/06_loo.md, code cell 11
+# %% book/06_loo.md, code cell 12
 @dataclass(frozen=True)
 class LOOComparison:
     """An approximate leave-one-out estimate beside the exact one (``exact``, a
@@ -196,7 +207,7 @@ class LOOComparison:
         )
 
 
-# %% book/06_loo.md, code cell 12
+# %% book/06_loo.md, code cell 13
 def approximate_vs_exact(estimator, X, y, *, warm_start=True, progress=False):
     """Compare an estimator's approximate leave-one-out error with the exact one,
     eq-loo-error.

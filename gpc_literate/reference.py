@@ -141,9 +141,9 @@ def sequential_importance_sample(C, y, kappa, n_samples, rng):
 
 
 # %% book/07_exact_relations.md, code cell 10
-class _WeightedMoments:
-    """Streaming self-normalised importance-sampling moments, stable in the log
-    weights."""
+class _WeightedSums:
+    """Weighted sums of draws and of their outer products, in a scale that follows the
+    largest log weight."""
 
     def __init__(self, n):
         self.ref = -np.inf  # log of the weight scale the sums are kept in
@@ -179,6 +179,12 @@ class _WeightedMoments:
         self.t1 += np.einsum("k,ki->i", w2, g)
         self.t2 += np.einsum("ki,kj->ij", g * w2[:, None], g)
 
+
+# %% book/07_exact_relations.md, code cell 11
+class _WeightedMoments(_WeightedSums):
+    """Streaming self-normalised importance-sampling moments, stable in the log
+    weights."""
+
     def result(self):
         """(mean, cov, covariance of the mean estimate, log evidence, its se, ess)."""
         if self.s0 == 0.0:
@@ -209,7 +215,7 @@ class _WeightedMoments:
         )
 
 
-# %% book/07_exact_relations.md, code cell 11
+# %% book/07_exact_relations.md, code cell 12
 def _gaussian_moments(K, y, noise_var):
     """Closed-form posterior of GP regression, y_i ~ N(f_i, noise_var) at the
     labelled points."""
@@ -228,7 +234,43 @@ def _gaussian_moments(K, y, noise_var):
     return mean, 0.5 * (cov + cov.T), float(log_z), coef, lab
 
 
-# %% book/07_exact_relations.md, code cell 12
+# %% book/07_exact_relations.md, code cell 13
+def _moment_sampler(K, y, likelihood, method, rng):
+    """(draw, C, v): draw(m) returns m draws of g = f + xi, C = K + v I its
+    covariance, and their log weights."""
+    n = y.size
+    if method == "sequential":
+        family = flip_noise_parameters(likelihood)
+        if family is None:
+            raise TypeError(
+                f"method='sequential' needs StepFlip, Probit or Gaussian, got "
+                f"{likelihood!r}; use method='prior'"
+            )
+        kappa, v = family
+        C = K + v * np.eye(n)  # the noisy process g = f + xi (eq-noise-noisy-kernel)
+        return (lambda m: sequential_importance_sample(C, y, kappa, m, rng)), C, v
+    if not isinstance(likelihood, Likelihood):
+        raise TypeError(
+            f"likelihood must be a gpc_literate Likelihood, got {likelihood!r}"
+        )
+    L, lab = _cholesky_jitter(K), ~np.isnan(y)
+
+    def draw(m):
+        f = rng.standard_normal((m, n)) @ L.T
+        return f, likelihood.log_prob(y[lab], f[:, lab]).sum(axis=1)
+
+    return draw, K, 0.0
+
+
+def _moments_of_f(K, C, mean, cov, mean_cov):
+    """Eq. (eq-exact-f-given-g): moments of f from those of g = f + xi."""
+    A = cho_solve(cho_factor(C, lower=True), K).T  # K C^{-1}
+    mean, mean_cov = A @ mean, A @ mean_cov @ A.T
+    cov = K - A @ K + A @ cov @ A.T
+    return mean, 0.5 * (cov + cov.T), mean_cov
+
+
+# %% book/07_exact_relations.md, code cell 14
 def exact_posterior_moments(
     K,
     y,
@@ -258,32 +300,10 @@ def exact_posterior_moments(
     n_samples = int(n_samples)
     rng = np.random.default_rng(rng)
     n = y.size
-    lab = ~np.isnan(y)
-    family = flip_noise_parameters(likelihood)
-    if method == "sequential":
-        if isinstance(likelihood, Gaussian):
-            mean, cov, log_z, _, _ = _gaussian_moments(K, y, likelihood.noise_var)
-            return ExactMoments(mean, cov, np.zeros(n), log_z, 0.0, float("inf"), 0)
-        if family is None:
-            raise TypeError(
-                f"method='sequential' needs StepFlip, Probit or Gaussian, got "
-                f"{likelihood!r}; use method='prior'"
-            )
-        kappa, v = family
-        C = K + v * np.eye(n)  # the noisy process g = f + xi (eq-noise-noisy-kernel)
-        draw = lambda m: sequential_importance_sample(C, y, kappa, m, rng)
-    else:
-        if not isinstance(likelihood, Likelihood):
-            raise TypeError(
-                f"likelihood must be a gpc_literate Likelihood, got {likelihood!r}"
-            )
-        kappa, v = 0.0, 0.0
-        L = _cholesky_jitter(K)
-
-        def draw(m):
-            f = rng.standard_normal((m, n)) @ L.T
-            return f, likelihood.log_prob(y[lab], f[:, lab]).sum(axis=1)
-
+    if method == "sequential" and isinstance(likelihood, Gaussian):
+        mean, cov, log_z, _, _ = _gaussian_moments(K, y, likelihood.noise_var)
+        return ExactMoments(mean, cov, np.zeros(n), log_z, 0.0, float("inf"), 0)
+    draw, C, v = _moment_sampler(K, y, likelihood, method, rng)
     acc = _WeightedMoments(n)
     done = 0
     while done < n_samples:
@@ -291,12 +311,8 @@ def exact_posterior_moments(
         acc.add(*draw(m))
         done += m
     mean, cov, mean_cov, log_z, log_z_se, ess = acc.result()
-    if v > 0.0:
-        # the moments are those of g = f + xi; f | g is Gaussian with mean K C^{-1} g
-        A = cho_solve(cho_factor(C, lower=True), K).T  # K C^{-1}
-        mean, mean_cov = A @ mean, A @ mean_cov @ A.T
-        cov = K - A @ K + A @ cov @ A.T
-        cov = 0.5 * (cov + cov.T)
+    if v > 0.0:  # the moments are those of g = f + xi
+        mean, cov, mean_cov = _moments_of_f(K, C, mean, cov, mean_cov)
     return ExactMoments(
         mean,
         cov,
@@ -308,7 +324,19 @@ def exact_posterior_moments(
     )
 
 
-# %% book/07_exact_relations.md, code cell 13
+# %% book/07_exact_relations.md, code cell 15
+def _log_mean_weight(C, y, kappa, n_samples, rng):
+    """log of an unbiased estimate of E[prod_i p(y_i|g_i)] under N(0, C), and its
+    relative standard error."""
+    if y.size == 0:
+        return 0.0, 0.0
+    _, log_w = sequential_importance_sample(C, y, kappa, n_samples, rng)
+    top = log_w.max()
+    w = np.exp(log_w - top)
+    return np.log(w.mean()) + top, w.std() / np.sqrt(n_samples) / w.mean()
+
+
+# %% book/07_exact_relations.md, code cell 16
 def exact_embedding_strengths(K, y, likelihood, *, n_samples=200_000, rng=None):
     """Eq. (eq-exact-alpha-step): the embedding strengths alpha_i of eq-exact-alpha by
     their own integrals.
@@ -339,24 +367,14 @@ def exact_embedding_strengths(K, y, likelihood, *, n_samples=200_000, rng=None):
     kappa, v = family
     C = (K + v * np.eye(n))[np.ix_(lab, lab)]  # unlabelled points integrate out
     yl = y[lab]
-
-    def log_mean_weight(Cm, ym):
-        """log of an unbiased estimate of E[prod p(y|g)] under N(0, Cm), and its se."""
-        if ym.size == 0:
-            return 0.0, 0.0
-        _, log_w = sequential_importance_sample(Cm, ym, kappa, n_samples, rng)
-        top = log_w.max()
-        w = np.exp(log_w - top)
-        return np.log(w.mean()) + top, w.std() / np.sqrt(n_samples) / w.mean()
-
-    log_z, rse_z = log_mean_weight(C, yl)
+    log_z, rse_z = _log_mean_weight(C, yl, kappa, n_samples, rng)
     for k, i in enumerate(lab):
         rest = np.arange(lab.size) != k
         c = C[rest, k]
         C_cond = (
             C[np.ix_(rest, rest)] - np.outer(c, c) / C[k, k]
         )  # Cov[g_rest | g_i = 0]
-        log_zi, rse_zi = log_mean_weight(C_cond, yl[rest])
+        log_zi, rse_zi = _log_mean_weight(C_cond, yl[rest], kappa, n_samples, rng)
         log_density = -0.5 * (_LOG_2PI + np.log(C[k, k]))  # log N(0; 0, K_ii + v)
         alpha[i] = (1.0 - 2.0 * kappa) * np.exp(log_density + log_zi - log_z)
         rse[i] = rse_zi
