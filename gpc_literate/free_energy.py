@@ -473,43 +473,38 @@ def initial_p(prior, n_factors, rng):
 
 
 # %% book/19_variational.md, code cell 27
-def minimize_free_energy(
-    y, prior, loss="logistic", *, mu, log_v, C, max_iter=500, tol=1e-8
-):
-    """Eq. (eq-var-whiten): minimise F over P for fixed theta by L-BFGS-B, from (mu,
-    log_v, C).
+class _WhitenedFreeEnergy:
+    """F(P) and its gradient as a function of x = (u, log_v, D), eq-var-whiten."""
 
-    The optimiser works in whitened coordinates u = L^-1 mu, D = L^-1 C (and log_v), in
-    which the KL term's Hessian is the identity; the gradients are L^T dF/dmu, L^T
-    dF/dC.  Stops when max |gradient| < tol or after max_iter iterations.  Returns an
-    InnerResult (no warning; the caller decides).
-    """
-    n, M = np.shape(C)
-    L = prior.L
-    u0 = solve_triangular(L, np.column_stack([mu, C]), lower=True, check_finite=False)
-    x0 = np.concatenate([u0[:, 0], log_v, u0[:, 1:].ravel()])
+    def __init__(self, y, prior, loss, n_factors):
+        self.y, self.prior, self.loss, self.M = y, prior, loss, n_factors
 
-    def unpack(x):
-        uD = np.column_stack([x[:n], x[2 * n :].reshape(n, M)])
-        muC = L @ uD
+    def pack(self, mu, log_v, C):
+        u0 = solve_triangular(
+            self.prior.L, np.column_stack([mu, C]), lower=True, check_finite=False
+        )
+        return np.concatenate([u0[:, 0], log_v, u0[:, 1:].ravel()])
+
+    def unpack(self, x):
+        n = len(self.prior.L)
+        uD = np.column_stack([x[:n], x[2 * n :].reshape(n, self.M)])
+        muC = self.prior.L @ uD
         return muC[:, 0], x[n : 2 * n], muC[:, 1:]
 
-    def fun(x):
-        m, lv, c = unpack(x)
-        F, g_mu, g_lv, g_C = free_energy(m, lv, c, y, prior, loss)
-        gw = L.T @ np.column_stack([g_mu, g_C])
+    def __call__(self, x):
+        m, lv, c = self.unpack(x)
+        F, g_mu, g_lv, g_C = free_energy(m, lv, c, self.y, self.prior, self.loss)
+        gw = self.prior.L.T @ np.column_stack([g_mu, g_C])
         return F, np.concatenate([gw[:, 0], g_lv, gw[:, 1:].ravel()])
 
-    bounds = [(None, None)] * n + [_LOG_V_BOUNDS] * n + [(None, None)] * (n * M)
-    x0[n : 2 * n] = np.clip(x0[n : 2 * n], *_LOG_V_BOUNDS)
-    history = [fun(x0)[0]]
-    # stop when an iteration lowers F by less than tol (in nats), or when max |gradient|
-    # < tol
-    options = {"ftol": tol / max(1.0, abs(history[0])), "gtol": tol, "maxcor": 20}
-    x, n_iter = x0, 0
-    for _ in range(
-        _INNER_RESTARTS + 1
-    ):  # after a line-search failure, restart L-BFGS-B
+
+# %% book/19_variational.md, code cell 28
+def _lbfgsb_with_restarts(fun, x, bounds, options, max_iter, history):
+    """L-BFGS-B from x, restarted after a line-search failure (_INNER_RESTARTS times
+    at most); appends F after each iteration to ``history``. Returns (result, x,
+    n_iter)."""
+    n_iter = 0
+    for _ in range(_INNER_RESTARTS + 1):
         result = minimize(
             fun,
             x,
@@ -524,8 +519,35 @@ def minimize_free_energy(
         x, n_iter = result.x, n_iter + int(result.nit)
         if result.success or n_iter >= max_iter or result.nit == 0:
             break
+    return result, x, n_iter
+
+
+# %% book/19_variational.md, code cell 29
+def minimize_free_energy(
+    y, prior, loss="logistic", *, mu, log_v, C, max_iter=500, tol=1e-8
+):
+    """Eq. (eq-var-whiten): minimise F over P for fixed theta by L-BFGS-B, from (mu,
+    log_v, C).
+
+    The optimiser works in whitened coordinates u = L^-1 mu, D = L^-1 C (and log_v), in
+    which the KL term's Hessian is the identity; the gradients are L^T dF/dmu, L^T
+    dF/dC.  Stops when max |gradient| < tol or after max_iter iterations.  Returns an
+    InnerResult (no warning; the caller decides).
+    """
+    n, M = np.shape(C)
+    fun = _WhitenedFreeEnergy(y, prior, loss, M)
+    x0 = fun.pack(mu, log_v, C)
+    bounds = [(None, None)] * n + [_LOG_V_BOUNDS] * n + [(None, None)] * (n * M)
+    x0[n : 2 * n] = np.clip(x0[n : 2 * n], *_LOG_V_BOUNDS)
+    history = [fun(x0)[0]]
+    # stop when an iteration lowers F by less than tol (in nats), or when max |gradient|
+    # < tol
+    options = {"ftol": tol / max(1.0, abs(history[0])), "gtol": tol, "maxcor": 20}
+    result, x, n_iter = _lbfgsb_with_restarts(
+        fun, x0, bounds, options, max_iter, history
+    )
     F, grad = fun(x)
-    m, lv, c = unpack(x)
+    m, lv, c = fun.unpack(x)
     return InnerResult(
         m,
         lv,

@@ -337,87 +337,8 @@ def _svc_predictive(mean, var):
 
 
 # %% book/20_variational_estimators.md, code cell 12
-class _VariationalFit(GPClassifierBase):
-    """Fitting and prediction hooks of VariationalGP (its parameters and docs are
-    there)."""
-
-    def _validate_params(self):
-        _check_variational_params(self)
-
-    def _objective(self, kernel, X, y, theta, start):
-        """variational_objective at theta with this estimator's settings, from
-        ``start``."""
-        return variational_objective(
-            theta,
-            kernel,
-            X,
-            y,
-            self.loss,
-            self.n_factors,
-            start=start,
-            jitter=self._jitter,
-            max_iter=self.inner_max_iter,
-            tol=self.inner_tol,
-        )
-
-    def _fit(self, X, y_pm):
-        kernel = _default_kernel(X) if self.kernel is None else self.kernel
-        self.X_train_, self.y_train_ = X, y_pm
-        start, result, history, final = (
-            None,
-            None,
-            [],
-            None,
-        )  # fixed kernel: initial_p's start
-        if self.optimize and kernel.theta.size:
-            theta0 = _start_theta(kernel, self.bounds, type(self).__name__)
-            res0 = self._objective(kernel, X, y_pm, theta0, None)[3]
-            start = (res0.mu, res0.log_v, res0.C)  # P_0 starts the first line search
-            box = _box(self.bounds, kernel.theta)
-            result, history, final = _outer_loop(
-                lambda theta, p: self._objective(kernel, X, y_pm, theta, p),
-                theta0,
-                start,
-                box,
-                max_iter=self.max_iter,
-                tol=self.tol,
-                progress=self.progress,
-            )
-            self.kernel_ = kernel.with_theta(result.x)
-            names = kernel.hyperparameter_names
-            warn_bound_hits(
-                type(self).__name__ + ".fit",
-                bound_hits(result.x, names, *box),
-                result.x,
-                names,
-                *box,
-                stacklevel=2,
-                fix="widen bounds and fit again, or keep the kernel fixed "
-                "(optimize=False)",
-            )
-        else:  # a fixed kernel is used exactly as given
-            self.kernel_ = copy.deepcopy(kernel)
-        if final is None:  # P at theta_ (no outer loop, or not cached)
-            final = self._objective(self.kernel_, X, y_pm, None, start)
-        prior, res = final[2:]
-        for name, value in _fitted_state(
-            self.kernel_, prior, res, self.n_features_in_
-        ).items():
-            setattr(self, name, value)
-        self.optimizer_result_ = result
-        self.n_iter_ = 0 if result is None else int(result.nit)
-        self.history_ = np.array(history if history else [res.free_energy])
-        self.converged_ = _warn_unconverged(
-            type(self).__name__, result, self.n_iter_, res, self.inner_tol
-        )
-        self.mode_coef_, ok = _mode_coefficients(prior.K, y_pm, self.loss)
-        if not ok:
-            warnings.warn(
-                f"{type(self).__name__}: the posterior mode at theta_ did not "
-                "converge; use='mode' predictions are approximate",
-                ConvergenceWarning,
-                stacklevel=3,
-            )
+class _VariationalPrediction:
+    """Predictions of VariationalGP from the fitted P (eq-var-predictive)."""
 
     def _latent(self, X):
         return _latent_moments(
@@ -442,8 +363,117 @@ class _VariationalFit(GPClassifierBase):
             else _svc_predictive(mean, var)
         )
 
+    def predict_latent(self, X):
+        """Eq. (eq-var-predictive): mean and variance of the latent f(x) under P at
+        each row of X."""
+        return self._latent(self._check_predict_input(X))
+
+    def decision_function(self, X, use="mean"):
+        """Latent activation at each row of X: use="mean" k(x)^T K^-1 mu (P's mean),
+        use="mode" the posterior mode at theta_ of the original architecture (Laplace
+        mode / SVM)."""
+        if use not in ("mean", "mode"):
+            raise ValueError(f"use must be 'mean' or 'mode'; got {use!r}")
+        X = self._check_predict_input(X)
+        if use == "mean":
+            return self._latent(X)[0]
+        return self.kernel_(X, self.X_train_) @ self.mode_coef_
+
+    def predict(self, X, use="mean"):
+        """Predicted labels: classes_[1] where decision_function(X, use) > 0, else
+        classes_[0]."""
+        positive = self.decision_function(X, use=use) > 0
+        return self.classes_[positive.astype(np.intp)]
+
 
 # %% book/20_variational_estimators.md, code cell 13
+class _VariationalSearch:
+    """The outer loop of VariationalGP's fit (eq-var-envelope)."""
+
+    def _objective(self, kernel, X, y, theta, start):
+        """variational_objective at theta with this estimator's settings, from
+        ``start``."""
+        return variational_objective(
+            theta,
+            kernel,
+            X,
+            y,
+            self.loss,
+            self.n_factors,
+            start=start,
+            jitter=self._jitter,
+            max_iter=self.inner_max_iter,
+            tol=self.inner_tol,
+        )
+
+    def _search(self, kernel, X, y_pm):
+        """Learn theta; set kernel_ and return (start, result, history, final)."""
+        theta0 = _start_theta(kernel, self.bounds, type(self).__name__)
+        res0 = self._objective(kernel, X, y_pm, theta0, None)[3]
+        start = (res0.mu, res0.log_v, res0.C)  # P_0 starts the first line search
+        box = _box(self.bounds, kernel.theta)
+        result, history, final = _outer_loop(
+            lambda theta, p: self._objective(kernel, X, y_pm, theta, p),
+            theta0,
+            start,
+            box,
+            max_iter=self.max_iter,
+            tol=self.tol,
+            progress=self.progress,
+        )
+        self.kernel_ = kernel.with_theta(result.x)
+        names = kernel.hyperparameter_names
+        warn_bound_hits(
+            type(self).__name__ + ".fit",
+            bound_hits(result.x, names, *box),
+            result.x,
+            names,
+            *box,
+            stacklevel=3,
+            fix="widen bounds and fit again, or keep the kernel fixed (optimize=False)",
+        )
+        return start, result, history, final
+
+
+# %% book/20_variational_estimators.md, code cell 14
+class _VariationalFit(_VariationalSearch, _VariationalPrediction, GPClassifierBase):
+    """Fitting and prediction of VariationalGP (its parameters and docs are there)."""
+
+    def _validate_params(self):
+        _check_variational_params(self)
+
+    def _fit(self, X, y_pm):
+        kernel = _default_kernel(X) if self.kernel is None else self.kernel
+        self.X_train_, self.y_train_ = X, y_pm
+        # a fixed kernel: the final inner loop starts from initial_p
+        start, result, history, final = None, None, [], None
+        if self.optimize and kernel.theta.size:
+            start, result, history, final = self._search(kernel, X, y_pm)
+        else:  # a fixed kernel is used exactly as given
+            self.kernel_ = copy.deepcopy(kernel)
+        if final is None:  # P at theta_ (no outer loop, or not cached)
+            final = self._objective(self.kernel_, X, y_pm, None, start)
+        prior, res = final[2:]
+        fitted = _fitted_state(self.kernel_, prior, res, self.n_features_in_)
+        for name, value in fitted.items():
+            setattr(self, name, value)
+        self.optimizer_result_ = result
+        self.n_iter_ = 0 if result is None else int(result.nit)
+        self.history_ = np.array(history if history else [res.free_energy])
+        self.converged_ = _warn_unconverged(
+            type(self).__name__, result, self.n_iter_, res, self.inner_tol
+        )
+        self.mode_coef_, ok = _mode_coefficients(prior.K, y_pm, self.loss)
+        if not ok:
+            warnings.warn(
+                f"{type(self).__name__}: the posterior mode at theta_ did not "
+                "converge; use='mode' predictions are approximate",
+                ConvergenceWarning,
+                stacklevel=3,
+            )
+
+
+# %% book/20_variational_estimators.md, code cell 15
 class VariationalGP(_VariationalFit):
     """Seeger's variational model selection, eqs (eq-var-bound)-(eq-var-grad-theta),
     logistic loss.
@@ -488,44 +518,19 @@ class VariationalGP(_VariationalFit):
         bounds="auto",
         progress=False,
     ):
-        self.kernel, self.loss, self.n_factors, self.optimize = (
-            kernel,
-            loss,
-            n_factors,
-            optimize,
-        )
-        self.max_iter, self.tol, self.bounds, self.progress = (
-            max_iter,
-            tol,
-            bounds,
-            progress,
-        )
-        self.inner_max_iter, self.inner_tol = inner_max_iter, inner_tol
-
-    def predict_latent(self, X):
-        """Eq. (eq-var-predictive): mean and variance of the latent f(x) under P at
-        each row of X."""
-        return self._latent(self._check_predict_input(X))
-
-    def decision_function(self, X, use="mean"):
-        """Latent activation at each row of X: use="mean" k(x)^T K^-1 mu (P's mean),
-        use="mode" the posterior mode at theta_ of the original architecture (Laplace
-        mode / SVM)."""
-        if use not in ("mean", "mode"):
-            raise ValueError(f"use must be 'mean' or 'mode'; got {use!r}")
-        X = self._check_predict_input(X)
-        if use == "mean":
-            return self._latent(X)[0]
-        return self.kernel_(X, self.X_train_) @ self.mode_coef_
-
-    def predict(self, X, use="mean"):
-        """Predicted labels: classes_[1] where decision_function(X, use) > 0, else
-        classes_[0]."""
-        positive = self.decision_function(X, use=use) > 0
-        return self.classes_[positive.astype(np.intp)]
+        self.kernel = kernel
+        self.loss = loss
+        self.n_factors = n_factors
+        self.optimize = optimize
+        self.max_iter = max_iter
+        self.tol = tol
+        self.inner_max_iter = inner_max_iter
+        self.inner_tol = inner_tol
+        self.bounds = bounds
+        self.progress = progress
 
 
-# %% book/20_variational_estimators.md, code cell 14
+# %% book/20_variational_estimators.md, code cell 16
 class VariationalSVM(VariationalGP):
     """VariationalGP with Seeger's normalised SVC loss (eq-var-svc-loss) as the default
     loss.
