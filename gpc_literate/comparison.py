@@ -249,6 +249,24 @@ def _check_grid(values, name):
 
 
 # %% book/21_variational_experiments.md, code cell 12
+def _svm_cv_errors(K, y_pm, folds, n_folds, Cs, tol, max_iter):
+    """Test errors summed over the folds (labelled 0..n_folds-1) for each C
+    (increasing), and the number of fold problems that did not converge."""
+    errors, n_not_converged = np.zeros(len(Cs), dtype=np.int64), 0
+    for f in range(n_folds):
+        train, test = folds != f, folds == f
+        K_train, alpha = K[np.ix_(train, train)], None
+        for j, C in enumerate(Cs):
+            res = svm_dual_accelerated(
+                K_train, y_pm[train], C=C, tol=tol, max_iter=max_iter, alpha_init=alpha
+            )
+            alpha, n_not_converged = res.alpha, n_not_converged + (not res.converged)
+            h = K[np.ix_(test, train)] @ (y_pm[train] * alpha) + res.bias
+            errors[j] += np.count_nonzero(y_pm[test] * h <= 0.0)
+    return errors, n_not_converged
+
+
+# %% book/21_variational_experiments.md, code cell 13
 def select_svm_cv(
     X, y, *, scales=SVM_SCALES, Cs=SVM_CS, n_folds=10, seed=0, tol=1e-2, max_iter=20000
 ):
@@ -271,24 +289,8 @@ def select_svm_cv(
     n_not_converged = 0
     for i, s in enumerate(scales):
         K = RBF(length_scale=float(np.sqrt(s * d)))(X)
-        for f in range(n_folds):
-            train, test = folds != f, folds == f
-            K_train, alpha = K[np.ix_(train, train)], None
-            for j, C in enumerate(Cs):
-                res = svm_dual_accelerated(
-                    K_train,
-                    y_pm[train],
-                    C=C,
-                    tol=tol,
-                    max_iter=max_iter,
-                    alpha_init=alpha,
-                )
-                alpha, n_not_converged = (
-                    res.alpha,
-                    n_not_converged + (not res.converged),
-                )
-                h = K[np.ix_(test, train)] @ (y_pm[train] * alpha) + res.bias
-                cv_errors[i, j] += np.count_nonzero(y_pm[test] * h <= 0.0)
+        cv_errors[i], n_bad = _svm_cv_errors(K, y_pm, folds, n_folds, Cs, tol, max_iter)
+        n_not_converged += n_bad
     # first minimum with scales from wide to narrow and C from small to large
     order = [(i, j) for i in np.argsort(scales)[::-1] for j in range(len(Cs))]
     i, j = min(order, key=lambda ij: cv_errors[ij])
@@ -304,7 +306,7 @@ def select_svm_cv(
     )
 
 
-# %% book/21_variational_experiments.md, code cell 14
+# %% book/21_variational_experiments.md, code cell 15
 DEFAULT_CONFIG = {
     "n_factors": 2,
     "var_max_iter": 100,
@@ -324,7 +326,7 @@ DEFAULT_CONFIG = {
 }
 
 
-# %% book/21_variational_experiments.md, code cell 15
+# %% book/21_variational_experiments.md, code cell 16
 def start_kernel(n_features, config=None):
     """Seeger's eq. 8 at the starting point: ARD RBF, w_i = 1/d, C = 1, C v = 0.1."""
     config = dict(DEFAULT_CONFIG, **(config or {}))
@@ -362,79 +364,90 @@ def _weights(kernel):
     return [float(w) for w in 1.0 / np.asarray(kernel.length_scale, dtype=float) ** 2]
 
 
-# %% book/21_variational_experiments.md, code cell 16
-def _fit(fitter, X, y, X_test, config):
-    """Fit one fitter on (X, y); return ({method: predictions on X_test}, details)."""
+# %% book/21_variational_experiments.md, code cell 17
+def _fit_variational(fitter, X, y, X_test, config):
+    """VarGP or VarSVM: predictions with P's mean and with the mode, and details."""
     d = X.shape[1]
-    if fitter in ("VarGP", "VarSVM"):
-        cls = VariationalGP if fitter == "VarGP" else VariationalSVM
-        model = cls(
-            kernel=start_kernel(d, config),
-            n_factors=config["n_factors"],
-            max_iter=config["var_max_iter"],
-            tol=config["var_tol"],
-            inner_max_iter=config["inner_max_iter"],
-            inner_tol=config["inner_tol"],
-            bounds=tuple(config["bounds"]),
-        ).fit(X, y)
-        mode, mean = FITTERS[fitter]
-        return (
-            {
-                mode: model.predict(X_test, use="mode"),
-                mean: model.predict(X_test, use="mean"),
-            },
-            {
-                "theta": [float(t) for t in model.theta_],
-                "relevances": [float(w) for w in model.relevances_],
-                "free_energy": float(model.free_energy_),
-                "n_iter": int(model.n_iter_),
-                "converged": bool(model.converged_),
-            },
-        )
-    if fitter == "Laplace":
-        model, history = select_hyperparameters(
-            Laplace(
-                kernel=start_kernel(d, config), likelihood=Logistic(), optimizer=None
-            ),
-            X,
-            y,
-            "evidence",
-            max_iter=config["laplace_max_iter"],
-            bounds=tuple(config["bounds"]),
-        )
-        return (
-            {"Laplace": model.predict(X_test)},
-            {
-                "theta": [float(t) for t in model.kernel_.theta],
-                "relevances": _weights(model.kernel_),
-                "log_evidence": float(model.log_marginal_likelihood_),
-                "n_iter": int(history.n_iter),
-                "converged": bool(history.converged),
-            },
-        )
-    if fitter == "SVM-10CV":
-        model, cv = select_svm_cv(
-            X,
-            y,
-            scales=config["svm_scales"],
-            Cs=config["svm_Cs"],
-            n_folds=config["svm_folds"],
-            seed=config["cv_seed"],
-            tol=config["svm_tol"],
-            max_iter=config["svm_max_iter"],
-        )
-        return (
-            {"SVM-10CV": model.predict(X_test)},
-            {
-                "scale": cv.scale,
-                "length_scale": cv.length_scale,
-                "C": cv.C,
-                "cv_errors": cv.cv_errors.tolist(),
-                "n_iter": int(model.n_iter_),
-                "converged": bool(model.converged_ and cv.n_not_converged == 0),
-                "n_support": int(model.support_.size),
-            },
-        )
+    cls = VariationalGP if fitter == "VarGP" else VariationalSVM
+    model = cls(
+        kernel=start_kernel(d, config),
+        n_factors=config["n_factors"],
+        max_iter=config["var_max_iter"],
+        tol=config["var_tol"],
+        inner_max_iter=config["inner_max_iter"],
+        inner_tol=config["inner_tol"],
+        bounds=tuple(config["bounds"]),
+    ).fit(X, y)
+    mode, mean = FITTERS[fitter]
+    return (
+        {
+            mode: model.predict(X_test, use="mode"),
+            mean: model.predict(X_test, use="mean"),
+        },
+        {
+            "theta": [float(t) for t in model.theta_],
+            "relevances": [float(w) for w in model.relevances_],
+            "free_energy": float(model.free_energy_),
+            "n_iter": int(model.n_iter_),
+            "converged": bool(model.converged_),
+        },
+    )
+
+
+# %% book/21_variational_experiments.md, code cell 18
+def _fit_laplace(fitter, X, y, X_test, config):
+    """Laplace's method with the evidence maximised: predictions and details."""
+    d = X.shape[1]
+    model, history = select_hyperparameters(
+        Laplace(kernel=start_kernel(d, config), likelihood=Logistic(), optimizer=None),
+        X,
+        y,
+        "evidence",
+        max_iter=config["laplace_max_iter"],
+        bounds=tuple(config["bounds"]),
+    )
+    return (
+        {"Laplace": model.predict(X_test)},
+        {
+            "theta": [float(t) for t in model.kernel_.theta],
+            "relevances": _weights(model.kernel_),
+            "log_evidence": float(model.log_marginal_likelihood_),
+            "n_iter": int(history.n_iter),
+            "converged": bool(history.converged),
+        },
+    )
+
+
+# %% book/21_variational_experiments.md, code cell 19
+def _fit_svm_cv(fitter, X, y, X_test, config):
+    """Seeger's SVM 10-CV: predictions and the selected grid point."""
+    model, cv = select_svm_cv(
+        X,
+        y,
+        scales=config["svm_scales"],
+        Cs=config["svm_Cs"],
+        n_folds=config["svm_folds"],
+        seed=config["cv_seed"],
+        tol=config["svm_tol"],
+        max_iter=config["svm_max_iter"],
+    )
+    return (
+        {"SVM-10CV": model.predict(X_test)},
+        {
+            "scale": cv.scale,
+            "length_scale": cv.length_scale,
+            "C": cv.C,
+            "cv_errors": cv.cv_errors.tolist(),
+            "n_iter": int(model.n_iter_),
+            "converged": bool(model.converged_ and cv.n_not_converged == 0),
+            "n_support": int(model.support_.size),
+        },
+    )
+
+
+# %% book/21_variational_experiments.md, code cell 20
+def _fit_linear(fitter, X, y, X_test, config):
+    """The least-squares discriminant (eq-var16-lsq): predictions and coefficients."""
     model = LeastSquaresDiscriminant().fit(X, y)
     return (
         {"Linear": model.predict(X_test)},
@@ -446,7 +459,21 @@ def _fit(fitter, X, y, X_test, config):
     )
 
 
-# %% book/21_variational_experiments.md, code cell 17
+_FIT = {
+    "VarGP": _fit_variational,
+    "VarSVM": _fit_variational,
+    "Laplace": _fit_laplace,
+    "SVM-10CV": _fit_svm_cv,
+    "Linear": _fit_linear,
+}
+
+
+def _fit(fitter, X, y, X_test, config):
+    """Fit one fitter on (X, y); return ({method: predictions on X_test}, details)."""
+    return _FIT[fitter](fitter, X, y, X_test, config)
+
+
+# %% book/21_variational_experiments.md, code cell 21
 def run_one(dataset, split, fitter, config=None):
     """One job: fit ``fitter`` on the training part of split ``split`` of ``dataset``,
     count test errors.
@@ -491,7 +518,7 @@ def run_one(dataset, split, fitter, config=None):
     return record
 
 
-# %% book/21_variational_experiments.md, code cell 18
+# %% book/21_variational_experiments.md, code cell 22
 def _key(record):
     return (record["dataset"], int(record["split"]), record["fitter"])
 
@@ -574,7 +601,7 @@ def run_comparison(
     )
 
 
-# %% book/21_variational_experiments.md, code cell 19
+# %% book/21_variational_experiments.md, code cell 23
 def prediction_interval(values, level=0.95):
     """Eq. (eq-var16-rule): the normal prediction interval for one more value, widened
     by 1/2.
@@ -595,7 +622,7 @@ def prediction_interval(values, level=0.95):
     return float(values.mean() - half - 0.5), float(values.mean() + half + 0.5)
 
 
-# %% book/21_variational_experiments.md, code cell 20
+# %% book/21_variational_experiments.md, code cell 24
 def summarise_counts(records):
     """Per data set and method: counts over splits, mean, std, min, max, scaled counts.
 
@@ -638,7 +665,7 @@ def summarise_counts(records):
     return ordered
 
 
-# %% book/21_variational_experiments.md, code cell 21
+# %% book/21_variational_experiments.md, code cell 25
 def compare_with_paper(summary, level=0.95):
     """For every cell with at least two splits: the paper's count, our interval, the
     verdict.
@@ -681,7 +708,7 @@ def compare_with_paper(summary, level=0.95):
     return rows
 
 
-# %% book/21_variational_experiments.md, code cell 22
+# %% book/21_variational_experiments.md, code cell 26
 def relevance_summary(records, dataset, fitter, threshold=0.01):
     """ARD weights of one fitter on one data set over its splits, normalised by the
     largest.
@@ -714,7 +741,7 @@ def relevance_summary(records, dataset, fitter, threshold=0.01):
     return relative, np.sum(relative < threshold, axis=1)
 
 
-# %% book/21_variational_experiments.md, code cell 23
+# %% book/21_variational_experiments.md, code cell 27
 def _format_table(summary):
     lines = [
         f"{'data set':9s} {'method':12s} {'paper':>6s} {'mean':>8s} {'sd':>7s} "
