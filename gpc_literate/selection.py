@@ -228,6 +228,28 @@ class _EPRunner:
 
 
 # %% book/17_loo_model_selection.md, code cell 8
+def _ep_selection_model(estimator, criterion, optimize_bias):
+    """A BiasedEP with the parameters of the EP ``estimator`` (gamma = 0, bias_mode
+    "predictive" unless it has them), and whether gamma is free."""
+    est_params = copy.deepcopy(estimator.get_params(deep=False))
+    est_params.setdefault("gamma", 0.0)
+    est_params.setdefault("bias_mode", "predictive")
+    est_params["optimizer"] = None  # the search below moves the kernel
+    if est_params["kernel"] is None:
+        est_params["kernel"] = RBF()
+    model = BiasedEP(**est_params)
+    model._validate_params()
+    gamma_free = criterion != "evidence" or model.bias_mode == "likelihood"
+    if optimize_bias and not gamma_free:
+        raise ValueError(
+            "optimize_bias=True with criterion 'evidence' needs "
+            "bias_mode='likelihood': a shift of the predictive distribution "
+            "does not change the evidence"
+        )
+    return model, gamma_free if optimize_bias is None else bool(optimize_bias)
+
+
+# %% book/17_loo_model_selection.md, code cell 9
 def _selection_model(estimator, criterion, optimize_bias):
     """(model, optimize_bias): the model a selection run fits, with a fixed kernel.
 
@@ -236,45 +258,29 @@ def _selection_model(estimator, criterion, optimize_bias):
     "evidence" and no bias.
     """
     if isinstance(estimator, EP):
-        est_params = copy.deepcopy(estimator.get_params(deep=False))
-        est_params.setdefault("gamma", 0.0)
-        est_params.setdefault("bias_mode", "predictive")
-        est_params["optimizer"] = None  # the search below moves the kernel
-        if est_params["kernel"] is None:
-            est_params["kernel"] = RBF()
-        model = BiasedEP(**est_params)
-        model._validate_params()
-        gamma_free = criterion != "evidence" or model.bias_mode == "likelihood"
-        if optimize_bias and not gamma_free:
-            raise ValueError(
-                "optimize_bias=True with criterion 'evidence' needs "
-                "bias_mode='likelihood': a shift of the predictive distribution "
-                "does not change the evidence"
-            )
-        optimize_bias = gamma_free if optimize_bias is None else bool(optimize_bias)
-    elif isinstance(estimator, Laplace):
-        if criterion != "evidence":
-            raise ValueError(
-                f"criterion {criterion!r} needs EP's leave-one-out predictive "
-                "distributions; a Laplace estimator supports only 'evidence'"
-            )
-        if optimize_bias:
-            raise ValueError(
-                "optimize_bias=True needs an EP estimator; Laplace has no bias gamma"
-            )
-        model, optimize_bias = copy.deepcopy(estimator), False
-        model.optimizer = None
-        if model.kernel is None:
-            model.kernel = RBF()
-    else:
+        return _ep_selection_model(estimator, criterion, optimize_bias)
+    if not isinstance(estimator, Laplace):
         raise TypeError(
             "estimator must be an EP, BiasedEP or Laplace classifier; "
             f"got {type(estimator).__name__}"
         )
-    return model, optimize_bias
+    if criterion != "evidence":
+        raise ValueError(
+            f"criterion {criterion!r} needs EP's leave-one-out predictive "
+            "distributions; a Laplace estimator supports only 'evidence'"
+        )
+    if optimize_bias:
+        raise ValueError(
+            "optimize_bias=True needs an EP estimator; Laplace has no bias gamma"
+        )
+    model = copy.deepcopy(estimator)
+    model.optimizer = None
+    if model.kernel is None:
+        model.kernel = RBF()
+    return model, False
 
 
-# %% book/17_loo_model_selection.md, code cell 9
+# %% book/17_loo_model_selection.md, code cell 10
 def select_hyperparameters(
     estimator,
     X,
@@ -330,26 +336,15 @@ def select_hyperparameters(
         optimize_bias,
         bounds,
     )
-    zeta = params.get("zeta", 0.5)
-    if criterion == "evidence":
-        return _maximise_evidence(model, X, y, problem, max_iter, tol, zeta, progress)
-    return _ep_cv(
-        model,
-        X,
-        y,
-        y_pm,
-        problem,
-        criterion,
-        params,
-        max_iter,
-        tol,
-        m_step_iter,
-        zeta,
-        progress,
+    run = dict(
+        max_iter=max_iter, tol=tol, zeta=params.get("zeta", 0.5), progress=progress
     )
+    if criterion == "evidence":
+        return _maximise_evidence(model, X, y, problem, run)
+    return _ep_cv(model, X, y, y_pm, problem, criterion, params, m_step_iter, run)
 
 
-# %% book/17_loo_model_selection.md, code cell 10
+# %% book/17_loo_model_selection.md, code cell 11
 _MAX_HALVINGS = 3
 
 
@@ -380,75 +375,77 @@ def _m_step_objective(phi, sites, problem, X, y_pm, base, criterion, params, sig
     return sign * value, sign * problem.free(grad[:-1], grad[-1])
 
 
-# %% book/17_loo_model_selection.md, code cell 11
-def _ep_cv(
-    model,
-    X,
-    y,
-    y_pm,
-    problem,
-    criterion,
-    params,
-    max_iter,
-    tol,
-    m_step_iter,
-    zeta,
-    progress,
-):
+# %% book/17_loo_model_selection.md, code cell 12
+def _m_step(phi, sites, m_step_args, bounds, m_step_iter):
+    """The M-step: L-BFGS-B on _m_step_objective from phi, at the sites of a fit."""
+    return minimize(
+        _m_step_objective,
+        phi,
+        args=(sites, *m_step_args),
+        jac=True,
+        method="L-BFGS-B",
+        bounds=bounds,
+        options={"maxiter": m_step_iter},
+    )
+
+
+def _safeguarded_step(runner, phi, step, current, value, sign, loo):
+    """Halve ``step`` until the E-step at phi + step does not worsen the criterion.
+
+    ``loo(fitted)`` is the criterion of a fit. Returns (step, fit, value, halvings),
+    or None if _MAX_HALVINGS halvings did not help.
+    """
+    for halvings in range(_MAX_HALVINGS + 1):
+        trial = runner.fit(phi + step, warm=current)
+        new = loo(trial)
+        if sign * new <= sign * value:
+            return step, trial, new, halvings
+        step = 0.5 * step
+    return None
+
+
+# %% book/17_loo_model_selection.md, code cell 13
+def _ep_cv(model, X, y, y_pm, problem, criterion, params, m_step_iter, run):
     """The EP-CV algorithm, eq. (eq-sel-epcv), with the safeguarded step of the text."""
     sign = -1.0 if MAXIMISE[criterion] else 1.0  # minimise sign * criterion
-    runner = _EPRunner(model, X, y, problem)
+    runner, max_iter, tol = _EPRunner(model, X, y, problem), run["max_iter"], run["tol"]
     base = Probit(noise_var=1.0) if model.likelihood is None else model.likelihood
     m_step_args = (problem, X, y_pm, base, criterion, params, sign)
+    loo = lambda fitted: _loo_criterion(fitted, criterion, y_pm, params)
     phi = problem.start()
     current = runner.fit(phi)
-    value = _loo_criterion(current, criterion, y_pm, params)
-    record = _Recorder()
-    record.add(value, _loo_summary(current, zeta), *problem.split(phi))
-    converged, message, n_iter = False, "", 0
-    bar = tqdm(total=max_iter, desc=f"EP-CV({criterion})", disable=not progress)
+    value, record = loo(current), _Recorder()
+    record.add(value, _loo_summary(current, run["zeta"]), *problem.split(phi))
+    message, n_iter = "", 0  # a message says why the run stopped early
+    bar = tqdm(total=max_iter, desc=f"EP-CV({criterion})", disable=not run["progress"])
     for it in range(1, max_iter + 1):
-        result = minimize(
-            _m_step_objective,
-            phi,
-            args=(current, *m_step_args),
-            jac=True,
-            method="L-BFGS-B",
-            bounds=problem.bounds,
-            options={"maxiter": m_step_iter},
-        )
+        result = _m_step(phi, current, m_step_args, problem.bounds, m_step_iter)
         predicted = sign * value - result.fun  # M-step improvement, sites fixed
         if not predicted > tol:
-            converged = True
             message = (
                 f"the M-step improves the criterion by {max(predicted, 0.0):.3g} <= tol"
             )
             break
-        step = result.x - phi
-        for halvings in range(_MAX_HALVINGS + 1):
-            trial = runner.fit(phi + step, warm=current)
-            new = _loo_criterion(trial, criterion, y_pm, params)
-            if sign * new <= sign * value:
-                break
-            step = 0.5 * step
-        else:
-            converged = True
+        step = _safeguarded_step(runner, phi, result.x - phi, current, value, sign, loo)
+        if step is None:
             message = (
                 f"no step along the M-step direction improves the criterion "
                 f"({_MAX_HALVINGS} halvings)"
             )
             break
-        improvement = sign * (value - new)
-        phi, current, value, n_iter = phi + step, trial, new, it
-        record.add(value, _loo_summary(current, zeta), *problem.split(phi), halvings)
+        step, current, new, halvings = step
+        improvement, phi, value, n_iter = sign * (value - new), phi + step, new, it
+        record.add(
+            value, _loo_summary(current, run["zeta"]), *problem.split(phi), halvings
+        )
         bar.update()
         if improvement <= tol:
-            converged = True
             message = (
                 f"an outer iteration improved the criterion by {improvement:.3g} <= tol"
             )
             break
     bar.close()
+    converged = bool(message)
     if not converged:
         message = f"max_iter={max_iter} outer iterations reached"
         warnings.warn(
@@ -462,7 +459,7 @@ def _ep_cv(
     )
 
 
-# %% book/17_loo_model_selection.md, code cell 13
+# %% book/17_loo_model_selection.md, code cell 15
 def _evidence_function(model, X, y, problem, zeta, cache):
     """(evaluate, runner, state): phi -> (log evidence, phi-gradient), eq.
     (eq-sel-dlogz-gamma).
@@ -498,13 +495,30 @@ def _evidence_function(model, X, y, problem, zeta, cache):
     return evaluate, runner, state
 
 
-# %% book/17_loo_model_selection.md, code cell 14
-def _maximise_evidence(model, X, y, problem, max_iter, tol, zeta, progress):
+# %% book/17_loo_model_selection.md, code cell 16
+def _evidence_final_fit(model, X, y, problem, result, runner, state):
+    """(fitted model, number of fits): the model at the search's final phi; EP's last
+    fit when it was made there."""
+    theta, gamma = problem.split(result.x)
+    if runner is None:  # Laplace
+        fitted = copy.deepcopy(model).set_params(
+            kernel=problem.kernel.with_theta(theta)
+        )
+        return fitted.fit(X, y), int(result.nfev) + 2
+    fitted = state["last"]
+    if not (np.array_equal(fitted.kernel_.theta, theta) and fitted.gamma == gamma):
+        fitted = runner.fit(result.x, warm=fitted)
+    return fitted, runner.n_fits
+
+
+# %% book/17_loo_model_selection.md, code cell 17
+def _maximise_evidence(model, X, y, problem, run):
     """EP(ML) or Laplace evidence by L-BFGS-B, gradients (eq-ep-gradient),
     (eq-sel-dlogz-gamma)."""
-    is_ep = isinstance(model, EP)
-    cache = {}  # phi -> (log Z, LOO summary) for the history
-    evaluate, runner, state = _evidence_function(model, X, y, problem, zeta, cache)
+    max_iter, cache = run["max_iter"], {}  # phi -> (log Z, LOO summary)
+    evaluate, runner, state = _evidence_function(
+        model, X, y, problem, run["zeta"], cache
+    )
 
     def objective(phi):
         value, grad = evaluate(phi)
@@ -513,7 +527,7 @@ def _maximise_evidence(model, X, y, problem, max_iter, tol, zeta, progress):
         return -value, -grad
 
     record = _Recorder()
-    bar = tqdm(total=max_iter + 1, desc="evidence", disable=not progress)
+    bar = tqdm(total=max_iter + 1, desc="evidence", disable=not run["progress"])
 
     def callback(xk):
         if xk.tobytes() not in cache:
@@ -531,22 +545,11 @@ def _maximise_evidence(model, X, y, problem, max_iter, tol, zeta, progress):
         method="L-BFGS-B",
         bounds=problem.bounds,
         callback=callback,
-        tol=tol,
+        tol=run["tol"],
         options={"maxiter": max_iter},
     )
     bar.close()
-    theta, gamma = problem.split(result.x)
-    if is_ep:
-        fitted = state["last"]
-        if not (np.array_equal(fitted.kernel_.theta, theta) and fitted.gamma == gamma):
-            fitted = runner.fit(result.x, warm=fitted)
-        n_fits = runner.n_fits
-    else:
-        fitted = copy.deepcopy(model).set_params(
-            kernel=problem.kernel.with_theta(theta)
-        )
-        fitted.fit(X, y)
-        n_fits = int(result.nfev) + 2
+    fitted, n_fits = _evidence_final_fit(model, X, y, problem, result, runner, state)
     converged = bool(result.success)
     if not converged:
         warnings.warn(
@@ -555,14 +558,14 @@ def _maximise_evidence(model, X, y, problem, max_iter, tol, zeta, progress):
             ConvergenceWarning,
             stacklevel=3,
         )
-    if is_ep:
+    if runner is not None:
         runner.warn_failed()
     return fitted, record.history(
         "evidence", {}, int(result.nit), converged, n_fits, str(result.message)
     )
 
 
-# %% book/17_loo_model_selection.md, code cell 17
+# %% book/17_loo_model_selection.md, code cell 20
 _PROBIT1 = Probit(noise_var=1.0)
 
 
@@ -604,7 +607,7 @@ def lscv_loo(K, y, noise_var, dK=None):
     return LOOMoments(mean, var, dmean, dvar)
 
 
-# %% book/17_loo_model_selection.md, code cell 18
+# %% book/17_loo_model_selection.md, code cell 21
 def lscv_objective(K, y, noise_var, scale, offset, dK=None):
     """Eqs (eq-sel-lscv-pred), (eq-sel-nlp): LOO NLP of Phi(y (a mu + b) / sqrt(1 + a^2
     s^2)).
@@ -625,7 +628,7 @@ def lscv_objective(K, y, noise_var, scale, offset, dK=None):
     return value, np.concatenate([grad_k, [grad_log_scale, J * np.sum(d1)]])
 
 
-# %% book/17_loo_model_selection.md, code cell 19
+# %% book/17_loo_model_selection.md, code cell 22
 def _lscv_unpack(kernel, phi, lam, free_lam):
     """(kernel, lambda, a, b) at the free parameters phi of LSCV; lambda = lam if not
     free."""
@@ -642,7 +645,7 @@ def _lscv_kernel_box(kernel):
     return kernel.theta - LSCV_BOX, kernel.theta + LSCV_BOX
 
 
-# %% book/17_loo_model_selection.md, code cell 20
+# %% book/17_loo_model_selection.md, code cell 23
 def _lscv_minimise(kernel, X, y_pm, lam, noise_var_bounds, phi, max_iter, tol):
     """Eq. (eq-sel-lscv-pred): minimise the LOO NLP by L-BFGS-B from phi; scipy's
     result."""
@@ -672,10 +675,9 @@ def _lscv_minimise(kernel, X, y_pm, lam, noise_var_bounds, phi, max_iter, tol):
     )
 
 
-# %% book/17_loo_model_selection.md, code cell 21
-class _LSCVFit(GPClassifierBase):
-    """The fit of LSCV: parameter checks, the optimisation of phi, the regression and
-    its LOO."""
+# %% book/17_loo_model_selection.md, code cell 24
+class _LSCVChecks:
+    """The parameter checks of LSCV."""
 
     def _validate_params(self):
         check_kernel(self.kernel)
@@ -691,6 +693,54 @@ class _LSCVFit(GPClassifierBase):
             raise TypeError(f"optimize must be True or False; got {self.optimize!r}")
         check_integer(self.max_iter, "max_iter")
         check_scalar(self.tol, "tol", low=0.0, low_inclusive=False)
+
+
+# %% book/17_loo_model_selection.md, code cell 25
+class _LSCVSearch:
+    """LSCV's optimisation of phi."""
+
+    def _search(self, kernel, X, y_pm, lam, phi):
+        """Minimise the LOO NLP over phi from ``phi``; return the minimiser."""
+        result = _lscv_minimise(
+            kernel,
+            X,
+            y_pm,
+            lam,
+            self.noise_var_bounds,
+            phi,
+            self.max_iter,
+            self.tol,
+        )
+        self.optimizer_result_, phi = result, result.x
+        self.n_iter_, self.converged_ = int(result.nit), bool(result.success)
+        if not result.success:
+            warnings.warn(
+                f"LSCV: L-BFGS-B stopped without converging ({result.message}); "
+                "increase max_iter",
+                ConvergenceWarning,
+                stacklevel=4,
+            )
+        p = kernel.theta.size
+        low, high = _lscv_kernel_box(kernel)
+        names = kernel.hyperparameter_names
+        hits = bound_hits(phi[:p], names, low, high)
+        warn_bound_hits(
+            "LSCV.fit",
+            hits,
+            phi[:p],
+            names,
+            low,
+            high,
+            stacklevel=3,
+            fix="the box is the start +-10 in log units: start from "
+            "another kernel, or keep it fixed (optimize=False)",
+        )
+        return phi
+
+
+# %% book/17_loo_model_selection.md, code cell 26
+class _LSCVFit(_LSCVChecks, _LSCVSearch, GPClassifierBase):
+    """The fit of LSCV: the search, the regression and its LOO."""
 
     def _fit(self, X, y_pm):
         kernel = (
@@ -711,40 +761,7 @@ class _LSCVFit(GPClassifierBase):
         )
         self.optimizer_result_, self.n_iter_, self.converged_ = None, 0, True
         if self.optimize:
-            result = _lscv_minimise(
-                kernel,
-                X,
-                y_pm,
-                lam,
-                self.noise_var_bounds,
-                phi,
-                self.max_iter,
-                self.tol,
-            )
-            self.optimizer_result_, phi = result, result.x
-            self.n_iter_, self.converged_ = int(result.nit), bool(result.success)
-            if not result.success:
-                warnings.warn(
-                    f"LSCV: L-BFGS-B stopped without converging ({result.message}); "
-                    "increase max_iter",
-                    ConvergenceWarning,
-                    stacklevel=3,
-                )
-            p = kernel.theta.size
-            low, high = _lscv_kernel_box(kernel)
-            names = kernel.hyperparameter_names
-            hits = bound_hits(phi[:p], names, low, high)
-            warn_bound_hits(
-                "LSCV.fit",
-                hits,
-                phi[:p],
-                names,
-                low,
-                high,
-                stacklevel=2,
-                fix="the box is the start +-10 in log units: start from "
-                "another kernel, or keep it fixed (optimize=False)",
-            )
+            phi = self._search(kernel, X, y_pm, lam, phi)
         self.kernel_, self.noise_var_, self.scale_, self.offset_ = _lscv_unpack(
             kernel, phi, lam, free_lam
         )
@@ -766,8 +783,34 @@ class _LSCVFit(GPClassifierBase):
         self.loo_nlp_ = float(-np.mean(self.loo_log_predictive_))
 
 
-# %% book/17_loo_model_selection.md, code cell 22
-class LSCV(_LSCVFit):
+# %% book/17_loo_model_selection.md, code cell 27
+class _LSCVPrediction:
+    """Predictions of a fitted LSCV (eq-sel-lscv-test)."""
+
+    def predict_regression(self, X):
+        """Eq. (eq-sel-lscv-test): mean and noisy-target variance of the regression
+        at rows of X."""
+        return self._regression(self._check_predict_input(X))
+
+    def _regression(self, X):
+        Ks = self.kernel_(self.X_train_, X)
+        V = cho_solve(self._factor, Ks, check_finite=False)
+        var = self.kernel_.diag(X) - np.einsum("ij,ij->j", Ks, V) + self.noise_var_
+        return Ks.T @ self.weights_, np.maximum(var, self.noise_var_)
+
+    def _decision_function(self, X):
+        return self.scale_ * self._regression(X)[0] + self.offset_
+
+    def _predict_proba_positive(self, X):
+        """Eq. (eq-sel-lscv-test)."""
+        mean, var = self._regression(X)
+        return ndtr(
+            (self.scale_ * mean + self.offset_) / np.sqrt(1.0 + self.scale_**2 * var)
+        )
+
+
+# %% book/17_loo_model_selection.md, code cell 28
+class LSCV(_LSCVPrediction, _LSCVFit):
     """LS-CV(NLP), S&K eq. 14 and section 5: GP regression on +-1 labels, squashed by a
     probit.
 
@@ -809,29 +852,8 @@ class LSCV(_LSCVFit):
         self.max_iter = max_iter
         self.tol = tol
 
-    def predict_regression(self, X):
-        """Eq. (eq-sel-lscv-test): mean and noisy-target variance of the regression
-        at rows of X."""
-        return self._regression(self._check_predict_input(X))
 
-    def _regression(self, X):
-        Ks = self.kernel_(self.X_train_, X)
-        V = cho_solve(self._factor, Ks, check_finite=False)
-        var = self.kernel_.diag(X) - np.einsum("ij,ij->j", Ks, V) + self.noise_var_
-        return Ks.T @ self.weights_, np.maximum(var, self.noise_var_)
-
-    def _decision_function(self, X):
-        return self.scale_ * self._regression(X)[0] + self.offset_
-
-    def _predict_proba_positive(self, X):
-        """Eq. (eq-sel-lscv-test)."""
-        mean, var = self._regression(X)
-        return ndtr(
-            (self.scale_ * mean + self.offset_) / np.sqrt(1.0 + self.scale_**2 * var)
-        )
-
-
-# %% book/17_loo_model_selection.md, code cell 26
+# %% book/17_loo_model_selection.md, code cell 32
 def nlp_fm_bias(estimator, X, y, *, zeta=0.5, **options):
     """S&K's two-step NLP-FM(BIAS): EP-CV(NLP) for theta and gamma, then EP-CV(FM) for
     gamma alone.
