@@ -109,6 +109,7 @@ def _clip(p):
     return np.clip(np.asarray(p, dtype=float), 1e-15, 1.0 - 1e-15)
 
 
+# %% book/18_ep_experiments.md, code cell 3
 def _select(method, X, y, config):
     """Fit one method of S&K's Table 2 on (X, y): (model, histories)."""
     ep = EP(
@@ -141,7 +142,45 @@ def _select(method, X, y, config):
     raise ValueError(f"unknown method {method!r}; the methods are {list(ALL_METHODS)}")
 
 
-# %% book/18_ep_experiments.md, code cell 3
+# %% book/18_ep_experiments.md, code cell 4
+def _test_scores(model, y, p, zeta):
+    """NLP, error and F-measure on the test labels y from P(y=+1) = p, and the kernel's
+    log-hyperparameters and the bias (for LS-CV its offset b)."""
+    hard = (p > 0.5).astype(float)
+    return dict(
+        nlp=float(-np.mean(np.log(np.where(y > 0, p, 1.0 - p)))),
+        error=float(np.mean(np.where(p > 0.5, 1.0, -1.0) != y)),
+        f_measure=f_measure(y, hard, zeta=zeta),
+        theta=[float(t) for t in model.kernel_.theta],
+        gamma=float(getattr(model, "gamma_", getattr(model, "offset_", 0.0))),
+    )
+
+
+def _search_summary(model, histories):
+    """converged, n_iter and n_fits of the selection runs (of the model without)."""
+    return dict(
+        converged=bool(
+            all(h.converged for h in histories)
+            if histories
+            else getattr(model, "converged_", True)
+        ),
+        n_iter=int(sum(h.n_iter for h in histories) if histories else model.n_iter_),
+        n_fits=int(sum(h.n_fits for h in histories)),
+    )
+
+
+def _history_fields(h):
+    """The criteria along a SelectionHistory, as lists."""
+    return {
+        "criterion": h.criterion,
+        "value": [float(v) for v in h.value],
+        "smoothed_f_measure": [float(v) for v in h.smoothed_f_measure],
+        "true_f_measure": [float(v) for v in h.true_f_measure],
+        "nlp": [float(v) for v in h.nlp],
+    }
+
+
+# %% book/18_ep_experiments.md, code cell 5
 def run_one(dataset, realisation, method, config=None):
     """One job of the protocol: select on the training part of a realisation, score on
     its test part.
@@ -169,42 +208,23 @@ def run_one(dataset, realisation, method, config=None):
                 n_warnings=len(caught),
             )
             return record
-    y = data.y_test
-    hard = (p > 0.5).astype(float)
     record.update(
         status="ok",
-        nlp=float(-np.mean(np.log(np.where(y > 0, p, 1.0 - p)))),
-        error=float(np.mean(np.where(p > 0.5, 1.0, -1.0) != y)),
-        f_measure=f_measure(y, hard, zeta=config["zeta"]),
-        theta=[float(t) for t in model.kernel_.theta],
-        gamma=float(getattr(model, "gamma_", getattr(model, "offset_", 0.0))),
+        **_test_scores(model, data.y_test, p, config["zeta"]),
         time=time.perf_counter() - start,
-        converged=bool(
-            all(h.converged for h in histories)
-            if histories
-            else getattr(model, "converged_", True)
-        ),
-        n_iter=int(sum(h.n_iter for h in histories) if histories else model.n_iter_),
-        n_fits=int(sum(h.n_fits for h in histories)),
+        **_search_summary(model, histories),
         n_warnings=len(caught),
         n_train=int(len(data.y_train)),
-        n_test=int(len(y)),
+        n_test=int(len(data.y_test)),
     )
     if hasattr(model, "scale_"):  # LS-CV: a, lambda (gamma holds b)
         record.update(scale=float(model.scale_), noise_var=float(model.noise_var_))
     if histories and method != "EP(ML)":
-        h = histories[-1]
-        record["history"] = {
-            "criterion": h.criterion,
-            "value": [float(v) for v in h.value],
-            "smoothed_f_measure": [float(v) for v in h.smoothed_f_measure],
-            "true_f_measure": [float(v) for v in h.true_f_measure],
-            "nlp": [float(v) for v in h.nlp],
-        }
+        record["history"] = _history_fields(histories[-1])
     return record
 
 
-# %% book/18_ep_experiments.md, code cell 4
+# %% book/18_ep_experiments.md, code cell 6
 try:  # POSIX file locks; elsewhere runs must not share a file
     import fcntl
 except ImportError:  # pragma: no cover
@@ -272,7 +292,7 @@ def _read_results(path, kind=None, key=None):
     return data["config"], records, header
 
 
-# %% book/18_ep_experiments.md, code cell 5
+# %% book/18_ep_experiments.md, code cell 7
 def load_results(path, kind=None):
     """The records of a results file ([] if it does not exist); ResultsFileError if
     malformed.
@@ -310,7 +330,7 @@ def _check_config(path, stored, records, config):
         )
 
 
-# %% book/18_ep_experiments.md, code cell 6
+# %% book/18_ep_experiments.md, code cell 8
 @contextlib.contextmanager
 def _locked(path):
     """Hold an exclusive lock on the sidecar file path + ".lock" (fcntl.flock; waits
@@ -374,7 +394,7 @@ def _merge(path, kind, config, new, key):
     return records
 
 
-# %% book/18_ep_experiments.md, code cell 7
+# %% book/18_ep_experiments.md, code cell 9
 def _git_commit():
     """The commit the package runs from (``git rev-parse HEAD``), or None without
     git."""
@@ -482,7 +502,7 @@ def _parallel_results(tasks, jobs, config, job=None, client=None):
         yield job(*task, config)
 
 
-# %% book/18_ep_experiments.md, code cell 8
+# %% book/18_ep_experiments.md, code cell 10
 def run_jobs(
     tasks,
     *,
@@ -540,7 +560,7 @@ def run_jobs(
     return records
 
 
-# %% book/18_ep_experiments.md, code cell 9
+# %% book/18_ep_experiments.md, code cell 11
 def check_jobs(jobs):
     """The number of worker processes: an int >= 1, or -1 for all cores.
 
@@ -576,7 +596,7 @@ def check_indices(value, name, item):
     return indices
 
 
-# %% book/18_ep_experiments.md, code cell 10
+# %% book/18_ep_experiments.md, code cell 12
 def _experiment_tasks(kind, dataset_names, realisations, methods):
     """The (dataset, realisation, method) jobs of run_experiment, its arguments
     validated."""
@@ -665,7 +685,7 @@ def run_experiment(
     )
 
 
-# %% book/18_ep_experiments.md, code cell 11
+# %% book/18_ep_experiments.md, code cell 13
 class StaleResultsError(AssertionError):
     """A results file whose recomputed records disagree with the stored ones."""
 
@@ -775,7 +795,7 @@ def check_recomputed(compared, path, command):
         )
 
 
-# %% book/18_ep_experiments.md, code cell 12
+# %% book/18_ep_experiments.md, code cell 14
 _METRICS = ("nlp", "error", "f_measure")
 
 
@@ -813,7 +833,7 @@ def summarise(records, metrics=_METRICS):
     return summary
 
 
-# %% book/18_ep_experiments.md, code cell 13
+# %% book/18_ep_experiments.md, code cell 15
 def mean_table(summary, metric, methods=None):
     """{dataset: {method: mean}} of one metric from summarise(): the input of
     friedman_nemenyi."""
@@ -824,17 +844,9 @@ def mean_table(summary, metric, methods=None):
     return table
 
 
-# %% book/18_ep_experiments.md, code cell 14
-def friedman_nemenyi(table, methods=None, *, alpha=0.05, higher_is_better=False):
-    """Eqs (eq-exp4-friedman), (eq-exp4-cd): Friedman test and Nemenyi CD (Demsar 2006).
-
-    table: {dataset: {method: score}} or an array (N data sets, k methods) with
-    ``methods`` naming its columns; lower scores are better unless higher_is_better.
-    Returns a dict: methods, average_ranks, ranks (N, k), chi2, p_value (chi2 with k-1
-    df, scipy's friedmanchisquare), iman_davenport, p_value_iman_davenport (F with k-1,
-    (k-1)(N-1) df), q_alpha (Demsar's, the studentised range quantile / sqrt 2),
-    critical_difference and significant (k, k) booleans: |R_j - R_l| > CD.
-    """
+# %% book/18_ep_experiments.md, code cell 16
+def _score_matrix(table, methods):
+    """(scores (N, k), method names) from {dataset: {method: score}} or an array."""
     if isinstance(table, dict):
         names = list(table)
         methods = list(table[names[0]]) if methods is None else list(methods)
@@ -856,6 +868,22 @@ def friedman_nemenyi(table, methods=None, *, alpha=0.05, higher_is_better=False)
             f"the Friedman test needs k >= 3 methods, N >= 2 data sets and finite "
             f"scores; got N={N}, k={k}"
         )
+    return scores, methods
+
+
+# %% book/18_ep_experiments.md, code cell 17
+def friedman_nemenyi(table, methods=None, *, alpha=0.05, higher_is_better=False):
+    """Eqs (eq-exp4-friedman), (eq-exp4-cd): Friedman test and Nemenyi CD (Demsar 2006).
+
+    table: {dataset: {method: score}} or an array (N data sets, k methods) with
+    ``methods`` naming its columns; lower scores are better unless higher_is_better.
+    Returns a dict: methods, average_ranks, ranks (N, k), chi2, p_value (chi2 with k-1
+    df, scipy's friedmanchisquare), iman_davenport, p_value_iman_davenport (F with k-1,
+    (k-1)(N-1) df), q_alpha (Demsar's, the studentised range quantile / sqrt 2),
+    critical_difference and significant (k, k) booleans: |R_j - R_l| > CD.
+    """
+    scores, methods = _score_matrix(table, methods)
+    N, k = scores.shape
     ranks = stats.rankdata(-scores if higher_is_better else scores, axis=1)
     R = ranks.mean(axis=0)
     if np.all(ranks == ranks[:, :1]):  # every row tied: no evidence at all
@@ -882,7 +910,7 @@ def friedman_nemenyi(table, methods=None, *, alpha=0.05, higher_is_better=False)
     }
 
 
-# %% book/18_ep_experiments.md, code cell 50
+# %% book/18_ep_experiments.md, code cell 53
 def _format_summary(summary, metrics=_METRICS):
     lines = []
     for name, by_method in summary.items():
@@ -967,7 +995,7 @@ def add_cluster_arguments(parser):
     )
 
 
-# %% book/18_ep_experiments.md, code cell 51
+# %% book/18_ep_experiments.md, code cell 54
 def main(argv=None):
     """``python -m gpc_literate.experiments {ida,imbalanced} [options]``: run, save,
     summarise.
