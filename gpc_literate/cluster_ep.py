@@ -61,40 +61,8 @@ __all__ = [
 
 
 # %% book/27_sparse_ep_cluster.md, code cell 3
-class SparseShard:
-    """One shard's points, FITC prior columns (eq-sparse-fitc), sites and Anderson
-    history.
-
-    Made from the shard's inputs X and labels y in {-1, +1}, the kernel, likelihood and
-    inducing inputs Z (chapter 25's fitc_prior, on the shard's worker). Its methods are
-    the shard's part of one iteration of sharded_sparse_ep.
-    """
-
-    def __init__(self, X, y, kernel, likelihood, Z, nu=None, tau=None):
-        self.X, self.y, self.likelihood = X, np.asarray(y, dtype=float), likelihood
-        self.nu = np.zeros(len(self.y)) if nu is None else np.array(nu, dtype=float)
-        self.tau = np.zeros(len(self.y)) if tau is None else np.array(tau, dtype=float)
-        self.set_prior(kernel, Z)
-
-    def set_prior(self, kernel, Z):
-        """The prior columns at (kernel, Z) (eq-sparse-fitc); the sites are kept, and
-        saved for revert, and the Anderson history is forgotten."""
-        self.saved, self.kernel, self.Z = (self.nu, self.tau), kernel, Z
-        self.past_x, self.past_r, self.last = [], [], None
-        prior = fitc_prior(kernel, self.X, Z)
-        self.Qt, self.d, self.L = prior.Qt, prior.d, prior.L
-
-    def revert(self):
-        """Back to the sites saved by the last set_prior."""
-        self.nu, self.tau = self.saved
-
-    def sums(self):
-        """Eq. (eq-cluster-sums): this shard's terms of A - I and b; None if q is
-        improper here."""
-        if np.any(1.0 + self.d * self.tau <= 0.0):
-            return None
-        g = 1.0 / (1.0 + self.d * self.tau)
-        return (self.Qt * (self.tau * g)) @ self.Qt.T, self.Qt @ (g * self.nu)
+class _ShardProposal:
+    """A shard's marginals (eq-cluster-marginals) and its proposed site updates."""
 
     def _marginals(self, C, c):
         """Eq. (eq-cluster-marginals): mean and variance at this shard's points."""
@@ -133,6 +101,11 @@ class SparseShard:
             rhs = Q_s.T @ (w * self.r)
         return site_change(d_nu, d_tau, var_cav), R_s, rhs
 
+
+# %% book/27_sparse_ep_cluster.md, code cell 4
+class _ShardStep:
+    """A shard's Anderson-mixed step (eq-cluster-anderson) and its way back."""
+
     def step(self, gamma):
         """Prepare the mixed step with weights gamma (the plain one if None); False
         if it would make a site precision negative that the plain step keeps
@@ -164,8 +137,10 @@ class SparseShard:
         if self.last is not None:
             self.nu, self.tau = self.last
 
-    def sites(self):
-        return self.nu, self.tau
+
+# %% book/27_sparse_ep_cluster.md, code cell 5
+class _ShardEvidence:
+    """A shard's terms of log Z_EP (eq-cluster-evidence) and of the fitted model."""
 
     def log_terms(self, C, c):
         """This shard's terms of log Z_EP: chapter 13's ep_log_marginal
@@ -184,6 +159,23 @@ class SparseShard:
             logdet=float(np.sum(np.log1p(self.d * self.tau))),
         )
         return ep_log_marginal(part, self.likelihood, self.y, mu_cav, var_cav)
+
+    def summary(self, C, c):
+        """What the fitted model keeps of this shard: sites, marginals, d, and Q^T c."""
+        mean, var = self._marginals(C, c)
+        return (
+            self.nu,
+            self.tau,
+            mean,
+            var,
+            self.d,
+            self.Qt @ (self.nu - self.tau * mean),
+        )
+
+
+# %% book/27_sparse_ep_cluster.md, code cell 6
+class _ShardGradient:
+    """A shard's two rounds of the gradient of log Z_EP (eq-cluster-gradient)."""
 
     def adjoint_sums(self, C, c):
         """Eq. (eq-cluster-gradient): this shard's terms of B c and R B^T (chapter 25's
@@ -204,20 +196,48 @@ class SparseShard:
         theta_fu, _, z_fu = rbf_cross_vjp(self.kernel, self.X, self.Z, H)
         return theta_fu, z_fu, Bt.T @ H, s.sum()
 
-    def summary(self, C, c):
-        """What the fitted model keeps of this shard: sites, marginals, d, and Q^T c."""
-        mean, var = self._marginals(C, c)
-        return (
-            self.nu,
-            self.tau,
-            mean,
-            var,
-            self.d,
-            self.Qt @ (self.nu - self.tau * mean),
-        )
+
+# %% book/27_sparse_ep_cluster.md, code cell 7
+class SparseShard(_ShardProposal, _ShardStep, _ShardEvidence, _ShardGradient):
+    """One shard's points, FITC prior columns (eq-sparse-fitc), sites and Anderson
+    history.
+
+    Made from the shard's inputs X and labels y in {-1, +1}, the kernel, likelihood and
+    inducing inputs Z (chapter 25's fitc_prior, on the shard's worker). Its methods are
+    the shard's part of one iteration of sharded_sparse_ep.
+    """
+
+    def __init__(self, X, y, kernel, likelihood, Z, nu=None, tau=None):
+        self.X, self.y, self.likelihood = X, np.asarray(y, dtype=float), likelihood
+        self.nu = np.zeros(len(self.y)) if nu is None else np.array(nu, dtype=float)
+        self.tau = np.zeros(len(self.y)) if tau is None else np.array(tau, dtype=float)
+        self.set_prior(kernel, Z)
+
+    def set_prior(self, kernel, Z):
+        """The prior columns at (kernel, Z) (eq-sparse-fitc); the sites are kept, and
+        saved for revert, and the Anderson history is forgotten."""
+        self.saved, self.kernel, self.Z = (self.nu, self.tau), kernel, Z
+        self.past_x, self.past_r, self.last = [], [], None
+        prior = fitc_prior(kernel, self.X, Z)
+        self.Qt, self.d, self.L = prior.Qt, prior.d, prior.L
+
+    def revert(self):
+        """Back to the sites saved by the last set_prior."""
+        self.nu, self.tau = self.saved
+
+    def sums(self):
+        """Eq. (eq-cluster-sums): this shard's terms of A - I and b; None if q is
+        improper here."""
+        if np.any(1.0 + self.d * self.tau <= 0.0):
+            return None
+        g = 1.0 / (1.0 + self.d * self.tau)
+        return (self.Qt * (self.tau * g)) @ self.Qt.T, self.Qt @ (g * self.nu)
+
+    def sites(self):
+        return self.nu, self.tau
 
 
-# %% book/27_sparse_ep_cluster.md, code cell 4
+# %% book/27_sparse_ep_cluster.md, code cell 8
 class ShardedFit(NamedTuple):
     """Output of sharded_sparse_ep: iterations, convergence, last change, and the bytes
     exchanged with the shards in the costliest iteration."""
@@ -244,7 +264,7 @@ def _worker_lost(err):
     )
 
 
-# %% book/27_sparse_ep_cluster.md, code cell 5
+# %% book/27_sparse_ep_cluster.md, code cell 9
 def _running_workers(client):
     """The addresses of the workers of a running Dask ``client``; TypeError or
     ValueError, naming client, for anything else."""
@@ -270,26 +290,11 @@ def _running_workers(client):
     return workers
 
 
-# %% book/27_sparse_ep_cluster.md, code cell 6
-def make_shards(
-    X, y, kernel, likelihood, Z, *, client=None, n_shards=None, nu=None, tau=None
-):
-    """SparseShards of (X, y) in contiguous blocks: Dask actors, one per worker of
-    ``client``, or ``n_shards`` (default 1) local objects without one. y in {-1, +1};
-    the sites start at (nu, tau), default zero."""
-    X, y = np.asarray(X, dtype=float), np.asarray(y, dtype=float)
-    if X.ndim != 2 or len(X) != len(y) or not np.all(np.abs(y) == 1.0):
-        raise ValueError(
-            "X must be 2-D with one row per label, and y must be in {-1, +1}"
-        )
-    nu = np.zeros(len(y)) if nu is None else nu
-    tau = np.zeros(len(y)) if tau is None else tau
-    if client is None:
-        k = check_integer(1 if n_shards is None else n_shards, "n_shards")
-        return [
-            SparseShard(X[p], y[p], kernel, likelihood, Z, nu[p], tau[p])
-            for p in np.array_split(np.arange(len(y)), k)
-        ]
+# %% book/27_sparse_ep_cluster.md, code cell 10
+def _actor_shards(client, X, y, kernel, likelihood, Z, nu, tau):
+    """SparseShards as Dask actors, one per worker of ``client``, each made on its
+    worker from a contiguous block of rows. Raises WorkerLostError when a worker is
+    lost."""
     workers = _running_workers(client)
     parts, futures = np.array_split(np.arange(len(y)), len(workers)), []
     try:
@@ -317,7 +322,30 @@ def make_shards(
         raise _worker_lost(err) from err
 
 
-# %% book/27_sparse_ep_cluster.md, code cell 7
+# %% book/27_sparse_ep_cluster.md, code cell 11
+def make_shards(
+    X, y, kernel, likelihood, Z, *, client=None, n_shards=None, nu=None, tau=None
+):
+    """SparseShards of (X, y) in contiguous blocks: Dask actors, one per worker of
+    ``client``, or ``n_shards`` (default 1) local objects without one. y in {-1, +1};
+    the sites start at (nu, tau), default zero."""
+    X, y = np.asarray(X, dtype=float), np.asarray(y, dtype=float)
+    if X.ndim != 2 or len(X) != len(y) or not np.all(np.abs(y) == 1.0):
+        raise ValueError(
+            "X must be 2-D with one row per label, and y must be in {-1, +1}"
+        )
+    nu = np.zeros(len(y)) if nu is None else nu
+    tau = np.zeros(len(y)) if tau is None else tau
+    if client is None:
+        k = check_integer(1 if n_shards is None else n_shards, "n_shards")
+        return [
+            SparseShard(X[p], y[p], kernel, likelihood, Z, nu[p], tau[p])
+            for p in np.array_split(np.arange(len(y)), k)
+        ]
+    return _actor_shards(client, X, y, kernel, likelihood, Z, nu, tau)
+
+
+# %% book/27_sparse_ep_cluster.md, code cell 12
 def _on_shards(shards, name, *args, moved=None):
     """Call method ``name`` on every shard, then collect the results (actor futures
     resolved).
@@ -355,7 +383,7 @@ def _factor(shards, moved=None):
     )
 
 
-# %% book/27_sparse_ep_cluster.md, code cell 8
+# %% book/27_sparse_ep_cluster.md, code cell 13
 def sharded_sparse_ep(shards, tol=1e-8, max_iter=200):
     """Anderson-mixed parallel EP on the FITC prior, the points in ``shards``: a
     ShardedFit.
@@ -392,7 +420,7 @@ def sharded_sparse_ep(shards, tol=1e-8, max_iter=200):
     return ShardedFit(max_iter, False, change, most)
 
 
-# %% book/27_sparse_ep_cluster.md, code cell 9
+# %% book/27_sparse_ep_cluster.md, code cell 14
 def sharded_log_evidence(shards, factor=None):
     """Eqs (eq-ep-logz-stable), (eq-cluster-evidence): log Z_EP at the shards' sites;
     -inf when q or a cavity is improper. ``factor``: (C, c) if already computed at these
@@ -413,7 +441,7 @@ def gather_sites(shards):
     return np.concatenate([p[0] for p in parts]), np.concatenate([p[1] for p in parts])
 
 
-# %% book/27_sparse_ep_cluster.md, code cell 13
+# %% book/27_sparse_ep_cluster.md, code cell 18
 def sharded_gradient(shards, kernel, Z, factor):
     """Eqs (eq-sparse-gradient), (eq-cluster-gradient): d log Z_EP / d theta and d /
     d Z at the shards' sites, ``factor`` = (C, c) there; the shards' prior is at
@@ -433,7 +461,7 @@ def sharded_gradient(shards, kernel, Z, factor):
     )
 
 
-# %% book/27_sparse_ep_cluster.md, code cell 14
+# %% book/27_sparse_ep_cluster.md, code cell 19
 def learn_on_shards(
     shards, kernel, Z, *, learn_inducing, bounds, tol, max_iter, verbose=False
 ):
@@ -465,7 +493,7 @@ def learn_on_shards(
     )
 
 
-# %% book/27_sparse_ep_cluster.md, code cell 15
+# %% book/27_sparse_ep_cluster.md, code cell 20
 def gather_fit(shards, kernel, Z, likelihood, y, run):
     """Chapter 25's FITCFit of the shards' sites, with beta of eq-sparse-predict;
     ``run`` the ShardedFit that reached them. Its prior holds L and d; Q^T stays on the
@@ -485,7 +513,29 @@ def gather_fit(shards, kernel, Z, likelihood, y, run):
     return fit, fitc_beta(L, sum(p[5] for p in parts))
 
 
-# %% book/27_sparse_ep_cluster.md, code cell 16
+# %% book/27_sparse_ep_cluster.md, code cell 21
+def _search_on_shards(
+    shards, kernel, Z, bounds, learn_inducing, tol, max_iter, verbose
+):
+    """fit_on_cluster's search from the shards' sites, then EP at the point it found:
+    (kernel, Z, LearnedHyperparameters, ShardedFit)."""
+    if _factor(shards) is None:
+        raise ImproperPosteriorError("the sites at the start make q improper")
+    kernel, Z, learned = learn_on_shards(
+        shards,
+        kernel,
+        Z,
+        learn_inducing=learn_inducing,
+        bounds=bounds,
+        tol=tol,
+        max_iter=max_iter,
+        verbose=verbose,
+    )
+    _on_shards(shards, "set_prior", kernel, Z)
+    return kernel, Z, learned, sharded_sparse_ep(shards, tol, max_iter)
+
+
+# %% book/27_sparse_ep_cluster.md, code cell 22
 def fit_on_cluster(
     kernel,
     X,
@@ -509,20 +559,9 @@ def fit_on_cluster(
     shards = make_shards(X, y, kernel, likelihood, Z, client=client, nu=nu, tau=tau)
     run, learned = sharded_sparse_ep(shards, tol, max_iter), None
     if bounds is not None:
-        if _factor(shards) is None:
-            raise ImproperPosteriorError("the sites at the start make q improper")
-        kernel, Z, learned = learn_on_shards(
-            shards,
-            kernel,
-            Z,
-            learn_inducing=learn_inducing,
-            bounds=bounds,
-            tol=tol,
-            max_iter=max_iter,
-            verbose=verbose,
+        kernel, Z, learned, run = _search_on_shards(
+            shards, kernel, Z, bounds, learn_inducing, tol, max_iter, verbose
         )
-        _on_shards(shards, "set_prior", kernel, Z)
-        run = sharded_sparse_ep(shards, tol, max_iter)
     fit, beta = gather_fit(shards, kernel, Z, likelihood, y, run)
     if learned is not None:
         learned.value = float(fit.log_evidence)

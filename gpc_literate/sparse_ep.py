@@ -413,17 +413,9 @@ class _Breakdown(Exception):
     """EP broke down at a trial point of the search."""
 
 
-def search_fitc(kernel, Z, evaluate, *, learn_inducing, bounds, verbose=False):
-    """Maximise sparse EP's log Z_EP over theta (box ``bounds``) and, if
-    ``learn_inducing``, Z.
-
-    L-BFGS-B from (kernel.theta clipped to the box, Z). ``evaluate(kernel, Z)`` runs EP
-    there and returns (log Z_EP, d/dtheta, d/dZ) (eq-sparse-gradient); a log Z_EP of
-    -inf means EP broke down, and the search stops. Returns (kernel, Z,
-    LearnedHyperparameters) at the best point seen, whose ``value`` is the best log
-    Z_EP; warns (ConvergenceWarning) when the search stops early or a hyperparameter
-    ends on a bound.
-    """
+def _search_space(kernel, Z, bounds, learn_inducing):
+    """The coordinates of search_fitc: the box (low, high) of theta, the start theta0
+    clipped into it, the scale of Z, the start x0 and L-BFGS-B's bounds (none on Z)."""
     p = kernel.theta.size
     low, high = (np.broadcast_to(np.asarray(b, dtype=float), (p,)) for b in bounds)
     theta0 = np.clip(kernel.theta, low, high)
@@ -432,26 +424,13 @@ def search_fitc(kernel, Z, evaluate, *, learn_inducing, bounds, verbose=False):
     )  # Z in length scales
     x0 = np.concatenate([theta0, (Z / scale).ravel()]) if learn_inducing else theta0
     box = list(zip(low, high)) + [(None, None)] * (x0.size - p)
-    state = {"best": -np.inf, "x": x0, "n": 0, "last": -np.inf}
+    return low, high, theta0, scale, x0, box
 
-    def inducing(x):
-        return x[p:].reshape(Z.shape) * scale if learn_inducing else Z
 
-    def objective(x):
-        state["n"] += 1
-        value, g_theta, g_Z = evaluate(kernel.with_theta(x[:p]), inducing(x))
-        if not np.isfinite(value):
-            raise _Breakdown
-        state["last"] = value
-        if value > state["best"]:
-            state["best"], state["x"] = value, x.copy()
-        grad = (
-            np.concatenate([g_theta, (g_Z * scale).ravel()])
-            if learn_inducing
-            else g_theta
-        )
-        return -value, -grad
-
+# %% book/25_sparse_ep.md, code cell 25
+def _run_lbfgsb(objective, x0, box, state, verbose):
+    """L-BFGS-B on ``objective`` from x0 within ``box``, stopped by a _Breakdown:
+    (converged, message). The bar shows ``state["last"]``, the last log Z_EP."""
     with tqdm(
         total=SEARCH_MAX_ITER, desc="SparseEP search", disable=not verbose
     ) as bar:
@@ -473,37 +452,118 @@ def search_fitc(kernel, Z, evaluate, *, learn_inducing, bounds, verbose=False):
             converged, message = bool(run.success), str(run.message)
         except _Breakdown:
             converged, message = False, "EP broke down at a trial point"
-    x = state["x"]
-    kernel, Z = kernel.with_theta(x[:p]), inducing(x)
+    return converged, message
+
+
+# %% book/25_sparse_ep.md, code cell 26
+def _search_result(kernel, theta, low, high, theta0, state, converged, message):
+    """The LearnedHyperparameters of search_fitc at its best point, ``kernel`` with
+    log-hyperparameters ``theta``, with its warnings."""
     names = kernel.hyperparameter_names
-    at_bound = bound_hits(x[:p], names, low, high)
+    at_bound = bound_hits(theta, names, low, high)
     if not converged:
         warnings.warn(
             f"SparseEP.fit: the search of the evidence stopped ({message}); "
             "fix the kernel (optimizer=None) or start from another kernel",
             ConvergenceWarning,
-            stacklevel=4,
+            stacklevel=5,
         )
-    warn_bound_hits("SparseEP.fit", at_bound, x[:p], names, low, high, stacklevel=4)
-    return (
-        kernel,
-        Z,
-        LearnedHyperparameters(
-            "log marginal likelihood (sparse EP)",
-            float(state["best"]),
-            x[:p].copy(),
-            theta0,
-            names,
-            state["n"],
-            1,
-            converged,
-            message,
-            at_bound,
-        ),
+    warn_bound_hits("SparseEP.fit", at_bound, theta, names, low, high, stacklevel=5)
+    return LearnedHyperparameters(
+        "log marginal likelihood (sparse EP)",
+        float(state["best"]),
+        theta.copy(),
+        theta0,
+        names,
+        state["n"],
+        1,
+        converged,
+        message,
+        at_bound,
     )
 
 
-# %% book/25_sparse_ep.md, code cell 25
+# %% book/25_sparse_ep.md, code cell 27
+def search_fitc(kernel, Z, evaluate, *, learn_inducing, bounds, verbose=False):
+    """Maximise sparse EP's log Z_EP over theta (box ``bounds``) and, if
+    ``learn_inducing``, Z.
+
+    L-BFGS-B from (kernel.theta clipped to the box, Z). ``evaluate(kernel, Z)`` runs EP
+    there and returns (log Z_EP, d/dtheta, d/dZ) (eq-sparse-gradient); a log Z_EP of
+    -inf means EP broke down, and the search stops. Returns (kernel, Z,
+    LearnedHyperparameters) at the best point seen, whose ``value`` is the best log
+    Z_EP; warns (ConvergenceWarning) when the search stops early or a hyperparameter
+    ends on a bound.
+    """
+    low, high, theta0, scale, x0, box = _search_space(kernel, Z, bounds, learn_inducing)
+    p = kernel.theta.size
+    state = {"best": -np.inf, "x": x0, "n": 0, "last": -np.inf}
+
+    def inducing(x):
+        return x[p:].reshape(Z.shape) * scale if learn_inducing else Z
+
+    def objective(x):
+        state["n"] += 1
+        value, g_theta, g_Z = evaluate(kernel.with_theta(x[:p]), inducing(x))
+        if not np.isfinite(value):
+            raise _Breakdown
+        state["last"] = value
+        if value > state["best"]:
+            state["best"], state["x"] = value, x.copy()
+        grad = (
+            np.concatenate([g_theta, (g_Z * scale).ravel()])
+            if learn_inducing
+            else g_theta
+        )
+        return -value, -grad
+
+    converged, message = _run_lbfgsb(objective, x0, box, state, verbose)
+    x = state["x"]
+    kernel, Z = kernel.with_theta(x[:p]), inducing(x)
+    learned = _search_result(
+        kernel, x[:p], low, high, theta0, state, converged, message
+    )
+    return kernel, Z, learned
+
+
+# %% book/25_sparse_ep.md, code cell 28
+def _warm_fit(kernel, X, y, likelihood, Z, last, tol, max_iter):
+    """fit_fitc_ep at (kernel, Z) from the sites of the FITCFit ``last``."""
+    return fit_fitc_ep(
+        kernel,
+        X,
+        y,
+        likelihood,
+        Z,
+        last.posterior.nu,
+        last.posterior.tau,
+        tol,
+        max_iter,
+    )
+
+
+def _warm_evaluation(X, y, likelihood, fit, tol, max_iter):
+    """search_fitc's ``evaluate`` in this process, starting from the FITCFit ``fit``,
+    and the one-element list that holds the last sound fit."""
+    last = [fit]
+
+    def evaluate(kern, Z_x):
+        try:
+            new = _warm_fit(kern, X, y, likelihood, Z_x, last[0], tol, max_iter)
+        except LinAlgError:
+            return -np.inf, None, None
+        if not np.isfinite(new.log_evidence):
+            return -np.inf, None, None
+        last[0] = new
+        return (
+            new.log_evidence,
+            *fitc_evidence_gradient(kern, X, Z_x, new.prior, new.posterior),
+        )
+
+    return evaluate, last
+
+
+# %% book/25_sparse_ep.md, code cell 29
 def learn_fitc(
     kernel,
     X,
@@ -524,31 +584,7 @@ def learn_fitc(
     the sites of the last one whose evidence was finite. Returns (kernel, Z,
     LearnedHyperparameters, FITCFit) at the best point found.
     """
-    last = [fit]
-
-    def evaluate(kern, Z_x):
-        try:
-            new = fit_fitc_ep(
-                kern,
-                X,
-                y,
-                likelihood,
-                Z_x,
-                last[0].posterior.nu,
-                last[0].posterior.tau,
-                tol,
-                max_iter,
-            )
-        except LinAlgError:
-            return -np.inf, None, None
-        if not np.isfinite(new.log_evidence):
-            return -np.inf, None, None
-        last[0] = new
-        return (
-            new.log_evidence,
-            *fitc_evidence_gradient(kern, X, Z_x, new.prior, new.posterior),
-        )
-
+    evaluate, last = _warm_evaluation(X, y, likelihood, fit, tol, max_iter)
     kernel, Z, learned = search_fitc(
         kernel,
         Z,
@@ -557,22 +593,12 @@ def learn_fitc(
         bounds=bounds,
         verbose=verbose,
     )
-    final = fit_fitc_ep(
-        kernel,
-        X,
-        y,
-        likelihood,
-        Z,
-        last[0].posterior.nu,
-        last[0].posterior.tau,
-        tol,
-        max_iter,
-    )
+    final = _warm_fit(kernel, X, y, likelihood, Z, last[0], tol, max_iter)
     learned.value = float(final.log_evidence)
     return kernel, Z, learned, final
 
 
-# %% book/25_sparse_ep.md, code cell 26
+# %% book/25_sparse_ep.md, code cell 30
 _INDUCING = ("pivots", "random")
 
 
@@ -620,7 +646,7 @@ def _check_sparse_options(est):
     check_bool(est.verbose, "verbose")
 
 
-# %% book/25_sparse_ep.md, code cell 27
+# %% book/25_sparse_ep.md, code cell 31
 _CLUSTER_FIT = []  # [fit_on_cluster] once chapter 27's module is imported
 
 
@@ -642,7 +668,7 @@ def _cluster_fit(client):
     return functools.partial(_CLUSTER_FIT[0], client=client)
 
 
-# %% book/25_sparse_ep.md, code cell 28
+# %% book/25_sparse_ep.md, code cell 32
 class _SparseFit:
     """SparseEP's fit: options checked, inducing inputs chosen, EP run (and
     learning), stored."""
@@ -787,7 +813,7 @@ def fit_in_process(
     )
 
 
-# %% book/25_sparse_ep.md, code cell 29
+# %% book/25_sparse_ep.md, code cell 33
 def _fitted_attributes(kernel, likelihood, X, y_pm, Z, fit, beta):
     """SparseEP's fitted attributes (name -> value) from a FITCFit; the predictor (L,
     C, beta)."""
@@ -812,7 +838,7 @@ def _fitted_attributes(kernel, likelihood, X, y_pm, Z, fit, beta):
     return attributes, (fit.prior.L, post.C, beta)
 
 
-# %% book/25_sparse_ep.md, code cell 30
+# %% book/25_sparse_ep.md, code cell 34
 class _SparseEvidence:
     """SparseEP's log evidence (eq-ep-logz-stable) and its gradient
     (eq-sparse-gradient)."""
@@ -876,7 +902,7 @@ class _SparsePrediction:
         return self.likelihood_.predictive(*self.predict_latent(X))
 
 
-# %% book/25_sparse_ep.md, code cell 31
+# %% book/25_sparse_ep.md, code cell 35
 class SparseEP(_SparseFit, _SparseEvidence, _SparsePrediction, GPClassifierBase):
     """Gaussian-process classifier by EP on the FITC prior with M inducing inputs
     (chapter 25).

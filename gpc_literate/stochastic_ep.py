@@ -120,7 +120,36 @@ def convolved_sites(likelihood, y, m, v, d):
 
 
 # %% book/26_stochastic_ep.md, code cell 5
-class SEPState:
+class _SEPPrediction:
+    """Predictions of a SEPState under q(v) (eq-sparse-predict)."""
+
+    def predictor(self):
+        """(L, C, beta) of eq-sparse-predict for q(v): beta = L^-T m, C C^T = P."""
+        q = self.posterior()
+        L = fitc_prior(self.kernel, self.Z[:1], self.Z).L
+        return (
+            L,
+            q.C,
+            solve_triangular(L, q.mean, lower=True, trans="T", check_finite=False),
+        )
+
+    def predict_latent(self, X):
+        """Eq. (eq-sparse-predict) with q(v): latent mean and variance at the rows of
+        X."""
+        return fitc_predict(self.kernel, self.Z, *self.predictor(), X)
+
+    def predict_mean(self, X):
+        """The latent mean alone at the rows of X, k_u(x)^T beta: no variances
+        computed."""
+        return self.kernel(X, self.Z) @ self.predictor()[2]
+
+    def predict_proba(self, X):
+        """P(y = +1 | x) at the rows of X."""
+        return self.likelihood.predictive(*self.predict_latent(X))
+
+
+# %% book/26_stochastic_ep.md, code cell 6
+class SEPState(_SEPPrediction):
     """Everything stochastic EP carries from one minibatch to the next.
 
     ``kernel`` and ``Z`` (learned), the likelihood, n, and the sites in whitened
@@ -154,32 +183,8 @@ class SEPState:
         """q(v) as a WhitenedGaussian."""
         return whitened_gaussian(*self.natural(cavity=False))
 
-    def predictor(self):
-        """(L, C, beta) of eq-sparse-predict for q(v): beta = L^-T m, C C^T = P."""
-        q = self.posterior()
-        L = fitc_prior(self.kernel, self.Z[:1], self.Z).L
-        return (
-            L,
-            q.C,
-            solve_triangular(L, q.mean, lower=True, trans="T", check_finite=False),
-        )
 
-    def predict_latent(self, X):
-        """Eq. (eq-sparse-predict) with q(v): latent mean and variance at the rows of
-        X."""
-        return fitc_predict(self.kernel, self.Z, *self.predictor(), X)
-
-    def predict_mean(self, X):
-        """The latent mean alone at the rows of X, k_u(x)^T beta: no variances
-        computed."""
-        return self.kernel(X, self.Z) @ self.predictor()[2]
-
-    def predict_proba(self, X):
-        """P(y = +1 | x) at the rows of X."""
-        return self.likelihood.predictive(*self.predict_latent(X))
-
-
-# %% book/26_stochastic_ep.md, code cell 6
+# %% book/26_stochastic_ep.md, code cell 7
 class BatchSites(NamedTuple):
     """One minibatch's new sites and, optionally, the gradient of its sum of log Z_i."""
 
@@ -192,7 +197,7 @@ class BatchSites(NamedTuple):
     grad_Z: np.ndarray
 
 
-# %% book/26_stochastic_ep.md, code cell 7
+# %% book/26_stochastic_ep.md, code cell 8
 def batch_sites(state, X, y, idx, with_gradient):
     """Eqs (eq-sep-tilted), (eq-sep-perpoint) or (eq-sep-tied), (eq-sep-gradient) on a
     minibatch.
@@ -229,7 +234,7 @@ def batch_sites(state, X, y, idx, with_gradient):
     return BatchSites(Bt, nu, tau, ok, log_z, grad_theta, grad_Z)
 
 
-# %% book/26_stochastic_ep.md, code cell 8
+# %% book/26_stochastic_ep.md, code cell 9
 def update_sites(state, batch, idx, window, damping):
     """Eq. (eq-sep-average) (tied) or eq. (eq-sep-perpoint) (per-point): fold a
     minibatch in."""
@@ -267,7 +272,7 @@ def rebuild_site_sums(state, X):
     state.lam, state.h = 0.5 * (lam + lam.T), h
 
 
-# %% book/26_stochastic_ep.md, code cell 13
+# %% book/26_stochastic_ep.md, code cell 14
 def chol_adjoint(L, L_bar):
     """Eq. (eq-sep-chol): the symmetric adjoint of A = L L^T from the adjoint L_bar
     of its lower Cholesky factor L."""
@@ -302,7 +307,7 @@ def frozen_site_gradient(kernel, X, Z, L, Bt, m_cav, Sb_cav, d1, d2):
     return theta_ub + theta_uu + theta_diag, z_ub + z_left + z_right
 
 
-# %% book/26_stochastic_ep.md, code cell 17
+# %% book/26_stochastic_ep.md, code cell 19
 class Adam:
     """Adam (Kingma & Ba 2015) for ascent, eq. (eq-sep-adam): per-coordinate rates
     ``rates``.
@@ -329,7 +334,7 @@ class Adam:
         return x + self.units * scale * self.rates * m_hat / (np.sqrt(v_hat) + self.eps)
 
 
-# %% book/26_stochastic_ep.md, code cell 18
+# %% book/26_stochastic_ep.md, code cell 20
 WARMUP = 20  # minibatches of site updates before the first Adam step
 FINAL_RATE = 0.1  # the rates decay geometrically to this fraction, eq-sep-adam
 
@@ -363,7 +368,7 @@ def hyperparameter_step(
     return True
 
 
-# %% book/26_stochastic_ep.md, code cell 19
+# %% book/26_stochastic_ep.md, code cell 21
 class SEPRun(NamedTuple):
     """How a run of stochastic EP went."""
 
@@ -375,7 +380,105 @@ class SEPRun(NamedTuple):
     stopped_by: str  # "max_time", "max_epochs" or "callback"
 
 
-# %% book/26_stochastic_ep.md, code cell 20
+# %% book/26_stochastic_ep.md, code cell 22
+class _Minibatch(NamedTuple):
+    """What run_stochastic_ep does with each minibatch: its settings, and the call."""
+
+    adam: Adam
+    scale: float  # n / B: scale times a minibatch's gradient estimates the full one
+    learn_theta: bool
+    learn_Z: bool
+    window: int
+    damping: float
+    log_bounds: tuple
+
+    def __call__(self, state, X, y, idx, progress):
+        """Sites, their update and (after WARMUP minibatches) an Adam step for the
+        minibatch ``idx``; False when the step was taken back."""
+        with_gradient = (self.learn_theta or self.learn_Z) and state.t >= WARMUP
+        try:
+            batch = batch_sites(state, X[idx], y[idx], idx, with_gradient)
+        except LinAlgError:
+            if state.sites != "per-point":
+                raise
+            rebuild_site_sums(state, X)  # the sums drifted: rebuild them
+            batch = batch_sites(state, X[idx], y[idx], idx, with_gradient)
+        update_sites(state, batch, idx, self.window, self.damping)
+        if not with_gradient:
+            return True
+        return hyperparameter_step(
+            state,
+            self.adam,
+            batch,
+            self.scale,
+            progress,
+            self.learn_theta,
+            self.learn_Z,
+            self.log_bounds,
+        )
+
+
+# %% book/26_stochastic_ep.md, code cell 23
+class _RunBookkeeping:
+    """The end of every minibatch and of every epoch in run_stochastic_ep."""
+
+    def close(self, state, start, bar, callback):
+        """After a minibatch begun at ``start``: the site change at the end of a window,
+        the time, the progress bar, and True when the run stops."""
+        if state.t % self.snap_every == 0:
+            self.change = np.linalg.norm(state.lam - self.snapshot) / max(
+                np.linalg.norm(state.lam), np.finfo(float).tiny
+            )
+            self.snapshot = state.lam.copy()
+        self.seconds += time.perf_counter() - start
+        done = self.progress(state)
+        bar.update(int(100 * done) - bar.n)
+        if callback is not None and callback(state, self.seconds) is False:
+            self.stopped = "callback"
+        elif done >= 1.0:
+            self.stopped = "max_time" if self.seconds >= self.limit else "max_epochs"
+        return self.stopped is not None
+
+    def rebuild(self, state, X):
+        """rebuild_site_sums after an epoch, its time counted."""
+        start = time.perf_counter()
+        rebuild_site_sums(state, X)
+        self.seconds += time.perf_counter() - start
+
+
+# %% book/26_stochastic_ep.md, code cell 24
+class _RunRecord(_RunBookkeeping):
+    """The account of a run of stochastic EP, from its budget to its SEPRun."""
+
+    def __init__(self, state, n, B, max_time, max_epochs, window):
+        self.per_epoch = n // B
+        self.total = np.inf if max_epochs is None else max_epochs * self.per_epoch
+        self.limit = np.inf if max_time is None else max_time
+        self.snap_every = (
+            self.per_epoch
+            if state.sites == "per-point"
+            else max(1, -(-min(window, n) // B))
+        )
+        self.snapshot, self.change = state.lam.copy(), np.inf
+        self.rejected, self.seconds, self.stopped = 0, 0.0, None
+
+    def progress(self, state):
+        """The fraction of the budget used, in seconds or in minibatches."""
+        return min(1.0, max(self.seconds / self.limit, state.t / self.total))
+
+    def result(self, state):
+        """The SEPRun of the run so far."""
+        return SEPRun(
+            state.t,
+            state.t / self.per_epoch,
+            self.seconds,
+            float(self.change),
+            self.rejected,
+            self.stopped,
+        )
+
+
+# %% book/26_stochastic_ep.md, code cell 25
 def run_stochastic_ep(
     state,
     X,
@@ -401,72 +504,27 @@ def run_stochastic_ep(
     the run by returning False. Returns a SEPRun.
     """
     n, B = len(X), min(batch_size, len(X))
-    per_epoch = n // B
-    total = np.inf if max_epochs is None else max_epochs * per_epoch
-    limit = np.inf if max_time is None else max_time
-    snap_every = (
-        per_epoch if state.sites == "per-point" else max(1, -(-min(window, n) // B))
+    record = _RunRecord(state, n, B, max_time, max_epochs, window)
+    minibatch = _Minibatch(
+        adam, n / B, learn_theta, learn_Z, window, damping, log_bounds
     )
-    snapshot, change, rejected, seconds, stopped = (
-        state.lam.copy(),
-        np.inf,
-        0,
-        0.0,
-        None,
-    )
-    learn = learn_theta or learn_Z
     with tqdm(total=100, desc="StochasticEP", unit="%", disable=not verbose) as bar:
-        while stopped is None:
+        while record.stopped is None:
             order = rng.permutation(n)
-            for k in range(per_epoch):
+            for k in range(record.per_epoch):
                 start = time.perf_counter()
                 idx = order[k * B : (k + 1) * B]
-                progress = min(1.0, max(seconds / limit, state.t / total))
-                with_gradient = learn and state.t >= WARMUP
-                try:
-                    batch = batch_sites(state, X[idx], y[idx], idx, with_gradient)
-                except LinAlgError:
-                    if state.sites != "per-point":
-                        raise
-                    rebuild_site_sums(state, X)  # the sums drifted: rebuild them
-                    batch = batch_sites(state, X[idx], y[idx], idx, with_gradient)
-                update_sites(state, batch, idx, window, damping)
-                if with_gradient:
-                    rejected += not hyperparameter_step(
-                        state,
-                        adam,
-                        batch,
-                        n / B,
-                        progress,
-                        learn_theta,
-                        learn_Z,
-                        log_bounds,
-                    )
-                if state.t % snap_every == 0:
-                    change = np.linalg.norm(state.lam - snapshot) / max(
-                        np.linalg.norm(state.lam), np.finfo(float).tiny
-                    )
-                    snapshot = state.lam.copy()
-                seconds += time.perf_counter() - start
-                done = min(1.0, max(seconds / limit, state.t / total))
-                bar.update(int(100 * done) - bar.n)
-                if callback is not None and callback(state, seconds) is False:
-                    stopped = "callback"
-                elif done >= 1.0:
-                    stopped = "max_time" if seconds >= limit else "max_epochs"
-                if stopped is not None:
+                progress = record.progress(state)
+                record.rejected += not minibatch(state, X, y, idx, progress)
+                if record.close(state, start, bar, callback):
                     break
             else:
-                if state.sites == "per-point" and learn:
-                    start = time.perf_counter()
-                    rebuild_site_sums(state, X)
-                    seconds += time.perf_counter() - start
-    return SEPRun(
-        state.t, state.t / per_epoch, seconds, float(change), rejected, stopped
-    )
+                if state.sites == "per-point" and (learn_theta or learn_Z):
+                    record.rebuild(state, X)
+    return record.result(state)
 
 
-# %% book/26_stochastic_ep.md, code cell 21
+# %% book/26_stochastic_ep.md, code cell 26
 KMEANS_SUBSET = 5000  # "kmeans" clusters max(KMEANS_SUBSET, 20 M) random inputs
 
 
@@ -496,7 +554,7 @@ def kmeans_inducing(X, n_inducing, rng):
     )
 
 
-# %% book/26_stochastic_ep.md, code cell 22
+# %% book/26_stochastic_ep.md, code cell 27
 _SITES = ("tied", "per-point")
 _INDUCING = ("kmeans", "pivots", "random")
 
@@ -532,7 +590,7 @@ def _check_options(est):
     check_bool(est.verbose, "verbose")
 
 
-# %% book/26_stochastic_ep.md, code cell 23
+# %% book/26_stochastic_ep.md, code cell 28
 class SEPBreakdownError(LinAlgError):
     """Stochastic EP could not factorise K_uu or the precision of q (a ValueError)."""
 
@@ -653,7 +711,7 @@ class _StochasticFit:
         self.site_change_, self.stopped_by_ = run.site_change, run.stopped_by
 
 
-# %% book/26_stochastic_ep.md, code cell 24
+# %% book/26_stochastic_ep.md, code cell 29
 class _StochasticPrediction:
     """StochasticEP's predictions under q (eq-sparse-predict)."""
 
@@ -669,7 +727,7 @@ class _StochasticPrediction:
         return self._state.predict_proba(X)
 
 
-# %% book/26_stochastic_ep.md, code cell 25
+# %% book/26_stochastic_ep.md, code cell 30
 class StochasticEP(_StochasticFit, _StochasticPrediction, GPClassifierBase):
     """Gaussian-process classifier by stochastic EP on the FITC prior (chapter 26).
 
