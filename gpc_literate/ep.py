@@ -38,6 +38,34 @@ __all__ = [
 
 
 # %% book/13_ep.md, code cell 6
+def _sequential_site(y_i, likelihood, mean_i, var_i, nu_i, tau_i):
+    """The undamped change (d_nu, d_tau) of one site and its cavity variance, from the
+    marginal (mean_i, var_i); None if the cavity or the tilted variance is improper."""
+    mu_cav, var_cav, proper = cavities(mean_i, var_i, nu_i - tau_i * mean_i, tau_i)
+    if not proper:  # improper cavity: leave the site alone
+        return None
+    _, d1, d2 = likelihood.log_Z(y_i, mu_cav, var_cav)
+    nu_new, tau_new, ok = site_from_derivatives(mu_cav, var_cav, d1, d2)
+    if not ok:
+        return None
+    return nu_new - nu_i, tau_new - tau_i, var_cav
+
+
+def _apply_downdates(Sigma, S, c, k):
+    """Sigma <- Sigma - S[:, :k] diag(c[:k]) S[:, :k]^T in place: the k rank-one
+    downdates of eq-ep-rank-one pending in a block, as one BLAS-3 product."""
+    dgemm(
+        -1.0,
+        S[:, :k] * c[:k],
+        S[:, :k],
+        beta=1.0,
+        c=Sigma,
+        trans_b=1,
+        overwrite_c=1,
+    )
+
+
+# %% book/13_ep.md, code cell 7
 def _sequential_sweep(Sigma, mean, nu, tau, y, likelihood, damping, block=128):
     """One sweep of sequential EP, eq. (eq-ep-rank-one), updating Sigma, mean, nu, tau
     in place.
@@ -57,18 +85,11 @@ def _sequential_sweep(Sigma, mean, nu, tau, y, likelihood, damping, block=128):
         for i in range(start, min(start + block, n)):
             col = Sigma[:, i] - S[:, :k] @ (c[:k] * S[i, :k])
             var_i, mean_i = col[i], mean[i]
-            mu_cav, var_cav, proper = cavities(
-                mean_i, var_i, nu[i] - tau[i] * mean_i, tau[i]
-            )
-            if not proper:  # improper cavity: leave the site alone
+            update = _sequential_site(y[i], likelihood, mean_i, var_i, nu[i], tau[i])
+            if update is None:  # refused: the site is left alone
                 refused += 1
                 continue
-            _, d1, d2 = likelihood.log_Z(y[i], mu_cav, var_cav)
-            nu_new, tau_new, ok = site_from_derivatives(mu_cav, var_cav, d1, d2)
-            if not ok:
-                refused += 1
-                continue
-            d_tau, d_nu = tau_new - tau[i], nu_new - nu[i]
+            d_nu, d_tau, var_cav = update
             change = max(change, site_change(d_nu, d_tau, var_cav))
             d_tau *= damping
             d_nu *= damping
@@ -80,19 +101,11 @@ def _sequential_sweep(Sigma, mean, nu, tau, y, likelihood, damping, block=128):
             c[k] = d_tau / denom
             k += 1
         if k:  # Sigma <- Sigma - S diag(c) S^T
-            dgemm(
-                -1.0,
-                S[:, :k] * c[:k],
-                S[:, :k],
-                beta=1.0,
-                c=Sigma,
-                trans_b=1,
-                overwrite_c=1,
-            )
+            _apply_downdates(Sigma, S, c, k)
     return change, refused
 
 
-# %% book/13_ep.md, code cell 8
+# %% book/13_ep.md, code cell 9
 def check_sites(site_nu, site_tau, n):
     """Starting sites as float arrays of shape (n,) (None: all zero, i.e. q = prior);
     ValueError otherwise."""
@@ -103,7 +116,7 @@ def check_sites(site_nu, site_tau, n):
     return nu, tau
 
 
-# %% book/13_ep.md, code cell 9
+# %% book/13_ep.md, code cell 10
 def run_ep(
     K,
     y,
@@ -146,7 +159,7 @@ def run_ep(
     )
 
 
-# %% book/13_ep.md, code cell 10
+# %% book/13_ep.md, code cell 11
 def run_sequential(K, y, likelihood, nu, tau, damping, max_sweeps, tol):
     """Sequential EP, eq. (eq-ep-rank-one), with a fresh factorisation after every
     sweep."""
@@ -166,7 +179,7 @@ def run_sequential(K, y, likelihood, nu, tau, damping, max_sweeps, tol):
     return SiteIteration(post, sweep, converged, refused, np.array(history), sweep + 1)
 
 
-# %% book/13_ep.md, code cell 17
+# %% book/13_ep.md, code cell 18
 def ep_log_marginal(post, likelihood, y, mu_cav, var_cav):
     """Eq. (eq-ep-logz-stable), S&K eq. 5: log Z_EP from the posterior, the sites and
     the cavities.
@@ -184,7 +197,7 @@ def ep_log_marginal(post, likelihood, y, mu_cav, var_cav):
     )
 
 
-# %% book/13_ep.md, code cell 21
+# %% book/13_ep.md, code cell 22
 def ep_log_marginal_gradient(post, dK):
     """Eq. (eq-ep-gradient): d log Z_EP/d theta_j = c^T dK_j c/2 - tr(A dK_j)/2 at a
     fixed point of EP.

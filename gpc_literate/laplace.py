@@ -233,6 +233,7 @@ def _check_likelihood(likelihood, name="likelihood"):
         )
 
 
+# %% book/12_laplace.md, code cell 15
 def _curvature(likelihood, y, f):
     """Eq. (eq-lap-grad-hess): g = grad log p(y|f), W = -d2 log p (checked >= 0), and
     d3."""
@@ -254,7 +255,7 @@ def _factor_b(K, sqrt_w):
     return cholesky(B, lower=True, overwrite_a=True, check_finite=False)
 
 
-# %% book/12_laplace.md, code cell 15
+# %% book/12_laplace.md, code cell 16
 def _newton_start(K, y, likelihood, alpha_init):
     """Start of the mode search: alpha = 0, or the warm start ``alpha_init`` if its Psi
     is higher.
@@ -279,7 +280,7 @@ def _newton_start(K, y, likelihood, alpha_init):
     return a, f, ell, obj
 
 
-# %% book/12_laplace.md, code cell 16
+# %% book/12_laplace.md, code cell 17
 def _newton_step(K, y, likelihood, current, g, w, sqrt_w, L):
     """Eqs (eq-lap-newton-stable), (eq-lap-armijo): one Newton step, halved until Armijo
     holds.
@@ -306,18 +307,10 @@ def _newton_step(K, y, likelihood, current, g, w, sqrt_w, L):
     return step, a_try, f_try, ell_try, obj_try
 
 
-# %% book/12_laplace.md, code cell 17
-def laplace_mode(K, y, likelihood, *, alpha_init=None, max_iter=100, tol=1e-8):
-    """Eqs (eq-lap-newton-stable), (eq-lap-armijo): the posterior mode by safeguarded
-    Newton.
-
-    Maximises Psi = log p(y|f) - f^T K^{-1} f / 2 over f = K alpha.  Each iterate
-    factors B = I + W^1/2 K W^1/2 once; the iteration stops when max |grad log p(y|f) -
-    alpha| < tol, otherwise takes the Newton step, halved until Armijo's condition
-    holds.  After ``max_iter`` steps without reaching ``tol`` it warns with
-    ConvergenceWarning.  ``y`` holds the labels (+-1, or real targets for a Gaussian
-    likelihood).  Returns a LaplaceMode.
-    """
+# %% book/12_laplace.md, code cell 18
+def _check_mode_arguments(K, y, likelihood, max_iter, tol):
+    """laplace_mode's arguments checked: returns (K, y, max_iter, tol) as arrays and
+    numbers."""
     _check_likelihood(likelihood)
     max_iter = check_integer(max_iter, "max_iter")
     tol = check_scalar(tol, "tol", low=0.0, low_inclusive=False)
@@ -329,7 +322,33 @@ def laplace_mode(K, y, likelihood, *, alpha_init=None, max_iter=100, tol=1e-8):
             f"K must be a square matrix matching y: y has shape {y.shape}, "
             f"K has shape {K.shape}"
         )
+    return K, y, max_iter, tol
 
+
+def _warn_mode_not_converged(n_iter, residual, tol):
+    """ConvergenceWarning of laplace_mode, at the stack level of its caller."""
+    warnings.warn(
+        f"Laplace mode: Newton's method stopped after {n_iter} iteration(s) with "
+        f"residual max|grad log p - K^-1 f| = {residual:.3g} > tol = {tol:g}; "
+        "increase max_iter",
+        ConvergenceWarning,
+        stacklevel=3,
+    )
+
+
+# %% book/12_laplace.md, code cell 19
+def laplace_mode(K, y, likelihood, *, alpha_init=None, max_iter=100, tol=1e-8):
+    """Eqs (eq-lap-newton-stable), (eq-lap-armijo): the posterior mode by safeguarded
+    Newton.
+
+    Maximises Psi = log p(y|f) - f^T K^{-1} f / 2 over f = K alpha.  Each iterate
+    factors B = I + W^1/2 K W^1/2 once; the iteration stops when max |grad log p(y|f) -
+    alpha| < tol, otherwise takes the Newton step, halved until Armijo's condition
+    holds.  After ``max_iter`` steps without reaching ``tol`` it warns with
+    ConvergenceWarning.  ``y`` holds the labels (+-1, or real targets for a Gaussian
+    likelihood).  Returns a LaplaceMode.
+    """
+    K, y, max_iter, tol = _check_mode_arguments(K, y, likelihood, max_iter, tol)
     a, f, ell, obj = _newton_start(K, y, likelihood, alpha_init)
     n_iter, converged = 0, False
     objective, step_sizes = [obj], []
@@ -351,29 +370,37 @@ def laplace_mode(K, y, likelihood, *, alpha_init=None, max_iter=100, tol=1e-8):
         objective.append(obj)
         step_sizes.append(step)
     if not converged:
-        warnings.warn(
-            f"Laplace mode: Newton's method stopped after {n_iter} iteration(s) with "
-            f"residual max|grad log p - K^-1 f| = {residual:.3g} > tol = {tol:g}; "
-            "increase max_iter",
-            ConvergenceWarning,
-            stacklevel=2,
-        )
+        _warn_mode_not_converged(n_iter, residual, tol)
+    history = np.array(objective), np.array(step_sizes)
     return LaplaceMode(
-        f,
-        a,
-        sqrt_w,
-        L,
-        d3,
-        float(np.sum(ell)),
-        n_iter,
-        converged,
-        residual,
-        np.array(objective),
-        np.array(step_sizes),
+        f, a, sqrt_w, L, d3, float(np.sum(ell)), n_iter, converged, residual, *history
     )
 
 
-# %% book/12_laplace.md, code cell 27
+# %% book/12_laplace.md, code cell 29
+def _laplace_evidence_gradient(mode, K, dK):
+    """Eq. (eq-lap-grad): the gradient, shape (p,), of the Laplace log evidence at
+    ``mode``, for checked K (n, n) and dK (n, n, p) = dK/dtheta."""
+    sw, a = mode.sqrt_w, mode.alpha
+    B_inv, info = dpotri(mode.L, lower=1)  # lower triangle of B^{-1}
+    if info != 0:
+        raise np.linalg.LinAlgError(f"LAPACK potri failed (info={info})")
+    B_inv = np.tril(B_inv) + np.tril(B_inv, -1).T
+    R = sw[:, None] * B_inv * sw[None, :]
+    V = solve_triangular(mode.L, sw[:, None] * K, lower=True, check_finite=False)
+    diag_sigma = np.diag(K) - np.einsum("ij,ij->j", V, V)
+    s = 0.5 * diag_sigma * mode.d3  # dF/df at the mode, eq-lap-dfdmode
+    grad = np.empty(dK.shape[2])
+    for j in range(dK.shape[2]):  # O(n^2) per hyperparameter
+        dK_j = dK[:, :, j]
+        b = dK_j @ a
+        explicit = 0.5 * float(a @ b) - 0.5 * float(np.sum(R * dK_j))
+        implicit = float(s @ (b - K @ (R @ b)))
+        grad[j] = explicit + implicit
+    return grad
+
+
+# %% book/12_laplace.md, code cell 30
 def laplace_log_evidence(mode, K=None, dK=None):
     """Eqs (eq-lap-evidence), (eq-lap-grad): the Laplace log evidence and, with dK, its
     gradient.
@@ -399,26 +426,10 @@ def laplace_log_evidence(mode, K=None, dK=None):
             f"K must have shape ({n}, {n}) and dK shape ({n}, {n}, p); "
             f"got {K.shape} and {dK.shape}"
         )
-    sw, a = mode.sqrt_w, mode.alpha
-    B_inv, info = dpotri(mode.L, lower=1)  # lower triangle of B^{-1}
-    if info != 0:
-        raise np.linalg.LinAlgError(f"LAPACK potri failed (info={info})")
-    B_inv = np.tril(B_inv) + np.tril(B_inv, -1).T
-    R = sw[:, None] * B_inv * sw[None, :]
-    V = solve_triangular(mode.L, sw[:, None] * K, lower=True, check_finite=False)
-    diag_sigma = np.diag(K) - np.einsum("ij,ij->j", V, V)
-    s = 0.5 * diag_sigma * mode.d3  # dF/df at the mode, eq-lap-dfdmode
-    grad = np.empty(dK.shape[2])
-    for j in range(dK.shape[2]):  # O(n^2) per hyperparameter
-        dK_j = dK[:, :, j]
-        b = dK_j @ a
-        explicit = 0.5 * float(a @ b) - 0.5 * float(np.sum(R * dK_j))
-        implicit = float(s @ (b - K @ (R @ b)))
-        grad[j] = explicit + implicit
-    return value, grad
+    return value, _laplace_evidence_gradient(mode, K, dK)
 
 
-# %% book/12_laplace.md, code cell 30
+# %% book/12_laplace.md, code cell 33
 def _laplace_latent(mode, kernel, X_train, X):
     """Eq. (eq-lap-predictive): mean k*^T alpha and variance k** - |L^-1 W^1/2 k*|^2 at
     X.
@@ -438,7 +449,7 @@ def _laplace_latent(mode, kernel, X_train, X):
     return mean, np.maximum(var, 0.0)
 
 
-# %% book/12_laplace.md, code cell 31
+# %% book/12_laplace.md, code cell 34
 class _LaplacePrediction:
     """Laplace's predictions from the stored mode: eqs (eq-lap-predictive),
     (eq-lap-predprob)."""
@@ -453,8 +464,41 @@ class _LaplacePrediction:
         )
 
 
-# %% book/12_laplace.md, code cell 32
-class _LaplaceFit(_LaplacePrediction, LearnsHyperparameters, GPClassifierBase):
+# %% book/12_laplace.md, code cell 35
+class _LaplaceModeSearch:
+    """Laplace's mode found with the estimator's settings and its attributes stored."""
+
+    def _find_mode(self, K, alpha_init):
+        """laplace_mode with the estimator's settings; its warning points at the
+        caller's caller."""
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always", ConvergenceWarning)
+            mode = laplace_mode(
+                K,
+                self.y_train_,
+                self.likelihood_,
+                alpha_init=alpha_init,
+                max_iter=self.max_iter,
+                tol=self.tol,
+            )
+        for w in caught:
+            warnings.warn(w.message, w.category, stacklevel=4)
+        self._alpha_warm = mode.alpha
+        return mode
+
+    def _store(self, mode):
+        self._mode = mode
+        self.f_hat_ = mode.f
+        self.alpha_ = mode.alpha
+        self.n_iter_ = mode.n_iter
+        self.converged_ = mode.converged
+        self.log_marginal_likelihood_ = laplace_log_evidence(mode)
+
+
+# %% book/12_laplace.md, code cell 36
+class _LaplaceFit(
+    _LaplaceModeSearch, _LaplacePrediction, LearnsHyperparameters, GPClassifierBase
+):
     """Laplace at a given kernel: parameter checks, the mode, fitted attributes,
     predictions.
 
@@ -488,32 +532,6 @@ class _LaplaceFit(_LaplacePrediction, LearnsHyperparameters, GPClassifierBase):
         self.y_train_ = y_pm
         self._store(self._find_mode(self.kernel_(X), alpha_init))
 
-    def _find_mode(self, K, alpha_init):
-        """laplace_mode with the estimator's settings; its warning points at the
-        caller's caller."""
-        with warnings.catch_warnings(record=True) as caught:
-            warnings.simplefilter("always", ConvergenceWarning)
-            mode = laplace_mode(
-                K,
-                self.y_train_,
-                self.likelihood_,
-                alpha_init=alpha_init,
-                max_iter=self.max_iter,
-                tol=self.tol,
-            )
-        for w in caught:
-            warnings.warn(w.message, w.category, stacklevel=4)
-        self._alpha_warm = mode.alpha
-        return mode
-
-    def _store(self, mode):
-        self._mode = mode
-        self.f_hat_ = mode.f
-        self.alpha_ = mode.alpha
-        self.n_iter_ = mode.n_iter
-        self.converged_ = mode.converged
-        self.log_marginal_likelihood_ = laplace_log_evidence(mode)
-
     def _require_fitted(self):
         if not hasattr(self, "_mode") or not hasattr(self, "classes_"):
             raise NotFittedError(
@@ -521,8 +539,38 @@ class _LaplaceFit(_LaplacePrediction, LearnsHyperparameters, GPClassifierBase):
             )
 
 
-# %% book/12_laplace.md, code cell 33
-class Laplace(_LaplaceFit):
+# %% book/12_laplace.md, code cell 37
+class _LaplaceEvidence:
+    """Laplace's evidence (eq-lap-evidence) and its gradient (eq-lap-grad), the
+    criterion of the kernel search."""
+
+    def _criterion(self, theta, eval_gradient):
+        return self.log_marginal_likelihood(theta, eval_gradient)
+
+    def log_marginal_likelihood(self, theta=None, eval_gradient=False):
+        """Eqs (eq-lap-evidence), (eq-lap-grad): the Laplace log evidence at
+        log-hyperparameters theta.
+
+        theta=None: at the fitted kernel_, from the stored mode.  Otherwise the mode is
+        found again at ``theta`` (warm start: the last mode found); the fitted model is
+        unchanged. With eval_gradient=True returns (value, gradient with respect to
+        theta).
+        """
+        self._require_fitted()
+        if theta is None:
+            kernel, mode = self.kernel_, self._mode
+            K = kernel(self.X_train_) if eval_gradient else None
+        else:
+            kernel = self.kernel_.with_theta(theta)
+            K = kernel(self.X_train_)
+            mode = self._find_mode(K, self._alpha_warm)
+        if not eval_gradient:
+            return laplace_log_evidence(mode)
+        return laplace_log_evidence(mode, K, kernel.gradient(self.X_train_))
+
+
+# %% book/12_laplace.md, code cell 38
+class Laplace(_LaplaceEvidence, _LaplaceFit):
     """GP classification with the Laplace approximation, eqs
     (eq-lap-psi)-(eq-lap-predprob).
 
@@ -563,30 +611,6 @@ class Laplace(_LaplaceFit):
         self.n_restarts_optimizer = n_restarts_optimizer
         self.random_state = random_state
         self.hyperparameter_bounds = hyperparameter_bounds
-
-    def _criterion(self, theta, eval_gradient):
-        return self.log_marginal_likelihood(theta, eval_gradient)
-
-    def log_marginal_likelihood(self, theta=None, eval_gradient=False):
-        """Eqs (eq-lap-evidence), (eq-lap-grad): the Laplace log evidence at
-        log-hyperparameters theta.
-
-        theta=None: at the fitted kernel_, from the stored mode.  Otherwise the mode is
-        found again at ``theta`` (warm start: the last mode found); the fitted model is
-        unchanged. With eval_gradient=True returns (value, gradient with respect to
-        theta).
-        """
-        self._require_fitted()
-        if theta is None:
-            kernel, mode = self.kernel_, self._mode
-            K = kernel(self.X_train_) if eval_gradient else None
-        else:
-            kernel = self.kernel_.with_theta(theta)
-            K = kernel(self.X_train_)
-            mode = self._find_mode(K, self._alpha_warm)
-        if not eval_gradient:
-            return laplace_log_evidence(mode)
-        return laplace_log_evidence(mode, K, kernel.gradient(self.X_train_))
 
     def predict_latent(self, X):
         """Eq. (eq-lap-predictive): mean and variance of the latent f(x) at each row

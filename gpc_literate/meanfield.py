@@ -214,6 +214,59 @@ def _naive_state(K, k_diag, y, alpha, likelihood):
 
 
 # %% book/09_naive_mean_field.md, code cell 16
+def _naive_iterate(K, y, alpha, likelihood, tol, max_iter, eta, newton, noise_free):
+    """Iterate eq-mf-alpha from ``alpha`` by O&W's adaptive rate ``eta`` (eq-mf-update)
+    or, if ``newton``, by Newton steps (eq-mf-newton); with ``noise_free``, stop after
+    30 iterations if eq-mf-feasible has no solution. Returns a NaiveMFResult."""
+    k_diag = np.diag(K).copy()
+    previous, history, message = None, [], ""
+    f, w, delta, error, residual = _naive_state(K, k_diag, y, alpha, likelihood)
+    converged, n_iter = bool(residual < tol), 0
+    while not converged and n_iter < max_iter:
+        if not newton:  # O&W's adaptive rate
+            if previous is not None:
+                eta = 1.1 * eta if error < previous else 0.5 * eta
+            previous = error
+            alpha = alpha + eta * delta
+        else:  # eq-mf-newton, step halving
+            trial, eta = _newton_step(K, k_diag, y, alpha, delta, w, error, likelihood)
+            if trial is None:
+                message = "no step along the Newton direction reduces the residual"
+                break
+            alpha = trial
+        n_iter += 1
+        f, w, delta, error, residual = _naive_state(K, k_diag, y, alpha, likelihood)
+        history.append(residual)
+        converged = bool(residual < tol)
+        if noise_free and n_iter == 30 and not converged and not _separable(K, y):
+            message = _NO_SOLUTION
+            break
+    return NaiveMFResult(
+        alpha, f, n_iter, converged, residual, float(eta), np.array(history), message
+    )
+
+
+# %% book/09_naive_mean_field.md, code cell 17
+def _naive_no_solution(result, K, y):
+    """For the noise-free likelihood: mark ``result`` (a NaiveMFResult) as no solution
+    when it stalled or its margins are at rounding level and eq-mf-feasible fails, and
+    warn (ConvergenceWarning) if it is none."""
+    f, message = result.mean, result.message
+    if message or result.converged and np.min(y * f) <= 1e-8 * np.max(np.abs(f)):
+        # a stalled step, or y_i <f_i> at rounding level: alpha -> infinity, not a
+        # solution?
+        if message != _NO_SOLUTION and not _separable(K, y):
+            result.converged, result.message = False, _NO_SOLUTION
+    if result.message == _NO_SOLUTION:  # stacklevel: the caller of naive_mean_field
+        warnings.warn(
+            f"naive_mean_field stopped after {result.n_iter} iterations: "
+            f"{result.message}",
+            ConvergenceWarning,
+            stacklevel=3,
+        )
+
+
+# %% book/09_naive_mean_field.md, code cell 18
 def naive_mean_field(
     K,
     y,
@@ -250,59 +303,18 @@ def naive_mean_field(
         raise ValueError(f"method must be 'newton' or 'adaptive', got {method!r}")
     K = np.asarray(K, dtype=float)
     y = np.asarray(y, dtype=float)
-    n = y.size
-    k_diag = np.diag(K).copy()
-    alpha = _initial_alpha(alpha_init, n)
+    alpha = _initial_alpha(alpha_init, y.size)
     newton = method == "newton"
     noise_free = newton and isinstance(likelihood, StepFlip) and likelihood.kappa == 0.0
-    eta, previous, history, message = float(learning_rate), None, [], ""
-    f, w, delta, error, residual = _naive_state(K, k_diag, y, alpha, likelihood)
-    converged, n_iter = residual < tol, 0
-    while not converged and n_iter < max_iter:
-        if not newton:  # O&W's adaptive rate
-            if previous is not None:
-                eta = 1.1 * eta if error < previous else 0.5 * eta
-            previous = error
-            alpha = alpha + eta * delta
-        else:  # eq-mf-newton, step halving
-            trial, eta = _newton_step(K, k_diag, y, alpha, delta, w, error, likelihood)
-            if trial is None:
-                message = "no step along the Newton direction reduces the residual"
-                break
-            alpha = trial
-        n_iter += 1
-        f, w, delta, error, residual = _naive_state(K, k_diag, y, alpha, likelihood)
-        history.append(residual)
-        converged = residual < tol
-        if noise_free and n_iter == 30 and not converged and not _separable(K, y):
-            message = _NO_SOLUTION
-            break
-    if noise_free and (
-        message or converged and np.min(y * f) <= 1e-8 * np.max(np.abs(f))
-    ):
-        # a stalled step, or y_i <f_i> at rounding level: alpha -> infinity, not a
-        # solution?
-        if message != _NO_SOLUTION and not _separable(K, y):
-            converged, message = False, _NO_SOLUTION
-    if message == _NO_SOLUTION:
-        warnings.warn(
-            f"naive_mean_field stopped after {n_iter} iterations: {message}",
-            ConvergenceWarning,
-            stacklevel=2,
-        )
-    return NaiveMFResult(
-        alpha,
-        f,
-        n_iter,
-        bool(converged),
-        residual,
-        float(eta),
-        np.array(history),
-        message,
+    result = _naive_iterate(
+        K, y, alpha, likelihood, tol, max_iter, float(learning_rate), newton, noise_free
     )
+    if noise_free:
+        _naive_no_solution(result, K, y)
+    return result
 
 
-# %% book/09_naive_mean_field.md, code cell 23
+# %% book/09_naive_mean_field.md, code cell 25
 def naive_loo(K, y, alpha, likelihood):
     """Eqs (eq-mf-loo), (eq-mf-loo-stable), O&W 17.41-17.42: linear-response
     leave-one-out activations.
@@ -328,7 +340,7 @@ def naive_loo(K, y, alpha, likelihood):
     return f_loo, var_loo, posterior
 
 
-# %% book/09_naive_mean_field.md, code cell 27
+# %% book/09_naive_mean_field.md, code cell 29
 def _check_mf_options(
     method, kappa, v, tol, learning_rate, max_iter, kernel, compute_loo
 ):
@@ -346,7 +358,7 @@ def _check_mf_options(
     check_bool(compute_loo, "compute_loo")
 
 
-# %% book/09_naive_mean_field.md, code cell 28
+# %% book/09_naive_mean_field.md, code cell 30
 def check_no_conflicting_pair(K, y, likelihood_name, fix, rel=1e-12):
     """Raise ValueError if two examples that the prior ties have different labels.
 
@@ -370,7 +382,20 @@ def check_no_conflicting_pair(K, y, likelihood_name, fix, rel=1e-12):
         )
 
 
-# %% book/09_naive_mean_field.md, code cell 29
+# %% book/09_naive_mean_field.md, code cell 31
+def _warn_naive_not_converged(result, tol):
+    """ConvergenceWarning of a NaiveMeanField fit whose naive_mean_field ``result``
+    did not reach ``tol``; the stack level is that of the estimator's caller."""
+    warnings.warn(
+        f"NaiveMeanField did not converge in {result.n_iter} iterations (max_i |delta "
+        f"alpha_i| = {result.residual:.2e} > tol = {tol:g}); increase max_iter, or "
+        "use v > 0 or kappa > 0 for data that may not be separable",
+        ConvergenceWarning,
+        stacklevel=4,
+    )
+
+
+# %% book/09_naive_mean_field.md, code cell 32
 class _NaiveMFSolve:
     """NaiveMeanField at a given kernel: eq-mf-alpha solved by naive_mean_field,
     attributes set."""
@@ -392,8 +417,7 @@ class _NaiveMFSolve:
                 y,
                 "the noise-free likelihood (kappa=0, v=0)",
                 "set v > 0 (input noise, e.g. v=0.1) or kappa > 0 (label flips), or "
-                "use a "
-                "kernel that separates the inputs",
+                "use a kernel that separates the inputs",
             )
         result = naive_mean_field(
             K, y, likelihood, alpha_init=alpha_init, **self._solver_options()
@@ -403,15 +427,7 @@ class _NaiveMFSolve:
         self.n_iter_, self.converged_ = result.n_iter, result.converged
         self.residual_, self.learning_rate_ = result.residual, result.learning_rate
         if not result.converged:
-            warnings.warn(
-                f"NaiveMeanField did not converge in {result.n_iter} iterations "
-                f"(max_i |delta "
-                f"alpha_i| = {result.residual:.2e} > tol = {self.tol:g}); increase "
-                f"max_iter, or "
-                "use v > 0 or kappa > 0 for data that may not be separable",
-                ConvergenceWarning,
-                stacklevel=3,
-            )
+            _warn_naive_not_converged(result, self.tol)
         self._posterior = None
         self.loo_decision_ = self.loo_error_ = self.loo_var_ = None
         if self.compute_loo:
@@ -419,7 +435,7 @@ class _NaiveMFSolve:
         return self
 
 
-# %% book/09_naive_mean_field.md, code cell 30
+# %% book/09_naive_mean_field.md, code cell 33
 def _loo_criterion(K, y, alpha, likelihood):
     """Eq. (eq-mf-loo-criterion): mean_i log Z_i(f_loo_i, var_loo_i) at the solution
     ``alpha``.
@@ -433,7 +449,7 @@ def _loo_criterion(K, y, alpha, likelihood):
     return float(np.mean(likelihood.log_Z(y, f_loo, var_loo)[0]))
 
 
-# %% book/09_naive_mean_field.md, code cell 31
+# %% book/09_naive_mean_field.md, code cell 34
 class _NaiveMFLOO:
     """NaiveMeanField's leave-one-out by linear response, eq-mf-loo, and
     eq-mf-loo-criterion."""
@@ -459,7 +475,7 @@ class _NaiveMFLOO:
         self.loo_error_ = float(np.mean(y * f_loo <= 0.0))
 
 
-# %% book/09_naive_mean_field.md, code cell 32
+# %% book/09_naive_mean_field.md, code cell 35
 def latent_moments(kernel, X_train, coef, posterior, X):
     """Eq. (eq-mf-predictive): mean <f(x)> = k(x)^T coef and Var f(x), noise-free, at
     rows of X.
@@ -480,7 +496,7 @@ def _mf_predict_proba(kernel, X_train, coef, posterior, kappa, v, X):
     return StepFlip(float(kappa)).predictive(mean, var + float(v))
 
 
-# %% book/09_naive_mean_field.md, code cell 33
+# %% book/09_naive_mean_field.md, code cell 36
 class _NaiveMFPrediction:
     """NaiveMeanField's predictions: mean (eq-exact-mean-rep), probability
     (eq-mf-predictive)."""
@@ -522,8 +538,42 @@ class _NaiveMFPrediction:
         )
 
 
-# %% book/09_naive_mean_field.md, code cell 34
+# %% book/09_naive_mean_field.md, code cell 37
+class _NaiveMFLearning:
+    """NaiveMeanField's options checked, its default kernel and warm start, and
+    ``fit``."""
+
+    def _validate_params(self):
+        self._validate_learning()
+        _check_mf_options(
+            self.method,
+            self.kappa,
+            self.v,
+            self.tol,
+            self.learning_rate,
+            self.max_iter,
+            self.kernel,
+            self.compute_loo,
+        )
+
+    def fit(self, X, y, alpha_init=None, **fit_params):
+        """Fit to inputs X (n, d) and two-class labels y; ``alpha_init`` (n,)
+        warm-starts alpha.
+
+        Any other keyword argument (e.g. ``sample_weight``) raises TypeError, naming it.
+        """
+        return super().fit(X, y, alpha_init=alpha_init, **fit_params)
+
+    def _default_kernel(self, X):
+        return default_kernel(X)
+
+    def _warm_start(self):
+        return {"alpha_init": self.alpha_}
+
+
+# %% book/09_naive_mean_field.md, code cell 38
 class NaiveMeanField(
+    _NaiveMFLearning,
     _NaiveMFSolve,
     _NaiveMFLOO,
     _NaiveMFPrediction,
@@ -585,30 +635,3 @@ class NaiveMeanField(
         self.n_restarts_optimizer = n_restarts_optimizer
         self.random_state = random_state
         self.hyperparameter_bounds = hyperparameter_bounds
-
-    def _validate_params(self):
-        self._validate_learning()
-        _check_mf_options(
-            self.method,
-            self.kappa,
-            self.v,
-            self.tol,
-            self.learning_rate,
-            self.max_iter,
-            self.kernel,
-            self.compute_loo,
-        )
-
-    def fit(self, X, y, alpha_init=None, **fit_params):
-        """Fit to inputs X (n, d) and two-class labels y; ``alpha_init`` (n,)
-        warm-starts alpha.
-
-        Any other keyword argument (e.g. ``sample_weight``) raises TypeError, naming it.
-        """
-        return super().fit(X, y, alpha_init=alpha_init, **fit_params)
-
-    def _default_kernel(self, X):
-        return default_kernel(X)
-
-    def _warm_start(self):
-        return {"alpha_init": self.alpha_}

@@ -189,6 +189,19 @@ class PositiveSites(NamedTuple):
 
 
 # %% book/08_gaussian_sites.md, code cell 8
+def _site_cholesky(K, s, pos, every):
+    """Eq. (eq-sites-chol): the Cholesky factor L of B = I + S K S over the sites
+    ``pos`` (all of them if ``every``), with square roots ``s``; returns (L, log det
+    B)."""
+    B = (K if every else K[np.ix_(pos, pos)]) * s  # S K S, in one new array
+    B *= s[:, None]
+    B[np.diag_indices(pos.size)] += 1.0
+    # I + PSD; B.T = B is in Fortran order, so LAPACK needs no copy
+    L = cholesky(B.T, lower=True, overwrite_a=True, check_finite=False)
+    return L, 2.0 * float(np.sum(np.log(np.diag(L)), dtype=float))
+
+
+# %% book/08_gaussian_sites.md, code cell 9
 def positive_site_marginals(K, nu, tau, *, with_V=False, full=False):
     """Eq. (eq-sites-chol) for the sites tau > 0 (negative ones are left for
     eq-sites-negative).
@@ -200,14 +213,7 @@ def positive_site_marginals(K, nu, tau, *, with_V=False, full=False):
     pos = np.flatnonzero(tau > 0.0)  # zero sites carry no information: left out
     dtype = K.dtype  # float64, or float32 for single precision
     every, s = pos.size == len(tau), np.sqrt(tau[pos]).astype(dtype, copy=False)
-    B = (K if every else K[np.ix_(pos, pos)]) * s  # S K S, in one new array
-    B *= s[:, None]
-    B[np.diag_indices(pos.size)] += 1.0
-    L = cholesky(
-        B.T, lower=True, overwrite_a=True, check_finite=False
-    )  # I + PSD; B.T = B is
-    # in Fortran order, so LAPACK needs no copy
-    logdet = 2.0 * float(np.sum(np.log(np.diag(L)), dtype=float))
+    L, logdet = _site_cholesky(K, s, pos, every)
     Knu, V, Linv, Sigma = K @ nu.astype(dtype, copy=False), None, None, None
     z = solve_triangular(L, s * Knu[pos], lower=True, check_finite=False)
     u = solve_triangular(L, z, lower=True, trans="T", check_finite=False)  # B^-1 S K nu
@@ -235,7 +241,35 @@ def positive_site_marginals(K, nu, tau, *, with_V=False, full=False):
     return PositiveSites(pos, s, L, V, Linv, mean, var, coef, logdet, Sigma)
 
 
-# %% book/08_gaussian_sites.md, code cell 9
+# %% book/08_gaussian_sites.md, code cell 10
+def _factor_correction(C, allow_improper=False):
+    """Eq. (eq-sites-negative): C = I - R Sigma_+ R factorised; returns (log |det C|,
+    proper, pair), ``pair`` as in ``negative_site_correction``."""
+    try:
+        Lc = cholesky(C, lower=True, check_finite=False)
+        logdet, proper = 2.0 * np.sum(np.log(np.diag(Lc))), True
+
+        def pair(B):
+            half = solve_triangular(Lc, B, lower=True, check_finite=False)
+            return half, half
+    except LinAlgError:
+        if not allow_improper:
+            raise ImproperPosteriorError(
+                f"{C.shape[0]} negative site precision(s) make the posterior improper "
+                "(K^-1 + diag(site_tau) is not positive definite)"
+            ) from None
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", LinAlgWarning)
+            lu = lu_factor(C, check_finite=False)
+        logdet, proper = float(np.sum(np.log(np.abs(np.diag(lu[0]))))), False
+
+        def pair(B):
+            return B, lu_solve(lu, B, check_finite=False)
+
+    return logdet, proper, pair
+
+
+# %% book/08_gaussian_sites.md, code cell 11
 def negative_site_correction(K, tau, pos, s, L, V, allow_improper=False):
     """Eq. (eq-sites-negative): the m negative sites as a rank-m correction of Sigma_+.
 
@@ -251,27 +285,7 @@ def negative_site_correction(K, tau, pos, s, L, V, allow_improper=False):
     RSp = r[:, None] * (K[neg] - V[:, neg].T @ V)  # R Sigma_+ rows neg
     C = -(RSp[:, neg] * r[None, :])
     C[np.diag_indices(neg.size)] += 1.0
-    try:
-        Lc = cholesky(C, lower=True, check_finite=False)
-        logdet, proper = 2.0 * np.sum(np.log(np.diag(Lc))), True
-
-        def pair(B):
-            half = solve_triangular(Lc, B, lower=True, check_finite=False)
-            return half, half
-    except LinAlgError:
-        if not allow_improper:
-            raise ImproperPosteriorError(
-                f"{neg.size} negative site precision(s) make the posterior improper "
-                "(K^-1 + diag(site_tau) is not positive definite)"
-            ) from None
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", LinAlgWarning)
-            lu = lu_factor(C, check_finite=False)
-        logdet, proper = float(np.sum(np.log(np.abs(np.diag(lu[0]))))), False
-
-        def pair(B):
-            return B, lu_solve(lu, B, check_finite=False)
-
+    logdet, proper, pair = _factor_correction(C, allow_improper)
     AK = s[:, None] * solve_triangular(
         L, V[:, neg], lower=True, trans="T", check_finite=False
     )  # (A_+ K)[pos, neg]
@@ -281,7 +295,7 @@ def negative_site_correction(K, tau, pos, s, L, V, allow_improper=False):
     return logdet, proper, pair, RSp, r[:, None] * M
 
 
-# %% book/08_gaussian_sites.md, code cell 10
+# %% book/08_gaussian_sites.md, code cell 12
 def _negative_site_marginals(K, tau, plus, full=False, allow_improper=False):
     """Eq. (eq-sites-negative): the marginals of ``plus`` (Sigma_+ of the positive
     sites) with the negative sites of ``tau`` included.
@@ -312,7 +326,7 @@ def _negative_site_marginals(K, tau, plus, full=False, allow_improper=False):
     return mean, var, coef, logdet, Sigma, proper, pair(M)
 
 
-# %% book/08_gaussian_sites.md, code cell 11
+# %% book/08_gaussian_sites.md, code cell 13
 class _InverseSum:
     """SitePosterior's A = (K + T^-1)^-1: the quadratic forms k^T A k and the dense
     A."""
@@ -349,7 +363,36 @@ class _InverseSum:
         return A
 
 
-# %% book/08_gaussian_sites.md, code cell 12
+# %% book/08_gaussian_sites.md, code cell 14
+def _site_marginals(K, nu, tau, full=False, allow_improper=False):
+    """Eqs (eq-sites-chol), (eq-sites-negative): the marginals of N(0, K) times the
+    sites.
+
+    Returns (plus, (mean, var, coef, logdet, Sigma), proper, M): ``plus`` the
+    PositiveSites, ``M`` the factor pair of the rank-m correction of A, or None.
+    """
+    neg = np.flatnonzero(tau < 0.0)
+    plus = positive_site_marginals(K, nu, tau, with_V=neg.size > 0, full=full)
+    mean, var, coef, logdet, Sigma = (
+        plus.mean,
+        plus.var,
+        plus.coef,
+        plus.logdet,
+        plus.Sigma,
+    )
+    proper, M = True, None
+    if neg.size:
+        mean, var, coef, logdet, Sigma, proper, M = _negative_site_marginals(
+            K, tau, plus, full, allow_improper
+        )
+    if not (np.all(np.isfinite(mean)) and np.isfinite(logdet) and np.all(var > 0.0)):
+        if not allow_improper:
+            raise ImproperPosteriorError("the posterior has a non-positive variance")
+        proper = False
+    return plus, (mean, var, coef, logdet, Sigma), proper, M
+
+
+# %% book/08_gaussian_sites.md, code cell 15
 class SitePosterior(_InverseSum):
     """Eqs (eq-sites-posterior), (eq-sites-chol), (eq-sites-negative): N(0, K) times the
     sites.
@@ -379,44 +422,19 @@ class SitePosterior(_InverseSum):
         self.single = K.dtype == np.float32
         K = K if self.single else K.astype(float, copy=False)
         nu, tau = np.array(site_nu, dtype=float), np.array(site_tau, dtype=float)
-        neg = np.flatnonzero(tau < 0.0)
-        plus = positive_site_marginals(K, nu, tau, with_V=neg.size > 0, full=full)
-        mean, var, coef, logdet, Sigma = (
-            plus.mean,
-            plus.var,
-            plus.coef,
-            plus.logdet,
-            plus.Sigma,
+        plus, marginals, self.proper, self._M = _site_marginals(
+            K, nu, tau, full, allow_improper
         )
-        self.proper, self._M = True, None
-        if neg.size:
-            mean, var, coef, logdet, Sigma, self.proper, self._M = (
-                _negative_site_marginals(K, tau, plus, full, allow_improper)
-            )
-        if not (
-            np.all(np.isfinite(mean)) and np.isfinite(logdet) and np.all(var > 0.0)
-        ):
-            if not allow_improper:
-                raise ImproperPosteriorError(
-                    "the posterior has a non-positive variance"
-                )
-            self.proper = False
         self.nu, self.tau, self.pos, self.s, self.L = nu, tau, plus.pos, plus.s, plus.L
         self.Linv = plus.Linv if keep_inverse else None
-        self.mean, self.var, self.coef, self.logdet, self.Sigma = (
-            mean,
-            var,
-            coef,
-            logdet,
-            Sigma,
-        )
+        self.mean, self.var, self.coef, self.logdet, self.Sigma = marginals
 
     def cavities(self):
         """Eq. (eq-sites-cavity): (mu_cav, var_cav, proper) of every example."""
         return cavities(self.mean, self.var, self.coef, self.tau)
 
 
-# %% book/08_gaussian_sites.md, code cell 15
+# %% book/08_gaussian_sites.md, code cell 18
 def site_change(d_nu, d_tau, var_cav):
     """Eq. (eq-sites-converged): the largest site change, max(|d tau| var_cav, |d nu|
     sqrt(var_cav))."""
@@ -443,7 +461,7 @@ def adapt_damping(eta, damping, history, patience=1):
     return min(1.25 * eta, damping) if rises == 0 and len(history) > 1 else eta
 
 
-# %% book/08_gaussian_sites.md, code cell 16
+# %% book/08_gaussian_sites.md, code cell 19
 class SiteProposal(NamedTuple):
     """The undamped update at the current sites (nu, tau): changes, cavity variances,
     refusals."""
@@ -472,7 +490,98 @@ class SiteIteration(NamedTuple):
     n_factorizations: int
 
 
-# %% book/08_gaussian_sites.md, code cell 17
+# %% book/08_gaussian_sites.md, code cell 20
+def _site_proposal(post, likelihood, y, nu, tau):
+    """Steps 1-2: the undamped updates (eq-sites-update) of the sites (nu, tau) at the
+    cavities of ``post``, as a SiteProposal."""
+    mu_cav, var_cav, proper = post.cavities()
+    v = np.where(proper, var_cav, 1.0)
+    nu_new, tau_new, _, ok = site_update(
+        likelihood, y, np.where(proper, mu_cav, 0.0), v
+    )
+    ok &= proper
+    return SiteProposal(
+        nu,
+        tau,
+        np.where(ok, nu_new - nu, 0.0),
+        np.where(ok, tau_new - tau, 0.0),
+        v,
+        int(np.sum(~ok)),
+    )
+
+
+def _site_progress(post, proposal, residual=None):
+    """The progress measure: delta of eq-sites-converged, or ``residual(post,
+    proposal)``."""
+    if residual is None:
+        return site_change(proposal.d_nu, proposal.d_tau, proposal.var_cav)
+    return residual(post, proposal)
+
+
+def _sites_converged(history, proposal, post, tol):
+    """Eq. (eq-sites-converged): the last progress measure below ``tol``, no update
+    refused, and the marginals ``post`` in double precision."""
+    return history[-1] < tol and proposal.n_refused == 0 and not post.single
+
+
+# %% book/08_gaussian_sites.md, code cell 21
+class _SiteMarginals:
+    """The SitePosterior of sites (nu, tau) in the step rule's precision: single while
+    ``step.single_precision(history)`` says so and the factorisation succeeds."""
+
+    def __init__(self, K, step, history):
+        self.K, self.step, self.history, self.K_single = K, step, history, None
+        self.keep = step is not None and step.keep_inverse
+
+    def __call__(self, nu, tau):
+        if self.step is not None and self.step.single_precision(self.history):
+            if self.K_single is None:
+                self.K_single = self.K.astype(np.float32)
+            try:
+                return SitePosterior(self.K_single, nu, tau, keep_inverse=self.keep)
+            except LinAlgError:  # too coarse for this B: double precision decides
+                pass
+        return SitePosterior(self.K, nu, tau, keep_inverse=self.keep)
+
+
+def _site_step(post, proposal, eta, step=None):
+    """Eq. (eq-sites-parallel): the step (d nu, d tau), eta times the proposal, or what
+    the step rule ``step`` makes of it."""
+    if step is None:
+        return eta * proposal.d_nu, eta * proposal.d_tau
+    return step(post, proposal, eta)
+
+
+def _halved_step(marginals, nu, tau, s_nu, s_tau, step=None):
+    """The posterior after the step (s_nu, s_tau), halved while it is improper.
+
+    Returns (posterior, scale, n_improper): the posterior is None when 40 halvings did
+    not make it proper; ``n_improper`` counts the improper factorisations.
+    """
+    for halving in range(40):
+        try:
+            scale = 0.5**halving
+            return marginals(nu + scale * s_nu, tau + scale * s_tau), scale, halving
+        except ImproperPosteriorError:
+            if step is not None:
+                step.reset()
+    return None, scale, 40
+
+
+# %% book/08_gaussian_sites.md, code cell 22
+def _site_iteration(K, post, nu, tau, it, history, proposal, tol, n_fact):
+    """The SiteIteration of a run that stopped after ``it`` iterations at the sites (nu,
+    tau) and their posterior ``post``, in double precision."""
+    converged = _sites_converged(history, proposal, post, tol)
+    if post.single:  # stopped early: the result is in double precision
+        post, n_fact = SitePosterior(K, nu, tau), n_fact + 1
+    post.Linv = None  # the factor L^-1 was for the step rule only
+    return SiteIteration(
+        post, it, converged, proposal.n_refused, np.array(history), n_fact
+    )
+
+
+# %% book/08_gaussian_sites.md, code cell 23
 def parallel_sites(
     K,
     y,
@@ -502,70 +611,21 @@ def parallel_sites(
     """
     K, y = np.asarray(K, dtype=float), np.asarray(y, dtype=float)
     nu, tau = np.array(site_nu, dtype=float), np.array(site_tau, dtype=float)
-    keep, K_single, history = step is not None and step.keep_inverse, None, []
-
-    def marginals(nu_m, tau_m):  # a SitePosterior, in the step's precision
-        nonlocal K_single
-        if step is not None and step.single_precision(history):
-            K_single = K.astype(np.float32) if K_single is None else K_single
-            try:
-                return SitePosterior(K_single, nu_m, tau_m, keep_inverse=keep)
-            except LinAlgError:  # too coarse for this B: double precision decides
-                pass
-        return SitePosterior(K, nu_m, tau_m, keep_inverse=keep)
-
+    history = []
+    marginals = _SiteMarginals(K, step, history)
     post, n_fact, eta = marginals(nu, tau), 1, damping
     adapt = adaptive_damping and (step is None or step.adapts_damping)
     for it in range(max_iter + 1):
-        mu_cav, var_cav, proper = post.cavities()
-        v = np.where(proper, var_cav, 1.0)
-        nu_new, tau_new, _, ok = site_update(
-            likelihood, y, np.where(proper, mu_cav, 0.0), v
-        )
-        ok &= proper
-        proposal = SiteProposal(
-            nu,
-            tau,
-            np.where(ok, nu_new - nu, 0.0),
-            np.where(ok, tau_new - tau, 0.0),
-            v,
-            int(np.sum(~ok)),
-        )
-        history.append(
-            site_change(proposal.d_nu, proposal.d_tau, v)
-            if residual is None
-            else residual(post, proposal)
-        )
-        if (
-            history[-1] < tol
-            and proposal.n_refused == 0
-            and not post.single
-            or it == max_iter
-        ):
+        proposal = _site_proposal(post, likelihood, y, nu, tau)
+        history.append(_site_progress(post, proposal, residual))
+        if _sites_converged(history, proposal, post, tol) or it == max_iter:
             break
         eta = adapt_damping(eta, damping, history, patience) if adapt else eta
-        s_nu, s_tau = (
-            (eta * proposal.d_nu, eta * proposal.d_tau)
-            if step is None
-            else step(post, proposal, eta)
-        )
-        for halving in range(40):  # halve the step while the new posterior is improper
-            try:
-                scale = 0.5**halving
-                post = marginals(nu + scale * s_nu, tau + scale * s_tau)
-                break
-            except ImproperPosteriorError:
-                n_fact += 1
-                if step is not None:
-                    step.reset()
-        else:
+        s_nu, s_tau = _site_step(post, proposal, eta, step)
+        new, scale, n_improper = _halved_step(marginals, nu, tau, s_nu, s_tau, step)
+        n_fact += n_improper
+        if new is None:
             break
-        n_fact += 1
+        post, n_fact = new, n_fact + 1
         nu, tau = nu + scale * s_nu, tau + scale * s_tau
-    converged = history[-1] < tol and proposal.n_refused == 0 and not post.single
-    if post.single:  # stopped early: the result is in double precision
-        post, n_fact = SitePosterior(K, nu, tau), n_fact + 1
-    post.Linv = None  # the factor L^-1 was for the step rule only
-    return SiteIteration(
-        post, it, converged, proposal.n_refused, np.array(history), n_fact
-    )
+    return _site_iteration(K, post, nu, tau, it, history, proposal, tol, n_fact)

@@ -201,22 +201,9 @@ def tap_alpha_residual(y, likelihood, posterior, proposal=None):
 
 
 # %% book/10_tap.md, code cell 13
-def tap_fixed_point(
-    K, y, likelihood, *, max_iter=500, tol=1e-8, damping=0.5, coef_init=None
-):
-    """Solve the TAP equations eq-tap-alpha, eq-tap-var-cav by damped parallel site
-    updates.
-
-    ``K`` (n, n): covariance of the latent process the likelihood acts on (K + v I for
-    input noise v); ``y``: labels (+-1, or real targets for a Gaussian likelihood);
-    ``likelihood``: an object with ``log_Z``.  Runs ``parallel_sites``
-    (eq-tap-site-update, eq-sites-parallel, eq-sites-adaptive-damping) with the residual
-    of eq-tap-alpha as its progress measure, and checks the result with
-    ``tap_equations``: converged when both residuals are below ``tol``. ``coef_init`` =
-    y * alpha warm-starts the means.  Returns a ``TAPResult``; raises TAPBreakdownError
-    when the Gaussian of the sites cannot be factorised.
-    """
-    K, y = np.asarray(K, dtype=float), np.asarray(y, dtype=float)
+def _tap_initial_sites(K, y, likelihood, coef_init=None):
+    """The sites (nu, tau) that start the iteration: empty, or at the naive cavities of
+    ``coef_init`` = y * alpha (eq-sites-update) with the mean K coef_init."""
     n, k_diag = y.size, np.diag(K)
     nu, tau = np.zeros(n), np.zeros(n)
     if coef_init is not None:
@@ -228,37 +215,36 @@ def tap_fixed_point(
         _, d1, d2 = likelihood.log_Z(y, mu0, k_diag)
         tau = np.maximum(site_from_derivatives(mu0, k_diag, d1, d2)[1], 0.0)
         nu = coef0 + tau * mean0  # eq-sites-coef: mean K coef0
-    residual, n_iter, n_fact = partial(tap_alpha_residual, y, likelihood), 0, 0
-    for attempt in range(4):  # tighten the tolerance until the TAP equations hold
-        try:
-            run = parallel_sites(
-                K,
-                y,
-                likelihood,
-                nu,
-                tau,
-                damping=float(damping),
-                patience=3,
-                residual=residual,
-                max_iter=max_iter - n_iter,
-                tol=tol * 0.1**attempt,
-            )
-        except LinAlgError:  # B = I + S K S not positive definite in floating point
-            raise TAPBreakdownError(
-                _BREAKDOWN.format("K is numerically singular at these site precisions")
-            ) from None
-        n_iter, n_fact, post = (
-            n_iter + run.n_iter,
-            n_fact + run.n_factorizations + 1,
-            run.posterior,
+    return nu, tau
+
+
+# %% book/10_tap.md, code cell 14
+def _tap_sites(K, y, likelihood, nu, tau, damping, residual, max_iter, tol):
+    """``parallel_sites`` from (nu, tau) with TAP's damping and progress measure
+    ``residual``; TAPBreakdownError when B = I + S K S cannot be factorised."""
+    try:
+        return parallel_sites(
+            K,
+            y,
+            likelihood,
+            nu,
+            tau,
+            damping=float(damping),
+            patience=3,
+            residual=residual,
+            max_iter=max_iter,
+            tol=tol,
         )
-        nu, tau = post.nu, post.tau
-        mu_cav, var_cav, proper = post.cavities()
-        if not proper.all():
-            raise TAPBreakdownError(_BREAKDOWN.format("invalid cavity variances"))
-        state = tap_equations(K, y, likelihood, post.coef, var_cav)
-        if not run.converged or max(state.residual) < tol or n_iter >= max_iter:
-            break
+    except LinAlgError:  # B = I + S K S not positive definite in floating point
+        raise TAPBreakdownError(
+            _BREAKDOWN.format("K is numerically singular at these site precisions")
+        ) from None
+
+
+# %% book/10_tap.md, code cell 15
+def _tap_result(y, post, var_cav, state, tol, n_iter, n_fact):
+    """The TAPResult of the final posterior ``post``, its cavity variances and the
+    ``tap_equations`` ``state`` there."""
     return TAPResult(
         y * post.coef,
         post.coef,
@@ -276,7 +262,50 @@ def tap_fixed_point(
     )
 
 
-# %% book/10_tap.md, code cell 22
+# %% book/10_tap.md, code cell 16
+def tap_fixed_point(
+    K, y, likelihood, *, max_iter=500, tol=1e-8, damping=0.5, coef_init=None
+):
+    """Solve the TAP equations eq-tap-alpha, eq-tap-var-cav by damped parallel site
+    updates.
+
+    ``K`` (n, n): covariance of the latent process the likelihood acts on (K + v I for
+    input noise v); ``y``: labels (+-1, or real targets for a Gaussian likelihood);
+    ``likelihood``: an object with ``log_Z``.  Runs ``parallel_sites``
+    (eq-tap-site-update, eq-sites-parallel, eq-sites-adaptive-damping) with the residual
+    of eq-tap-alpha as its progress measure, and checks the result with
+    ``tap_equations``: converged when both residuals are below ``tol``. ``coef_init`` =
+    y * alpha warm-starts the means.  Returns a ``TAPResult``; raises TAPBreakdownError
+    when the Gaussian of the sites cannot be factorised.
+    """
+    K, y = np.asarray(K, dtype=float), np.asarray(y, dtype=float)
+    nu, tau = _tap_initial_sites(K, y, likelihood, coef_init)
+    residual, n_iter, n_fact = partial(tap_alpha_residual, y, likelihood), 0, 0
+    for attempt in range(4):  # tighten the tolerance until the TAP equations hold
+        run = _tap_sites(
+            K,
+            y,
+            likelihood,
+            nu,
+            tau,
+            damping,
+            residual,
+            max_iter - n_iter,
+            tol * 0.1**attempt,
+        )
+        n_iter, n_fact = n_iter + run.n_iter, n_fact + run.n_factorizations + 1
+        post = run.posterior
+        nu, tau = post.nu, post.tau
+        mu_cav, var_cav, proper = post.cavities()
+        if not proper.all():
+            raise TAPBreakdownError(_BREAKDOWN.format("invalid cavity variances"))
+        state = tap_equations(K, y, likelihood, post.coef, var_cav)
+        if not run.converged or max(state.residual) < tol or n_iter >= max_iter:
+            break
+    return _tap_result(y, post, var_cav, state, tol, n_iter, n_fact)
+
+
+# %% book/10_tap.md, code cell 25
 def tap_evidence_gradient(coef, posterior, dK):
     """Eq. (eq-tap-evidence-gradient): d(-G_TAP)/d theta at a TAP solution, shape (p,).
 
@@ -289,7 +318,7 @@ def tap_evidence_gradient(coef, posterior, dK):
     )
 
 
-# %% book/10_tap.md, code cell 25
+# %% book/10_tap.md, code cell 28
 def _check_tap_options(kappa, v, tol, damping, max_iter, kernel, compute_loo):
     """ValueError unless TAP's options are valid: kappa in [0, 1/2), v >= 0, tol > 0,
     damping in (0, 1], an integer max_iter, a kernel (or None) and a boolean
@@ -303,7 +332,7 @@ def _check_tap_options(kappa, v, tol, damping, max_iter, kernel, compute_loo):
     check_bool(compute_loo, "compute_loo")
 
 
-# %% book/10_tap.md, code cell 26
+# %% book/10_tap.md, code cell 29
 def _solve_tap(
     K, y, likelihood, max_iter, tol, damping, coef_init=None, noise_free=False
 ):
@@ -339,7 +368,7 @@ def _solve_tap(
         ) from None
 
 
-# %% book/10_tap.md, code cell 27
+# %% book/10_tap.md, code cell 30
 def _tap_loo(likelihood, y, mu_cav, var_cav):
     """Eqs (eq-tap-loo), (eq-tap-error-probability): (loo_decision, loo_error,
     error_probability).
@@ -353,7 +382,7 @@ def _tap_loo(likelihood, y, mu_cav, var_cav):
     return mu_cav, loo_error, error_probability
 
 
-# %% book/10_tap.md, code cell 28
+# %% book/10_tap.md, code cell 31
 def _tap_predict_proba(kernel, X_train, coef, posterior, likelihood, v, X):
     """Eq. (eq-tap-predictive): kappa + (1 - 2 kappa) Phi(<f(x)> / sqrt(Var f(x) + v)).
 
@@ -363,7 +392,7 @@ def _tap_predict_proba(kernel, X_train, coef, posterior, likelihood, v, X):
     return likelihood.predictive(mean, var + float(v))
 
 
-# %% book/10_tap.md, code cell 29
+# %% book/10_tap.md, code cell 32
 class _TAPFit:
     """TAP at a given kernel: the equations solved, the solution and its
     leave-one-out stored."""
@@ -425,7 +454,7 @@ class _TAPFit:
         return self
 
 
-# %% book/10_tap.md, code cell 30
+# %% book/10_tap.md, code cell 33
 class _TAPEvidence:
     """-G_TAP (eq-tap-log-evidence) and its gradient (eq-tap-evidence-gradient) at
     any theta."""
@@ -465,7 +494,7 @@ class _TAPEvidence:
         return self.log_marginal_likelihood(theta, eval_gradient)
 
 
-# %% book/10_tap.md, code cell 31
+# %% book/10_tap.md, code cell 34
 class _TAPPrediction:
     """Decision function (eq-exact-mean-rep) and class probability
     (eq-tap-predictive)."""
@@ -497,9 +526,39 @@ class _TAPPrediction:
         )
 
 
-# %% book/10_tap.md, code cell 32
+# %% book/10_tap.md, code cell 35
+class _TAPLearning:
+    """TAP's options checked, and ``fit`` with a warm start."""
+
+    def _validate_params(self):
+        self._validate_learning()
+        _check_tap_options(
+            self.kappa,
+            self.v,
+            self.tol,
+            self.damping,
+            self.max_iter,
+            self.kernel,
+            self.compute_loo,
+        )
+
+    def fit(self, X, y, alpha_init=None, **fit_params):
+        """Fit to inputs X (n, d) and two-class labels y; ``alpha_init`` (n,)
+        warm-starts alpha.
+
+        Any other keyword argument (e.g. ``sample_weight``) raises TypeError, naming it.
+        """
+        return super().fit(X, y, alpha_init=alpha_init, **fit_params)
+
+
+# %% book/10_tap.md, code cell 36
 class TAP(
-    _TAPFit, _TAPEvidence, _TAPPrediction, LearnsHyperparameters, GPClassifierBase
+    _TAPLearning,
+    _TAPFit,
+    _TAPEvidence,
+    _TAPPrediction,
+    LearnsHyperparameters,
+    GPClassifierBase,
 ):
     """GP classifier by the TAP mean-field theory of Opper & Winther (NIPS 1999, NC
     2000).
@@ -553,23 +612,3 @@ class TAP(
         self.n_restarts_optimizer = n_restarts_optimizer
         self.random_state = random_state
         self.hyperparameter_bounds = hyperparameter_bounds
-
-    def _validate_params(self):
-        self._validate_learning()
-        _check_tap_options(
-            self.kappa,
-            self.v,
-            self.tol,
-            self.damping,
-            self.max_iter,
-            self.kernel,
-            self.compute_loo,
-        )
-
-    def fit(self, X, y, alpha_init=None, **fit_params):
-        """Fit to inputs X (n, d) and two-class labels y; ``alpha_init`` (n,)
-        warm-starts alpha.
-
-        Any other keyword argument (e.g. ``sample_weight``) raises TypeError, naming it.
-        """
-        return super().fit(X, y, alpha_init=alpha_init, **fit_params)
