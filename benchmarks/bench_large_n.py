@@ -477,19 +477,6 @@ def machine():
             "platform": platform.platform(), "python": platform.python_version()}
 
 
-def git_commit():
-    """(commit, dirty) of the repository holding this script, or (None, None)."""
-    try:
-        commit = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "HEAD"], check=True,
-                                capture_output=True, text=True).stdout.strip()
-        status = subprocess.run(["git", "-C", str(ROOT), "status", "--porcelain", "--",
-                                 "benchmarks", "gpc_literate"], check=True,
-                                capture_output=True, text=True).stdout.strip()
-        return commit, bool(status)
-    except (OSError, subprocess.CalledProcessError):
-        return None, None
-
-
 def child_main(spec_path):
     """Inside the subprocess: import, draw the data, train under the budget, write the record."""
     global THREADS
@@ -553,7 +540,9 @@ def run_system(spec):
                   "nothing recorded", flush=True)
             return None
         result = json.loads(Path(spec["result_path"]).read_text())
-    commit, dirty = git_commit()
+    from gpc_literate.experiments import git_state  # the parent only: children stay lean
+
+    commit, dirty = git_state(("benchmarks", "gpc_literate"))
     keys = ("system", "dataset", "n", "n_test", "M", "budget", "seed", "threads", "python")
     return {key: spec[key] for key in keys
             } | ({} if spec.get("epochs") is None else {"epochs": spec["epochs"]}) | {
@@ -587,14 +576,10 @@ def load_results(path):
 
 
 def save_results(results, path):
-    """Write ``results`` to ``path`` atomically (a temporary file, then os.replace)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name, suffix=".tmp")
-    with os.fdopen(fd, "w") as f:
-        json.dump(results, f, indent=1, allow_nan=False)
-        f.write("\n")
-    os.chmod(tmp, 0o644)                     # mkstemp's 0o600 would hide it from other users
-    os.replace(tmp, path)
+    """Write ``results`` to ``path`` atomically, by chapter 18's results store."""
+    from gpc_literate.experiments import write_json_atomic
+
+    write_json_atomic(path, results, allow_nan=False)
 
 
 def run_id(system, dataset, n, M, budget, seed, threads, epochs=None):

@@ -36,14 +36,13 @@ from gpc_literate.base import (
 from gpc_literate.kernels import RBF
 from gpc_literate.experiments import (
     ResultsFileError,
-    add_cluster_arguments,
+    add_runner_arguments,
     check_indices,
     check_jobs,
-    dask_client,
     int_at_least,
-    jobs_argument,
     load_results,
     run_jobs,
+    run_with_client,
 )
 from gpc_literate.laplace import Laplace, Logistic
 from gpc_literate.selection import select_hyperparameters
@@ -785,24 +784,7 @@ def main(argv=None):
         help="run splits 0..N-1 of each set (default 10)",
     )
     parser.add_argument("--fitters", nargs="+", default=None, choices=list(FITTERS))
-    parser.add_argument(
-        "--jobs",
-        type=jobs_argument,
-        default=1,
-        help="worker processes (joblib; -1: all cores)",
-    )
-    parser.add_argument(
-        "--out",
-        default=os.path.join("results", "seeger_table1.json"),
-        help="results file (default results/seeger_table1.json); reruns resume it",
-    )
-    parser.add_argument(
-        "--retry-failed",
-        action="store_true",
-        help="run again the jobs whose record in the file has failed",
-    )
-    parser.add_argument("--no-progress", action="store_true")
-    add_cluster_arguments(parser)
+    add_runner_arguments(parser, os.path.join("results", "seeger_table1.json"))
     args = parser.parse_args(argv)
     if os.path.isdir(args.out):
         parser.error(f"--out {args.out} is a directory; give a file name")
@@ -810,20 +792,21 @@ def main(argv=None):
         _comparison_tasks(args.datasets, args.splits, args.fitters, args.jobs, None)
     except (TypeError, ValueError) as err:
         parser.error(str(err))
-    try:
-        with dask_client(args.scheduler, args.local_workers) as client:
-            records = run_comparison(
-                args.datasets,
-                args.splits,
-                args.fitters,
-                jobs=args.jobs,
-                out=args.out,
-                progress=not args.no_progress,
-                retry_failed=args.retry_failed,
-                client=client,
-            )
-    except (ResultsFileError, OSError, ImportError) as err:
-        print(f"{parser.prog}: error: {err}", file=sys.stderr)
+    records = run_with_client(
+        parser,
+        args,
+        lambda client: run_comparison(
+            args.datasets,
+            args.splits,
+            args.fitters,
+            jobs=args.jobs,
+            out=args.out,
+            progress=not args.no_progress,
+            retry_failed=args.retry_failed,
+            client=client,
+        ),
+    )
+    if records is None:
         return 2
     print(_format_table(summarise_counts(records)))
     return 0

@@ -52,6 +52,10 @@ __all__ = [
     "run_one",
     "run_experiment",
     "load_results",
+    "write_json_atomic",
+    "git_state",
+    "add_runner_arguments",
+    "run_with_client",
     "StaleResultsError",
     "read_results_file",
     "compare_recomputed",
@@ -347,27 +351,28 @@ def _locked(path):
                 fcntl.flock(fh.fileno(), fcntl.LOCK_UN)
 
 
-def _write_atomic(path, kind, config, records, header=None):
-    """Write the results to a temporary file in the same directory, then rename it over
-    path.
-
-    header: other top-level fields of the file (from _read_results), written after
-    kind."""
+def write_json_atomic(path, data, *, allow_nan=True):
+    """Write ``data`` as JSON to a temporary file in the same directory, then rename it
+    over ``path``, so that a reader never sees half a file (readable by all, 0o644)."""
     folder = os.path.dirname(os.path.abspath(path))
     os.makedirs(folder, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=".tmp_", suffix=".json", dir=folder)
     try:
         with os.fdopen(fd, "w") as fh:
-            json.dump(
-                {"kind": kind, **(header or {}), "config": config, "records": records},
-                fh,
-                indent=1,
-            )
+            json.dump(data, fh, indent=1, allow_nan=allow_nan)
+        os.chmod(tmp, 0o644)  # mkstemp's 0o600 would hide the file from other users
         os.replace(tmp, path)
     except BaseException:
         if os.path.exists(tmp):
             os.remove(tmp)
         raise
+
+
+def _write_atomic(path, kind, config, records, header=None):
+    """Write a results file; header: its other top-level fields (from _read_results),
+    written after kind."""
+    data = {"kind": kind, **(header or {}), "config": config, "records": records}
+    write_json_atomic(path, data)
 
 
 def _merge(path, kind, config, new, key):
@@ -395,12 +400,11 @@ def _merge(path, kind, config, new, key):
 
 
 # %% book/18_ep_experiments.md, code cell 9
-def _git_commit():
-    """The commit the package runs from (``git rev-parse HEAD``), or None without
-    git."""
+def _git(*args):
+    """Output of a git command run in the package's directory, or None if it fails."""
     try:
         done = subprocess.run(
-            ["git", "rev-parse", "HEAD"],
+            ["git", *args],
             capture_output=True,
             text=True,
             timeout=10,
@@ -408,8 +412,23 @@ def _git_commit():
         )
     except (OSError, subprocess.SubprocessError):
         return None
-    commit = done.stdout.strip()
-    return commit if done.returncode == 0 and commit else None
+    return done.stdout.strip() if done.returncode == 0 else None
+
+
+def git_state(paths=("gpc_literate",)):
+    """(commit, dirty): the commit the package runs from, and whether the files under
+    ``paths`` (relative to the repository's top) differ from it; (None, None) without
+    git or outside a repository."""
+    commit = _git("rev-parse", "HEAD")
+    if not commit:
+        return None, None
+    status = _git("status", "--porcelain", "--", *(f":/{p}" for p in paths))
+    return commit, None if status is None else bool(status)
+
+
+def _git_commit():
+    """The commit the package runs from, or None without git."""
+    return git_state()[0]
 
 
 DASK_RETRIES = 2  # a job that raises on a Dask worker is run again this many times
@@ -996,6 +1015,42 @@ def add_cluster_arguments(parser):
 
 
 # %% book/18_ep_experiments.md, code cell 54
+def add_runner_arguments(parser, out, out_help=None):
+    """--jobs, --out (default ``out``), --retry-failed, --no-progress and the cluster
+    options of add_cluster_arguments."""
+    parser.add_argument(
+        "--jobs",
+        type=jobs_argument,
+        default=1,
+        help="worker processes (joblib; -1: all cores)",
+    )
+    parser.add_argument(
+        "--out",
+        default=out,
+        help=out_help or f"results file (default {out}); reruns resume it",
+    )
+    parser.add_argument(
+        "--retry-failed",
+        action="store_true",
+        help="run again the jobs whose record in the file has failed",
+    )
+    parser.add_argument("--no-progress", action="store_true")
+    add_cluster_arguments(parser)
+
+
+def run_with_client(parser, args, run):
+    """``run(client)`` inside dask_client(args.scheduler, args.local_workers): its
+    records, or None after a message on stderr if the results file cannot be used,
+    an OSError, or Dask is missing."""
+    try:
+        with dask_client(args.scheduler, args.local_workers) as client:
+            return run(client)
+    except (ResultsFileError, OSError, ImportError) as err:
+        print(f"{parser.prog}: error: {err}", file=sys.stderr)
+        return None
+
+
+# %% book/18_ep_experiments.md, code cell 55
 def main(argv=None):
     """``python -m gpc_literate.experiments {ida,imbalanced} [options]``: run, save,
     summarise.
@@ -1035,22 +1090,6 @@ def main(argv=None):
         help=f"default: those of KIND; any of {', '.join(ALL_METHODS)}",
     )
     parser.add_argument(
-        "--jobs",
-        type=jobs_argument,
-        default=1,
-        help="worker processes (joblib; -1: all cores)",
-    )
-    parser.add_argument(
-        "--out",
-        default=None,
-        help="results file (default results/KIND.json); reruns resume it",
-    )
-    parser.add_argument(
-        "--retry-failed",
-        action="store_true",
-        help="run again the jobs whose record in the file has failed",
-    )
-    parser.add_argument(
         "--max-iter",
         type=int_at_least(1, "max-iter"),
         default=DEFAULT_CONFIG["max_iter"],
@@ -1063,8 +1102,9 @@ def main(argv=None):
     parser.add_argument(
         "--damping", type=_damping_argument, default=DEFAULT_CONFIG["damping"]
     )
-    parser.add_argument("--no-progress", action="store_true")
-    add_cluster_arguments(parser)
+    add_runner_arguments(
+        parser, None, "results file (default results/KIND.json); reruns resume it"
+    )
     args = parser.parse_args(argv)
     out = args.out or os.path.join("results", f"{args.kind}.json")
     _check_out(parser, out)
@@ -1077,22 +1117,23 @@ def main(argv=None):
         "max_sweeps": args.max_sweeps,
         "damping": args.damping,
     }
-    try:
-        with dask_client(args.scheduler, args.local_workers) as client:
-            records = run_experiment(
-                args.kind,
-                args.datasets,
-                args.realisations,
-                jobs=args.jobs,
-                out=out,
-                config=config,
-                methods=args.methods,
-                progress=not args.no_progress,
-                retry_failed=args.retry_failed,
-                client=client,
-            )
-    except (ResultsFileError, OSError, ImportError) as err:
-        print(f"{parser.prog}: error: {err}", file=sys.stderr)
+    records = run_with_client(
+        parser,
+        args,
+        lambda client: run_experiment(
+            args.kind,
+            args.datasets,
+            args.realisations,
+            jobs=args.jobs,
+            out=out,
+            config=config,
+            methods=args.methods,
+            progress=not args.no_progress,
+            retry_failed=args.retry_failed,
+            client=client,
+        ),
+    )
+    if records is None:
         return 2
     print(_format_summary(summarise(records)))
     return 0

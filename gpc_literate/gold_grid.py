@@ -21,13 +21,11 @@ import numpy as np
 
 from gpc_literate import datasets
 from gpc_literate.experiments import (
-    ResultsFileError,
-    add_cluster_arguments,
+    add_runner_arguments,
     check_jobs,
-    dask_client,
     int_at_least,
-    jobs_argument,
     run_jobs,
+    run_with_client,
 )
 from gpc_literate.gold import FAMILIES, METHODS, compare_methods
 from gpc_literate.kernels import RBF
@@ -243,43 +241,31 @@ def main(argv=None):
     parser.add_argument("--datasets", nargs="+", default=None, choices=DATASETS)
     parser.add_argument("--families", nargs="+", default=None, choices=FAMILIES)
     parser.add_argument(
-        "--jobs",
-        type=jobs_argument,
-        default=1,
-        help="worker processes (joblib; -1: all cores)",
-    )
-    parser.add_argument(
         "--n-samples",
         type=int_at_least(4, "n-samples"),
         default=DEFAULT_CONFIG["n_samples"],
         help="kept draws per chain",
     )
-    parser.add_argument(
-        "--out",
-        default=os.path.join("results", "gold_grid.json"),
-        help="results file (default results/gold_grid.json); reruns resume it",
-    )
-    parser.add_argument("--retry-failed", action="store_true")
-    parser.add_argument("--no-progress", action="store_true")
-    add_cluster_arguments(parser)
+    add_runner_arguments(parser, os.path.join("results", "gold_grid.json"))
     args = parser.parse_args(argv)
     if os.path.isdir(args.out):
         parser.error(f"--out {args.out} is a directory; give a file name")
     config = {"n_samples": args.n_samples}
-    try:
-        with dask_client(args.scheduler, args.local_workers) as client:
-            records = run_grid(
-                args.datasets,
-                args.families,
-                jobs=args.jobs,
-                out=args.out,
-                config=config,
-                progress=not args.no_progress,
-                retry_failed=args.retry_failed,
-                client=client,
-            )
-    except (ResultsFileError, OSError, ImportError) as err:
-        print(f"{parser.prog}: error: {err}", file=sys.stderr)
+    records = run_with_client(
+        parser,
+        args,
+        lambda client: run_grid(
+            args.datasets,
+            args.families,
+            jobs=args.jobs,
+            out=args.out,
+            config=config,
+            progress=not args.no_progress,
+            retry_failed=args.retry_failed,
+            client=client,
+        ),
+    )
+    if records is None:
         return 2
     ok = [r for r in records if r["status"] == "ok"]
     trusted = [r for r in ok if r["measures"]["gold"]["converged"]]
