@@ -90,6 +90,43 @@ def _check_ep_options(method, damping, max_sweeps, tol, kernel, likelihood):
 
 
 # %% book/15_ep_classifier.md, code cell 6
+_EP_ADVICE = (
+    "; the labels may be (nearly) impossible under the prior with this "
+    "likelihood: use one with more noise (larger noise_var or kappa), or a "
+    "smaller damping"
+)
+
+
+def _refuse_noise_free_conflict(K, y, likelihood):
+    """ImproperPosteriorError when a noise-free likelihood meets a conflicting pair of
+    training points (identical inputs, opposite labels)."""
+    if (
+        getattr(likelihood, "kappa", None) == 0.0
+        and getattr(likelihood, "noise_var", 0.0) == 0.0
+    ):
+        check_no_conflicting_pair(
+            K,
+            y,
+            f"likelihood={likelihood!r} (noise-free)",
+            "use a likelihood with noise, e.g. Probit(noise_var=1.0) or "
+            "StepFlip(kappa=0.1), or a kernel that separates them",
+        )
+
+
+def _solve_ep_explained(K, y, likelihood, site_nu_init, site_tau_init, options):
+    """solve_ep with keyword arguments ``options``; its breakdowns raised as
+    ImproperPosteriorError with advice."""
+    try:
+        return solve_ep(K, y, likelihood, site_nu_init, site_tau_init, **options)
+    except ImproperPosteriorError as err:
+        raise ImproperPosteriorError(f"{err}{_EP_ADVICE}") from None
+    except LinAlgError:
+        raise ImproperPosteriorError(
+            f"EP broke down: a factorisation of the EP posterior failed{_EP_ADVICE}"
+        ) from None
+
+
+# %% book/15_ep_classifier.md, code cell 7
 def _run_ep_fit(
     K,
     y,
@@ -110,40 +147,14 @@ def _run_ep_fit(
     (ConvergenceWarning, at ``stacklevel`` seen from the caller) when EP stops before
     ``tol``.
     """
-    if (
-        getattr(likelihood, "kappa", None) == 0.0
-        and getattr(likelihood, "noise_var", 0.0) == 0.0
-    ):
-        check_no_conflicting_pair(
-            K,
-            y,
-            f"likelihood={likelihood!r} (noise-free)",
-            "use a likelihood with noise, e.g. Probit(noise_var=1.0) or "
-            "StepFlip(kappa=0.1), or a kernel that separates them",
-        )
-    advice = (
-        "; the labels may be (nearly) impossible under the prior with this "
-        "likelihood: use one with more noise (larger noise_var or kappa), or a "
-        "smaller damping"
+    _refuse_noise_free_conflict(K, y, likelihood)
+    options = dict(
+        method=method,
+        damping=float(damping),
+        max_sweeps=int(max_sweeps),
+        tol=float(tol),
     )
-    try:
-        run = solve_ep(
-            K,
-            y,
-            likelihood,
-            site_nu_init,
-            site_tau_init,
-            method=method,
-            damping=float(damping),
-            max_sweeps=int(max_sweeps),
-            tol=float(tol),
-        )
-    except ImproperPosteriorError as err:
-        raise ImproperPosteriorError(f"{err}{advice}") from None
-    except LinAlgError:
-        raise ImproperPosteriorError(
-            f"EP broke down: a factorisation of the EP posterior failed{advice}"
-        ) from None
+    run = _solve_ep_explained(K, y, likelihood, site_nu_init, site_tau_init, options)
     if not run.converged:
         unit = "sweeps" if method == "sequential" else "iterations"
         warnings.warn(
@@ -157,7 +168,7 @@ def _run_ep_fit(
     return run
 
 
-# %% book/15_ep_classifier.md, code cell 7
+# %% book/15_ep_classifier.md, code cell 8
 def _cavities_and_evidence(post, likelihood, y):
     """The cavities of ``post`` and EP's log evidence there (eq-ep-logz-stable), -inf
     when a cavity is improper: (mu_cav, var_cav, log evidence)."""
@@ -198,7 +209,7 @@ def _fitted_attributes(post, likelihood, y):
     )
 
 
-# %% book/15_ep_classifier.md, code cell 8
+# %% book/15_ep_classifier.md, code cell 9
 def _ep_rerun(K, y, likelihood, site_nu, site_tau, options, theta, stacklevel=2):
     """Eq. (eq-ep-logz-stable) at a new kernel matrix K: EP warm-started from (site_nu,
     site_tau).
@@ -218,10 +229,9 @@ def _ep_rerun(K, y, likelihood, site_nu, site_tau, options, theta, stacklevel=2)
     return post, _cavities_and_evidence(post, likelihood, y)[2]
 
 
-# %% book/15_ep_classifier.md, code cell 9
-class _EPFit:
-    """EP at a given kernel: the options checked, solve_ep run, the fitted attributes
-    stored."""
+# %% book/15_ep_classifier.md, code cell 10
+class _EPOptions:
+    """EP's options: checked, passed to solve_ep, and the sites of a warm start."""
 
     def _validate_params(self):
         self._validate_learning()
@@ -248,9 +258,14 @@ class _EPFit:
     def _warm_start(self):
         return {"site_nu_init": self.site_nu_, "site_tau_init": self.site_tau_}
 
+
+# %% book/15_ep_classifier.md, code cell 11
+class _EPFit(_EPOptions):
+    """EP at a given kernel: the options checked, solve_ep run, the fitted attributes
+    stored."""
+
     def _fit_fixed(self, X, y_pm, kernel, site_nu_init=None, site_tau_init=None):
-        """Run EP from the given sites (default: all zero, i.e. q = prior) to
-        convergence."""
+        """Run EP from the given sites (default zero: q = prior) to convergence."""
         self.kernel_ = kernel
         self.likelihood_ = (
             Probit(noise_var=1.0)
@@ -270,20 +285,15 @@ class _EPFit:
             site_tau_init,
             stacklevel=3,
         )
-        self.n_iter_, self.converged_, self.n_refused_ = (
-            run.n_iter,
-            run.converged,
-            run.n_refused,
-        )
-        self.change_history_ = run.history
+        self.n_iter_, self.converged_ = run.n_iter, run.converged
+        self.n_refused_, self.change_history_ = run.n_refused, run.history
         self._store(run.posterior)
 
     def _store(self, post):
         """Fitted attributes from the posterior of the final sites."""
         self._post = post
-        for name, value in _fitted_attributes(
-            post, self.likelihood_, self.y_train_
-        ).items():
+        attributes = _fitted_attributes(post, self.likelihood_, self.y_train_)
+        for name, value in attributes.items():
             setattr(self, name, value)
 
     def _require_fit(self):
@@ -293,10 +303,28 @@ class _EPFit:
             )
 
 
-# %% book/15_ep_classifier.md, code cell 10
-class _EPEvidence:
-    """EP's evidence (eq-ep-logz-stable) and cavities (eq-sites-cavity) at other
-    theta."""
+# %% book/15_ep_classifier.md, code cell 12
+class _EPCavities:
+    """EP's cavities (eq-sites-cavity) at other theta, the sites held fixed."""
+
+    def cavities(self, theta=None):
+        """Eq. (eq-sites-cavity) with the fitted sites held fixed: (mu_cav, var_cav) at
+        kernel log-hyperparameters theta.
+
+        Sundararajan & Keerthi's M-step keeps the sites of the last EP run and moves
+        theta; theta=None returns the fitted ``mu_cav_``, ``var_cav_``.
+        """
+        self._require_fit()
+        if theta is None:
+            return self.mu_cav_.copy(), self.var_cav_.copy()
+        K = self.kernel_.with_theta(theta)(self.X_train_)
+        mu_cav, var_cav, _ = SitePosterior(K, self.site_nu_, self.site_tau_).cavities()
+        return mu_cav, var_cav
+
+
+# %% book/15_ep_classifier.md, code cell 13
+class _EPEvidence(_EPCavities):
+    """EP's evidence (eq-ep-logz-stable) at other theta."""
 
     def log_marginal_likelihood(self, theta=None, eval_gradient=False):
         """Eq. (eq-ep-logz-stable) at kernel log-hyperparameters ``theta`` (None: the
@@ -332,22 +360,8 @@ class _EPEvidence:
     def _criterion(self, theta, eval_gradient):
         return self.log_marginal_likelihood(theta, eval_gradient)
 
-    def cavities(self, theta=None):
-        """Eq. (eq-sites-cavity) with the fitted sites held fixed: (mu_cav, var_cav) at
-        kernel log-hyperparameters theta.
 
-        Sundararajan & Keerthi's M-step keeps the sites of the last EP run and moves
-        theta; theta=None returns the fitted ``mu_cav_``, ``var_cav_``.
-        """
-        self._require_fit()
-        if theta is None:
-            return self.mu_cav_.copy(), self.var_cav_.copy()
-        K = self.kernel_.with_theta(theta)(self.X_train_)
-        mu_cav, var_cav, _ = SitePosterior(K, self.site_nu_, self.site_tau_).cavities()
-        return mu_cav, var_cav
-
-
-# %% book/15_ep_classifier.md, code cell 11
+# %% book/15_ep_classifier.md, code cell 14
 class _EPPrediction:
     """Predictions under q (eq-ep-predict) and leave-one-out (eq-ep-loo-predictive)."""
 
@@ -378,7 +392,7 @@ class _EPPrediction:
         )
 
 
-# %% book/15_ep_classifier.md, code cell 12
+# %% book/15_ep_classifier.md, code cell 15
 class EP(_EPFit, _EPEvidence, _EPPrediction, LearnsHyperparameters, GPClassifierBase):
     """Gaussian-process classifier by expectation propagation, S&K eqs 3-5 and 13
     (chapters 13-15).
