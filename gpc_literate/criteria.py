@@ -99,14 +99,8 @@ class ShiftedLikelihood(Likelihood):
 _BIAS_MODES = ("predictive", "likelihood")
 
 
-class _BiasedFit(EP):
-    """EP's fit with S&K's bias gamma, eq. (eq-sel-shift): checks, EP run, LOO
-    decisions.
-
-    BiasedEP adds the parameters and the predictions; in the predictive mode EP runs
-    with the base likelihood, in the likelihood mode with ShiftedLikelihood(likelihood,
-    gamma).
-    """
+class _BiasedChecks:
+    """The checks of BiasedEP's gamma and bias_mode, after EP's."""
 
     def _validate_params(self):
         super()._validate_params()
@@ -120,6 +114,17 @@ class _BiasedFit(EP):
                 "likelihood is already a ShiftedLikelihood; give BiasedEP the base "
                 "likelihood and the bias as gamma"
             )
+
+
+# %% book/16_loo_criteria.md, code cell 7
+class _BiasedFit(_BiasedChecks, EP):
+    """EP's fit with S&K's bias gamma, eq. (eq-sel-shift): checks, EP run, LOO
+    decisions.
+
+    BiasedEP adds the parameters and the predictions; in the predictive mode EP runs
+    with the base likelihood, in the likelihood mode with ShiftedLikelihood(likelihood,
+    gamma).
+    """
 
     def _fit_fixed(self, X, y_pm, kernel, site_nu_init=None, site_tau_init=None):
         self.gamma_, self.bias_mode_ = float(self.gamma), self.bias_mode
@@ -146,8 +151,40 @@ class _BiasedFit(EP):
         self.loo_error_ = float(np.mean(self.y_train_ * self.loo_decision_ <= 0.0))
 
 
-# %% book/16_loo_criteria.md, code cell 7
-class BiasedEP(_BiasedFit):
+# %% book/16_loo_criteria.md, code cell 8
+class _BiasedPrediction:
+    """BiasedEP's decision function, class probability and LOO probabilities
+    (eq-sel-loo-pred)."""
+
+    def _decision_function(self, X):
+        return super()._decision_function(X) + self.gamma_
+
+    def _predict_proba_positive(self, X):
+        mean, var = self.predict_latent(X)
+        return self.likelihood_.predictive(mean + self._shift, var)
+
+    def loo_predictive(self, gamma=0.0):
+        """Eq. (eq-sel-loo-pred): p(y_i | x_i, D without i) with the fitted bias plus
+        ``gamma``.
+
+        An improper cavity (possible only with negative site precisions) gives 1/2.
+        """
+        self._require_fit()
+        gamma = check_scalar(gamma, "gamma")
+        proper = np.isfinite(self.var_cav_)
+        p = np.full(len(self.y_train_), 0.5)
+        p[proper] = np.exp(
+            self.likelihood_.log_Z(
+                self.y_train_[proper],
+                self.mu_cav_[proper] + self._shift + gamma,
+                self.var_cav_[proper],
+            )[0]
+        )
+        return p
+
+
+# %% book/16_loo_criteria.md, code cell 9
+class BiasedEP(_BiasedPrediction, _BiasedFit):
     """EP classifier with S&K's bias gamma, eqs (eq-sel-shift), (eq-sel-loo-pred).
 
     The parameters of ``EP`` (``likelihood`` is the unshifted base, default
@@ -196,34 +233,8 @@ class BiasedEP(_BiasedFit):
         self.gamma = gamma
         self.bias_mode = bias_mode
 
-    def _decision_function(self, X):
-        return super()._decision_function(X) + self.gamma_
 
-    def _predict_proba_positive(self, X):
-        mean, var = self.predict_latent(X)
-        return self.likelihood_.predictive(mean + self._shift, var)
-
-    def loo_predictive(self, gamma=0.0):
-        """Eq. (eq-sel-loo-pred): p(y_i | x_i, D without i) with the fitted bias plus
-        ``gamma``.
-
-        An improper cavity (possible only with negative site precisions) gives 1/2.
-        """
-        self._require_fit()
-        gamma = check_scalar(gamma, "gamma")
-        proper = np.isfinite(self.var_cav_)
-        p = np.full(len(self.y_train_), 0.5)
-        p[proper] = np.exp(
-            self.likelihood_.log_Z(
-                self.y_train_[proper],
-                self.mu_cav_[proper] + self._shift + gamma,
-                self.var_cav_[proper],
-            )[0]
-        )
-        return p
-
-
-# %% book/16_loo_criteria.md, code cell 11
+# %% book/16_loo_criteria.md, code cell 14
 CRITERIA = ("evidence", "nlp", "f-measure", "wer", "auc")
 MAXIMISE = {
     "evidence": True,
@@ -241,7 +252,7 @@ _DEFAULT_PARAMS = {
 }
 
 
-# %% book/16_loo_criteria.md, code cell 12
+# %% book/16_loo_criteria.md, code cell 15
 def check_criterion(criterion, criterion_params=None):
     """Return (criterion, its parameters with defaults); ValueError naming what is
     wrong."""
@@ -271,7 +282,7 @@ def _check_labels_pm(y):
     return y
 
 
-# %% book/16_loo_criteria.md, code cell 13
+# %% book/16_loo_criteria.md, code cell 16
 def measure_from_counts(criterion, y, q, params):
     """Eqs (eq-sel-fs), (eq-sel-wer), (eq-sel-auc) and their derivatives in q_i = P(y_i
     = +1) (eq-sel-df for the F-measure).
@@ -300,7 +311,7 @@ def measure_from_counts(criterion, y, q, params):
     raise ValueError(f"criterion {criterion!r} is not a function of the counts")
 
 
-# %% book/16_loo_criteria.md, code cell 14
+# %% book/16_loo_criteria.md, code cell 17
 def _labels_and_probabilities(y, prob_pos):
     y = _check_labels_pm(y)
     q = np.asarray(prob_pos, dtype=float)
@@ -319,7 +330,7 @@ def negative_log_predictive(y, prob_pos):
         return float(-np.mean(np.log(np.where(y > 0, q, 1.0 - q))))
 
 
-# %% book/16_loo_criteria.md, code cell 15
+# %% book/16_loo_criteria.md, code cell 18
 def f_measure(y, prob_pos, zeta=0.5):
     """Eqs (eq-sel-f), (eq-sel-fs), S&K eqs 7 and 10: F = A / (zeta n+ + (1 - zeta) m+).
 
@@ -353,7 +364,7 @@ def auc_estimate(y, prob_pos):
     )
 
 
-# %% book/16_loo_criteria.md, code cell 19
+# %% book/16_loo_criteria.md, code cell 22
 class LOOMoments(NamedTuple):
     """Eqs (eq-sel-cavity), (eq-sel-dcavity): cavity means, variances, their
     theta-derivatives."""
@@ -364,7 +375,7 @@ class LOOMoments(NamedTuple):
     dvar: np.ndarray | None
 
 
-# %% book/16_loo_criteria.md, code cell 20
+# %% book/16_loo_criteria.md, code cell 23
 def loo_moments(K, site_nu, site_tau, dK=None):
     """Eqs (eq-sel-cavity), (eq-sel-dsigma), (eq-sel-dcavity), S&K eq. 4, appendix:
     fixed sites.
@@ -401,7 +412,7 @@ def loo_moments(K, site_nu, site_tau, dK=None):
     return LOOMoments(mean, var, dmean, dvar)
 
 
-# %% book/16_loo_criteria.md, code cell 21
+# %% book/16_loo_criteria.md, code cell 24
 def criterion_terms(criterion, y, log_p, criterion_params=None):
     """Eqs (eq-sel-nlp)-(eq-sel-dwer), S&K eqs 6-12, 15-16: a LOO criterion and J_i =
     dJ/dlog p_i.
@@ -424,7 +435,7 @@ def criterion_terms(criterion, y, log_p, criterion_params=None):
     return float(value), dq * y * p  # dq_i / dlog p_i = y_i p_i
 
 
-# %% book/16_loo_criteria.md, code cell 22
+# %% book/16_loo_criteria.md, code cell 25
 def loo_objective(
     K,
     y,
