@@ -49,28 +49,8 @@ __all__ = [
 ANDERSON_MEMORY = 5
 
 
-class AndersonStep:
-    """Eq. (eq-ep-anderson): Anderson mixing of the last ``memory`` iterates, a step
-    rule for parallel_sites.
-
-    Residuals are weighted as in eq-sites-converged (|d tau| var_cav, |d nu|
-    sqrt(var_cav)). Falls back to the plain damped step, and forgets the history, after
-    a refused update, an improper proposal (``reset``), or when the mixed step would
-    make a site precision negative that the plain step keeps non-negative. Uses a fixed
-    damping.
-    """
-
-    adapts_damping = False
-    keep_inverse = False
-
-    def __init__(self, memory=ANDERSON_MEMORY):
-        self.memory, self.past_x, self.past_r = memory, [], []
-
-    def reset(self):
-        self.past_x, self.past_r = [], []
-
-    def single_precision(self, history):
-        return False
+class _AndersonMixing:
+    """The step of eq. (eq-ep-anderson) from the stored iterates and residuals."""
 
     def __call__(self, posterior, proposal, eta):
         nu, tau, d_nu, d_tau, v, refused = proposal
@@ -97,11 +77,35 @@ class AndersonStep:
         return s_nu, s_tau
 
 
-# %% book/14_ep_fast.md, code cell 6
+# %% book/14_ep_fast.md, code cell 5
+class AndersonStep(_AndersonMixing):
+    """Eq. (eq-ep-anderson): Anderson mixing of the last ``memory`` iterates, a step
+    rule for parallel_sites.
+
+    Residuals are weighted as in eq-sites-converged (|d tau| var_cav, |d nu|
+    sqrt(var_cav)). Falls back to the plain damped step, and forgets the history, after
+    a refused update, an improper proposal (``reset``), or when the mixed step would
+    make a site precision negative that the plain step keeps non-negative. Uses a fixed
+    damping.
+    """
+
+    adapts_damping = False
+    keep_inverse = False
+
+    def __init__(self, memory=ANDERSON_MEMORY):
+        self.memory, self.past_x, self.past_r = memory, [], []
+
+    def reset(self):
+        self.past_x, self.past_r = [], []
+
+    def single_precision(self, history):
+        return False
+
+
+# %% book/14_ep_fast.md, code cell 7
 NEWTON_INNER = 100  # inner (model) iterations per outer iteration, at most
-NEWTON_SIGMA_MIN = (
-    1e-10  # the model's Sigma by eq-ep-sigma-inverse where tau Sigma >= this
-)
+# the model's Sigma by eq-ep-sigma-inverse where tau Sigma >= this
+NEWTON_SIGMA_MIN = 1e-10
 SINGLE_ABOVE = 0.1  # the marginals in single precision while the change exceeds this
 
 
@@ -117,13 +121,10 @@ def _sigma_lower(K, post, rel=SELECTED_INVERSE_MIN, overwrite=False):
     n = len(post.tau)
     if post.Linv is None or post.pos.size != n:
         return SitePosterior(K, post.nu, post.tau, full=True).Sigma
-    s, lauum = (
-        post.s,
-        get_lapack_funcs("lauum", (post.Linv,)),
-    )  # in the precision of L^-1
-    Binv, info = lauum(
-        post.Linv, lower=1, overwrite_c=int(overwrite)
-    )  # lower of L^-T L^-1
+    s = post.s
+    lauum = get_lapack_funcs("lauum", (post.Linv,))  # in the precision of L^-1
+    # the lower triangle of L^-T L^-1
+    Binv, info = lauum(post.Linv, lower=1, overwrite_c=int(overwrite))
     if overwrite:
         post.Linv = None
     if info != 0:
@@ -143,7 +144,7 @@ def _sigma_lower(K, post, rel=SELECTED_INVERSE_MIN, overwrite=False):
     return Sigma
 
 
-# %% book/14_ep_fast.md, code cell 7
+# %% book/14_ep_fast.md, code cell 8
 def _newton_model(Sigma, P, post, nu, tau):
     """Eq. (eq-ep-newton): the model's marginals (mean, var) at the sites (nu, tau).
 
@@ -162,7 +163,7 @@ def _newton_model(Sigma, P, post, nu, tau):
     return post.mean + symv(1.0, Sigma, shift, lower=1), var
 
 
-# %% book/14_ep_fast.md, code cell 8
+# %% book/14_ep_fast.md, code cell 9
 def ep_on_marginals(marginals, likelihood, y, nu, tau, eps, max_iter):
     """Anderson-accelerated parallel EP on a model of the marginals, from the sites (nu,
     tau).
@@ -195,8 +196,30 @@ def ep_on_marginals(marginals, likelihood, y, nu, tau, eps, max_iter):
     return (nu, tau), False
 
 
-# %% book/14_ep_fast.md, code cell 9
-class NewtonStep:
+# %% book/14_ep_fast.md, code cell 10
+class _NewtonProposal:
+    """The step of Newton-type EP: EP on the linear-response model (eq-ep-newton)."""
+
+    def __call__(self, posterior, proposal, eta):
+        nu, tau, d_nu, d_tau, var_cav, refused = proposal
+        if refused or not posterior.pos.size:
+            return eta * d_nu, eta * d_tau
+        Sigma = _sigma_lower(self.K, posterior, NEWTON_SIGMA_MIN, overwrite=True)
+        eps = 1e-2 * max(self.tol, min(site_change(d_nu, d_tau, var_cav) ** 2, 1.0))
+        (t_nu, t_tau), _ = ep_on_marginals(
+            partial(_newton_model, Sigma, Sigma * Sigma, posterior),
+            self.likelihood,
+            self.y,
+            nu + d_nu,
+            tau + d_tau,
+            eps,
+            NEWTON_INNER,
+        )
+        return eta * (t_nu - nu), eta * (t_tau - tau)
+
+
+# %% book/14_ep_fast.md, code cell 11
+class NewtonStep(_NewtonProposal):
     """Newton-type EP (section sec-ep-newton), a step rule for parallel_sites.
 
     The step towards the fixed point of EP on the linear-response model eq-ep-newton
@@ -224,25 +247,8 @@ class NewtonStep:
             history[-1] > SINGLE_ABOVE if history else self.single_first
         )
 
-    def __call__(self, posterior, proposal, eta):
-        nu, tau, d_nu, d_tau, var_cav, refused = proposal
-        if refused or not posterior.pos.size:
-            return eta * d_nu, eta * d_tau
-        Sigma = _sigma_lower(self.K, posterior, NEWTON_SIGMA_MIN, overwrite=True)
-        eps = 1e-2 * max(self.tol, min(site_change(d_nu, d_tau, var_cav) ** 2, 1.0))
-        (t_nu, t_tau), _ = ep_on_marginals(
-            partial(_newton_model, Sigma, Sigma * Sigma, posterior),
-            self.likelihood,
-            self.y,
-            nu + d_nu,
-            tau + d_tau,
-            eps,
-            NEWTON_INNER,
-        )
-        return eta * (t_nu - nu), eta * (t_tau - tau)
 
-
-# %% book/14_ep_fast.md, code cell 10
+# %% book/14_ep_fast.md, code cell 12
 LOWRANK_TOL = 1e-6  # use the start only if K is this close (relative) to low rank
 LOWRANK_MAX_FRACTION = 8  # ... at rank n / this at most
 LOWRANK_MAX_ITER = 100  # parallel EP iterations on the low-rank prior, at most
@@ -275,7 +281,7 @@ def pivoted_cholesky(K, rel_tol=LOWRANK_TOL, max_rank=None):
     return Qt, d
 
 
-# %% book/14_ep_fast.md, code cell 11
+# %% book/14_ep_fast.md, code cell 13
 def lowrank_diag_marginals(Qt, d, nu, tau, with_factor=False):
     """Eqs (eq-ep-lowrank), (eq-ep-lowrank-diag): mean and diag Sigma for N(0, diag(d) +
     Q Q^T) and sites.
@@ -295,7 +301,27 @@ def lowrank_diag_marginals(Qt, d, nu, tau, with_factor=False):
     return (mean, var, C) if with_factor else (mean, var)
 
 
-# %% book/14_ep_fast.md, code cell 12
+# %% book/14_ep_fast.md, code cell 14
+def _lowrank_levels(Qt, scale, reached, n, tau):
+    """The levels (rank, eps) of EP on the pivoted-Cholesky prior of _lowrank_start, or
+    None when it should not run."""
+    if reached <= LOWRANK_TOL:
+        pivots = (
+            np.abs(Qt).max(axis=1) ** 2 / scale
+        )  # residual before each column, relative
+        return [
+            (np.count_nonzero(pivots > LOWRANK_COARSE), LOWRANK_COARSE),
+            (len(Qt), reached),
+        ]
+    if n >= FITC_START_MIN_N and not np.any(tau):  # a cold start only
+        return [
+            (max(1, len(Qt) // 4), 10.0 * FITC_START_TOL),
+            (len(Qt), FITC_START_TOL),
+        ]
+    return None
+
+
+# %% book/14_ep_fast.md, code cell 15
 def _lowrank_start(K, y, likelihood, nu, tau, tol=1e-8):
     """Sites of parallel EP on the pivoted-Cholesky prior D + Q Q^T
     (eq-ep-lowrank-diag), or None.
@@ -317,25 +343,12 @@ def _lowrank_start(K, y, likelihood, nu, tau, tol=1e-8):
     target = min(max(1e-2 * tol, 1e-12), LOWRANK_TOL)
     Qt, d = pivoted_cholesky(K, target, max(1, n // LOWRANK_MAX_FRACTION))
     reached = max(d.max() / scale, target)
-    if reached <= LOWRANK_TOL:
-        pivots = (
-            np.abs(Qt).max(axis=1) ** 2 / scale
-        )  # residual before each column, relative
-        levels = [
-            (np.count_nonzero(pivots > LOWRANK_COARSE), LOWRANK_COARSE),
-            (len(Qt), reached),
-        ]
-    elif n >= FITC_START_MIN_N and not np.any(tau):  # a cold start only
-        levels = [
-            (max(1, len(Qt) // 4), 10.0 * FITC_START_TOL),
-            (len(Qt), FITC_START_TOL),
-        ]
-    else:
+    levels = _lowrank_levels(Qt, scale, reached, n, tau)
+    if levels is None:
         return None
     for rank, eps in levels:
-        d_rank = d + np.einsum(
-            "ij,ij->j", Qt[rank:], Qt[rank:]
-        )  # residual at this rank
+        # the residual diagonal at this rank
+        d_rank = d + np.einsum("ij,ij->j", Qt[rank:], Qt[rank:])
         (nu, tau), converged = ep_on_marginals(
             partial(lowrank_diag_marginals, Qt[:rank], d_rank),
             likelihood,
@@ -350,10 +363,21 @@ def _lowrank_start(K, y, likelihood, nu, tau, tol=1e-8):
     return ((nu, tau), reached <= LOWRANK_TOL) if np.all(tau >= 0.0) else None
 
 
-# %% book/14_ep_fast.md, code cell 20
+# %% book/14_ep_fast.md, code cell 24
 EP_METHODS = ("sequential", "parallel", "anderson", "newton")
 
 
+def _accelerated_start(K, y, likelihood, nu, tau, method, tol, lowrank, single):
+    """((nu, tau), step rule) of the accelerated methods: AndersonStep from the given
+    sites, or NewtonStep from the low-rank start (eq-ep-lowrank) when ``lowrank``."""
+    if method == "anderson":
+        return (nu, tau), AndersonStep()
+    start = _lowrank_start(K, y, likelihood, nu, tau, tol) if lowrank else None
+    (nu, tau), close = ((nu, tau), True) if start is None else start
+    return (nu, tau), NewtonStep(K, likelihood, y, tol, single, single_first=not close)
+
+
+# %% book/14_ep_fast.md, code cell 25
 def solve_ep(
     K,
     y,
@@ -381,39 +405,12 @@ def solve_ep(
     """
     if method not in EP_METHODS:
         raise ValueError(f"method must be one of {EP_METHODS}; got {method!r}")
+    options = dict(damping=damping, max_sweeps=max_sweeps, tol=tol)
     if method in ("sequential", "parallel"):
-        return run_ep(
-            K,
-            y,
-            likelihood,
-            site_nu,
-            site_tau,
-            method=method,
-            damping=damping,
-            max_sweeps=max_sweeps,
-            tol=tol,
-        )
+        return run_ep(K, y, likelihood, site_nu, site_tau, method=method, **options)
     K, y = np.asarray(K, dtype=float), np.asarray(y, dtype=float)
     nu, tau = check_sites(site_nu, site_tau, len(y))
-    if method == "anderson":
-        step = AndersonStep()
-    else:
-        start = (
-            _lowrank_start(K, y, likelihood, nu, tau, tol) if lowrank_start else None
-        )
-        (nu, tau), close = ((nu, tau), True) if start is None else start
-        step = NewtonStep(
-            K, likelihood, y, tol, single_precision, single_first=not close
-        )
-    return run_ep(
-        K,
-        y,
-        likelihood,
-        nu,
-        tau,
-        method="parallel",
-        damping=damping,
-        max_sweeps=max_sweeps,
-        tol=tol,
-        step=step,
+    (nu, tau), step = _accelerated_start(
+        K, y, likelihood, nu, tau, method, tol, lowrank_start, single_precision
     )
+    return run_ep(K, y, likelihood, nu, tau, method="parallel", step=step, **options)
