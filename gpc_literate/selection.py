@@ -217,13 +217,13 @@ class _EPRunner:
         self.n_failed += not model.converged_
         return model
 
-    def warn_failed(self):
+    def warn_failed(self, stacklevel=4):
         if self.n_failed:
             warnings.warn(
                 f"{self.n_failed} of {self.n_fits} EP runs did not converge; the "
                 "selected hyperparameters may be affected",
                 ConvergenceWarning,
-                stacklevel=4,
+                stacklevel=stacklevel,
             )
 
 
@@ -389,6 +389,20 @@ def _m_step(phi, sites, m_step_args, bounds, m_step_iter):
     )
 
 
+def _finish_run(record, runner, what, criterion, n_iter, n_fits, message, converged):
+    """The SelectionHistory of a run, after warning if it did not converge or if EP
+    fits failed on the way; ``criterion`` = (name, params)."""
+    if not converged:
+        warnings.warn(
+            f"{what} did not converge: {message}; increase max_iter",
+            ConvergenceWarning,
+            stacklevel=4,
+        )
+    if runner is not None:
+        runner.warn_failed(stacklevel=5)
+    return record.history(*criterion, n_iter, converged, n_fits, message)
+
+
 def _safeguarded_step(runner, phi, step, current, value, sign, loo):
     """Halve ``step`` until the E-step at phi + step does not worsen the criterion.
 
@@ -446,16 +460,16 @@ def _ep_cv(model, X, y, y_pm, problem, criterion, params, m_step_iter, run):
             break
     bar.close()
     converged = bool(message)
-    if not converged:
-        message = f"max_iter={max_iter} outer iterations reached"
-        warnings.warn(
-            f"EP-CV({criterion}) did not converge: {message}; increase max_iter",
-            ConvergenceWarning,
-            stacklevel=3,
-        )
-    runner.warn_failed()
-    return current, record.history(
-        criterion, params, n_iter, converged, runner.n_fits, message
+    message = message or f"max_iter={max_iter} outer iterations reached"
+    return current, _finish_run(
+        record,
+        runner,
+        f"EP-CV({criterion})",
+        (criterion, params),
+        n_iter,
+        runner.n_fits,
+        message,
+        converged,
     )
 
 
@@ -550,18 +564,15 @@ def _maximise_evidence(model, X, y, problem, run):
     )
     bar.close()
     fitted, n_fits = _evidence_final_fit(model, X, y, problem, result, runner, state)
-    converged = bool(result.success)
-    if not converged:
-        warnings.warn(
-            f"evidence maximisation did not converge: {result.message}; increase "
-            "max_iter",
-            ConvergenceWarning,
-            stacklevel=3,
-        )
-    if runner is not None:
-        runner.warn_failed()
-    return fitted, record.history(
-        "evidence", {}, int(result.nit), converged, n_fits, str(result.message)
+    return fitted, _finish_run(
+        record,
+        runner,
+        "evidence maximisation",
+        ("evidence", {}),
+        int(result.nit),
+        n_fits,
+        str(result.message),
+        bool(result.success),
     )
 
 
