@@ -214,6 +214,57 @@ class GoldStandard:
 
 
 # %% book/23_approximations_vs_gold.md, code cell 9
+def _chains_around(
+    K, y, likelihood, q, ratio, n_samples, n_chains, burn_in, thin, rng, progress
+):
+    """Eq. (eq-gold-ratio): elliptical slice sampling of g = f - m around ``q``, as an
+    MCMCResult in f."""
+    run = elliptical_slice_sampling(
+        q.cov,
+        y,
+        ratio,
+        n_samples=n_samples,
+        n_chains=n_chains,
+        burn_in=burn_in,
+        thin=thin,
+        rng=rng,
+        progress=progress,
+    )
+    draws = q.mean + run.samples
+    log_lik = np.asarray(likelihood.log_prob(y, draws), dtype=float).sum(axis=-1)
+    return replace(
+        run,
+        samples=draws,
+        mean=q.mean + run.mean,
+        log_lik=log_lik,
+        chol=prior_cholesky(K),
+    )
+
+
+# %% book/23_approximations_vs_gold.md, code cell 10
+def _evidence_around(
+    y, q, ratio, ais_runs, ais_schedule, min_weight_ess, rng, progress
+):
+    """Eq. (eq-gold-evidence): AIS for E_q[R], as an AISResult for log p(y)."""
+    ais = ais_log_evidence(
+        q.cov,
+        y,
+        ratio,
+        n_runs=ais_runs,
+        schedule=ais_schedule,
+        min_weight_ess=min_weight_ess,
+        rng=rng,
+        progress=progress,
+    )
+    return replace(
+        ais,
+        log_evidence=ais.log_evidence + q.log_norm,
+        log_weights=ais.log_weights + q.log_norm,
+        f=q.mean + ais.f,
+    )
+
+
+# %% book/23_approximations_vs_gold.md, code cell 11
 def gold_standard(
     K,
     y,
@@ -245,63 +296,22 @@ def gold_standard(
     rng = check_generator(rng)
     y = np.asarray(y, dtype=float)
     q = site_gaussian(K, site_tau, site_nu)
-    ratio = SiteRatio(
-        likelihood,
-        np.asarray(site_tau, dtype=float),
-        np.asarray(site_nu, dtype=float),
-        q.mean,
+    tau, nu = np.asarray(site_tau, dtype=float), np.asarray(site_nu, dtype=float)
+    ratio = SiteRatio(likelihood, tau, nu, q.mean)
+    run = _chains_around(
+        K, y, likelihood, q, ratio, n_samples, n_chains, burn_in, thin, rng, progress
     )
-    run = elliptical_slice_sampling(
-        q.cov,
-        y,
-        ratio,
-        n_samples=n_samples,
-        n_chains=n_chains,
-        burn_in=burn_in,
-        thin=thin,
-        rng=rng,
-        progress=progress,
+    ais = _evidence_around(
+        y, q, ratio, ais_runs, ais_schedule, min_weight_ess, rng, progress
     )
-    draws = q.mean + run.samples
-    log_lik = np.asarray(likelihood.log_prob(y, draws), dtype=float).sum(axis=-1)
-    run = replace(
-        run,
-        samples=draws,
-        mean=q.mean + run.mean,
-        log_lik=log_lik,
-        chol=prior_cholesky(K),
-    )
-    ais = ais_log_evidence(
-        q.cov,
-        y,
-        ratio,
-        n_runs=ais_runs,
-        schedule=ais_schedule,
-        min_weight_ess=min_weight_ess,
-        rng=rng,
-        progress=progress,
-    )
-    ais = replace(
-        ais,
-        log_evidence=ais.log_evidence + q.log_norm,
-        log_weights=ais.log_weights + q.log_norm,
-        f=q.mean + ais.f,
-    )
-    loo_prob, loo_se = exact_loo(draws, y, likelihood)
+    loo_prob, loo_se = exact_loo(run.samples, y, likelihood)
     tau_cav = 1.0 / np.diag(q.cov) - ratio.site_tau  # q's cavities
     reliable = (tau_cav > 0.0) & (1.0 < loo_variance_limit(likelihood) * tau_cav)
-    return GoldStandard(
-        run,
-        ais,
-        q,
-        loo_prob,
-        loo_se,
-        reliable,
-        bool(run.converged and ais.weight_ess >= min_weight_ess),
-    )
+    converged = bool(run.converged and ais.weight_ess >= min_weight_ess)
+    return GoldStandard(run, ais, q, loo_prob, loo_se, reliable, converged)
 
 
-# %% book/23_approximations_vs_gold.md, code cell 14
+# %% book/23_approximations_vs_gold.md, code cell 16
 class Approximation(NamedTuple):
     """One method's answers at a fixed kernel; NaN where the method has none.
 
@@ -322,7 +332,7 @@ class Approximation(NamedTuple):
     converged: bool
 
 
-# %% book/23_approximations_vs_gold.md, code cell 15
+# %% book/23_approximations_vs_gold.md, code cell 17
 def _laplace(kernel, X, y, likelihood):
     est = Laplace(kernel=kernel, likelihood=likelihood, optimizer=None).fit(X, y)
     mean, var = est.predict_latent(X)
@@ -344,7 +354,7 @@ def _ep(kernel, X, y, likelihood):
     )
 
 
-# %% book/23_approximations_vs_gold.md, code cell 16
+# %% book/23_approximations_vs_gold.md, code cell 18
 def _mean_field(cls, kernel, X, y, likelihood):
     est = cls(kernel=kernel, v=1.0, optimizer=None).fit(X, y)
     mean, var = est.predict_latent(X)
@@ -367,7 +377,7 @@ def _svm(kernel, X, y, likelihood):
     return est, nan, nan, np.nan, nan, est.loo_decision_
 
 
-# %% book/23_approximations_vs_gold.md, code cell 17
+# %% book/23_approximations_vs_gold.md, code cell 19
 _ADAPTERS = {
     "Laplace": _laplace,
     "EP": _ep,
@@ -388,7 +398,7 @@ def approximate(method, kernel, X, y, X_test, family="probit"):
     return _approximate(method, kernel, X, y, X_test, family)[0]
 
 
-# %% book/23_approximations_vs_gold.md, code cell 18
+# %% book/23_approximations_vs_gold.md, code cell 20
 def _approximate(method, kernel, X, y, X_test, family):
     """approximate, and the fitted estimator (compare_methods reuses EP's sites)."""
     likelihood = family_likelihood(family)
@@ -427,7 +437,7 @@ def _approximate(method, kernel, X, y, X_test, family):
     ), est
 
 
-# %% book/23_approximations_vs_gold.md, code cell 19
+# %% book/23_approximations_vs_gold.md, code cell 21
 def information_bits(y, prob):
     """Eq. (eq-gold-bits): 1 + mean log2 p(y_j | x_j) for labels +-1 and prob = P(y =
     +1)."""
@@ -447,7 +457,7 @@ def _test_measures(y_test, prob, decision):
     }
 
 
-# %% book/23_approximations_vs_gold.md, code cell 20
+# %% book/23_approximations_vs_gold.md, code cell 22
 def _measures(gold, pred, approx, y, y_test):
     """The measures of sec-gold-measures for one Approximation against the gold
     standard."""
@@ -473,7 +483,7 @@ def _measures(gold, pred, approx, y, y_test):
     return dict(out, **_test_measures(y_test, approx.prob, approx.decision))
 
 
-# %% book/23_approximations_vs_gold.md, code cell 21
+# %% book/23_approximations_vs_gold.md, code cell 23
 class Comparison(NamedTuple):
     """compare_methods' result: the gold standard, its predictions, each method and
     measures.
@@ -488,7 +498,64 @@ class Comparison(NamedTuple):
     measures: dict
 
 
-# %% book/23_approximations_vs_gold.md, code cell 22
+# %% book/23_approximations_vs_gold.md, code cell 24
+def _fit_methods(methods, kernel, X, y, X_test, family):
+    """Each method's Approximation and fitted estimator, and {"failed": message} for
+    each whose fit raises."""
+    approximations, failures, fitted = {}, {}, {}
+    for m in methods:
+        try:
+            approximations[m], fitted[m] = _approximate(m, kernel, X, y, X_test, family)
+        except (ValueError, ArithmeticError, np.linalg.LinAlgError) as err:
+            failures[m] = {"failed": f"{type(err).__name__}: {err}"}  # e.g. TAP
+    return approximations, failures, fitted
+
+
+# %% book/23_approximations_vs_gold.md, code cell 25
+def _gold_around(base, kernel, X, y, X_test, likelihood, rng, gold_settings):
+    """gold_standard around the sites of the fitted EP ``base``, and its predictions
+    at X_test."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        gold = gold_standard(
+            kernel(X),
+            y,
+            likelihood,
+            np.maximum(base.site_tau_, 0.0),
+            base.site_nu_,
+            rng=rng,
+            **gold_settings,
+        )  # tau < 0: rounding
+        pred = predictive_probabilities(
+            gold.mcmc,
+            kernel(X_test, X),
+            kernel.diag(X_test),
+            likelihood,
+            thin=max(1, gold.mcmc.samples.shape[1] // 1000),
+        )
+    return gold, pred
+
+
+# %% book/23_approximations_vs_gold.md, code cell 26
+def _gold_measures(gold, pred, y_test, seconds):
+    """The measures of sec-gold-measures for the gold standard itself."""
+    return dict(
+        _test_measures(y_test, pred.prob, pred.prob - 0.5),
+        log_evidence=gold.ais.log_evidence,
+        log_evidence_se=gold.ais.log_evidence_se,
+        loo_error=float(np.mean(gold.loo_prob < 0.5)),
+        seconds=seconds,
+        loo_reliable=float(np.mean(gold.loo_reliable)),
+        mean_abs_f=float(np.mean(np.abs(gold.mcmc.mean))),
+        converged=gold.converged,
+        min_ess=gold.mcmc.min_ess,
+        max_rhat=gold.mcmc.max_rhat,
+        weight_ess=gold.ais.weight_ess,
+        max_prob_se=float(np.max(pred.prob_se)),
+    )
+
+
+# %% book/23_approximations_vs_gold.md, code cell 27
 def compare_methods(
     kernel,
     X,
@@ -513,55 +580,19 @@ def compare_methods(
     likelihood = family_likelihood(family)
     methods = METHODS[family] if methods is None else tuple(methods)
     y, y_test = np.asarray(y, dtype=float), np.asarray(y_test, dtype=float)
-    approximations, failures, fitted = {}, {}, {}
-    for m in methods:
-        try:
-            approximations[m], fitted[m] = _approximate(m, kernel, X, y, X_test, family)
-        except (
-            ValueError,
-            ArithmeticError,
-            np.linalg.LinAlgError,
-        ) as err:  # e.g. TAP breaks down
-            failures[m] = {"failed": f"{type(err).__name__}: {err}"}
+    approximations, failures, fitted = _fit_methods(
+        methods, kernel, X, y, X_test, family
+    )
     ep = approximations.get("EP")
     base = fitted.get("EP") or EP(
         kernel=kernel, likelihood=likelihood, optimizer=None
     ).fit(X, y)
     t0 = time.perf_counter()
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", ConvergenceWarning)
-        gold = gold_standard(
-            kernel(X),
-            y,
-            likelihood,
-            np.maximum(base.site_tau_, 0.0),
-            base.site_nu_,
-            rng=rng,
-            **gold_settings,
-        )  # tau < 0: rounding
-        pred = predictive_probabilities(
-            gold.mcmc,
-            kernel(X_test, X),
-            kernel.diag(X_test),
-            likelihood,
-            thin=max(1, gold.mcmc.samples.shape[1] // 1000),
-        )
-    seconds = time.perf_counter() - t0 + (ep.seconds if ep is not None else 0.0)
-    row = dict(
-        _test_measures(y_test, pred.prob, pred.prob - 0.5),
-        log_evidence=gold.ais.log_evidence,
-        log_evidence_se=gold.ais.log_evidence_se,
-        loo_error=float(np.mean(gold.loo_prob < 0.5)),
-        seconds=seconds,
-        loo_reliable=float(np.mean(gold.loo_reliable)),
-        mean_abs_f=float(np.mean(np.abs(gold.mcmc.mean))),
-        converged=gold.converged,
-        min_ess=gold.mcmc.min_ess,
-        max_rhat=gold.mcmc.max_rhat,
-        weight_ess=gold.ais.weight_ess,
-        max_prob_se=float(np.max(pred.prob_se)),
+    gold, pred = _gold_around(
+        base, kernel, X, y, X_test, likelihood, rng, gold_settings
     )
-    measures = dict({"gold": row}, **failures)
+    seconds = time.perf_counter() - t0 + (ep.seconds if ep is not None else 0.0)
+    measures = dict({"gold": _gold_measures(gold, pred, y_test, seconds)}, **failures)
     for m, a in approximations.items():
         measures[m] = _measures(gold, pred, a, y, y_test)
     return Comparison(gold, pred, approximations, measures)
