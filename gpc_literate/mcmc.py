@@ -130,27 +130,33 @@ def _log_likelihood(likelihood, y, f):
     return np.asarray(likelihood.log_prob(y, f), dtype=float).sum(axis=-1)
 
 
+def _slice_draws(f, log_lik, L, rng, beta):
+    """Eqs (eq-mcmc-slice), (eq-mcmc-shrink): nu ~ N(0, K), log h and theta_1 for each
+    row of f."""
+    n_chains = f.shape[0]
+    # nu ~ N(0, K).  einsum, not BLAS: threads only slow down these thin products
+    nu = np.einsum("kj,ij->ki", rng.standard_normal(f.shape), L)
+    log_h = beta * log_lik + np.log1p(-rng.random(n_chains))  # log L^beta + log u
+    theta = _TWO_PI * rng.random(n_chains)
+    return nu, log_h, theta
+
+
+# %% book/22_gold_standard.md, code cell 7
 def elliptical_slice_step(
     f, log_lik, L, likelihood, y, rng, *, beta=1.0, max_shrink=100
 ):
-    """Eqs (eq-mcmc-ellipse), (eq-mcmc-shrink): one elliptical slice step for each row
-    of f.
+    """Eqs (eq-mcmc-ellipse), (eq-mcmc-shrink): one elliptical slice step per row of f.
 
     ``f`` (chains, n) current states with finite untempered log-likelihoods ``log_lik``
     (chains,); ``L`` the prior's Cholesky factor (prior_cholesky); the target is the
     tempered posterior eq-mcmc-tempered with ``beta`` in (0, 1].  At most ``max_shrink``
-    proposals per chain: a chain that reaches it keeps its state (still exact,
+    proposals per chain: a chain that reaches it keeps its state (still exact by
     eq-mcmc-balance).  Returns (f, log_lik, n_proposals, capped), the last two per
     chain.
     """
     beta = check_scalar(beta, "beta", low=0.0, high=1.0, low_inclusive=False)
     n_chains = f.shape[0]
-    # nu ~ N(0, K).  einsum, not BLAS: threads only slow down these thin products
-    nu = np.einsum("kj,ij->ki", rng.standard_normal(f.shape), L)
-    log_h = beta * log_lik + np.log1p(
-        -rng.random(n_chains)
-    )  # log h = log L^beta + log u
-    theta = _TWO_PI * rng.random(n_chains)
+    nu, log_h, theta = _slice_draws(f, log_lik, L, rng, beta)
     lo, hi = theta - _TWO_PI, theta  # the whole circle, cut at theta
     f_new, log_lik_new = f.copy(), log_lik.copy()
     n_proposals = np.full(n_chains, max_shrink)
@@ -165,15 +171,8 @@ def elliptical_slice_step(
             idx = idx[:0]
             break
         rej = ~ok
-        idx, f_a, nu_a, theta, lo, hi, log_h = (
-            idx[rej],
-            f_a[rej],
-            nu_a[rej],
-            theta[rej],
-            lo[rej],
-            hi[rej],
-            log_h[rej],
-        )
+        idx, f_a, nu_a, theta = idx[rej], f_a[rej], nu_a[rej], theta[rej]
+        lo, hi, log_h = lo[rej], hi[rej], log_h[rej]
         neg = theta < 0.0  # shrink towards theta = 0
         lo, hi = np.where(neg, theta, lo), np.where(neg, hi, theta)
         theta = lo + (hi - lo) * rng.random(idx.size)
@@ -182,7 +181,7 @@ def elliptical_slice_step(
     return f_new, log_lik_new, n_proposals, capped
 
 
-# %% book/22_gold_standard.md, code cell 8
+# %% book/22_gold_standard.md, code cell 9
 def initial_state(L, likelihood, y, n_chains, rng, f0=None):
     """Eq. (eq-mcmc-init): starting states (n_chains, n) with finite log-likelihoods.
 
@@ -215,7 +214,7 @@ def initial_state(L, likelihood, y, n_chains, rng, f0=None):
     return f, log_lik
 
 
-# %% book/22_gold_standard.md, code cell 9
+# %% book/22_gold_standard.md, code cell 10
 def split_chains(draws):
     """Cut each chain in two (eq-mcmc-rhat): (M, N, ...) -> (2M, N // 2, ...).
 
@@ -226,7 +225,7 @@ def split_chains(draws):
     return np.concatenate([draws[:, :half], draws[:, draws.shape[1] - half :]], axis=0)
 
 
-# %% book/22_gold_standard.md, code cell 10
+# %% book/22_gold_standard.md, code cell 11
 def rank_normalize(draws):
     """Eq. (eq-mcmc-rank): normal scores of the ranks over all chains and draws.
 
@@ -239,7 +238,7 @@ def rank_normalize(draws):
     return ndtri((ranks - 0.375) / (flat.shape[0] + 0.25)).reshape(draws.shape)
 
 
-# %% book/22_gold_standard.md, code cell 11
+# %% book/22_gold_standard.md, code cell 12
 def _rhat(x):
     """Eq. (eq-mcmc-rhat) for chains x (M, N, ...), M >= 2, without splitting."""
     n = x.shape[1]
@@ -262,7 +261,7 @@ def split_rhat(draws):
     return np.maximum(_rhat(rank_normalize(x)), _rhat(rank_normalize(folded)))
 
 
-# %% book/22_gold_standard.md, code cell 12
+# %% book/22_gold_standard.md, code cell 13
 def _autocovariance(x):
     """Autocovariances c_t (divided by N) of each chain of x (M, N, ...) along axis
     1, by FFT."""
@@ -302,7 +301,7 @@ def effective_sample_size(draws, *, rank_normalized=False):
     return np.where(np.isfinite(var_plus) & (var_plus > 0), m * n / tau, np.nan)
 
 
-# %% book/22_gold_standard.md, code cell 13
+# %% book/22_gold_standard.md, code cell 14
 def monte_carlo_mean(draws):
     """Eq. (eq-mcmc-mcse): (mean, standard error, ESS) of each coordinate of draws
     (M, N, ...)."""
@@ -312,7 +311,7 @@ def monte_carlo_mean(draws):
     return draws.mean(axis=(0, 1)), np.sqrt(var / ess), ess
 
 
-# %% book/22_gold_standard.md, code cell 15
+# %% book/22_gold_standard.md, code cell 16
 @dataclass
 class MCMCResult:
     """Draws of f from elliptical_slice_sampling and their diagnostics.
@@ -353,7 +352,7 @@ class MCMCResult:
         )
 
 
-# %% book/22_gold_standard.md, code cell 16
+# %% book/22_gold_standard.md, code cell 17
 def _diagnose(samples, log_lik, counts, L, seconds, rhat_max, ess_min):
     """An MCMCResult from the kept draws; warns (ConvergenceWarning) if they fail the
     thresholds."""
@@ -392,7 +391,34 @@ def _diagnose(samples, log_lik, counts, L, seconds, rhat_max, ess_min):
     )
 
 
-# %% book/22_gold_standard.md, code cell 17
+# %% book/22_gold_standard.md, code cell 18
+def _run_chains(
+    state, L, likelihood, y, rng, n_samples, burn_in, thin, max_shrink, progress
+):
+    """Advance the chains from ``state`` = (f, log L(f)) by burn_in + n_samples * thin
+    steps; return the kept states, their log L and (proposals, chain steps, capped
+    steps)."""
+    f, log_lik = state
+    n_chains = f.shape[0]
+    samples = np.empty((n_chains, n_samples, L.shape[0]))
+    kept_log_lik = np.empty((n_chains, n_samples))
+    n_steps = burn_in + n_samples * thin
+    n_proposals = n_capped = 0
+    for step in tqdm(
+        range(1, n_steps + 1), desc="elliptical slice sampling", disable=not progress
+    ):
+        f, log_lik, props, capped = elliptical_slice_step(
+            f, log_lik, L, likelihood, y, rng, max_shrink=max_shrink
+        )
+        n_proposals += int(props.sum())
+        n_capped += int(capped.sum())
+        kept, rest = divmod(step - burn_in, thin)
+        if step > burn_in and rest == 0:
+            samples[:, kept - 1], kept_log_lik[:, kept - 1] = f, log_lik
+    return samples, kept_log_lik, (n_proposals, n_steps * n_chains, n_capped)
+
+
+# %% book/22_gold_standard.md, code cell 19
 def elliptical_slice_sampling(
     K,
     y,
@@ -431,34 +457,15 @@ def elliptical_slice_sampling(
     max_shrink = check_integer(max_shrink, "max_shrink", low=1)
     progress = check_bool(progress, "progress")
     rng = check_generator(rng)
-    f, log_lik = initial_state(L, likelihood, y, n_chains, rng, f0)
-    samples = np.empty((n_chains, n_samples, L.shape[0]))
-    kept_log_lik = np.empty((n_chains, n_samples))
-    n_steps = burn_in + n_samples * thin
-    n_proposals = n_capped = 0
-    for step in tqdm(
-        range(1, n_steps + 1), desc="elliptical slice sampling", disable=not progress
-    ):
-        f, log_lik, props, capped = elliptical_slice_step(
-            f, log_lik, L, likelihood, y, rng, max_shrink=max_shrink
-        )
-        n_proposals += int(props.sum())
-        n_capped += int(capped.sum())
-        kept, rest = divmod(step - burn_in, thin)
-        if step > burn_in and rest == 0:
-            samples[:, kept - 1], kept_log_lik[:, kept - 1] = f, log_lik
-    return _diagnose(
-        samples,
-        kept_log_lik,
-        (n_proposals, n_steps * n_chains, n_capped),
-        L,
-        time.perf_counter() - t_start,
-        rhat_max,
-        ess_min,
+    state = initial_state(L, likelihood, y, n_chains, rng, f0)
+    samples, kept_log_lik, counts = _run_chains(
+        state, L, likelihood, y, rng, n_samples, burn_in, thin, max_shrink, progress
     )
+    seconds = time.perf_counter() - t_start
+    return _diagnose(samples, kept_log_lik, counts, L, seconds, rhat_max, ess_min)
 
 
-# %% book/22_gold_standard.md, code cell 19
+# %% book/22_gold_standard.md, code cell 21
 class MCMCPredictive(NamedTuple):
     """Predictions at m test inputs from posterior draws (eq-mcmc-rb).
 
@@ -474,7 +481,7 @@ class MCMCPredictive(NamedTuple):
     var: np.ndarray
 
 
-# %% book/22_gold_standard.md, code cell 20
+# %% book/22_gold_standard.md, code cell 22
 _PREDICTIVE_CHUNK = 4096  # Gaussian averages per call of likelihood.predictive
 
 
@@ -513,7 +520,7 @@ def predictive_probabilities(result, K_cross, k_test_diag, likelihood, *, thin=1
     return MCMCPredictive(prob, prob_se, mean, mean_se, var)
 
 
-# %% book/22_gold_standard.md, code cell 21
+# %% book/22_gold_standard.md, code cell 23
 def ais_schedule(n_temperatures, power=4.0):
     """Eq. (eq-mcmc-schedule): beta_t = (t / T)^power, t = 0..T, with T =
     n_temperatures >= 1."""
@@ -545,7 +552,7 @@ def _check_schedule(schedule):
     return betas
 
 
-# %% book/22_gold_standard.md, code cell 22
+# %% book/22_gold_standard.md, code cell 24
 @dataclass
 class AISResult:
     """log p(y) by annealed importance sampling (eq-mcmc-ais-estimate) and what it rests
@@ -575,7 +582,7 @@ class AISResult:
         )
 
 
-# %% book/22_gold_standard.md, code cell 23
+# %% book/22_gold_standard.md, code cell 25
 def _ais_estimate(log_w):
     """Eq. (eq-mcmc-ais-estimate): (log mean w, its se, ESS of the weights),
     overflow-free."""
@@ -590,7 +597,35 @@ def _ais_estimate(log_w):
     )
 
 
-# %% book/22_gold_standard.md, code cell 24
+# %% book/22_gold_standard.md, code cell 26
+def _anneal(L, likelihood, y, betas, rng, n_runs, n_steps, max_shrink, progress):
+    """Eqs (eq-mcmc-ais-path), (eq-mcmc-ais-weight): the log-weights of ``n_runs`` runs
+    along ``betas``, and their last states."""
+    f = rng.standard_normal((n_runs, L.shape[0])) @ L.T  # f_0 from the prior
+    log_lik = _log_likelihood(likelihood, y, f)
+    log_w = np.zeros(n_runs)
+    for t in tqdm(
+        range(1, betas.size), desc="annealed importance sampling", disable=not progress
+    ):
+        log_w += (betas[t] - betas[t - 1]) * log_lik  # gamma_t / gamma_{t-1} at f_{t-1}
+        alive = np.isfinite(log_w)
+        if t == betas.size - 1 or not alive.any():
+            continue
+        for _ in range(n_steps):  # T_t leaves gamma_t invariant
+            f[alive], log_lik[alive], _, _ = elliptical_slice_step(
+                f[alive],
+                log_lik[alive],
+                L,
+                likelihood,
+                y,
+                rng,
+                beta=betas[t],
+                max_shrink=max_shrink,
+            )
+    return log_w, f
+
+
+# %% book/22_gold_standard.md, code cell 27
 def ais_log_evidence(
     K,
     y,
@@ -623,27 +658,9 @@ def ais_log_evidence(
     progress = check_bool(progress, "progress")
     betas = _check_schedule(schedule)
     rng = check_generator(rng)
-    f = rng.standard_normal((n_runs, L.shape[0])) @ L.T  # f_0 from the prior
-    log_lik = _log_likelihood(likelihood, y, f)
-    log_w = np.zeros(n_runs)
-    for t in tqdm(
-        range(1, betas.size), desc="annealed importance sampling", disable=not progress
-    ):
-        log_w += (betas[t] - betas[t - 1]) * log_lik  # gamma_t / gamma_{t-1} at f_{t-1}
-        alive = np.isfinite(log_w)
-        if t == betas.size - 1 or not alive.any():
-            continue
-        for _ in range(n_steps):  # T_t leaves gamma_t invariant
-            f[alive], log_lik[alive], _, _ = elliptical_slice_step(
-                f[alive],
-                log_lik[alive],
-                L,
-                likelihood,
-                y,
-                rng,
-                beta=betas[t],
-                max_shrink=max_shrink,
-            )
+    log_w, f = _anneal(
+        L, likelihood, y, betas, rng, n_runs, n_steps, max_shrink, progress
+    )
     log_z, se, weight_ess = _ais_estimate(log_w)
     if weight_ess < min_weight_ess:
         warnings.warn(
@@ -653,6 +670,5 @@ def ais_log_evidence(
             ConvergenceWarning,
             stacklevel=2,
         )
-    return AISResult(
-        log_z, se, log_w, weight_ess, betas, f, time.perf_counter() - t_start
-    )
+    seconds = time.perf_counter() - t_start
+    return AISResult(log_z, se, log_w, weight_ess, betas, f, seconds)
