@@ -368,6 +368,11 @@ class _VariationalPrediction:
         each row of X."""
         return self._latent(self._check_predict_input(X))
 
+
+# %% book/20_variational_estimators.md, code cell 13
+class _MeanOrMode:
+    """decision_function and predict of VariationalGP, with P's mean or the mode."""
+
     def decision_function(self, X, use="mean"):
         """Latent activation at each row of X: use="mean" k(x)^T K^-1 mu (P's mean),
         use="mode" the posterior mode at theta_ of the original architecture (Laplace
@@ -386,7 +391,7 @@ class _VariationalPrediction:
         return self.classes_[positive.astype(np.intp)]
 
 
-# %% book/20_variational_estimators.md, code cell 13
+# %% book/20_variational_estimators.md, code cell 14
 class _VariationalSearch:
     """The outer loop of VariationalGP's fit (eq-var-envelope)."""
 
@@ -435,8 +440,10 @@ class _VariationalSearch:
         return start, result, history, final
 
 
-# %% book/20_variational_estimators.md, code cell 14
-class _VariationalFit(_VariationalSearch, _VariationalPrediction, GPClassifierBase):
+# %% book/20_variational_estimators.md, code cell 15
+class _VariationalFit(
+    _VariationalSearch, _MeanOrMode, _VariationalPrediction, GPClassifierBase
+):
     """Fitting and prediction of VariationalGP (its parameters and docs are there)."""
 
     def _validate_params(self):
@@ -473,7 +480,7 @@ class _VariationalFit(_VariationalSearch, _VariationalPrediction, GPClassifierBa
             )
 
 
-# %% book/20_variational_estimators.md, code cell 15
+# %% book/20_variational_estimators.md, code cell 16
 class VariationalGP(_VariationalFit):
     """Seeger's variational model selection, eqs (eq-var-bound)-(eq-var-grad-theta),
     logistic loss.
@@ -530,7 +537,7 @@ class VariationalGP(_VariationalFit):
         self.progress = progress
 
 
-# %% book/20_variational_estimators.md, code cell 16
+# %% book/20_variational_estimators.md, code cell 17
 class VariationalSVM(VariationalGP):
     """VariationalGP with Seeger's normalised SVC loss (eq-var-svc-loss) as the default
     loss.
