@@ -187,6 +187,11 @@ class PositiveSites(NamedTuple):
     logdet: float  # log det B
     Sigma: np.ndarray  # Sigma_+ (Fortran order), or None
 
+    @property
+    def moments(self):
+        """(mean, var, coef, logdet, Sigma), the fields that the marginals update."""
+        return self.mean, self.var, self.coef, self.logdet, self.Sigma
+
 
 # %% book/08_gaussian_sites.md, code cell 8
 def _site_cholesky(K, s, pos, every):
@@ -305,13 +310,7 @@ def _negative_site_marginals(K, tau, plus, full=False, allow_improper=False):
     (eq-sites-inverse-sum).
     """
     neg = np.flatnonzero(tau < 0.0)
-    mean, var, coef, logdet, Sigma = (
-        plus.mean,
-        plus.var,
-        plus.coef,
-        plus.logdet,
-        plus.Sigma,
-    )
+    mean, var, coef, logdet, Sigma = plus.moments
     logdet_c, proper, pair, RSp, M = negative_site_correction(
         K, tau, plus.pos, plus.s, plus.L, plus.V, allow_improper
     )
@@ -373,13 +372,7 @@ def _site_marginals(K, nu, tau, full=False, allow_improper=False):
     """
     neg = np.flatnonzero(tau < 0.0)
     plus = positive_site_marginals(K, nu, tau, with_V=neg.size > 0, full=full)
-    mean, var, coef, logdet, Sigma = (
-        plus.mean,
-        plus.var,
-        plus.coef,
-        plus.logdet,
-        plus.Sigma,
-    )
+    mean, var, coef, logdet, Sigma = plus.moments
     proper, M = True, None
     if neg.size:
         mean, var, coef, logdet, Sigma, proper, M = _negative_site_marginals(
