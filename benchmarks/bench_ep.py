@@ -102,7 +102,7 @@ def main(data_names, sizes, methods=ALL):
                 ep_method, extra = ((method, {}) if method not in VARIANT_ARGS
                                     else ("newton", VARIANT_ARGS[method]))
                 model = EP(kernel if start == "cold" else moved, likelihood, method=ep_method,
-                           damping=eta, max_sweeps=500, tol=tol, optimizer=None)
+                           damping=eta, max_iter=500, tol=tol, optimizer=None)
                 fit_kw = {}
                 if start == "warm":
                     first = EP(kernel, likelihood, method=method, damping=eta,

@@ -126,7 +126,7 @@ def run_ep(
     *,
     method="sequential",
     damping=1.0,
-    max_sweeps=100,
+    max_iter=100,
     tol=1e-8,
     step=None,
 ):
@@ -136,7 +136,7 @@ def run_ep(
     ``method`` "sequential" (rank-one updates, ``run_sequential``) or "parallel"
     (chapter 8's ``parallel_sites``, with the step rule ``step`` if given: chapter 14),
     started from the sites (site_nu, site_tau) (default: all zero, i.e. q = prior);
-    ``damping`` in (0, 1], at most ``max_sweeps`` sweeps or iterations, converged when
+    ``damping`` in (0, 1], at most ``max_iter`` sweeps or iterations, converged when
     the undamped site change is below ``tol`` with no refused update. Returns a
     SiteIteration.
     """
@@ -145,7 +145,7 @@ def run_ep(
     K, y = np.asarray(K, dtype=float), np.asarray(y, dtype=float)
     nu, tau = check_sites(site_nu, site_tau, len(y))
     if method == "sequential":
-        return run_sequential(K, y, likelihood, nu, tau, damping, max_sweeps, tol)
+        return run_sequential(K, y, likelihood, nu, tau, damping, max_iter, tol)
     return parallel_sites(
         K,
         y,
@@ -153,19 +153,19 @@ def run_ep(
         nu,
         tau,
         damping=damping,
-        max_iter=max_sweeps,
+        max_iter=max_iter,
         tol=tol,
         step=step,
     )
 
 
 # %% book/13_ep.md, code cell 11
-def run_sequential(K, y, likelihood, nu, tau, damping, max_sweeps, tol):
+def run_sequential(K, y, likelihood, nu, tau, damping, max_iter, tol):
     """Sequential EP, eq. (eq-ep-rank-one), with a fresh factorisation after every
     sweep."""
     post, nu, tau = SitePosterior(K, nu, tau, full=True), nu.copy(), tau.copy()
     history, refused, sweep = [], 0, 0
-    for sweep in range(1, max_sweeps + 1):
+    for sweep in range(1, max_iter + 1):
         change, refused = _sequential_sweep(
             post.Sigma, post.mean.copy(), nu, tau, y, likelihood, damping
         )

@@ -67,19 +67,19 @@ def _loo_predictive(likelihood, y, mu_cav, var_cav, gamma=0.0):
 
 
 # %% book/15_ep_classifier.md, code cell 5
-def _check_ep_options(method, damping, max_sweeps, tol, kernel, likelihood):
+def _check_ep_options(method, damping, max_iter, tol, kernel, likelihood):
     """ValueError unless EP's options are valid: a method of EP_METHODS, damping in
-    (0, 1], an integer max_sweeps >= 1, tol > 0, a kernel (or None) and a Likelihood (or
+    (0, 1], an integer max_iter >= 1, tol > 0, a kernel (or None) and a Likelihood (or
     None)."""
     if method not in EP_METHODS:
         raise ValueError(f"method must be one of {EP_METHODS}; got {method!r}")
     check_scalar(damping, "damping", low=0.0, high=1.0, low_inclusive=False)
     if (
-        isinstance(max_sweeps, (bool, np.bool_))
-        or not isinstance(max_sweeps, (int, np.integer))
-        or max_sweeps < 1
+        isinstance(max_iter, (bool, np.bool_))
+        or not isinstance(max_iter, (int, np.integer))
+        or max_iter < 1
     ):
-        raise ValueError(f"max_sweeps must be an integer >= 1; got {max_sweeps!r}")
+        raise ValueError(f"max_iter must be an integer >= 1; got {max_iter!r}")
     check_scalar(tol, "tol", low=0.0, low_inclusive=False)
     check_kernel(kernel)
     if likelihood is not None and not isinstance(likelihood, Likelihood):
@@ -133,7 +133,7 @@ def _run_ep_fit(
     likelihood,
     method,
     damping,
-    max_sweeps,
+    max_iter,
     tol,
     site_nu_init=None,
     site_tau_init=None,
@@ -151,7 +151,7 @@ def _run_ep_fit(
     options = dict(
         method=method,
         damping=float(damping),
-        max_sweeps=int(max_sweeps),
+        max_iter=int(max_iter),
         tol=float(tol),
     )
     run = _solve_ep_explained(K, y, likelihood, site_nu_init, site_tau_init, options)
@@ -238,7 +238,7 @@ class _EPOptions:
         _check_ep_options(
             self.method,
             self.damping,
-            self.max_sweeps,
+            self.max_iter,
             self.tol,
             self.kernel,
             self.likelihood,
@@ -248,7 +248,7 @@ class _EPOptions:
         return dict(
             method=self.method,
             damping=float(self.damping),
-            max_sweeps=int(self.max_sweeps),
+            max_iter=int(self.max_iter),
             tol=float(self.tol),
         )
 
@@ -279,7 +279,7 @@ class _EPFit(_EPOptions):
             self.likelihood_,
             self.method,
             self.damping,
-            self.max_sweeps,
+            self.max_iter,
             self.tol,
             site_nu_init,
             site_tau_init,
@@ -419,7 +419,7 @@ class EP(_EPFit, _EPEvidence, _EPPrediction, LearnsHyperparameters, GPClassifier
         Fraction of each site update, in natural parameters, that is applied (1 =
         undamped); parallel and Newton-type EP adapt it, never above this value
         (eq-sites-adaptive-damping).
-    max_sweeps : int >= 1
+    max_iter : int >= 1
         Maximum number of sweeps (sequential) or iterations (parallel).
     tol : float > 0
         Converged when the largest *undamped* site change, |d tau| var_cav and
@@ -453,7 +453,7 @@ class EP(_EPFit, _EPEvidence, _EPPrediction, LearnsHyperparameters, GPClassifier
         likelihood=None,
         method="newton",
         damping=1.0,
-        max_sweeps=100,
+        max_iter=100,
         tol=1e-8,
         optimizer="fmin_l_bfgs_b",
         n_restarts_optimizer=0,
@@ -464,7 +464,7 @@ class EP(_EPFit, _EPEvidence, _EPPrediction, LearnsHyperparameters, GPClassifier
         self.likelihood = likelihood
         self.method = method
         self.damping = damping
-        self.max_sweeps = max_sweeps
+        self.max_iter = max_iter
         self.tol = tol
         self.optimizer = optimizer
         self.n_restarts_optimizer = n_restarts_optimizer

@@ -387,7 +387,7 @@ def solve_ep(
     *,
     method="newton",
     damping=1.0,
-    max_sweeps=100,
+    max_iter=100,
     tol=1e-8,
     lowrank_start=True,
     single_precision=True,
@@ -400,12 +400,12 @@ def solve_ep(
     (eq-ep-newton), first run, with ``lowrank_start``, on a low-rank approximation of K
     (eq-ep-lowrank), and, with ``single_precision``, with the marginals in single
     precision while its change exceeds SINGLE_ABOVE (section sec-ep-floor). ``damping``,
-    ``max_sweeps`` and ``tol`` as in run_ep. Returns a SiteIteration, whose last
+    ``max_iter`` and ``tol`` as in run_ep. Returns a SiteIteration, whose last
     marginals are in double precision.
     """
     if method not in EP_METHODS:
         raise ValueError(f"method must be one of {EP_METHODS}; got {method!r}")
-    options = dict(damping=damping, max_sweeps=max_sweeps, tol=tol)
+    options = dict(damping=damping, max_iter=max_iter, tol=tol)
     if method in ("sequential", "parallel"):
         return run_ep(K, y, likelihood, site_nu, site_tau, method=method, **options)
     K, y = np.asarray(K, dtype=float), np.asarray(y, dtype=float)

@@ -120,7 +120,7 @@ def _select(method, X, y, config):
         kernel=_start_kernel(X.shape[1]),
         method=config["ep_method"],
         damping=config["damping"],
-        max_sweeps=config["max_sweeps"],
+        max_iter=config["max_sweeps"],
         tol=config["ep_tol"],
         optimizer=None,
     )

@@ -197,7 +197,7 @@ def test_gaussian_likelihood_is_exact_after_one_sweep():
     X, _ = toy(40, seed=2)
     t = np.sin(X[:, 0]) + 0.2 * np.random.default_rng(0).standard_normal(40)
     K, v = RBF(1.0, 2.0)(X), 0.25
-    post, _, _, _, _, _ = run_ep(K, t, Gaussian(v), max_sweeps=1)
+    post, _, _, _, _, _ = run_ep(K, t, Gaussian(v), max_iter=1)
     Ky = K + v * np.eye(40)
     np.testing.assert_allclose(post.mean, K @ np.linalg.solve(Ky, t), atol=1e-8)
     np.testing.assert_allclose(post.Sigma, K - K @ np.linalg.solve(Ky, K), atol=1e-8)
@@ -212,7 +212,7 @@ def test_sequential_and_parallel_reach_the_same_fixed_point(lik):
     seq = run_ep(K, y, lik).posterior
     mu_s, var_s, _ = seq.cavities()
     for eta in (1.0, 0.5):
-        post, _, converged, _, _, _ = run_ep(K, y, lik, method="parallel", damping=eta, max_sweeps=500)
+        post, _, converged, _, _, _ = run_ep(K, y, lik, method="parallel", damping=eta, max_iter=500)
         assert converged
         mu_p, var_p, _ = post.cavities()
         assert np.abs(mu_p - mu_s).max() < 1e-6
@@ -226,7 +226,7 @@ def test_convergence_test_uses_the_undamped_change():
     ref = run_ep(K, y, Probit(1.0), tol=1e-13).posterior.cavities()[0]
     for eta in (1.0, 0.3):
         post, _, converged, _, hist, _ = run_ep(K, y, Probit(1.0), method="parallel", damping=eta,
-                                             tol=1e-7, max_sweeps=500)
+                                             tol=1e-7, max_iter=500)
         assert converged and hist[-1] < 1e-7
         assert np.abs(post.cavities()[0] - ref).max() < 1e-5
 
@@ -290,7 +290,7 @@ def test_gradient_against_finite_differences_rbf_ard(lik):
 
     def lz(theta):
         return evidence(kern.with_theta(theta)(X), y, lik, tol=1e-12, method="parallel",
-                        site_nu=post.nu, site_tau=post.tau, max_sweeps=1000)[0]
+                        site_nu=post.nu, site_tau=post.tau, max_iter=1000)[0]
 
     h, th = 1e-4, kern.theta
     fd = np.array([(lz(th + h * e) - lz(th - h * e)) / (2 * h) for e in np.eye(len(th))])
@@ -389,7 +389,7 @@ def test_fixed_point_is_tap_on_sonar():
 
 def test_hard_problem_negative_sites_but_proper_cavities():
     X, y = toy(60, noise=1.0, seed=7)
-    model = EP(RBF(30.0, 1000.0), Probit(0.1, kappa=0.2), max_sweeps=300, optimizer=None).fit(X, y)
+    model = EP(RBF(30.0, 1000.0), Probit(0.1, kappa=0.2), max_iter=300, optimizer=None).fit(X, y)
     assert model.converged_ and model.n_refused_ == 0
     assert (model.site_tau_ < 0).any()
     assert np.all(model.var_cav_ > 0) and np.all(np.isfinite(model.var_cav_))
@@ -399,7 +399,7 @@ def test_hard_problem_negative_sites_but_proper_cavities():
 def test_nonconvergence_warns_and_never_gives_nan():
     X, y = toy(60, noise=1.0, seed=7)
     with pytest.warns(ConvergenceWarning, match="did not converge"):
-        model = EP(RBF(3.0, 10.0), StepFlip(0.1), max_sweeps=15, optimizer=None).fit(X, y)
+        model = EP(RBF(3.0, 10.0), StepFlip(0.1), max_iter=15, optimizer=None).fit(X, y)
     assert not model.converged_
     for attr in ["site_nu_", "site_tau_", "mu_cav_", "var_cav_", "posterior_mean_",
                  "posterior_var_", "alpha_"]:
@@ -407,14 +407,14 @@ def test_nonconvergence_warns_and_never_gives_nan():
     assert not np.isnan(model.loo_predictive()).any()
     assert not np.isnan(model.log_marginal_likelihood_)
     with pytest.warns(ConvergenceWarning):
-        EP(RBF(3.0, 10.0), StepFlip(0.1), method="parallel", damping=0.5, max_sweeps=15, optimizer=None).fit(X, y)
+        EP(RBF(3.0, 10.0), StepFlip(0.1), method="parallel", damping=0.5, max_iter=15, optimizer=None).fit(X, y)
 
 
 # --------------------------------------------------------------------------- errors
 
 @pytest.mark.parametrize("kwargs", [dict(method="secant"), dict(method=None), dict(damping=0.0),
-                                    dict(damping=1.01), dict(damping=-0.5), dict(max_sweeps=0),
-                                    dict(max_sweeps=1.5), dict(max_sweeps=True), dict(tol=0.0),
+                                    dict(damping=1.01), dict(damping=-0.5), dict(max_iter=0),
+                                    dict(max_iter=1.5), dict(max_iter=True), dict(tol=0.0),
                                     dict(tol=-1.0)])
 def test_bad_arguments(kwargs):
     X, y = toy(10)
@@ -436,7 +436,7 @@ def test_bad_init_and_unfitted():
 def test_get_set_params_and_defaults():
     model = EP(optimizer=None)
     assert model.get_params(deep=False) == dict(
-        kernel=None, likelihood=None, method="newton", damping=1.0, max_sweeps=100, tol=1e-8,
+        kernel=None, likelihood=None, method="newton", damping=1.0, max_iter=100, tol=1e-8,
         optimizer=None, n_restarts_optimizer=0, random_state=None,
         hyperparameter_bounds="auto")
     assert EP().optimizer == "fmin_l_bfgs_b"
@@ -479,9 +479,9 @@ def test_accelerated_ep_reaches_the_sequential_fixed_point_in_fewer_iterations(l
     K = RBF(1.0, 5.0)(X)
     ref, _, converged, _, _, _ = run_ep(K, y, lik, method="sequential", tol=1e-12)
     assert converged
-    post, n_fast, converged, refused, hist, _ = solve_ep(K, y, lik, method=method, max_sweeps=500)
+    post, n_fast, converged, refused, hist, _ = solve_ep(K, y, lik, method=method, max_iter=500)
     slower = "parallel" if method == "anderson" else "anderson"
-    _, n_slow, _, _, _, _ = solve_ep(K, y, lik, method=slower, max_sweeps=500)
+    _, n_slow, _, _, _, _ = solve_ep(K, y, lik, method=slower, max_iter=500)
     assert converged and refused == 0 and hist[-1] < 1e-8
     assert n_fast < n_slow
     assert post.Linv is None                       # no n x n inverse is kept after the run
@@ -495,7 +495,7 @@ def test_newton_damped_and_warm_started_runs_reach_the_same_fixed_point():
     X, y = toy(120)
     K = RBF(1.0, 5.0)(X)
     ref = run_ep(K, y, Probit(1.0), method="sequential", tol=1e-12).posterior
-    damped = solve_ep(K, y, Probit(1.0), method="newton", damping=0.5, max_sweeps=200)
+    damped = solve_ep(K, y, Probit(1.0), method="newton", damping=0.5, max_iter=200)
     assert damped.converged
     np.testing.assert_allclose(damped.posterior.mean, ref.mean, atol=1e-6)
     warm = solve_ep(K, y, Probit(1.0), ref.nu, ref.tau, method="newton")
@@ -518,7 +518,7 @@ def test_sigma_from_the_triangular_inverse_matches_the_full_covariance():
 def test_newton_without_convergence_warns():
     X, y = toy(100)
     with pytest.warns(ConvergenceWarning, match="newton"):
-        EP(RBF(1.0, 5.0), Probit(1.0), method="newton", max_sweeps=1, optimizer=None).fit(X, y)
+        EP(RBF(1.0, 5.0), Probit(1.0), method="newton", max_iter=1, optimizer=None).fit(X, y)
 
 
 # --------------------------------------------------------------------------- low-rank start
@@ -583,8 +583,8 @@ def test_no_low_rank_start_leaves_the_run_unchanged(case):
     assert low_rank == (case == "negative sites")
     zeros = np.zeros(len(y))
     assert _lowrank_start(K, y, lik, zeros, zeros) is None
-    a = solve_ep(K, y, lik, method="newton", max_sweeps=200)
-    b = solve_ep(K, y, lik, method="newton", max_sweeps=200, lowrank_start=False)
+    a = solve_ep(K, y, lik, method="newton", max_iter=200)
+    b = solve_ep(K, y, lik, method="newton", max_iter=200, lowrank_start=False)
     assert a.converged and a.n_iter == b.n_iter and np.array_equal(a.posterior.mean, b.posterior.mean)
     assert np.any(a.posterior.tau < 0.0) == (case == "negative sites")
 

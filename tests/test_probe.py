@@ -100,8 +100,8 @@ class Spec:
 
 
 SPECS = {
-    "EP": Spec(g.EP, iter_name="max_sweeps"),
-    "BiasedEP": Spec(g.BiasedEP, {"gamma": 0.1}, iter_name="max_sweeps"),
+    "EP": Spec(g.EP, iter_name="max_iter"),
+    "BiasedEP": Spec(g.BiasedEP, {"gamma": 0.1}, iter_name="max_iter"),
     "Laplace": Spec(g.Laplace),
     # the noise-free default (v = kappa = 0) breaks down on overlapping classes: not the point
     "TAP": Spec(g.TAP, {"v": 0.1, "max_iter": 200}, remedies=("kappa", "v")),

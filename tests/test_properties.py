@@ -30,7 +30,7 @@ from gpc_literate.tap import TAP
 from gpc_literate.variational import VariationalGP, VariationalSVM
 
 ESTIMATORS = {
-    "EP": lambda k: EP(kernel=k, max_sweeps=30, optimizer=None),
+    "EP": lambda k: EP(kernel=k, max_iter=30, optimizer=None),
     "Laplace": lambda k: Laplace(kernel=k, max_iter=50, optimizer=None),
     "TAP": lambda k: TAP(kernel=k, max_iter=100, optimizer=None),
     "NaiveMeanField": lambda k: NaiveMeanField(kernel=k, max_iter=500, optimizer=None),
@@ -93,7 +93,7 @@ def _fit(model, X, y):
 # With learning in fit (the defaults): the same properties, and the learned kernel inside the
 # bounds. Naive mean field's Nelder-Mead search is left to tests/test_learning.py (slower).
 LEARNERS = {
-    "EP": lambda k: EP(kernel=k, max_sweeps=30),
+    "EP": lambda k: EP(kernel=k, max_iter=30),
     "Laplace": lambda k: Laplace(kernel=k, max_iter=50),
     "TAP": lambda k: TAP(kernel=k, max_iter=100, v=0.1),
     "SparseEP": lambda k: SparseEP(kernel=k, n_inducing=10),

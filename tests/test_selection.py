@@ -17,7 +17,7 @@ from gpc_literate.criteria import (BiasedEP, ShiftedLikelihood, auc_estimate,
 from gpc_literate.selection import (LSCV, SelectionHistory, lscv_loo, lscv_objective,
                                     nlp_fm_bias, select_hyperparameters)
 
-FAST = dict(method="parallel", damping=0.7, tol=1e-6, max_sweeps=300)
+FAST = dict(method="parallel", damping=0.7, tol=1e-6, max_iter=300)
 H = 1e-5
 
 
