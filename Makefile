@@ -3,9 +3,10 @@
 #                       (chapters whose code or imported modules changed are re-executed;
 #                       the others come from the execution cache), then check the HTML,
 #                       and in Chromium where it is installed (make check-browser)
-#   make test           check chapters and package are in sync, run unit tests and every chapter
-#                       (nbval), then the browser check of the built book where Chromium is
-#                       installed and the book is built (skipped with the reason otherwise)
+#   make test           check chapters and package are in sync, lint, run unit tests and
+#                       every chapter (nbval), then the browser check of the built book
+#                       where Chromium is installed and the book is built (skipped with
+#                       the reason otherwise)
 #   make lab            JupyterLab on the chapters, which open as notebooks with their MyST
 #                       rendered (jupyterlab-myst); a save without edits changes no byte
 #   make check-browser  open every page of the built book in headless Chromium, offline, at
@@ -14,6 +15,8 @@
 #                       boxes, figure text under 9 px)
 #   make check-source   fail on chapter markup that shows raw TeX (a list marker inside
 #                       inline math, a textless link to a heading with math)
+#   make lint           ruff's lint rules (pyflakes, pycodestyle errors, bugbear) and its
+#                       layout check on the package, tests, tools and benchmarks
 #   make export         lay out the chapters' code cells to the column (ruff, 88 characters)
 #                       and the chapters as jupytext writes them (so that JupyterLab saves
 #                       them unchanged), write gpc_literate/*.py from the cells tagged
@@ -44,7 +47,7 @@ export OPENBLAS_NUM_THREADS := 1
 export OMP_NUM_THREADS := 1
 export MKL_NUM_THREADS := 1
 
-.PHONY: install export check-sync check-source check-workflows notebooks test book \
+.PHONY: install export check-sync check-source lint check-workflows notebooks test book \
         check-html check-browser check-browser-if-present browser-deps lab benchmark clean
 
 $(STAMP): pyproject.toml
@@ -72,6 +75,12 @@ check-sync: $(STAMP)
 check-source: $(STAMP)
 	$(BIN)/python tools/check_source.py
 
+# the style gate: ruff's lint rules and layout (pyproject.toml) on the package, tests,
+# tools and benchmarks; the chapters' cells are laid out by `make export`
+lint: $(STAMP)
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+
 # the GitHub Actions workflows against the published workflow schema (vendored in
 # check-jsonschema, so this runs offline)
 check-workflows: $(STAMP)
@@ -84,7 +93,7 @@ notebooks: $(STAMP)
 # own tests (tests/test_browser_checks.py, synthetic pages) run; they skip where it is not.
 # Then the browser check of the built book, where Chromium and a built book are present
 # (`make book` builds it; it is skipped, saying why, where either is missing).
-test: check-sync check-source check-workflows notebooks browser-deps
+test: check-sync check-source lint check-workflows notebooks browser-deps
 	MPLBACKEND=Agg $(BIN)/python -m pytest tests $(NBDIR) --nbval-lax --nbval-current-env \
 	    --nbval-cell-timeout=3600 -p no:cacheprovider -n $(JOBS) --dist loadfile $(PYTEST_ARGS)
 	@$(MAKE) --no-print-directory check-browser-if-present

@@ -19,6 +19,7 @@ sets autodoc up for them:
 * a name a module re-exports from elsewhere (``gpc_literate.base.NotFittedError`` is
   scikit-learn's) says so instead of repeating the docstring of its home.
 """
+
 from __future__ import annotations
 
 import inspect
@@ -62,21 +63,28 @@ def _process_docstring(app, what, name, obj, options, lines):
     if not _ours(name):
         return
     if what == "data" and not _has_doc_comment(name):
-        lines[:] = []            # a constant without a doc comment: not its type's docstring
+        lines[:] = []  # a constant without a doc comment: not its type's docstring
         return
-    if (inspect.isroutine(obj) or inspect.isclass(obj)) and what not in ("class", "exception") \
-            and not _ours(getattr(obj, "__module__", None) or ""):
+    if (
+        (inspect.isroutine(obj) or inspect.isclass(obj))
+        and what not in ("class", "exception")
+        and not _ours(getattr(obj, "__module__", None) or "")
+    ):
         # scikit-learn's methods: their docstrings are rST, but their links to scikit-learn's
         # user guide and glossary have no target here: their text only
-        text = re.sub(r":(?:ref|term|doc):`([^`<]*?)\s*<[^`>]*>`", r"\1", "\n".join(lines))
+        text = re.sub(
+            r":(?:ref|term|doc):`([^`<]*?)\s*<[^`>]*>`", r"\1", "\n".join(lines)
+        )
         text = re.sub(r":(?:ref|term|doc):`([^`]*)`", r"\1", text)
         lines[:] = text.splitlines()
         return
     home = _home(what, name, obj)
     if home is not None:
         if _ours(home):
-            lines[:] = [f"Re-exported from :py:mod:`{home}`: see :py:obj:`{home}.{obj.__name__}`.",
-                        ""]
+            lines[:] = [
+                f"Re-exported from :py:mod:`{home}`: see :py:obj:`{home}.{obj.__name__}`.",
+                "",
+            ]
         else:
             lines[:] = [f"Re-exported from ``{home}`` (``{home}.{obj.__name__}``).", ""]
         return
@@ -95,10 +103,11 @@ def _process_docstring(app, what, name, obj, options, lines):
 def _has_doc_comment(name: str) -> bool:
     """Whether a module constant has a doc comment (``#:`` or a string after it)."""
     from sphinx.pycode import ModuleAnalyzer
+
     module, _, attr = name.rpartition(".")
     try:
         return ("", attr) in ModuleAnalyzer.for_module(module).find_attr_docs()
-    except Exception:                                          # noqa: BLE001 - no source
+    except Exception:  # noqa: BLE001 - no source
         return False
 
 
@@ -114,6 +123,7 @@ def _module_of(name: str) -> str:
 
 def _napoleon(app, rst: str, what, name, obj) -> str:
     from sphinx.ext.napoleon.docstring import NumpyDocstring
+
     return str(NumpyDocstring(rst.splitlines(), app.config, app, what, name, obj))
 
 
@@ -122,7 +132,7 @@ def _skip_member(app, what, name, obj, skip, options):
         return True
     doc = getattr(obj, "__doc__", None) or ""
     if isinstance(doc, str) and doc.startswith("Alias for field number"):
-        return True                         # a NamedTuple's field without a docstring
+        return True  # a NamedTuple's field without a docstring
     return None
 
 
@@ -158,8 +168,15 @@ class _ClassDocumenter(ClassDocumenter):
 def _eqno_role(name, rawtext, text, lineno, inliner, options=None, content=None):
     """``:eqno:`label```: a link to an equation that shows its number without parentheses."""
     env = inliner.document.settings.env
-    ref = pending_xref(rawtext, refdomain="math", reftype="eq", reftarget=text.strip(),
-                       refwarn=True, refdoc=env.docname, refexplicit=False)
+    ref = pending_xref(
+        rawtext,
+        refdomain="math",
+        reftype="eq",
+        reftarget=text.strip(),
+        refwarn=True,
+        refdoc=env.docname,
+        refexplicit=False,
+    )
     ref += nodes.literal(rawtext, text.strip())
     return [nodes.inline("", "", ref, classes=["eqnum"])], []
 

@@ -6,6 +6,7 @@ with numbers.  pybtex ships only numeric and alphabetic label styles; this small
 style is the whole of what is needed (a package that provides one, pybtex-author-year-
 label, has had no release since 2020 and formats the labels differently from the text).
 """
+
 import codecs
 
 import latexcodec  # noqa: F401  (registers the "ulatex" codec; a dependency of pybtex)
@@ -17,7 +18,9 @@ from pybtex.style.labels import BaseLabelStyle
 def _surnames(entry):
     people = entry.persons.get("author") or entry.persons.get("editor") or []
     names = [" ".join(p.prelast_names + p.last_names) for p in people]
-    names = [codecs.decode(n, "ulatex").replace("{", "").replace("}", "") for n in names]
+    names = [
+        codecs.decode(n, "ulatex").replace("{", "").replace("}", "") for n in names
+    ]
     if not names:
         return entry.fields.get("key", entry.key)
     if len(names) == 1:

@@ -8,6 +8,7 @@ private helper, to the chapter that builds it.
 The index comes from ``tools/apidoc.py`` (``equation_code``), so it cannot drift from the
 docstrings; a page whose entries change is re-read on the next incremental build.
 """
+
 from __future__ import annotations
 
 import functools
@@ -25,7 +26,9 @@ ROOT = Path(__file__).resolve().parents[1]
 @functools.cache
 def _apidoc():
     """tools/apidoc.py, loaded once per build."""
-    spec = importlib.util.spec_from_file_location("_gpc_apidoc", ROOT / "tools" / "apidoc.py")
+    spec = importlib.util.spec_from_file_location(
+        "_gpc_apidoc", ROOT / "tools" / "apidoc.py"
+    )
     apidoc = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(apidoc)
     return apidoc
@@ -37,7 +40,9 @@ def _labels_of(docname: str) -> set[str]:
 
 
 def _fingerprint(index, docname: str) -> str:
-    entries = {label: index[label] for label in sorted(_labels_of(docname)) if label in index}
+    entries = {
+        label: index[label] for label in sorted(_labels_of(docname)) if label in index
+    }
     return hashlib.sha1(json.dumps(entries).encode()).hexdigest()
 
 
@@ -49,8 +54,13 @@ def _outdated(app, env, added, changed, removed):
     """Pages whose equations' code changed since they were read."""
     index = env.gpc_eqcode_index
     old = getattr(env, "gpc_eqcode_fingerprints", {})
-    return [doc for doc, fp in old.items()
-            if doc in env.found_docs and doc not in changed and _fingerprint(index, doc) != fp]
+    return [
+        doc
+        for doc, fp in old.items()
+        if doc in env.found_docs
+        and doc not in changed
+        and _fingerprint(index, doc) != fp
+    ]
 
 
 @functools.cache
@@ -63,13 +73,26 @@ def _reference(name: str, target: str | None, chapter: str, docname: str) -> nod
     if target is not None:
         # the entry of the name itself on its API page (a method's, not its class's); if
         # autodoc did not document it, the entry of the name or its class (_missing)
-        ref = pending_xref("", refdomain="py", reftype="obj",
-                           reftarget=f"{_module_of_chapter()[chapter]}.{name}",
-                           refexplicit=True, refwarn=False, refdoc=docname,
-                           gpc_api_label=target)
+        ref = pending_xref(
+            "",
+            refdomain="py",
+            reftype="obj",
+            reftarget=f"{_module_of_chapter()[chapter]}.{name}",
+            refexplicit=True,
+            refwarn=False,
+            refdoc=docname,
+            gpc_api_label=target,
+        )
     else:
-        ref = pending_xref("", refdomain="std", reftype="doc", reftarget=f"/book/{chapter}",
-                           refexplicit=True, refwarn=True, refdoc=docname)
+        ref = pending_xref(
+            "",
+            refdomain="std",
+            reftype="doc",
+            reftarget=f"/book/{chapter}",
+            refexplicit=True,
+            refwarn=True,
+            refdoc=docname,
+        )
     ref += literal
     return ref
 
@@ -99,8 +122,9 @@ def _missing(app, env, node, contnode):
     label = node.get("gpc_api_label")
     if not label:
         return None
-    return env.get_domain("std").resolve_xref(env, node["refdoc"], app.builder, "ref", label,
-                                              node, contnode)
+    return env.get_domain("std").resolve_xref(
+        env, node["refdoc"], app.builder, "ref", label, node, contnode
+    )
 
 
 def _purge(app, env, docname):
@@ -110,7 +134,12 @@ def _purge(app, env, docname):
 def _merge(app, env, docnames, other):
     env.gpc_eqcode_fingerprints = getattr(env, "gpc_eqcode_fingerprints", {})
     env.gpc_eqcode_fingerprints.update(
-        {d: fp for d, fp in getattr(other, "gpc_eqcode_fingerprints", {}).items() if d in docnames})
+        {
+            d: fp
+            for d, fp in getattr(other, "gpc_eqcode_fingerprints", {}).items()
+            if d in docnames
+        }
+    )
 
 
 def setup(app):

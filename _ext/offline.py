@@ -15,7 +15,9 @@ def _drop_thebe(app, pagename, templatename, context, doctree):
         return "sphinx-thebe" in name or "THEBE_JS_URL" in body
 
     if "script_files" in context:
-        context["script_files"] = [s for s in context["script_files"] if not is_thebe(s)]
+        context["script_files"] = [
+            s for s in context["script_files"] if not is_thebe(s)
+        ]
 
 
 def setup(app):

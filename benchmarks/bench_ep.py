@@ -32,6 +32,7 @@ Usage: python benchmarks/bench_ep.py [synth|twonorm|ringnorm] [n ...] [method ..
        (default: all data sets, n = 500 1000 2000 4000, and all of sequential, parallel,
        anderson, newton, newton-double, newton-prior, sklearn)
 """
+
 import sys
 import time
 import warnings
@@ -57,37 +58,65 @@ def synth_like(n, seed=0):
     return centres + np.sqrt(0.03) * rng.standard_normal((n, 2)), y
 
 
-ALL = ("sequential", "parallel", "anderson", "newton", "newton-double", "newton-prior",
-       "sklearn")
-VARIANT_ARGS = {"newton-double": {"single_precision": False},
-                "newton-prior": {"lowrank_start": False, "single_precision": False}}
-DATA = {"synth": (synth_like, RBF(length_scale=0.5, variance=4.0)),
-        "twonorm": (lambda n: make_twonorm(n, random_state=n),
-                    RBF(length_scale=np.sqrt(20.0), variance=1.0)),
-        "ringnorm": (lambda n: make_ringnorm(n, random_state=n),
-                     RBF(length_scale=np.sqrt(20.0), variance=1.0))}
+ALL = (
+    "sequential",
+    "parallel",
+    "anderson",
+    "newton",
+    "newton-double",
+    "newton-prior",
+    "sklearn",
+)
+VARIANT_ARGS = {
+    "newton-double": {"single_precision": False},
+    "newton-prior": {"lowrank_start": False, "single_precision": False},
+}
+DATA = {
+    "synth": (synth_like, RBF(length_scale=0.5, variance=4.0)),
+    "twonorm": (
+        lambda n: make_twonorm(n, random_state=n),
+        RBF(length_scale=np.sqrt(20.0), variance=1.0),
+    ),
+    "ringnorm": (
+        lambda n: make_ringnorm(n, random_state=n),
+        RBF(length_scale=np.sqrt(20.0), variance=1.0),
+    ),
+}
 
 
 def sklearn_fit_time(X, y, kernel):
     """CPU time of scikit-learn's GaussianProcessClassifier (Laplace) with the same fixed kernel."""
     from sklearn.gaussian_process import GaussianProcessClassifier
     from sklearn.gaussian_process.kernels import RBF as SkRBF, ConstantKernel
-    sk_kernel = (ConstantKernel(kernel.variance, "fixed")
-                 * SkRBF(kernel.length_scale, "fixed"))
+
+    sk_kernel = ConstantKernel(kernel.variance, "fixed") * SkRBF(
+        kernel.length_scale, "fixed"
+    )
     model = GaussianProcessClassifier(sk_kernel, optimizer=None)
     return best_cpu_time(lambda: model.fit(X, y), repeat=2)
 
 
 def main(data_names, sizes, methods=ALL):
     likelihood = Probit(1.0)
-    variants = [("sequential", 1.0, "cold", 1e-8), ("parallel", 1.0, "cold", 1e-8),
-                ("anderson", 1.0, "cold", 1e-8), ("anderson", 1.0, "cold", 1e-4),
-                ("newton", 1.0, "cold", 1e-8), ("newton", 1.0, "cold", 1e-6),
-                ("newton-double", 1.0, "cold", 1e-8), ("newton-prior", 1.0, "cold", 1e-8),
-                ("sequential", 1.0, "warm", 1e-8), ("parallel", 1.0, "warm", 1e-8),
-                ("anderson", 1.0, "warm", 1e-8), ("newton", 1.0, "warm", 1e-8)]
-    print(f"{'data':>8} {'n':>6} {'method':>12} {'eta':>4} {'start':>5} {'tol':>6} {'sweeps':>6} "
-          f"{'fit/chol':>9} {'per sweep':>10} {'chol [s]':>9}", flush=True)
+    variants = [
+        ("sequential", 1.0, "cold", 1e-8),
+        ("parallel", 1.0, "cold", 1e-8),
+        ("anderson", 1.0, "cold", 1e-8),
+        ("anderson", 1.0, "cold", 1e-4),
+        ("newton", 1.0, "cold", 1e-8),
+        ("newton", 1.0, "cold", 1e-6),
+        ("newton-double", 1.0, "cold", 1e-8),
+        ("newton-prior", 1.0, "cold", 1e-8),
+        ("sequential", 1.0, "warm", 1e-8),
+        ("parallel", 1.0, "warm", 1e-8),
+        ("anderson", 1.0, "warm", 1e-8),
+        ("newton", 1.0, "warm", 1e-8),
+    ]
+    print(
+        f"{'data':>8} {'n':>6} {'method':>12} {'eta':>4} {'start':>5} {'tol':>6} {'sweeps':>6} "
+        f"{'fit/chol':>9} {'per sweep':>10} {'chol [s]':>9}",
+        flush=True,
+    )
     for name in data_names:
         make, kernel = DATA[name]
         moved = kernel.with_theta(kernel.theta + 0.05)
@@ -99,39 +128,66 @@ def main(data_names, sizes, methods=ALL):
                 if method not in methods:
                     continue
                 t_chol = cholesky_time(K, clock=time.process_time)
-                ep_method, extra = ((method, {}) if method not in VARIANT_ARGS
-                                    else ("newton", VARIANT_ARGS[method]))
-                model = EP(kernel if start == "cold" else moved, likelihood, method=ep_method,
-                           damping=eta, max_iter=500, tol=tol, optimizer=None)
+                ep_method, extra = (
+                    (method, {})
+                    if method not in VARIANT_ARGS
+                    else ("newton", VARIANT_ARGS[method])
+                )
+                model = EP(
+                    kernel if start == "cold" else moved,
+                    likelihood,
+                    method=ep_method,
+                    damping=eta,
+                    max_iter=500,
+                    tol=tol,
+                    optimizer=None,
+                )
                 fit_kw = {}
                 if start == "warm":
-                    first = EP(kernel, likelihood, method=method, damping=eta,
-                               optimizer=None).fit(X, y)
-                    fit_kw = dict(site_nu_init=first.site_nu_, site_tau_init=first.site_tau_)
+                    first = EP(
+                        kernel, likelihood, method=method, damping=eta, optimizer=None
+                    ).fit(X, y)
+                    fit_kw = dict(
+                        site_nu_init=first.site_nu_, site_tau_init=first.site_tau_
+                    )
                 with warnings.catch_warnings():
                     warnings.simplefilter("error", ConvergenceWarning)
                     if extra:
                         runs = []
-                        t_fit = best_cpu_time(lambda: runs.append(
-                            solve_ep(K, y, likelihood, tol=tol, **extra)), repeat=repeat)
+                        t_fit = best_cpu_time(
+                            lambda: runs.append(
+                                solve_ep(K, y, likelihood, tol=tol, **extra)
+                            ),
+                            repeat=repeat,
+                        )
                         n_iter = runs[-1].n_iter
                     else:
-                        t_fit = best_cpu_time(lambda: model.fit(X, y, **fit_kw), repeat=repeat)
+                        t_fit = best_cpu_time(
+                            lambda: model.fit(X, y, **fit_kw), repeat=repeat
+                        )
                         n_iter = model.n_iter_
                 t_chol = min(t_chol, cholesky_time(K, clock=time.process_time))
                 ratio = t_fit / t_chol
-                print(f"{name:>8} {n:>6} {method:>12} {eta:>4.1f} {start:>5} {tol:>6.0e} "
-                      f"{n_iter:>6d} {ratio:>9.1f} {ratio / max(n_iter, 1):>10.2f} "
-                      f"{t_chol:>9.3f}", flush=True)
+                print(
+                    f"{name:>8} {n:>6} {method:>12} {eta:>4.1f} {start:>5} {tol:>6.0e} "
+                    f"{n_iter:>6d} {ratio:>9.1f} {ratio / max(n_iter, 1):>10.2f} "
+                    f"{t_chol:>9.3f}",
+                    flush=True,
+                )
             if "sklearn" in methods:
                 t_chol = cholesky_time(K, clock=time.process_time)
                 ratio = sklearn_fit_time(X, y, kernel) / t_chol
-                print(f"{name:>8} {n:>6} {'sklearn GPC':>12} {'':>4} {'cold':>5} {'':>6} "
-                      f"{'':>6} {ratio:>9.1f} {'':>10} {t_chol:>9.3f}", flush=True)
+                print(
+                    f"{name:>8} {n:>6} {'sklearn GPC':>12} {'':>4} {'cold':>5} {'':>6} "
+                    f"{'':>6} {ratio:>9.1f} {'':>10} {t_chol:>9.3f}",
+                    flush=True,
+                )
 
 
 if __name__ == "__main__":
     args = sys.argv[1:]
-    main([a for a in args if a in DATA] or list(DATA),
-         [int(a) for a in args if a.isdigit()] or [500, 1000, 2000, 4000],
-         [a for a in args if not a.isdigit() and a not in DATA] or ALL)
+    main(
+        [a for a in args if a in DATA] or list(DATA),
+        [int(a) for a in args if a.isdigit()] or [500, 1000, 2000, 4000],
+        [a for a in args if not a.isdigit() and a not in DATA] or ALL,
+    )

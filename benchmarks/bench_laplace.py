@@ -22,7 +22,10 @@ from gpc_literate.kernels import RBF
 from gpc_literate.laplace import Laplace
 from gpc_literate.likelihoods import Probit
 
-CENTRES = {-1: np.array([[-0.7, 0.3], [0.3, 0.3]]), 1: np.array([[-0.3, 0.7], [0.4, 0.7]])}
+CENTRES = {
+    -1: np.array([[-0.7, 0.3], [0.3, 0.3]]),
+    1: np.array([[-0.3, 0.7], [0.4, 0.7]]),
+}
 
 
 def synth_like(n, rng):
@@ -36,13 +39,15 @@ def synth_like(n, rng):
 rng = np.random.default_rng(0)
 kernel = RBF(length_scale=0.5, variance=10.0)
 print(f"{'':>14}{'wall clock':^36}{'CPU time':^26}")
-print(f"{'n':>6} {'Newton':>7} {'fit/chol':>9} {'per iterate':>12} {'grad/chol':>10} {'chol [s]':>9}"
-      f" {'fit/chol':>9} {'per iterate':>12} {'grad/chol':>10}")
+print(
+    f"{'n':>6} {'Newton':>7} {'fit/chol':>9} {'per iterate':>12} {'grad/chol':>10} {'chol [s]':>9}"
+    f" {'fit/chol':>9} {'per iterate':>12} {'grad/chol':>10}"
+)
 worst = {"wall": 0.0, "cpu": 0.0}
 for n in [500, 1000, 2000, 4000]:
     X, y = synth_like(n, rng)
     K = kernel(X)
-    A = K + 1e-8 * np.eye(n)                       # what common.cholesky_time factorises
+    A = K + 1e-8 * np.eye(n)  # what common.cholesky_time factorises
     clf = Laplace(kernel, Probit(1.0), optimizer=None)
 
     def fit():
@@ -58,15 +63,23 @@ for n in [500, 1000, 2000, 4000]:
         wall["chol"] = min(wall["chol"], cholesky_time(K, repeat=1))
         wall["fit"] = min(wall["fit"], best_time(fit, repeat=1))
         wall["grad"] = min(wall["grad"], best_time(grad, repeat=1))
-        cpu["chol"] = min(cpu["chol"], best_cpu_time(lambda: cho_factor(A, lower=True), 1))
+        cpu["chol"] = min(
+            cpu["chol"], best_cpu_time(lambda: cho_factor(A, lower=True), 1)
+        )
         cpu["fit"] = min(cpu["fit"], best_cpu_time(fit, 1))
         cpu["grad"] = min(cpu["grad"], best_cpu_time(grad, 1))
     assert clf.converged_
     cols = []
     for kind, t in (("wall", wall), ("cpu", cpu)):
         worst[kind] = max(worst[kind], t["fit"] / t["chol"])
-        cols.append(f"{t['fit'] / t['chol']:>9.1f} {t['fit'] / t['chol'] / (clf.n_iter_ + 1):>12.2f} "
-                    f"{t['grad'] / t['chol']:>10.1f}")
-    print(f"{n:>6} {clf.n_iter_:>7} {cols[0]} {wall['chol']:>9.4f} {cols[1]}", flush=True)
-print(f"target: a fit within 20 Cholesky-equivalents; worst here {worst['wall']:.1f} (wall clock), "
-      f"{worst['cpu']:.1f} (CPU time)")
+        cols.append(
+            f"{t['fit'] / t['chol']:>9.1f} {t['fit'] / t['chol'] / (clf.n_iter_ + 1):>12.2f} "
+            f"{t['grad'] / t['chol']:>10.1f}"
+        )
+    print(
+        f"{n:>6} {clf.n_iter_:>7} {cols[0]} {wall['chol']:>9.4f} {cols[1]}", flush=True
+    )
+print(
+    f"target: a fit within 20 Cholesky-equivalents; worst here {worst['wall']:.1f} (wall clock), "
+    f"{worst['cpu']:.1f} (CPU time)"
+)

@@ -127,6 +127,7 @@ Usage: python benchmarks/bench_large_n.py [--systems ours-sep ours-sep-iso gpflo
        --reduced: the reduced, deterministic configuration above (ours-* only), written to
        --out like the full runs.
 """
+
 import argparse
 import datetime
 import importlib
@@ -152,17 +153,43 @@ sys.path.insert(0, str(ROOT))
 from gpc_literate import __version__  # noqa: E402
 from gpc_literate.datasets import bayes_proba, make_ringnorm, make_twonorm  # noqa: E402
 
-THREADS = 2                                  # --threads; set in the child
+THREADS = 2  # --threads; set in the child
 BATCH_SIZE = 1000
 LEARNING_RATE = 0.01
 LENGTH_SCALE_INIT = float(np.sqrt(20.0))
 VARIANCE_INIT = 1.0
-CHECKPOINT_TIMES = (0, 2, 5, 10, 20, 30, 45, 60, 90, 120, 180, 240, 300, 450, 600, 900, 1200,
-                    1800, 2700, 3600)
+CHECKPOINT_TIMES = (
+    0,
+    2,
+    5,
+    10,
+    20,
+    30,
+    45,
+    60,
+    90,
+    120,
+    180,
+    240,
+    300,
+    450,
+    600,
+    900,
+    1200,
+    1800,
+    2700,
+    3600,
+)
 DATASETS = {"twonorm": (make_twonorm, 101, 102), "ringnorm": (make_ringnorm, 201, 202)}
 EXIT_IMPORT = 3
-REDUCED = {"n": 10_000, "n_test": 10_000, "inducing": [200], "epochs": 5.0, "threads": 1,
-           "systems": ["ours-sep", "ours-sep-iso"]}
+REDUCED = {
+    "n": 10_000,
+    "n_test": 10_000,
+    "inducing": [200],
+    "epochs": 5.0,
+    "threads": 1,
+    "systems": ["ours-sep", "ours-sep-iso"],
+}
 P_LOW, P_HIGH = np.finfo(np.float64).tiny, 1.0 - np.finfo(np.float64).epsneg
 
 
@@ -176,9 +203,11 @@ def score_predictions(p, y):
         return {"error": None, "nlp": None, "n_clipped": None}
     clipped = np.clip(p, P_LOW, P_HIGH)
     p_true = np.where(y > 0, clipped, 1.0 - clipped)
-    return {"error": float(np.mean(np.where(p > 0.5, 1.0, -1.0) != y)),
-            "nlp": float(-np.mean(np.log(p_true))),
-            "n_clipped": int(np.count_nonzero(clipped != p))}
+    return {
+        "error": float(np.mean(np.where(p > 0.5, 1.0, -1.0) != y)),
+        "nlp": float(-np.mean(np.log(p_true))),
+        "n_clipped": int(np.count_nonzero(clipped != p)),
+    }
 
 
 def make_data(dataset, n, n_test):
@@ -194,13 +223,18 @@ class Checkpoint:
 
     def __init__(self, X_test, y_test, budget, label="", epochs=None):
         """budget: training seconds, or None when the system trains for ``epochs`` passes."""
-        self.X_test, self.y_test, self.label, self.epochs = X_test, y_test, label, epochs
+        self.X_test, self.y_test, self.label, self.epochs = (
+            X_test,
+            y_test,
+            label,
+            epochs,
+        )
         self.budget = np.inf if budget is None else float(budget)
         self.times = [t for t in CHECKPOINT_TIMES if t < self.budget]
         if budget is not None:
             self.times.append(self.budget)
         self.records, self.settings, self.done = [], {}, False
-        self.steps = None                    # a system that stops by itself may set its count
+        self.steps = None  # a system that stops by itself may set its count
         self._next = 0
         self._t0 = self._c0 = None
         self._paused = self._paused_cpu = 0.0
@@ -219,7 +253,12 @@ class Checkpoint:
         t, c = self.elapsed(), self.cpu_elapsed()
         w0, c0 = time.perf_counter(), time.process_time()
         scores = score_predictions(predict_proba(self.X_test), self.y_test)
-        record = {"seconds": round(t, 3), "cpu_seconds": round(c, 3), "steps": steps, **scores}
+        record = {
+            "seconds": round(t, 3),
+            "cpu_seconds": round(c, 3),
+            "steps": steps,
+            **scores,
+        }
         self.records.append(record)
         self._paused += time.perf_counter() - w0
         self._paused_cpu += time.process_time() - c0
@@ -227,8 +266,11 @@ class Checkpoint:
             self._next += 1
         err = "nan" if record["error"] is None else f"{record['error']:.4f}"
         nlp = "nan" if record["nlp"] is None else f"{record['nlp']:.4f}"
-        print(f"  {self.label} t={t:7.1f} s cpu={c:7.1f} s steps={steps} error={err} "
-              f"nlp={nlp}", flush=True)
+        print(
+            f"  {self.label} t={t:7.1f} s cpu={c:7.1f} s steps={steps} error={err} "
+            f"nlp={nlp}",
+            flush=True,
+        )
 
     def __call__(self, predict_proba, steps=None):
         """Score ``predict_proba`` if a checkpoint time is past; False once the budget is spent."""
@@ -261,7 +303,7 @@ class System:
     modules: tuple = ()
     distributions: tuple = ()
     settings: dict = field(default_factory=dict)
-    epochs: bool = False                     # can train for a fixed number of epochs
+    epochs: bool = False  # can train for a fixed number of epochs
 
 
 SYSTEMS = {}
@@ -269,27 +311,45 @@ SYSTEMS = {}
 
 def register(name, modules=(), distributions=None, settings=None, epochs=False):
     """Decorator: add ``train(X, y, X_test, y_test, budget, M, seed, checkpoint)`` as ``name``."""
+
     def decorate(train):
-        SYSTEMS[name] = System(train, tuple(modules),
-                               tuple(modules if distributions is None else distributions),
-                               dict(settings or {}), bool(epochs))
+        SYSTEMS[name] = System(
+            train,
+            tuple(modules),
+            tuple(modules if distributions is None else distributions),
+            dict(settings or {}),
+            bool(epochs),
+        )
         return train
+
     return decorate
 
 
-COMMON = {"kernel": "squared exponential, ARD", "mean": "zero",
-          "kernel_init": {"length_scale": LENGTH_SCALE_INIT, "variance": VARIANCE_INIT},
-          "inducing_init": "random subset of the training inputs", "whitened": True,
-          "learned": "q(u), kernel hyperparameters, inducing inputs",
-          "optimizer": "Adam", "learning_rate": LEARNING_RATE, "batch_size": BATCH_SIZE}
+COMMON = {
+    "kernel": "squared exponential, ARD",
+    "mean": "zero",
+    "kernel_init": {"length_scale": LENGTH_SCALE_INIT, "variance": VARIANCE_INIT},
+    "inducing_init": "random subset of the training inputs",
+    "whitened": True,
+    "learned": "q(u), kernel hyperparameters, inducing inputs",
+    "optimizer": "Adam",
+    "learning_rate": LEARNING_RATE,
+    "batch_size": BATCH_SIZE,
+}
 
 
-@register("gpflow-svgp", modules=("tensorflow", "gpflow"),
-          distributions=("gpflow", "tensorflow", "tensorflow-probability", "tf-keras"),
-          settings={**COMMON, "dtype": "float64",
-                    "likelihood": "gpflow.likelihoods.Bernoulli() (inv_probit: "
-                                  "1e-3 + 0.998 Phi(f))",
-                    "objective": "SVGP ELBO, training_loss_closure(compile=True)"})
+@register(
+    "gpflow-svgp",
+    modules=("tensorflow", "gpflow"),
+    distributions=("gpflow", "tensorflow", "tensorflow-probability", "tf-keras"),
+    settings={
+        **COMMON,
+        "dtype": "float64",
+        "likelihood": "gpflow.likelihoods.Bernoulli() (inv_probit: "
+        "1e-3 + 0.998 Phi(f))",
+        "objective": "SVGP ELBO, training_loss_closure(compile=True)",
+    },
+)
 def train_gpflow_svgp(X, y, X_test, y_test, budget, M, seed, checkpoint):
     """GPflow's SVGP for classification, trained with minibatch Adam until the budget is spent."""
     import gpflow
@@ -299,17 +359,25 @@ def train_gpflow_svgp(X, y, X_test, y_test, budget, M, seed, checkpoint):
     try:
         tf.config.threading.set_intra_op_parallelism_threads(THREADS)
         tf.config.threading.set_inter_op_parallelism_threads(THREADS)
-    except RuntimeError:                     # the runtime was already initialised
+    except RuntimeError:  # the runtime was already initialised
         pass
     tf.random.set_seed(seed)
     n, d = X.shape
-    kernel = gpflow.kernels.SquaredExponential(variance=VARIANCE_INIT,
-                                               lengthscales=np.full(d, LENGTH_SCALE_INIT))
-    model = gpflow.models.SVGP(kernel, gpflow.likelihoods.Bernoulli(),
-                               initial_inducing(X, M, seed), num_data=n, whiten=True)
+    kernel = gpflow.kernels.SquaredExponential(
+        variance=VARIANCE_INIT, lengthscales=np.full(d, LENGTH_SCALE_INIT)
+    )
+    model = gpflow.models.SVGP(
+        kernel,
+        gpflow.likelihoods.Bernoulli(),
+        initial_inducing(X, M, seed),
+        num_data=n,
+        whiten=True,
+    )
     Y = (y > 0).astype(np.float64)[:, None]
     data = tf.data.Dataset.from_tensor_slices((X, Y)).repeat().shuffle(n, seed=seed)
-    training_loss = model.training_loss_closure(iter(data.batch(BATCH_SIZE)), compile=True)
+    training_loss = model.training_loss_closure(
+        iter(data.batch(BATCH_SIZE)), compile=True
+    )
     optimizer = tf_keras.optimizers.Adam(learning_rate=LEARNING_RATE)
 
     @tf.function
@@ -326,10 +394,16 @@ def train_gpflow_svgp(X, y, X_test, y_test, budget, M, seed, checkpoint):
     return predict_proba
 
 
-@register("gpytorch-svgp", modules=("torch", "gpytorch"),
-          settings={**COMMON, "dtype": "float32",
-                    "likelihood": "gpytorch.likelihoods.BernoulliLikelihood() (Phi(f))",
-                    "objective": "gpytorch.mlls.VariationalELBO"})
+@register(
+    "gpytorch-svgp",
+    modules=("torch", "gpytorch"),
+    settings={
+        **COMMON,
+        "dtype": "float32",
+        "likelihood": "gpytorch.likelihoods.BernoulliLikelihood() (Phi(f))",
+        "objective": "gpytorch.mlls.VariationalELBO",
+    },
+)
 def train_gpytorch_svgp(X, y, X_test, y_test, budget, M, seed, checkpoint):
     """GPyTorch's SVGP (ApproximateGP) for classification, minibatch Adam until the budget."""
     import gpytorch
@@ -342,17 +416,22 @@ def train_gpytorch_svgp(X, y, X_test, y_test, budget, M, seed, checkpoint):
 
     class SVGP(gpytorch.models.ApproximateGP):
         def __init__(self, Z):
-            distribution = gpytorch.variational.CholeskyVariationalDistribution(Z.size(0))
+            distribution = gpytorch.variational.CholeskyVariationalDistribution(
+                Z.size(0)
+            )
             strategy = gpytorch.variational.VariationalStrategy(
-                self, Z, distribution, learn_inducing_locations=True)
+                self, Z, distribution, learn_inducing_locations=True
+            )
             super().__init__(strategy)
             self.mean_module = gpytorch.means.ZeroMean()
             self.covar_module = gpytorch.kernels.ScaleKernel(
-                gpytorch.kernels.RBFKernel(ard_num_dims=d))
+                gpytorch.kernels.RBFKernel(ard_num_dims=d)
+            )
 
         def forward(self, x):
-            return gpytorch.distributions.MultivariateNormal(self.mean_module(x),
-                                                             self.covar_module(x))
+            return gpytorch.distributions.MultivariateNormal(
+                self.mean_module(x), self.covar_module(x)
+            )
 
     model = SVGP(torch.as_tensor(initial_inducing(X, M, seed), dtype=torch.float32))
     model.covar_module.base_kernel.lengthscale = LENGTH_SCALE_INIT
@@ -361,10 +440,15 @@ def train_gpytorch_svgp(X, y, X_test, y_test, budget, M, seed, checkpoint):
     train_x = torch.as_tensor(X, dtype=torch.float32)
     train_y = torch.as_tensor(y > 0, dtype=torch.float32)
     loader = torch.utils.data.DataLoader(
-        torch.utils.data.TensorDataset(train_x, train_y), batch_size=BATCH_SIZE, shuffle=True,
-        generator=torch.Generator().manual_seed(seed))
-    optimizer = torch.optim.Adam([{"params": model.parameters()},
-                                  {"params": likelihood.parameters()}], lr=LEARNING_RATE)
+        torch.utils.data.TensorDataset(train_x, train_y),
+        batch_size=BATCH_SIZE,
+        shuffle=True,
+        generator=torch.Generator().manual_seed(seed),
+    )
+    optimizer = torch.optim.Adam(
+        [{"params": model.parameters()}, {"params": likelihood.parameters()}],
+        lr=LEARNING_RATE,
+    )
     mll = gpytorch.mlls.VariationalELBO(likelihood, model, num_data=n)
     test_x = torch.as_tensor(X_test, dtype=torch.float32)
 
@@ -372,11 +456,13 @@ def train_gpytorch_svgp(X, y, X_test, y_test, budget, M, seed, checkpoint):
         Xs = test_x if Xs is X_test else torch.as_tensor(Xs, dtype=torch.float32)
         model.eval()
         with torch.no_grad():
-            f = [model(Xs[i:i + 5000]) for i in range(0, len(Xs), 5000)]
+            f = [model(Xs[i : i + 5000]) for i in range(0, len(Xs), 5000)]
             mean = np.concatenate([fi.mean.double().numpy() for fi in f])
             var = np.concatenate([fi.variance.double().numpy() for fi in f])
         model.train()
-        return ndtr(mean / np.sqrt(1.0 + var))   # BernoulliLikelihood.marginal, in float64
+        return ndtr(
+            mean / np.sqrt(1.0 + var)
+        )  # BernoulliLikelihood.marginal, in float64
 
     model.train()
     likelihood.train()
@@ -392,43 +478,57 @@ def train_gpytorch_svgp(X, y, X_test, y_test, budget, M, seed, checkpoint):
             steps += 1
 
 
-OURS = {"kernel_init": {"length_scale": LENGTH_SCALE_INIT, "variance": VARIANCE_INIT},
-        "mean": "zero", "inducing_init": "k-means++ centres of 5000 random training inputs "
-        "(StochasticEP's default)", "whitened": True, "sites": "tied (stochastic EP)",
-        "learned": "sites, kernel hyperparameters, inducing inputs",
-        "optimizer": "Adam, rates 0.05 (log-hyperparameters) and 0.01 (inducing inputs), "
-                     "decaying to 10 % over the budget (or over the epochs, with --epochs)",
-        "batch_size": BATCH_SIZE,
-        "dtype": "float64", "likelihood": "probit, Phi(f)", "blas_threads": 1,
-        "objective": "EP's log marginal likelihood, gradient at fixed sites"}
+OURS = {
+    "kernel_init": {"length_scale": LENGTH_SCALE_INIT, "variance": VARIANCE_INIT},
+    "mean": "zero",
+    "inducing_init": "k-means++ centres of 5000 random training inputs "
+    "(StochasticEP's default)",
+    "whitened": True,
+    "sites": "tied (stochastic EP)",
+    "learned": "sites, kernel hyperparameters, inducing inputs",
+    "optimizer": "Adam, rates 0.05 (log-hyperparameters) and 0.01 (inducing inputs), "
+    "decaying to 10 % over the budget (or over the epochs, with --epochs)",
+    "batch_size": BATCH_SIZE,
+    "dtype": "float64",
+    "likelihood": "probit, Phi(f)",
+    "blas_threads": 1,
+    "objective": "EP's log marginal likelihood, gradient at fixed sites",
+}
 
 
 def train_ours(X, y, budget, M, seed, checkpoint, kernel):
     """gpc_literate's StochasticEP with ``kernel``, for the budget or for checkpoint.epochs."""
     from gpc_literate.stochastic_ep import StochasticEP
 
-    if checkpoint.epochs is None:            # a time budget (and StochasticEP's 100 epochs)
+    if checkpoint.epochs is None:  # a time budget (and StochasticEP's 100 epochs)
         limits = {"max_time": budget}
-    else:                                    # a fixed number of epochs, no time limit
+    else:  # a fixed number of epochs, no time limit
         limits = {"max_time": None, "max_epochs": checkpoint.epochs}
-    model = StochasticEP(kernel, n_inducing=M, batch_size=BATCH_SIZE, random_state=seed,
-                         **limits)
+    model = StochasticEP(
+        kernel, n_inducing=M, batch_size=BATCH_SIZE, random_state=seed, **limits
+    )
 
     def callback(state, seconds):
         return checkpoint(state.predict_proba, state.t)
 
     with warnings.catch_warnings():
-        warnings.simplefilter("ignore")     # a ConvergenceWarning at a short budget
+        warnings.simplefilter("ignore")  # a ConvergenceWarning at a short budget
         model.fit(X, y, callback=callback)
     checkpoint.steps = int(model.n_iter_)
-    checkpoint.settings["fitted"] = {"theta": [float(t) for t in model.kernel_.theta],
-                                     "n_epochs": float(model.n_epochs_)}
+    checkpoint.settings["fitted"] = {
+        "theta": [float(t) for t in model.kernel_.theta],
+        "n_epochs": float(model.n_epochs_),
+    }
     return lambda Xs: model.predict_proba(Xs)[:, 1]
 
 
-@register("ours-sep", modules=("gpc_literate.stochastic_ep",),
-          distributions=("gpc_literate", "scikit-learn", "threadpoolctl"),
-          settings={**OURS, "kernel": "squared exponential, ARD"}, epochs=True)
+@register(
+    "ours-sep",
+    modules=("gpc_literate.stochastic_ep",),
+    distributions=("gpc_literate", "scikit-learn", "threadpoolctl"),
+    settings={**OURS, "kernel": "squared exponential, ARD"},
+    epochs=True,
+)
 def train_ours_sep(X, y, X_test, y_test, budget, M, seed, checkpoint):
     """Stochastic EP with the peers' kernel: ARD, length scale sqrt(20) in every input."""
     from gpc_literate.kernels import RBF
@@ -437,14 +537,20 @@ def train_ours_sep(X, y, X_test, y_test, budget, M, seed, checkpoint):
     return train_ours(X, y, budget, M, seed, checkpoint, kernel)
 
 
-@register("ours-sep-iso", modules=("gpc_literate.stochastic_ep",),
-          distributions=("gpc_literate", "scikit-learn", "threadpoolctl"),
-          settings={**OURS, "kernel": "squared exponential, one length scale"}, epochs=True)
+@register(
+    "ours-sep-iso",
+    modules=("gpc_literate.stochastic_ep",),
+    distributions=("gpc_literate", "scikit-learn", "threadpoolctl"),
+    settings={**OURS, "kernel": "squared exponential, one length scale"},
+    epochs=True,
+)
 def train_ours_sep_iso(X, y, X_test, y_test, budget, M, seed, checkpoint):
     """Stochastic EP with one length scale (started at sqrt(20)) for all inputs."""
     from gpc_literate.kernels import RBF
 
-    return train_ours(X, y, budget, M, seed, checkpoint, RBF(LENGTH_SCALE_INIT, VARIANCE_INIT))
+    return train_ours(
+        X, y, budget, M, seed, checkpoint, RBF(LENGTH_SCALE_INIT, VARIANCE_INIT)
+    )
 
 
 # ----------------------------------------------------------------------------- harness
@@ -472,9 +578,14 @@ def machine():
     except OSError:
         pass
     mem_gb = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30
-    return {"cpu_model": model or platform.processor(), "cpu_count": os.cpu_count(),
-            "cpus_usable": len(os.sched_getaffinity(0)), "memory_gb": round(mem_gb, 1),
-            "platform": platform.platform(), "python": platform.python_version()}
+    return {
+        "cpu_model": model or platform.processor(),
+        "cpu_count": os.cpu_count(),
+        "cpus_usable": len(os.sched_getaffinity(0)),
+        "memory_gb": round(mem_gb, 1),
+        "platform": platform.platform(),
+        "python": platform.python_version(),
+    }
 
 
 def child_main(spec_path):
@@ -487,25 +598,34 @@ def child_main(spec_path):
     try:
         for module in system.modules:
             importlib.import_module(module)
-    except Exception as exc:                 # ImportError, or a library broken at import
-        print(f"{spec['system']}: cannot import its library ({type(exc).__name__}: {exc})",
-              file=sys.stderr, flush=True)
+    except Exception as exc:  # ImportError, or a library broken at import
+        print(
+            f"{spec['system']}: cannot import its library ({type(exc).__name__}: {exc})",
+            file=sys.stderr,
+            flush=True,
+        )
         return EXIT_IMPORT
     import_seconds = time.perf_counter() - t
     X, y, X_test, y_test, _ = make_data(spec["dataset"], spec["n"], spec["n_test"])
-    checkpoint = Checkpoint(X_test, y_test, spec["budget"], label=spec["system"],
-                            epochs=spec.get("epochs"))
+    checkpoint = Checkpoint(
+        X_test, y_test, spec["budget"], label=spec["system"], epochs=spec.get("epochs")
+    )
     checkpoint.start()
-    predict_proba = system.train(X, y, X_test, y_test, spec["budget"], spec["M"], spec["seed"],
-                                 checkpoint)
-    if not checkpoint.done:                  # the system stopped before the budget
+    predict_proba = system.train(
+        X, y, X_test, y_test, spec["budget"], spec["M"], spec["seed"], checkpoint
+    )
+    if not checkpoint.done:  # the system stopped before the budget
         checkpoint.evaluate(predict_proba, checkpoint.steps)
     peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    result = {"checkpoints": checkpoint.records, "final": checkpoint.records[-1],
-              "training_seconds": checkpoint.records[-1]["seconds"],
-              "import_seconds": round(import_seconds, 2), "peak_memory_mb": round(peak_mb, 1),
-              "settings": {**system.settings, **checkpoint.settings},
-              "versions": versions((*system.distributions, "numpy", "scipy"))}
+    result = {
+        "checkpoints": checkpoint.records,
+        "final": checkpoint.records[-1],
+        "training_seconds": checkpoint.records[-1]["seconds"],
+        "import_seconds": round(import_seconds, 2),
+        "peak_memory_mb": round(peak_mb, 1),
+        "settings": {**system.settings, **checkpoint.settings},
+        "versions": versions((*system.distributions, "numpy", "scipy")),
+    }
     Path(spec["result_path"]).write_text(json.dumps(result))
     return 0
 
@@ -513,11 +633,18 @@ def child_main(spec_path):
 def child_env(threads):
     """The environment of a child: ``threads`` for every library, the worktree's package first."""
     env = dict(os.environ)
-    for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS",
-                "TF_NUM_INTRAOP_THREADS", "TF_NUM_INTEROP_THREADS"):
+    for var in (
+        "OMP_NUM_THREADS",
+        "MKL_NUM_THREADS",
+        "OPENBLAS_NUM_THREADS",
+        "TF_NUM_INTRAOP_THREADS",
+        "TF_NUM_INTEROP_THREADS",
+    ):
         env[var] = str(threads)
     env["TF_CPP_MIN_LOG_LEVEL"] = "2"
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
+    env["PYTHONPATH"] = os.pathsep.join(
+        filter(None, [str(ROOT), env.get("PYTHONPATH")])
+    )
     return env
 
 
@@ -528,29 +655,57 @@ def run_system(spec):
         spec_path = Path(tmp) / "spec.json"
         spec_path.write_text(json.dumps(spec))
         load_start = os.getloadavg()
-        proc = subprocess.run([spec["python"], str(Path(__file__).resolve()), "--child",
-                               str(spec_path)], env=child_env(spec["threads"]))
+        proc = subprocess.run(
+            [spec["python"], str(Path(__file__).resolve()), "--child", str(spec_path)],
+            env=child_env(spec["threads"]),
+        )
         load_end = os.getloadavg()
         if proc.returncode == EXIT_IMPORT:
-            print(f"skipping {spec['system']}: its library is not importable by "
-                  f"{spec['python']} (see the docstring for the peers' virtualenv)", flush=True)
+            print(
+                f"skipping {spec['system']}: its library is not importable by "
+                f"{spec['python']} (see the docstring for the peers' virtualenv)",
+                flush=True,
+            )
             return None
         if proc.returncode != 0:
-            print(f"{spec['system']} on {spec['dataset']} failed (exit {proc.returncode}); "
-                  "nothing recorded", flush=True)
+            print(
+                f"{spec['system']} on {spec['dataset']} failed (exit {proc.returncode}); "
+                "nothing recorded",
+                flush=True,
+            )
             return None
         result = json.loads(Path(spec["result_path"]).read_text())
-    from gpc_literate.experiments import git_state  # the parent only: children stay lean
+    from gpc_literate.experiments import (
+        git_state,
+    )  # the parent only: children stay lean
 
     commit, dirty = git_state(("benchmarks", "gpc_literate"))
-    keys = ("system", "dataset", "n", "n_test", "M", "budget", "seed", "threads", "python")
-    return {key: spec[key] for key in keys
-            } | ({} if spec.get("epochs") is None else {"epochs": spec["epochs"]}) | {
-                 "data_seeds": make_data_seeds(spec["dataset"]), **result,
-                 "loadavg_start": [round(v, 2) for v in load_start],
-                 "loadavg_end": [round(v, 2) for v in load_end], "machine": machine(),
-                 "date": datetime.datetime.now().astimezone().isoformat(timespec="seconds"),
-                 "version": __version__, "commit": commit, "git_dirty": dirty}
+    keys = (
+        "system",
+        "dataset",
+        "n",
+        "n_test",
+        "M",
+        "budget",
+        "seed",
+        "threads",
+        "python",
+    )
+    return (
+        {key: spec[key] for key in keys}
+        | ({} if spec.get("epochs") is None else {"epochs": spec["epochs"]})
+        | {
+            "data_seeds": make_data_seeds(spec["dataset"]),
+            **result,
+            "loadavg_start": [round(v, 2) for v in load_start],
+            "loadavg_end": [round(v, 2) for v in load_end],
+            "machine": machine(),
+            "date": datetime.datetime.now().astimezone().isoformat(timespec="seconds"),
+            "version": __version__,
+            "commit": commit,
+            "git_dirty": dirty,
+        }
+    )
 
 
 def make_data_seeds(dataset):
@@ -562,17 +717,24 @@ def bayes_floor(dataset, n_test):
     """The Bayes rule's test error and NLP on the test set of ``dataset``."""
     make, _, test_seed = DATASETS[dataset]
     X_test, y_test = make(n_test, random_state=test_seed)
-    return {"dataset": dataset, "n_test": n_test, "test_seed": test_seed,
-            "method": "Bayes rule, gpc_literate.datasets.bayes_proba",
-            **score_predictions(bayes_proba(dataset, X_test), y_test)}
+    return {
+        "dataset": dataset,
+        "n_test": n_test,
+        "test_seed": test_seed,
+        "method": "Bayes rule, gpc_literate.datasets.bayes_proba",
+        **score_predictions(bayes_proba(dataset, X_test), y_test),
+    }
 
 
 def load_results(path):
     if path.exists():
         return json.loads(path.read_text())
-    return {"description": "bench_large_n.py: test error and NLP against training time; "
-                           "see the docstring of benchmarks/bench_large_n.py",
-            "floors": {}, "runs": {}}
+    return {
+        "description": "bench_large_n.py: test error and NLP against training time; "
+        "see the docstring of benchmarks/bench_large_n.py",
+        "floors": {},
+        "runs": {},
+    }
 
 
 def save_results(results, path):
@@ -590,30 +752,50 @@ def run_id(system, dataset, n, M, budget, seed, threads, epochs=None):
 
 def parse_args(argv):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--systems", nargs="+",
-                        default=["ours-sep", "ours-sep-iso", "gpflow-svgp", "gpytorch-svgp"],
-                        choices=sorted(SYSTEMS))
-    parser.add_argument("--datasets", nargs="+", default=list(DATASETS), choices=list(DATASETS))
+    parser.add_argument(
+        "--systems",
+        nargs="+",
+        default=["ours-sep", "ours-sep-iso", "gpflow-svgp", "gpytorch-svgp"],
+        choices=sorted(SYSTEMS),
+    )
+    parser.add_argument(
+        "--datasets", nargs="+", default=list(DATASETS), choices=list(DATASETS)
+    )
     parser.add_argument("--n", type=int, default=100_000)
     parser.add_argument("--n-test", type=int, default=10_000)
     parser.add_argument("--inducing", nargs="+", type=int, default=[200])
     parser.add_argument("--budget", nargs="+", type=float, default=[60.0])
-    parser.add_argument("--epochs", type=float, default=None,
-                        help="train for this many epochs instead of a time budget (ours-* only)")
+    parser.add_argument(
+        "--epochs",
+        type=float,
+        default=None,
+        help="train for this many epochs instead of a time budget (ours-* only)",
+    )
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--threads", type=int, default=THREADS)
     parser.add_argument("--out", type=Path, default=ROOT / "results" / "large_n.json")
-    parser.add_argument("--force", action="store_true", help="rerun configurations present")
+    parser.add_argument(
+        "--force", action="store_true", help="rerun configurations present"
+    )
     own = ROOT / ".venv" / "bin" / "python"
-    parser.add_argument("--ours-python", default=str(own) if own.exists() else sys.executable,
-                        help="the interpreter of the ours-* systems (default: the project's "
-                             ".venv when it exists)")
+    parser.add_argument(
+        "--ours-python",
+        default=str(own) if own.exists() else sys.executable,
+        help="the interpreter of the ours-* systems (default: the project's "
+        ".venv when it exists)",
+    )
     mode = parser.add_mutually_exclusive_group()
-    mode.add_argument("--quick", action="store_true",
-                      help="smoke test: n = n_test = 2000, budget 5 s, a temporary file")
-    mode.add_argument("--reduced", action="store_true",
-                      help="the reduced deterministic runs chapter 26 recomputes: "
-                           + ", ".join(f"{k} {v}" for k, v in REDUCED.items()))
+    mode.add_argument(
+        "--quick",
+        action="store_true",
+        help="smoke test: n = n_test = 2000, budget 5 s, a temporary file",
+    )
+    mode.add_argument(
+        "--reduced",
+        action="store_true",
+        help="the reduced deterministic runs chapter 26 recomputes: "
+        + ", ".join(f"{k} {v}" for k, v in REDUCED.items()),
+    )
     parser.add_argument("--child", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.quick:
@@ -627,7 +809,9 @@ def parse_args(argv):
             parser.error(f"--epochs must be positive; got {args.epochs}")
         unable = [s for s in args.systems if not SYSTEMS[s].epochs]
         if unable:
-            parser.error(f"--epochs: {', '.join(unable)} can only train under a time budget")
+            parser.error(
+                f"--epochs: {', '.join(unable)} can only train under a time budget"
+            )
     return args
 
 
@@ -636,46 +820,82 @@ def main(argv=None):
     if args.child:
         return child_main(args.child)
     info = machine()
-    print(f"{info['cpu_model']}, {info['cpu_count']} cores; load average "
-          f"{os.getloadavg()[0]:.2f}; {args.threads} threads per system; out: {args.out}",
-          flush=True)
-    missing = {s: [m for m in SYSTEMS[s].modules if importlib.util.find_spec(m) is None]
-               for s in args.systems}
+    print(
+        f"{info['cpu_model']}, {info['cpu_count']} cores; load average "
+        f"{os.getloadavg()[0]:.2f}; {args.threads} threads per system; out: {args.out}",
+        flush=True,
+    )
+    missing = {
+        s: [m for m in SYSTEMS[s].modules if importlib.util.find_spec(m) is None]
+        for s in args.systems
+    }
     for system in [s for s in args.systems if missing[s]]:
-        print(f"skipping {system}: {', '.join(missing[system])} not importable by "
-              f"{sys.executable} (see the docstring for the peers' virtualenv)", flush=True)
+        print(
+            f"skipping {system}: {', '.join(missing[system])} not importable by "
+            f"{sys.executable} (see the docstring for the peers' virtualenv)",
+            flush=True,
+        )
     results = load_results(args.out)
     for dataset in args.datasets:
         floor = bayes_floor(dataset, args.n_test)
-        results["floors"][f"{dataset}|n_test={args.n_test}|seed={floor['test_seed']}"] = floor
+        results["floors"][
+            f"{dataset}|n_test={args.n_test}|seed={floor['test_seed']}"
+        ] = floor
         save_results(results, args.out)
-        print(f"{dataset}: Bayes rule on {args.n_test} test points: error {floor['error']:.4f}, "
-              f"NLP {floor['nlp']:.4f}", flush=True)
+        print(
+            f"{dataset}: Bayes rule on {args.n_test} test points: error {floor['error']:.4f}, "
+            f"NLP {floor['nlp']:.4f}",
+            flush=True,
+        )
         for M in args.inducing:
-            for budget in ([None] if args.epochs is not None else args.budget):
+            for budget in [None] if args.epochs is not None else args.budget:
                 for system in [s for s in args.systems if not missing[s]]:
-                    key = run_id(system, dataset, args.n, M, budget, args.seed, args.threads,
-                                 args.epochs)
+                    key = run_id(
+                        system,
+                        dataset,
+                        args.n,
+                        M,
+                        budget,
+                        args.seed,
+                        args.threads,
+                        args.epochs,
+                    )
                     if key in results["runs"] and not args.force:
                         print(f"{key}: already in {args.out}; skipped (--force reruns)")
                         continue
                     print(f"{key}: training", flush=True)
-                    python = (args.ours_python if system.startswith("ours")
-                              else sys.executable)
-                    record = run_system({"system": system, "dataset": dataset, "n": args.n,
-                                         "n_test": args.n_test, "M": M, "budget": budget,
-                                         "epochs": args.epochs, "seed": args.seed,
-                                         "threads": args.threads, "python": python})
+                    python = (
+                        args.ours_python
+                        if system.startswith("ours")
+                        else sys.executable
+                    )
+                    record = run_system(
+                        {
+                            "system": system,
+                            "dataset": dataset,
+                            "n": args.n,
+                            "n_test": args.n_test,
+                            "M": M,
+                            "budget": budget,
+                            "epochs": args.epochs,
+                            "seed": args.seed,
+                            "threads": args.threads,
+                            "python": python,
+                        }
+                    )
                     if record is None:
                         continue
                     results = load_results(args.out)
                     results["runs"][key] = record
                     save_results(results, args.out)
                     final = record["final"]
-                    print(f"{key}: error {final['error']}, NLP {final['nlp']}, "
-                          f"{final['steps']} steps, peak {record['peak_memory_mb']:.0f} MB, "
-                          f"load {record['loadavg_start'][0]:.2f} -> "
-                          f"{record['loadavg_end'][0]:.2f}", flush=True)
+                    print(
+                        f"{key}: error {final['error']}, NLP {final['nlp']}, "
+                        f"{final['steps']} steps, peak {record['peak_memory_mb']:.0f} MB, "
+                        f"load {record['loadavg_start'][0]:.2f} -> "
+                        f"{record['loadavg_end'][0]:.2f}",
+                        flush=True,
+                    )
     return 0
 
 

@@ -11,6 +11,7 @@ watch is the time per outer iteration in Cholesky-equivalents, and how it change
 
 Usage: python benchmarks/bench_variational.py [n ...]   (default 100 200 400 800)
 """
+
 import sys
 import time
 import warnings
@@ -24,10 +25,12 @@ from gpc_literate.kernels import RBF
 from gpc_literate.variational import VariationalGP, VariationalSVM
 
 
-
 def main(sizes):
-    print(f"{'n':>5} {'estimator':>15} {'outer':>6} {'fit [s]':>8} {'fit/chol':>9} "
-          f"{'per outer/chol':>15} {'chol [ms]':>10}", flush=True)
+    print(
+        f"{'n':>5} {'estimator':>15} {'outer':>6} {'fit [s]':>8} {'fit/chol':>9} "
+        f"{'per outer/chol':>15} {'chol [ms]':>10}",
+        flush=True,
+    )
     for n in sizes:
         data = datasets.load("twonorm", n_train=n).split(0)
         X, y = data.X_train, data.y_train
@@ -41,8 +44,11 @@ def main(sizes):
                 model.fit(X, y)
                 t_fit = time.process_time() - start
             ratio = t_fit / t_chol
-            print(f"{n:>5} {cls.__name__:>15} {model.n_iter_:>6d} {t_fit:>8.1f} {ratio:>9.0f} "
-                  f"{ratio / max(model.n_iter_, 1):>15.0f} {1e3 * t_chol:>10.2f}", flush=True)
+            print(
+                f"{n:>5} {cls.__name__:>15} {model.n_iter_:>6d} {t_fit:>8.1f} {ratio:>9.0f} "
+                f"{ratio / max(model.n_iter_, 1):>15.0f} {1e3 * t_chol:>10.2f}",
+                flush=True,
+            )
 
 
 if __name__ == "__main__":

@@ -1,4 +1,5 @@
 """Timing helpers shared by the benchmark scripts."""
+
 import time
 
 import numpy as np

@@ -9,6 +9,7 @@ Usage::
 
     python benchmarks/run.py [NAME ...]     # e.g. `kernels` runs bench_kernels.py
 """
+
 import runpy
 import sys
 from pathlib import Path

@@ -7,6 +7,7 @@ Importing the package loads nothing but this file: submodules and the public
 names below are imported on first use, so ``import gpc_literate`` has no side
 effects and never imports matplotlib.
 """
+
 from importlib import import_module
 
 __version__ = "0.1.0"
@@ -49,10 +50,34 @@ _PUBLIC = {
     "SparseEP": "sparse_ep",
     "StochasticEP": "stochastic_ep",
 }
-_SUBMODULES = {"base", "likelihoods", "kernels", "datasets", "svm", "loo", "reference", "sites",
-               "meanfield", "tap", "laplace", "ep", "ep_fast", "ep_classifier", "criteria",
-               "selection", "experiments", "free_energy", "variational", "comparison", "mcmc",
-               "gold", "gold_grid", "sparse_ep", "stochastic_ep", "cluster_ep"}
+_SUBMODULES = {
+    "base",
+    "likelihoods",
+    "kernels",
+    "datasets",
+    "svm",
+    "loo",
+    "reference",
+    "sites",
+    "meanfield",
+    "tap",
+    "laplace",
+    "ep",
+    "ep_fast",
+    "ep_classifier",
+    "criteria",
+    "selection",
+    "experiments",
+    "free_energy",
+    "variational",
+    "comparison",
+    "mcmc",
+    "gold",
+    "gold_grid",
+    "sparse_ep",
+    "stochastic_ep",
+    "cluster_ep",
+}
 
 __all__ = sorted(_PUBLIC) + sorted(_SUBMODULES)
 

@@ -23,7 +23,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from gpc_literate.base import ConvergenceWarning, check_integer
+from gpc_literate.base import ConvergenceWarning
 from gpc_literate.criteria import loo_moments
 from gpc_literate.ep_classifier import EP
 from gpc_literate.laplace import Laplace, Logistic

@@ -27,7 +27,7 @@ from gpc_literate.experiments import (
     run_jobs,
     run_with_client,
 )
-from gpc_literate.gold import FAMILIES, METHODS, compare_methods
+from gpc_literate.gold import FAMILIES, compare_methods
 from gpc_literate.kernels import RBF
 
 __all__ = [

@@ -425,7 +425,10 @@ def _ep_cv(model, X, y, y_pm, problem, criterion, params, m_step_iter, run):
     runner, max_iter, tol = _EPRunner(model, X, y, problem), run["max_iter"], run["tol"]
     base = Probit(noise_var=1.0) if model.likelihood is None else model.likelihood
     m_step_args = (problem, X, y_pm, base, criterion, params, sign)
-    loo = lambda fitted: _loo_criterion(fitted, criterion, y_pm, params)
+
+    def loo(fitted):
+        return _loo_criterion(fitted, criterion, y_pm, params)
+
     phi = problem.start()
     current = runner.fit(phi)
     value, record = loo(current), _Recorder()

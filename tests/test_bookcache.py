@@ -3,6 +3,7 @@
 jupyter-cache keys a chapter on its own code cells; tools/bookcache.py adds what the
 chapter imports from the package (transitively), the data and the results files it reads.
 """
+
 import ast
 import json
 import shutil
@@ -17,14 +18,17 @@ sys.path.insert(0, str(ROOT / "tools"))
 import bookcache  # noqa: E402
 import notebooks  # noqa: E402
 
-CHAPTERS = [p.relative_to(ROOT) for p in notebooks.toc_files() if notebooks.is_notebook(p)]
+CHAPTERS = [
+    p.relative_to(ROOT) for p in notebooks.toc_files() if notebooks.is_notebook(p)
+]
 
 
 @pytest.fixture
 def scratch_repo(tmp_path):
     for name in ["book", "gpc_literate", "tools", "results", "benchmarks"]:
-        shutil.copytree(ROOT / name, tmp_path / name,
-                        ignore=shutil.ignore_patterns("__pycache__"))
+        shutil.copytree(
+            ROOT / name, tmp_path / name, ignore=shutil.ignore_patterns("__pycache__")
+        )
     for name in ["pyproject.toml", "_toc.yml"]:
         shutil.copy(ROOT / name, tmp_path / name)
     return tmp_path
@@ -43,25 +47,38 @@ def importers_of(module):
     found = set()
     for rel in CHAPTERS:
         tree = ast.parse(code_cells(ROOT / rel))
-        imports = [ast.unparse(node) for node in ast.walk(tree)
-                   if isinstance(node, (ast.Import, ast.ImportFrom))
-                   and getattr(node, "level", 0) == 0
-                   and any(name.startswith("gpc_literate")
-                           for name in [getattr(node, "module", None) or ""]
-                           + [a.name for a in node.names])]
-        script = "\n".join(imports) + f"\nimport sys; print('gpc_literate.{module}' in sys.modules)"
-        out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
-                             cwd=ROOT)
+        imports = [
+            ast.unparse(node)
+            for node in ast.walk(tree)
+            if isinstance(node, (ast.Import, ast.ImportFrom))
+            and getattr(node, "level", 0) == 0
+            and any(
+                name.startswith("gpc_literate")
+                for name in [getattr(node, "module", None) or ""]
+                + [a.name for a in node.names]
+            )
+        ]
+        script = (
+            "\n".join(imports)
+            + f"\nimport sys; print('gpc_literate.{module}' in sys.modules)"
+        )
+        out = subprocess.run(
+            [sys.executable, "-c", script], capture_output=True, text=True, cwd=ROOT
+        )
         assert out.returncode == 0, out.stderr
         if out.stdout.strip() == "True":
             found.add(rel)
     return found
 
 
-def test_editing_an_exported_cell_of_chapter_2_reruns_it_and_its_importers(scratch_repo):
+def test_editing_an_exported_cell_of_chapter_2_reruns_it_and_its_importers(
+    scratch_repo,
+):
     chapters = [scratch_repo / rel for rel in CHAPTERS]
-    stamps = {str(c.relative_to(scratch_repo)): bookcache.fingerprint(c, scratch_repo)
-              for c in chapters}
+    stamps = {
+        str(c.relative_to(scratch_repo)): bookcache.fingerprint(c, scratch_repo)
+        for c in chapters
+    }
     before = {c: code_cells(c) for c in chapters}
     assert not bookcache.stale_chapters(chapters, stamps, scratch_repo)
 
@@ -71,14 +88,19 @@ def test_editing_an_exported_cell_of_chapter_2_reruns_it_and_its_importers(scrat
     start = text.index(marker) + len(marker)
     end = text.index("\n```", start)
     chapter2.write_text(text[:end] + "\n# an edit of an exported cell" + text[end:])
-    tangle = subprocess.run([sys.executable, "tools/tangle.py"], cwd=scratch_repo,
-                            capture_output=True, text=True)
+    tangle = subprocess.run(
+        [sys.executable, "tools/tangle.py"],
+        cwd=scratch_repo,
+        capture_output=True,
+        text=True,
+    )
     assert tangle.returncode == 0, tangle.stderr
 
     code_changed = {c for c in chapters if code_cells(c) != before[c]}
     rerun = set(bookcache.stale_chapters(chapters, stamps, scratch_repo)) | code_changed
-    expected = {scratch_repo / "book" / "02_noise_models.md"} | \
-        {scratch_repo / rel for rel in importers_of("likelihoods")}
+    expected = {scratch_repo / "book" / "02_noise_models.md"} | {
+        scratch_repo / rel for rel in importers_of("likelihoods")
+    }
     assert code_changed == {chapter2}
     assert rerun == expected
     # chapters before 02 and those that never load likelihoods (e.g. the kernels and the
@@ -89,8 +111,10 @@ def test_editing_an_exported_cell_of_chapter_2_reruns_it_and_its_importers(scrat
 
 def test_a_results_file_reruns_only_the_chapter_that_reads_it(scratch_repo):
     chapters = [scratch_repo / rel for rel in CHAPTERS]
-    stamps = {str(c.relative_to(scratch_repo)): bookcache.fingerprint(c, scratch_repo)
-              for c in chapters}
+    stamps = {
+        str(c.relative_to(scratch_repo)): bookcache.fingerprint(c, scratch_repo)
+        for c in chapters
+    }
     path = scratch_repo / "results" / "seeger_table1.json"
     data = json.loads(path.read_text())
     data["records"] = data["records"][:-1]
@@ -101,13 +125,17 @@ def test_a_results_file_reruns_only_the_chapter_that_reads_it(scratch_repo):
 
 def test_a_benchmark_script_reruns_only_the_chapter_that_runs_it(scratch_repo):
     chapters = [scratch_repo / rel for rel in CHAPTERS]
-    stamps = {str(c.relative_to(scratch_repo)): bookcache.fingerprint(c, scratch_repo)
-              for c in chapters}
+    stamps = {
+        str(c.relative_to(scratch_repo)): bookcache.fingerprint(c, scratch_repo)
+        for c in chapters
+    }
     path = scratch_repo / "benchmarks" / "bench_large_n.py"
     path.write_text(path.read_text() + "\n# an edit\n")
     stale = bookcache.stale_chapters(chapters, stamps, scratch_repo)
     assert [c.name for c in stale] == ["26_stochastic_ep.md"]
-    (scratch_repo / "benchmarks" / "bench_ep.py").write_text("# mentioned only in prose\n")
+    (scratch_repo / "benchmarks" / "bench_ep.py").write_text(
+        "# mentioned only in prose\n"
+    )
     assert bookcache.stale_chapters(chapters, stamps, scratch_repo) == stale
 
 
@@ -116,9 +144,9 @@ def test_main_records_fingerprints_and_drops_nothing_on_a_fresh_cache(tmp_path, 
     assert bookcache.main(["--cache", str(cache)]) == 0
     stamps = json.loads((cache / bookcache.STAMPS).read_text())
     assert set(stamps) == {str(rel) for rel in CHAPTERS}
-    assert capsys.readouterr().out == ""                 # a first build says nothing
+    assert capsys.readouterr().out == ""  # a first build says nothing
     assert bookcache.main(["--cache", str(cache), "--dry-run"]) == 0
-    assert capsys.readouterr().out == ""                 # and nothing is stale after it
+    assert capsys.readouterr().out == ""  # and nothing is stale after it
 
 
 def test_a_stale_chapter_loses_its_cached_run_and_is_touched(tmp_path):

@@ -1,5 +1,6 @@
 """tools/check_html.py on synthetic pages: each defect is found, and nothing on the same
 page without it."""
+
 import sys
 from pathlib import Path
 
@@ -22,23 +23,31 @@ def site_with(tmp_path, body, other=""):
     return check_html.check_site(tmp_path)
 
 
-@pytest.mark.parametrize("href", ["#intro", "#old-anchor", "#eq-a&b", "other.html#intro",
-                                  "other.html"])
+@pytest.mark.parametrize(
+    "href", ["#intro", "#old-anchor", "#eq-a&b", "other.html#intro", "other.html"]
+)
 def test_links_to_existing_anchors_pass(tmp_path, href):
     assert site_with(tmp_path, f'<a href="{href}">x</a>') == []
 
 
-@pytest.mark.parametrize("href, message", [("#nowhere", "missing anchor"),
-                                           ("other.html#nowhere", "missing anchor"),
-                                           ("missing.html", "broken link")])
+@pytest.mark.parametrize(
+    "href, message",
+    [
+        ("#nowhere", "missing anchor"),
+        ("other.html#nowhere", "missing anchor"),
+        ("missing.html", "broken link"),
+    ],
+)
 def test_broken_links_and_anchors_are_found(tmp_path, href, message):
     found = site_with(tmp_path, f'<a href="{href}">x</a>')
     assert len(found) == 1 and message in found[0]
 
 
 def test_long_output_line_and_unrendered_table_are_found(tmp_path):
-    body = ('<div class="cell_output"><pre>' + "x" * 120 + "\n| a | b |\n|---|---|\n"
-            "| 1 | 2 |</pre></div>")
+    body = (
+        '<div class="cell_output"><pre>' + "x" * 120 + "\n| a | b |\n|---|---|\n"
+        "| 1 | 2 |</pre></div>"
+    )
     found = site_with(tmp_path, body)
     assert any("output line of 120" in f for f in found)
     assert any("Markdown table" in f for f in found)

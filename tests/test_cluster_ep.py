@@ -1,6 +1,5 @@
 """gpc_literate.cluster_ep: sparse EP on shards, locally and on a Dask LocalCluster (chapter 27)."""
-import contextlib
-import os
+
 import time
 
 import numpy as np
@@ -9,13 +8,25 @@ from distributed import Client, LocalCluster
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from gpc_literate import cluster_ep, sparse_ep
-from gpc_literate.cluster_ep import (_factor, gather_sites, learn_on_shards, make_shards,
-                                     sharded_gradient, sharded_log_evidence, sharded_sparse_ep)
+from gpc_literate import sparse_ep
+from gpc_literate.cluster_ep import (
+    _factor,
+    gather_sites,
+    learn_on_shards,
+    make_shards,
+    sharded_gradient,
+    sharded_log_evidence,
+    sharded_sparse_ep,
+)
 from gpc_literate.datasets import make_ringnorm
 from gpc_literate.kernels import RBF
 from gpc_literate.likelihoods import Probit
-from gpc_literate.sparse_ep import SparseEP, fit_fitc_ep, fitc_evidence_gradient, learn_fitc
+from gpc_literate.sparse_ep import (
+    SparseEP,
+    fit_fitc_ep,
+    fitc_evidence_gradient,
+    learn_fitc,
+)
 
 KERNEL, LIK = RBF(length_scale=np.sqrt(20.0), variance=1.0), Probit(1.0)
 
@@ -23,7 +34,7 @@ KERNEL, LIK = RBF(length_scale=np.sqrt(20.0), variance=1.0), Probit(1.0)
 @pytest.fixture(scope="module")
 def problem():
     X, y = make_ringnorm(900, random_state=5)
-    Z = X[::15].copy()                                   # 60 inducing inputs
+    Z = X[::15].copy()  # 60 inducing inputs
     zeros = np.zeros(len(y))
     return X, y, Z, fit_fitc_ep(KERNEL, X, y, LIK, Z, zeros, zeros, 1e-12, 500)
 
@@ -43,16 +54,23 @@ def test_local_shards_reach_chapter_25s_fit(problem, n_shards):
     _check(shards, sharded_sparse_ep(shards, tol=1e-12, max_iter=500), ref)
 
 
-def test_a_two_worker_cluster_reaches_the_same_fit_moving_the_same_bytes_at_any_n(problem):
+def test_a_two_worker_cluster_reaches_the_same_fit_moving_the_same_bytes_at_any_n(
+    problem,
+):
     X, y, Z, ref = problem
-    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
-                      dashboard_address=None) as cluster, Client(cluster) as client:
+    with (
+        LocalCluster(
+            n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None
+        ) as cluster,
+        Client(cluster) as client,
+    ):
         shards = make_shards(X, y, KERNEL, LIK, Z, client=client)
         fit = sharded_sparse_ep(shards, tol=1e-12, max_iter=500)
         _check(shards, fit, ref)
         X2, y2 = make_ringnorm(3 * len(y), random_state=6)
-        bigger = sharded_sparse_ep(make_shards(X2, y2, KERNEL, LIK, Z, client=client),
-                                   tol=1e-12, max_iter=500)
+        bigger = sharded_sparse_ep(
+            make_shards(X2, y2, KERNEL, LIK, Z, client=client), tol=1e-12, max_iter=500
+        )
     assert bigger.converged and bigger.bytes_per_iter == fit.bytes_per_iter
 
 
@@ -79,16 +97,26 @@ def test_bad_input_is_refused(problem, bad):
 
 # --- the gradient and the search on shards (section sec-cluster-learn) ---
 
+
 @pytest.fixture(scope="module")
 def client():
-    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
-                      dashboard_address=None) as cluster, Client(cluster) as c:
+    with (
+        LocalCluster(
+            n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None
+        ) as cluster,
+        Client(cluster) as c,
+    ):
         yield c
 
 
 @settings(max_examples=15, deadline=None, suppress_health_check=list(HealthCheck))
-@given(seed=st.integers(0, 10_000), n=st.integers(8, 60), M=st.integers(1, 8),
-       n_shards=st.integers(1, 5), ard=st.booleans())
+@given(
+    seed=st.integers(0, 10_000),
+    n=st.integers(8, 60),
+    M=st.integers(1, 8),
+    n_shards=st.integers(1, 5),
+    ard=st.booleans(),
+)
 def test_the_sharded_gradient_is_chapter_25s(seed, n, M, n_shards, ard):
     rng = np.random.default_rng(seed)
     X = rng.normal(size=(n, 3))
@@ -98,8 +126,16 @@ def test_the_sharded_gradient_is_chapter_25s(seed, n, M, n_shards, ard):
     zeros = np.zeros(n)
     ref = fit_fitc_ep(kernel, X, y, LIK, Z, zeros, zeros, 1e-10, 500)
     assume(ref.converged and np.isfinite(ref.log_evidence))
-    shards = make_shards(X, y, kernel, LIK, Z, n_shards=min(n_shards, n), nu=ref.posterior.nu,
-                         tau=ref.posterior.tau)
+    shards = make_shards(
+        X,
+        y,
+        kernel,
+        LIK,
+        Z,
+        n_shards=min(n_shards, n),
+        nu=ref.posterior.nu,
+        tau=ref.posterior.tau,
+    )
     g_theta, g_Z = sharded_gradient(shards, kernel, Z, _factor(shards))
     r_theta, r_Z = fitc_evidence_gradient(kernel, X, Z, ref.prior, ref.posterior)
     scale = max(np.abs(r_theta).max(), np.abs(r_Z).max(), 1e-12)
@@ -108,15 +144,18 @@ def test_the_sharded_gradient_is_chapter_25s(seed, n, M, n_shards, ard):
 
 
 @pytest.mark.filterwarnings("ignore::gpc_literate.base.ConvergenceWarning")
-def test_learning_on_local_shards_follows_learn_fitc_with_the_inducing_inputs(monkeypatch):
+def test_learning_on_local_shards_follows_learn_fitc_with_the_inducing_inputs(
+    monkeypatch,
+):
     # the same evaluations in the same order: ten L-BFGS-B iterations (over 200 the search,
     # which drives this FITC model's variance to its bound, parts on rounding)
     monkeypatch.setattr(sparse_ep, "SEARCH_MAX_ITER", 10)
     X, y = make_ringnorm(300, random_state=8)
     Z = X[:8].copy()
     zeros = np.zeros(len(y))
-    options = dict(learn_inducing=True, bounds=(np.log(1e-3), np.log(1e3)), tol=1e-10,
-                   max_iter=500)
+    options = dict(
+        learn_inducing=True, bounds=(np.log(1e-3), np.log(1e3)), tol=1e-10, max_iter=500
+    )
     start = fit_fitc_ep(KERNEL, X, y, LIK, Z, zeros, zeros, 1e-10, 500)
     kern_1, Z_1, learned_1, fit_1 = learn_fitc(KERNEL, X, y, LIK, Z, start, **options)
     shards = make_shards(X, y, KERNEL, LIK, Z, n_shards=3)
@@ -130,7 +169,9 @@ def test_learning_on_local_shards_follows_learn_fitc_with_the_inducing_inputs(mo
 
 def test_set_prior_keeps_the_sites_and_revert_restores_them(problem):
     X, y, Z, ref = problem
-    shard = make_shards(X, y, KERNEL, LIK, Z, nu=ref.posterior.nu, tau=ref.posterior.tau)[0]
+    shard = make_shards(
+        X, y, KERNEL, LIK, Z, nu=ref.posterior.nu, tau=ref.posterior.tau
+    )[0]
     shard.set_prior(RBF(length_scale=3.0), Z[:10])
     assert shard.Qt.shape == (10, len(y)) and shard.L.shape == (10, 10)
     np.testing.assert_array_equal(shard.nu, ref.posterior.nu)
@@ -140,29 +181,43 @@ def test_set_prior_keeps_the_sites_and_revert_restores_them(problem):
 
 
 def _estimator_differences(one, two, X_test):
-    return max(np.abs(one.site_nu_ - two.site_nu_).max(),
-               np.abs(one.site_tau_ - two.site_tau_).max(),
-               np.abs(one.posterior_mean_ - two.posterior_mean_).max(),
-               np.abs(one.var_cav_ - two.var_cav_).max(),
-               abs(one.log_marginal_likelihood_ - two.log_marginal_likelihood_),
-               np.abs(one.predict_proba(X_test) - two.predict_proba(X_test)).max(),
-               np.abs(one.kernel_.theta - two.kernel_.theta).max(),
-               np.abs(one.inducing_ - two.inducing_).max())
+    return max(
+        np.abs(one.site_nu_ - two.site_nu_).max(),
+        np.abs(one.site_tau_ - two.site_tau_).max(),
+        np.abs(one.posterior_mean_ - two.posterior_mean_).max(),
+        np.abs(one.var_cav_ - two.var_cav_).max(),
+        abs(one.log_marginal_likelihood_ - two.log_marginal_likelihood_),
+        np.abs(one.predict_proba(X_test) - two.predict_proba(X_test)).max(),
+        np.abs(one.kernel_.theta - two.kernel_.theta).max(),
+        np.abs(one.inducing_ - two.inducing_).max(),
+    )
 
 
 @pytest.mark.filterwarnings("ignore::gpc_literate.base.ConvergenceWarning")
-@pytest.mark.parametrize("optimizer, learn_inducing, tol",
-                         [(None, False, 1e-10), ("fmin_l_bfgs_b", False, 1e-8),
-                          ("fmin_l_bfgs_b", True, 1e-8)])
+@pytest.mark.parametrize(
+    "optimizer, learn_inducing, tol",
+    [
+        (None, False, 1e-10),
+        ("fmin_l_bfgs_b", False, 1e-8),
+        ("fmin_l_bfgs_b", True, 1e-8),
+    ],
+)
 def test_sparse_ep_fitted_on_a_two_worker_cluster_is_the_single_process_fit(
-        client, monkeypatch, optimizer, learn_inducing, tol):
-    if learn_inducing:                  # as above: the first ten iterations of the search
+    client, monkeypatch, optimizer, learn_inducing, tol
+):
+    if learn_inducing:  # as above: the first ten iterations of the search
         monkeypatch.setattr(sparse_ep, "SEARCH_MAX_ITER", 10)
     X, y = make_ringnorm(600, random_state=9)
     X_test, _ = make_ringnorm(200, random_state=10)
     labels = np.where(y > 0, "yes", "no")
-    options = dict(kernel=RBF(length_scale=4.0), n_inducing=12, optimizer=optimizer,
-                   learn_inducing=learn_inducing, tol=1e-10, random_state=0)
+    options = dict(
+        kernel=RBF(length_scale=4.0),
+        n_inducing=12,
+        optimizer=optimizer,
+        learn_inducing=learn_inducing,
+        tol=1e-10,
+        random_state=0,
+    )
     one = SparseEP(**options).fit(X, labels)
     two = SparseEP(**options).fit(X, labels, client=client)
     assert list(two.classes_) == ["no", "yes"] and two.converged_ == one.converged_
@@ -176,11 +231,17 @@ def test_sparse_ep_fitted_on_a_two_worker_cluster_is_the_single_process_fit(
 
 def test_a_warm_start_on_the_cluster_needs_one_iteration(client):
     X, y = make_ringnorm(400, random_state=11)
-    options = dict(kernel=RBF(length_scale=4.0), n_inducing=10, optimizer=None, tol=1e-10,
-                   random_state=0)
+    options = dict(
+        kernel=RBF(length_scale=4.0),
+        n_inducing=10,
+        optimizer=None,
+        tol=1e-10,
+        random_state=0,
+    )
     cold = SparseEP(**options).fit(X, y)
-    warm = SparseEP(**options).fit(X, y, site_nu_init=cold.site_nu_,
-                                   site_tau_init=cold.site_tau_, client=client)
+    warm = SparseEP(**options).fit(
+        X, y, site_nu_init=cold.site_nu_, site_tau_init=cold.site_tau_, client=client
+    )
     assert warm.converged_ and warm.n_iter_ == 1
 
 
@@ -200,8 +261,9 @@ def _small_problem():
 
 def test_a_closed_client_is_refused_at_once():
     X, y = _small_problem()
-    with LocalCluster(n_workers=1, threads_per_worker=1, processes=False,
-                      dashboard_address=None) as cluster:
+    with LocalCluster(
+        n_workers=1, threads_per_worker=1, processes=False, dashboard_address=None
+    ) as cluster:
         closed = Client(cluster)
         closed.close()
     model = SparseEP(n_inducing=10)
@@ -213,11 +275,18 @@ def test_a_closed_client_is_refused_at_once():
 
 def test_grid_search_passes_the_client_on_to_every_fit(client):
     from sklearn.model_selection import GridSearchCV
+
     X, y = make_ringnorm(300, random_state=13)
     grid = {"kernel__length_scale": [2.0, 4.0]}
-    options = dict(kernel=RBF(length_scale=1.0), n_inducing=8, optimizer=None, random_state=0)
+    options = dict(
+        kernel=RBF(length_scale=1.0), n_inducing=8, optimizer=None, random_state=0
+    )
     local = GridSearchCV(SparseEP(**options), grid, cv=2).fit(X, y)
     on_cluster = GridSearchCV(SparseEP(**options), grid, cv=2).fit(X, y, client=client)
-    np.testing.assert_allclose(on_cluster.cv_results_["mean_test_score"],
-                               local.cv_results_["mean_test_score"], rtol=0, atol=1e-12)
+    np.testing.assert_allclose(
+        on_cluster.cv_results_["mean_test_score"],
+        local.cv_results_["mean_test_score"],
+        rtol=0,
+        atol=1e-12,
+    )
     assert on_cluster.best_params_ == local.best_params_

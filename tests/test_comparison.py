@@ -1,4 +1,5 @@
 """Tests of gpc_literate.comparison (chapter 21): Seeger's Table 1, baselines, runner, CLI."""
+
 import json
 import os
 import subprocess
@@ -28,8 +29,11 @@ def test_paper_table_has_every_cell_and_ambiguous_pairs_swap():
     assert [m for ms in cmp.FITTERS.values() for m in ms] == list(cmp.METHODS)
     # each ambiguous cell's alternative is the value of its partner cell, and vice versa
     for (name, method), alt in cmp.AMBIGUOUS.items():
-        partners = [m for (n, m), a in cmp.AMBIGUOUS.items()
-                    if n == name and m != method and a == cmp.PAPER_TABLE1[name][method]]
+        partners = [
+            m
+            for (n, m), a in cmp.AMBIGUOUS.items()
+            if n == name and m != method and a == cmp.PAPER_TABLE1[name][method]
+        ]
         assert len(partners) == 1 and cmp.PAPER_TABLE1[name][partners[0]] == alt
 
 
@@ -38,14 +42,16 @@ def test_least_squares_discriminant_solves_the_normal_equations():
     model = cmp.LeastSquaresDiscriminant().fit(X, y)
     design = np.hstack([X, np.ones((50, 1))])
     beta = np.linalg.solve(design.T @ design, design.T @ y)
-    np.testing.assert_allclose(np.append(model.coef_, model.intercept_), beta, atol=1e-10)
+    np.testing.assert_allclose(
+        np.append(model.coef_, model.intercept_), beta, atol=1e-10
+    )
     assert set(np.unique(model.predict(X))) <= {-1, 1}
     np.testing.assert_allclose(model.decision_function(X), design @ beta, atol=1e-10)
     assert not hasattr(model, "predict_proba")
     with pytest.raises(AttributeError):
         model.predict_proba(X)
     with pytest.raises(ValueError):
-        cmp.LeastSquaresDiscriminant().fit(X, np.ones(50))          # one class
+        cmp.LeastSquaresDiscriminant().fit(X, np.ones(50))  # one class
 
 
 def test_accelerated_dual_reaches_the_adatron_solution():
@@ -62,7 +68,11 @@ def test_accelerated_dual_reaches_the_adatron_solution():
     np.testing.assert_allclose(h_fast, h_slow, rtol=0, atol=1e-4)
     np.testing.assert_allclose(fast.alpha, slow.alpha, rtol=0, atol=1e-3)
     assert fast.bias == pytest.approx(slow.bias, abs=1e-4)
-    assert abs(yf @ fast.alpha) < 1e-8 and fast.alpha.min() >= 0 and fast.alpha.max() <= 5.0
+    assert (
+        abs(yf @ fast.alpha) < 1e-8
+        and fast.alpha.min() >= 0
+        and fast.alpha.max() <= 5.0
+    )
     with pytest.raises(ValueError, match="C must be"):
         cmp.svm_dual_accelerated(K, yf, C=0.0)
     with pytest.raises(ValueError, match="shape"):
@@ -93,7 +103,7 @@ def test_start_kernel_and_load_split():
     d = cmp.load_split("crabs", 3)
     assert (d.n_train, d.n_test) == (80, 120) and d.realisation == 3
     whole, _ = d.whole()
-    np.testing.assert_allclose(whole.mean(axis=0), 0.0, atol=1e-12)     # whole-set scaling
+    np.testing.assert_allclose(whole.mean(axis=0), 0.0, atol=1e-12)  # whole-set scaling
     np.testing.assert_allclose(whole.std(axis=0, ddof=1), 1.0)
     with pytest.raises(ValueError, match="out of range"):
         cmp.load_split("crabs", 10)
@@ -102,7 +112,10 @@ def test_start_kernel_and_load_split():
 def test_run_one_linear_record():
     r = cmp.run_one("crabs", 0, "Linear")
     assert r["status"] == "ok" and r["fitter"] == "Linear" and r["split"] == 0
-    assert set(r["errors"]) == {"Linear"} and 0 <= r["errors"]["Linear"] <= r["n_test"] == 120
+    assert (
+        set(r["errors"]) == {"Linear"}
+        and 0 <= r["errors"]["Linear"] <= r["n_test"] == 120
+    )
     assert len(r["coef"]) == 5 and r["time"] >= 0
     json.dumps(r)
 
@@ -135,40 +148,79 @@ def test_bad_input_is_refused_with_clear_errors():
 
 
 def test_summaries_and_the_comparison_rule():
-    recs = [{"dataset": "waveform", "split": i, "fitter": "Linear", "status": "ok",
-             "errors": {"Linear": e}, "n_test": 4200, "time": 1.0}
-            for i, e in enumerate([350, 370, 360, 380])]
-    recs.append({"dataset": "waveform", "split": 9, "fitter": "Linear", "status": "failed",
-                 "time": 0.1})
-    recs += [{"dataset": "crabs", "split": i, "fitter": "VarGP", "status": "ok",
-              "errors": {"VarGP-mode": 3 + i, "VarGP-mean": 4}, "n_test": 120, "time": 2.0}
-             for i in range(3)]
+    recs = [
+        {
+            "dataset": "waveform",
+            "split": i,
+            "fitter": "Linear",
+            "status": "ok",
+            "errors": {"Linear": e},
+            "n_test": 4200,
+            "time": 1.0,
+        }
+        for i, e in enumerate([350, 370, 360, 380])
+    ]
+    recs.append(
+        {
+            "dataset": "waveform",
+            "split": 9,
+            "fitter": "Linear",
+            "status": "failed",
+            "time": 0.1,
+        }
+    )
+    recs += [
+        {
+            "dataset": "crabs",
+            "split": i,
+            "fitter": "VarGP",
+            "status": "ok",
+            "errors": {"VarGP-mode": 3 + i, "VarGP-mean": 4},
+            "n_test": 120,
+            "time": 2.0,
+        }
+        for i in range(3)
+    ]
     s = cmp.summarise_counts(recs)
-    assert list(s) == ["crabs", "waveform"] and list(s["crabs"]) == ["VarGP-mode", "VarGP-mean"]
+    assert list(s) == ["crabs", "waveform"] and list(s["crabs"]) == [
+        "VarGP-mode",
+        "VarGP-mean",
+    ]
     e = s["waveform"]["Linear"]
     assert e["n"] == 4 and e["n_failed"] == 1 and e["mean"] == pytest.approx(365.0)
     assert e["std"] == pytest.approx(np.std([350, 370, 360, 380], ddof=1))
     assert (e["min"], e["max"]) == (350, 380)
-    np.testing.assert_allclose(e["scaled"], np.array([350, 370, 360, 380]) * 2504 / 4200)
+    np.testing.assert_allclose(
+        e["scaled"], np.array([350, 370, 360, 380]) * 2504 / 4200
+    )
     lo, hi = cmp.prediction_interval(e["scaled"])
     half = stats.t.ppf(0.975, 3) * np.std(e["scaled"], ddof=1) * np.sqrt(1.25)
-    assert (lo, hi) == pytest.approx((np.mean(e["scaled"]) - half - 0.5,
-                                      np.mean(e["scaled"]) + half + 0.5))
+    assert (lo, hi) == pytest.approx(
+        (np.mean(e["scaled"]) - half - 0.5, np.mean(e["scaled"]) + half + 0.5)
+    )
     assert cmp.prediction_interval([4, 4, 4]) == pytest.approx((3.5, 4.5))
     rows = {(r["dataset"], r["method"]): r for r in cmp.compare_with_paper(s)}
     assert rows[("waveform", "Linear")]["paper"] == 220
     assert rows[("waveform", "Linear")]["consistent"] == (lo <= 220 <= hi)
-    assert rows[("crabs", "VarGP-mean")]["consistent"]            # always 4, paper 4
+    assert rows[("crabs", "VarGP-mean")]["consistent"]  # always 4, paper 4
     # informative: the interval excludes half and twice the paper's count
-    assert rows[("crabs", "VarGP-mean")]["informative"]           # [3.5, 4.5] vs 2 and 8
-    mode = rows[("crabs", "VarGP-mode")]                          # 3, 4, 5 against paper 3
+    assert rows[("crabs", "VarGP-mean")]["informative"]  # [3.5, 4.5] vs 2 and 8
+    mode = rows[("crabs", "VarGP-mode")]  # 3, 4, 5 against paper 3
     assert mode["consistent"] and not mode["informative"] and mode["high"] > 6
     assert rows[("crabs", "VarGP-mode")]["alternative"] is None
 
 
 def test_relevance_summary_counts_switched_off_inputs():
-    recs = [{"dataset": "crabs", "split": i, "fitter": "VarSVM", "status": "ok",
-             "relevances": [1e-5, 2.0, 1.0, 1e-3, 0.5]} for i in (1, 0)]
+    recs = [
+        {
+            "dataset": "crabs",
+            "split": i,
+            "fitter": "VarSVM",
+            "status": "ok",
+            "relevances": [1e-5, 2.0, 1.0, 1e-3, 0.5],
+        }
+        for i in (1, 0)
+    ]
     rel, n_off = cmp.relevance_summary(recs, "crabs", "VarSVM", threshold=0.01)
     np.testing.assert_allclose(rel[0], [5e-6, 1.0, 0.5, 5e-4, 0.25])
     assert n_off.tolist() == [2, 2]
@@ -176,11 +228,25 @@ def test_relevance_summary_counts_switched_off_inputs():
 
 def test_cli_writes_resumes_and_refuses_bad_arguments(tmp_path, monkeypatch):
     out = tmp_path / "res" / "t1.json"
-    args = ["--datasets", "crabs", "--splits", "2", "--fitters", "Linear", "--no-progress",
-            "--out", str(out)]
+    args = [
+        "--datasets",
+        "crabs",
+        "--splits",
+        "2",
+        "--fitters",
+        "Linear",
+        "--no-progress",
+        "--out",
+        str(out),
+    ]
     env = dict(os.environ, OPENBLAS_NUM_THREADS="1")
-    proc = subprocess.run([sys.executable, "-m", "gpc_literate.comparison", *args],
-                          capture_output=True, text=True, env=env, timeout=120)
+    proc = subprocess.run(
+        [sys.executable, "-m", "gpc_literate.comparison", *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+    )
     assert proc.returncode == 0, proc.stderr
     data = json.loads(out.read_text())
     assert data["kind"] == "seeger_table1" and data["config"] == cmp.DEFAULT_CONFIG
@@ -210,7 +276,7 @@ def test_run_one_variational_record(fitter):
     assert set(r["errors"]) == set(cmp.FITTERS[fitter])
     assert all(0 <= e <= 120 for e in r["errors"].values())
     assert len(r["relevances"]) == 5 and all(w > 0 for w in r["relevances"])
-    assert len(r["theta"]) == 7                     # 5 length scales, C, C v
+    assert len(r["theta"]) == 7  # 5 length scales, C, C v
     assert np.isfinite(r["free_energy"]) and r["n_warnings"] >= 0
     json.dumps(r)
 
@@ -223,36 +289,70 @@ def test_run_one_laplace_uses_the_start_kernel_and_bounds():
 
 # --- the results file, shared with chapter 18: concurrent runs, resume checks, bad input ------
 
+
 def _fake(dataset, split, fitter, status="ok"):
-    return {"dataset": dataset, "split": split, "fitter": fitter, "status": status,
-            "errors": {m: 1 for m in cmp.FITTERS[fitter]}, "n_test": 100, "time": 0.001}
+    return {
+        "dataset": dataset,
+        "split": split,
+        "fitter": fitter,
+        "status": status,
+        "errors": {m: 1 for m in cmp.FITTERS[fitter]},
+        "n_test": 100,
+        "time": 0.001,
+    }
 
 
 def test_two_concurrent_cli_runs_keep_every_record(tmp_path):
     # two real command lines started together on one file, each with 30 jobs of its own
     out = tmp_path / "shared.json"
     env = dict(os.environ, OPENBLAS_NUM_THREADS="1")
-    procs = [subprocess.Popen([sys.executable, "-m", "gpc_literate.comparison", "--datasets",
-                               *names, "--splits", "10", "--fitters", "Linear",
-                               "--no-progress", "--out", str(out)],
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                              env=env)
-             for names in (["crabs", "pima", "wdbc"], ["twonorm", "ringnorm", "waveform"])]
+    procs = [
+        subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "gpc_literate.comparison",
+                "--datasets",
+                *names,
+                "--splits",
+                "10",
+                "--fitters",
+                "Linear",
+                "--no-progress",
+                "--out",
+                str(out),
+            ],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=env,
+        )
+        for names in (["crabs", "pima", "wdbc"], ["twonorm", "ringnorm", "waveform"])
+    ]
     outputs = [p.communicate(timeout=300) for p in procs]
     assert [p.returncode for p in procs] == [0, 0], [e for _, e in outputs]
     records = cmp.load_results(out, "seeger_table1")
     keys = [cmp._key(r) for r in records]
     expected = {(n, i, "Linear") for n in cmp.DATASETS for i in range(10)}
     assert len(keys) == len(set(keys)) == 60 and set(keys) == expected
-    assert all(r["status"] == "ok" and r["config"] == cmp.DEFAULT_CONFIG for r in records)
+    assert all(
+        r["status"] == "ok" and r["config"] == cmp.DEFAULT_CONFIG for r in records
+    )
     assert not [f for f in os.listdir(tmp_path) if f.startswith(".tmp_")]
 
 
 def test_records_carry_config_version_and_commit(tmp_path, monkeypatch):
     import gpc_literate
+
     monkeypatch.setattr(cmp, "run_one", lambda d, s, f, c: _fake(d, s, f))
-    records = cmp.run_comparison(["crabs"], 2, ["Linear"], out=str(tmp_path / "r.json"),
-                                 config={"cv_seed": 3}, progress=False)
+    records = cmp.run_comparison(
+        ["crabs"],
+        2,
+        ["Linear"],
+        out=str(tmp_path / "r.json"),
+        config={"cv_seed": 3},
+        progress=False,
+    )
     for r in records:
         assert r["config"] == dict(cmp.DEFAULT_CONFIG, cv_seed=3)
         assert r["version"] == gpc_literate.__version__
@@ -262,20 +362,57 @@ def test_records_carry_config_version_and_commit(tmp_path, monkeypatch):
 def test_resume_with_another_configuration_is_refused(tmp_path, monkeypatch, capsys):
     monkeypatch.setattr(cmp, "run_one", lambda d, s, f, c: _fake(d, s, f))
     out = tmp_path / "r.json"
-    cmp.run_comparison(["crabs"], 1, ["Linear"], out=str(out), config={"cv_seed": 1},
-                       progress=False)
+    cmp.run_comparison(
+        ["crabs"], 1, ["Linear"], out=str(out), config={"cv_seed": 1}, progress=False
+    )
     before = out.read_text()
     with pytest.raises(ValueError, match=r"differs in \['cv_seed', 'svm_folds'\]"):
-        cmp.run_comparison(["crabs"], 2, ["Linear"], out=str(out), progress=False,
-                           config={"svm_folds": 5})
+        cmp.run_comparison(
+            ["crabs"],
+            2,
+            ["Linear"],
+            out=str(out),
+            progress=False,
+            config={"svm_folds": 5},
+        )
     # the command line runs the default configuration: refused, status 2, keys named
-    assert cmp.main(["--datasets", "crabs", "--splits", "2", "--fitters", "Linear",
-                     "--no-progress", "--out", str(out)]) == 2
+    assert (
+        cmp.main(
+            [
+                "--datasets",
+                "crabs",
+                "--splits",
+                "2",
+                "--fitters",
+                "Linear",
+                "--no-progress",
+                "--out",
+                str(out),
+            ]
+        )
+        == 2
+    )
     err = capsys.readouterr().err
-    assert "another configuration" in err and "cv_seed" in err and "Traceback" not in err
+    assert (
+        "another configuration" in err and "cv_seed" in err and "Traceback" not in err
+    )
     assert out.read_text() == before
-    assert cmp.main(["--datasets", "crabs", "--splits", "2", "--fitters", "Linear",
-                     "--no-progress", "--out", str(tmp_path / "new.json")]) == 0
+    assert (
+        cmp.main(
+            [
+                "--datasets",
+                "crabs",
+                "--splits",
+                "2",
+                "--fitters",
+                "Linear",
+                "--no-progress",
+                "--out",
+                str(tmp_path / "new.json"),
+            ]
+        )
+        == 0
+    )
 
 
 def test_retry_failed_reruns_exactly_the_failed_jobs(tmp_path, monkeypatch):
@@ -289,8 +426,18 @@ def test_retry_failed_reruns_exactly_the_failed_jobs(tmp_path, monkeypatch):
         return _fake(*key, status="failed" if key in failing else "ok")
 
     monkeypatch.setattr(cmp, "run_one", flaky)
-    args = ["--datasets", "crabs", "pima", "--splits", "3", "--fitters", "Linear",
-            "--no-progress", "--out", out]
+    args = [
+        "--datasets",
+        "crabs",
+        "pima",
+        "--splits",
+        "3",
+        "--fitters",
+        "Linear",
+        "--no-progress",
+        "--out",
+        out,
+    ]
     assert cmp.main(args) == 0 and len(calls) == 6
     calls.clear()
     assert cmp.main(args) == 0 and calls == []
@@ -301,17 +448,20 @@ def test_retry_failed_reruns_exactly_the_failed_jobs(tmp_path, monkeypatch):
     assert len(records) == 6 and all(r["status"] == "ok" for r in records)
 
 
-@pytest.mark.parametrize("argv, message", [
-    (["--datasets", "iris"], "invalid choice: 'iris' (choose from 'crabs'"),
-    (["--fitters", "GP"], "invalid choice: 'GP' (choose from 'VarGP'"),
-    (["--splits", "0"], "splits must be at least 1"),
-    (["--splits", "ten"], "splits must be an integer"),
-    (["--datasets", "crabs", "--splits", "11"], "'crabs' has 10 random splits"),
-    (["--jobs", "0"], "--jobs"),
-    (["--jobs", "-2"], "--jobs"),
-    (["--out", "."], "is a directory"),
-    (["--unknown"], "unrecognized arguments"),
-])
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["--datasets", "iris"], "invalid choice: 'iris' (choose from 'crabs'"),
+        (["--fitters", "GP"], "invalid choice: 'GP' (choose from 'VarGP'"),
+        (["--splits", "0"], "splits must be at least 1"),
+        (["--splits", "ten"], "splits must be an integer"),
+        (["--datasets", "crabs", "--splits", "11"], "'crabs' has 10 random splits"),
+        (["--jobs", "0"], "--jobs"),
+        (["--jobs", "-2"], "--jobs"),
+        (["--out", "."], "is a directory"),
+        (["--unknown"], "unrecognized arguments"),
+    ],
+)
 def test_every_bad_argument_is_refused_with_a_message(argv, message, capsys):
     with pytest.raises(SystemExit) as exc:
         cmp.main([*argv, "--no-progress"])
@@ -322,19 +472,41 @@ def test_every_bad_argument_is_refused_with_a_message(argv, message, capsys):
 
 def test_malformed_results_files_give_a_clear_error(tmp_path, monkeypatch, capsys):
     monkeypatch.setattr(cmp, "run_one", lambda d, s, f, c: _fake(d, s, f))
-    good = json.dumps({"kind": "seeger_table1", "config": cmp.DEFAULT_CONFIG,
-                       "records": [_fake("crabs", 0, "Linear")]})
+    good = json.dumps(
+        {
+            "kind": "seeger_table1",
+            "config": cmp.DEFAULT_CONFIG,
+            "records": [_fake("crabs", 0, "Linear")],
+        }
+    )
     root = os.path.dirname(os.path.dirname(os.path.abspath(cmp.__file__)))
-    cases = {"truncated.json": (good[:-40], "not valid JSON, perhaps truncated"),
-             "foreign.json": ('{"type": "FeatureCollection", "features": []}',
-                              "is not a results file of gpc_literate"),
-             "ida.json": (open(os.path.join(root, "results", "ida.json")).read(),
-                          "holds results of the 'ida' experiment")}
+    cases = {
+        "truncated.json": (good[:-40], "not valid JSON, perhaps truncated"),
+        "foreign.json": (
+            '{"type": "FeatureCollection", "features": []}',
+            "is not a results file of gpc_literate",
+        ),
+        "ida.json": (
+            open(os.path.join(root, "results", "ida.json")).read(),
+            "holds results of the 'ida' experiment",
+        ),
+    }
     for name, (content, message) in cases.items():
         path = tmp_path / name
         path.write_text(content)
-        status = cmp.main(["--datasets", "crabs", "--splits", "1", "--fitters", "Linear",
-                           "--no-progress", "--out", str(path)])
+        status = cmp.main(
+            [
+                "--datasets",
+                "crabs",
+                "--splits",
+                "1",
+                "--fitters",
+                "Linear",
+                "--no-progress",
+                "--out",
+                str(path),
+            ]
+        )
         err = capsys.readouterr().err
         assert status == 2, name
         assert message in err and "Traceback" not in err, (name, err)
@@ -355,7 +527,8 @@ def test_the_committed_results_file_is_read_and_resumed(tmp_path, monkeypatch):
     monkeypatch.setattr(cmp, "run_one", lambda d, s, f, c: _fake(d, s, f))
     n_old = len(old["records"])
     again = cmp.run_comparison(["crabs"], 10, None, out=str(path), progress=False)
-    assert again == old["records"]                         # nothing to run; nothing changed
-    more = cmp.run_comparison(["crabs"], 10, None, out=str(path), progress=False,
-                              retry_failed=True)
+    assert again == old["records"]  # nothing to run; nothing changed
+    more = cmp.run_comparison(
+        ["crabs"], 10, None, out=str(path), progress=False, retry_failed=True
+    )
     assert len(more) == n_old

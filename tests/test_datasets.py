@@ -1,20 +1,29 @@
 """gpc_literate.datasets (chapter 4): sizes, class counts, realisations, errors."""
+
 import numpy as np
 import pytest
 
 from gpc_literate import datasets
-from gpc_literate.datasets import (BREIMAN_DIM, Dataset, available, bayes_proba, load,
-                                   make_ringnorm, make_twonorm, stratified_folds)
+from gpc_literate.datasets import (
+    BREIMAN_DIM,
+    Dataset,
+    available,
+    bayes_proba,
+    load,
+    make_ringnorm,
+    make_twonorm,
+    stratified_folds,
+)
 
 # name: (d, n_train, n_test, n_splits) of realisation 0, as the papers state them
 SIZES = {
-    "wisconsin": (9, 614, 69, 10),      # ch. 17: 683 rows, 10-fold CV, 614 training rows
-    "sonar": (60, 104, 104, 2),         # Gorman & Sejnowski split (+ its exchange, NC 2000)
-    "pima": (7, 200, 332, 1),           # Ripley
-    "crabs": (5, 80, 120, 1),           # Williams & Barber
-    "synth": (2, 250, 1000, 1),         # Ripley
-    "wdbc": (30, 300, 269, 10),         # Seeger Table 1
-    "banana": (2, 400, 4900, 100),      # Sundararajan & Keerthi Table 3
+    "wisconsin": (9, 614, 69, 10),  # ch. 17: 683 rows, 10-fold CV, 614 training rows
+    "sonar": (60, 104, 104, 2),  # Gorman & Sejnowski split (+ its exchange, NC 2000)
+    "pima": (7, 200, 332, 1),  # Ripley
+    "crabs": (5, 80, 120, 1),  # Williams & Barber
+    "synth": (2, 250, 1000, 1),  # Ripley
+    "wdbc": (30, 300, 269, 10),  # Seeger Table 1
+    "banana": (2, 400, 4900, 100),  # Sundararajan & Keerthi Table 3
     "breast_cancer": (9, 200, 77, 100),
     "diabetis": (8, 468, 300, 100),
     "flare_solar": (9, 666, 400, 100),  # IDA (not in Table 3)
@@ -27,21 +36,38 @@ SIZES = {
     "titanic": (3, 150, 2051, 100),
     "twonorm": (20, 400, 7000, 100),
     "waveform": (21, 400, 4600, 100),
-    "yeast": (8, 297, 1187, 50),        # Table 6 yeast7
+    "yeast": (8, 297, 1187, 50),  # Table 6 yeast7
     "yeast5": (8, 320, 1164, 50),
     "yeast4": (8, 165, 1319, 50),
-    "car": (6, 350, 1378, 50),          # Table 6 car3
-    "ecoli": (7, 124, 212, 50),         # Table 6 ecoli5
+    "car": (6, 350, 1378, 50),  # Table 6 car3
+    "ecoli": (7, 124, 212, 50),  # Table 6 ecoli5
 }
 
 # name: (+1, -1) over the whole set
 TOTALS = {
-    "wisconsin": (239, 444), "sonar": (111, 97), "pima": (177, 355), "crabs": (100, 100),
-    "synth": (625, 625), "wdbc": (212, 357), "banana": (2376, 2924), "breast_cancer": (81, 196),
-    "diabetis": (268, 500), "flare_solar": (589, 477), "german": (300, 700), "heart": (120, 150),
-    "image": (1320, 990), "ringnorm": (3664, 3736), "splice": (1648, 1527), "thyroid": (65, 150),
-    "titanic": (711, 1490), "twonorm": (3703, 3697), "waveform": (1647, 3353),
-    "yeast": (35, 1449), "yeast5": (51, 1433), "yeast4": (163, 1321), "car": (69, 1659),
+    "wisconsin": (239, 444),
+    "sonar": (111, 97),
+    "pima": (177, 355),
+    "crabs": (100, 100),
+    "synth": (625, 625),
+    "wdbc": (212, 357),
+    "banana": (2376, 2924),
+    "breast_cancer": (81, 196),
+    "diabetis": (268, 500),
+    "flare_solar": (589, 477),
+    "german": (300, 700),
+    "heart": (120, 150),
+    "image": (1320, 990),
+    "ringnorm": (3664, 3736),
+    "splice": (1648, 1527),
+    "thyroid": (65, 150),
+    "titanic": (711, 1490),
+    "twonorm": (3703, 3697),
+    "waveform": (1647, 3353),
+    "yeast": (35, 1449),
+    "yeast5": (51, 1433),
+    "yeast4": (163, 1321),
+    "car": (69, 1659),
     "ecoli": (20, 316),
 }
 
@@ -57,8 +83,13 @@ SPLIT_COUNTS = {
 }
 
 # stratified imbalanced sets: positives in every training set, Table 6's PPE
-STRATIFIED = {"yeast": (7, 2), "yeast5": (11, 4), "yeast4": (18, 11), "car": (14, 4),
-              "ecoli": (7, 6)}
+STRATIFIED = {
+    "yeast": (7, 2),
+    "yeast5": (11, 4),
+    "yeast4": (18, 11),
+    "car": (14, 4),
+    "ecoli": (7, 6),
+}
 
 
 def counts(y):
@@ -113,7 +144,9 @@ def test_realisations_disjoint_deterministic_and_different(name):
         r = ds.split(i)
         assert r.realisation == i
         assert np.intersect1d(r.train_index, r.test_index).size == 0
-        assert np.array_equal(np.union1d(r.train_index, r.test_index), np.arange(len(y_all)))
+        assert np.array_equal(
+            np.union1d(r.train_index, r.test_index), np.arange(len(y_all))
+        )
         assert np.array_equal(r.y_train, y_all[r.train_index])
         again = load(name).split(i)
         assert np.array_equal(r.X_train, again.X_train)
@@ -138,7 +171,9 @@ def test_sonar_aspect_angle_split_and_exchange():
     assert np.array_equal(ex.test_index, ds.train_index)
     assert "mine" in ds.positive_class
     # standardised over the training set (NIPS 1999)
-    assert np.allclose(ds.X_train.mean(0), 0) and np.allclose(ds.X_train.std(0, ddof=1), 1)
+    assert np.allclose(ds.X_train.mean(0), 0) and np.allclose(
+        ds.X_train.std(0, ddof=1), 1
+    )
     raw = load("sonar", standardize="none")
     assert raw.X_train.min() >= 0 and raw.X_train.max() <= 1
 
@@ -147,7 +182,9 @@ def test_wisconsin_folds_partition_the_683_rows():
     ds = load("wisconsin")
     X, y = ds.whole()
     assert X.shape == (683, 9) and counts(y) == (239, 444)
-    assert np.allclose(X.mean(0), 0) and np.allclose(X.std(0, ddof=1), 1)   # over all 683
+    assert np.allclose(X.mean(0), 0) and np.allclose(
+        X.std(0, ddof=1), 1
+    )  # over all 683
     tests = [ds.split(i).test_index for i in range(10)]
     assert sorted(len(t) for t in tests) == [68] * 7 + [69] * 3
     assert np.array_equal(np.sort(np.concatenate(tests)), np.arange(683))
@@ -197,7 +234,7 @@ def test_standardize_modes():
     assert np.allclose(train.X_train.mean(0), 0)
     assert np.allclose(train.X_train.std(0, ddof=1), 1)
     raw = load("heart", standardize="none")
-    assert raw.X_train[:, 0].min() > 20                      # ages in years
+    assert raw.X_train[:, 0].min() > 20  # ages in years
     assert "standardize='none'" in raw.preprocessing
     # standardised "all" is the raw data's affine image
     Xr, _ = raw.whole()
@@ -208,9 +245,13 @@ def test_n_train_override():
     ds = load("twonorm", n_train=300)
     assert (ds.n_train, ds.n_test, ds.n_splits) == (300, 7100, 100)
     assert not np.array_equal(ds.split(0).train_index, ds.split(1).train_index)
-    assert np.array_equal(ds.split(3).train_index, load("twonorm", n_train=300).split(3).train_index)
+    assert np.array_equal(
+        ds.split(3).train_index, load("twonorm", n_train=300).split(3).train_index
+    )
     strat = load("yeast", n_train=742)
-    assert (strat.y_train == 1).sum() == 17 or (strat.y_train == 1).sum() == 18   # 742 * 35 / 1484
+    assert (strat.y_train == 1).sum() == 17 or (
+        strat.y_train == 1
+    ).sum() == 18  # 742 * 35 / 1484
     assert load("crabs", n_train=100).n_splits == 10
 
 
@@ -282,10 +323,21 @@ def test_data_files_are_read_through_the_package(tmp_path, monkeypatch):
 
 def test_every_data_folder_has_a_source_file():
     from importlib import resources
+
     root = resources.files("gpc_literate.data")
     folders = [p for p in root.iterdir() if p.is_dir() and not p.name.startswith("__")]
-    assert {p.name for p in folders} >= {"wisconsin", "sonar", "pima", "crabs", "synth",
-                                         "wdbc", "ida", "yeast", "ecoli", "car"}
+    assert {p.name for p in folders} >= {
+        "wisconsin",
+        "sonar",
+        "pima",
+        "crabs",
+        "synth",
+        "wdbc",
+        "ida",
+        "yeast",
+        "ecoli",
+        "car",
+    }
     for folder in folders:
         assert folder.joinpath("SOURCE.md").is_file(), folder.name
     ida = root.joinpath("ida")

@@ -1,10 +1,20 @@
 """Unit tests of gpc_literate.kernels (chapter 3): values, PSD, gradients, theta, validation."""
+
 import copy
 
 import numpy as np
 import pytest
 
-from gpc_literate.kernels import RBF, ArcSin, Cauchy, Kernel, Linear, Matern, Product, Sum
+from gpc_literate.kernels import (
+    RBF,
+    ArcSin,
+    Cauchy,
+    Kernel,
+    Linear,
+    Matern,
+    Product,
+    Sum,
+)
 
 D = 3
 
@@ -26,7 +36,9 @@ KERNELS = {
     "matern32_ard": lambda: Matern([0.4, 1.0, 2.5], variance=0.7, nu=1.5),
     "matern52_iso": lambda: Matern(1.1, variance=2.0, nu=2.5),
     "matern52_ard": lambda: Matern([0.6, 1.5, 0.8], variance=2.2, nu=2.5),
-    "sum_rbf_linear": lambda: RBF([0.5, 1.0, 2.5], variance=2.0) + Linear(0.5, bias=0.2),
+    "sum_rbf_linear": lambda: (
+        RBF([0.5, 1.0, 2.5], variance=2.0) + Linear(0.5, bias=0.2)
+    ),
     "product_matern_arcsin": lambda: Matern(1.2) * ArcSin(0.7, bias_variance=0.5),
     "nested": lambda: (Matern(0.8, nu=1.5) + Cauchy(2.0)) * RBF(3.0, bias=0.1),
 }
@@ -53,7 +65,9 @@ def fd_gradient(kernel, X, h=1e-5):
     for j in range(theta.size):
         e = np.zeros_like(theta)
         e[j] = h
-        G[:, :, j] = (kernel.with_theta(theta + e)(X) - kernel.with_theta(theta - e)(X)) / (2 * h)
+        G[:, :, j] = (
+            kernel.with_theta(theta + e)(X) - kernel.with_theta(theta - e)(X)
+        ) / (2 * h)
     return G
 
 
@@ -91,19 +105,24 @@ def test_arcsin_monte_carlo_network():
     M = 100_000
     U = rng.normal(size=(M, D + 1)) * np.sqrt(np.r_[b, w])
     from scipy.special import erf
+
     G = erf(U @ np.hstack([np.ones((len(X), 1)), X]).T / np.sqrt(2))
     K_mc = G.T @ G / M
     assert np.abs(K_mc - ArcSin(w, bias_variance=b)(X)).max() < 5 / np.sqrt(M)
 
 
 def test_linear_formula(X, Z):
-    np.testing.assert_allclose(Linear(0.5, bias=2.0)(X, Z), 0.5 * X @ Z.T + 2.0, rtol=1e-12)
+    np.testing.assert_allclose(
+        Linear(0.5, bias=2.0)(X, Z), 0.5 * X @ Z.T + 2.0, rtol=1e-12
+    )
 
 
 def test_cauchy_formula(X, Z):
     ell = np.array([0.4, 1.0, 2.5])
     r2 = (((X[:, None, :] - Z[None, :, :]) / ell) ** 2).sum(-1)
-    np.testing.assert_allclose(Cauchy(ell, variance=0.7)(X, Z), 0.7 / (1 + r2), rtol=1e-12)
+    np.testing.assert_allclose(
+        Cauchy(ell, variance=0.7)(X, Z), 0.7 / (1 + r2), rtol=1e-12
+    )
 
 
 def test_isotropic_equals_ard_with_equal_scales(X):
@@ -115,7 +134,9 @@ def test_isotropic_equals_ard_with_equal_scales(X):
 def test_from_sigma2_sonar_weights():
     sigma2, N = 0.5, 60
     assert RBF.from_sigma2(sigma2, N).length_scale == pytest.approx(np.sqrt(sigma2 * N))
-    assert ArcSin.from_sigma2(sigma2, N).weight_variance == pytest.approx(1 / (sigma2 * N))
+    assert ArcSin.from_sigma2(sigma2, N).weight_variance == pytest.approx(
+        1 / (sigma2 * N)
+    )
     with pytest.raises(ValueError, match="sigma2"):
         RBF.from_sigma2(-1.0, N)
     with pytest.raises(ValueError, match="n_features"):
@@ -149,7 +170,9 @@ def test_cross_covariance(kernel, X, Z):
     assert KXZ.shape == (len(X), len(Z))
     np.testing.assert_allclose(KXZ, kernel(Z, X).T, rtol=1e-12, atol=1e-14)
     K = kernel(X)
-    np.testing.assert_allclose(kernel(X, X), K, rtol=1e-10, atol=1e-12 * np.abs(K).max())
+    np.testing.assert_allclose(
+        kernel(X, X), K, rtol=1e-10, atol=1e-12 * np.abs(K).max()
+    )
 
 
 def test_gradient_matches_finite_differences(kernel, X):
@@ -160,7 +183,9 @@ def test_gradient_matches_finite_differences(kernel, X):
     for j in range(p):
         scale = np.abs(G[:, :, j]).max()
         assert scale > 0
-        assert np.abs(G[:, :, j] - G_fd[:, :, j]).max() <= 1e-6 * scale, kernel.hyperparameter_names[j]
+        assert np.abs(G[:, :, j] - G_fd[:, :, j]).max() <= 1e-6 * scale, (
+            kernel.hyperparameter_names[j]
+        )
 
 
 def test_gradient_symmetric(kernel, X):
@@ -188,7 +213,9 @@ def test_arcsin_gradient_large_inputs():
     X = rng.normal(size=(10, D)) * 10
     G, G_fd = k.gradient(X), fd_gradient(k, X)
     for j in range(G.shape[2]):
-        assert np.abs(G[:, :, j] - G_fd[:, :, j]).max() <= 1e-6 * np.abs(G[:, :, j]).max()
+        assert (
+            np.abs(G[:, :, j] - G_fd[:, :, j]).max() <= 1e-6 * np.abs(G[:, :, j]).max()
+        )
 
 
 def test_single_sample(kernel):
@@ -232,15 +259,26 @@ def test_get_params_reconstructs(kernel, X):
 
 def test_theta_names_and_order():
     k = RBF([1.0, 2.0], variance=3.0, bias=0.5)
-    assert k.hyperparameter_names == ("log_length_scale[0]", "log_length_scale[1]",
-                                      "log_variance", "log_bias")
+    assert k.hyperparameter_names == (
+        "log_length_scale[0]",
+        "log_length_scale[1]",
+        "log_variance",
+        "log_bias",
+    )
     np.testing.assert_allclose(k.theta, np.log([1.0, 2.0, 3.0, 0.5]))
     assert RBF(1.0).hyperparameter_names == ("log_length_scale", "log_variance")
     assert ArcSin([1.0, 2.0], bias_variance=0.1).hyperparameter_names == (
-        "log_weight_variance[0]", "log_weight_variance[1]", "log_variance", "log_bias_variance")
+        "log_weight_variance[0]",
+        "log_weight_variance[1]",
+        "log_variance",
+        "log_bias_variance",
+    )
     assert Linear(bias=1.0).hyperparameter_names == ("log_variance", "log_bias")
     assert Cauchy([1.0, 1.0]).hyperparameter_names == (
-        "log_length_scale[0]", "log_length_scale[1]", "log_variance")
+        "log_length_scale[0]",
+        "log_length_scale[1]",
+        "log_variance",
+    )
 
 
 def test_zero_bias_not_in_theta():
@@ -253,7 +291,9 @@ def test_zero_bias_not_in_theta():
 def test_setting_theta_keeps_isotropic_scalar():
     k = RBF(1.0)
     k.theta = [0.5, 0.2]
-    assert isinstance(k.length_scale, float) and k.length_scale == pytest.approx(np.exp(0.5))
+    assert isinstance(k.length_scale, float) and k.length_scale == pytest.approx(
+        np.exp(0.5)
+    )
     k = RBF([1.0, 2.0])
     k.theta = [0.0, 0.0, 0.0]
     assert k.length_scale.shape == (2,)
@@ -281,50 +321,56 @@ def test_theta_non_numeric():
 
 
 # -- validation ------------------------------------------------------------------------------
-@pytest.mark.parametrize("cls, name, value", [
-    (RBF, "length_scale", 0.0),
-    (RBF, "length_scale", -1.0),
-    (RBF, "length_scale", np.nan),
-    (RBF, "length_scale", [1.0, -2.0]),
-    (RBF, "length_scale", [1.0, np.nan]),
-    (RBF, "length_scale", []),
-    (RBF, "length_scale", [[1.0, 2.0]]),
-    (RBF, "variance", 0.0),
-    (RBF, "variance", -1.0),
-    (RBF, "variance", np.nan),
-    (RBF, "variance", [1.0, 2.0]),
-    (RBF, "bias", -0.1),
-    (RBF, "bias", np.nan),
-    (RBF, "bias", np.inf),
-    (ArcSin, "weight_variance", 0.0),
-    (ArcSin, "weight_variance", [1.0, -1.0]),
-    (ArcSin, "weight_variance", np.nan),
-    (ArcSin, "variance", -2.0),
-    (ArcSin, "bias_variance", -0.5),
-    (ArcSin, "bias_variance", np.nan),
-    (Linear, "variance", 0.0),
-    (Linear, "variance", np.nan),
-    (Linear, "bias", -1.0),
-    (Cauchy, "length_scale", 0.0),
-    (Cauchy, "length_scale", [0.5, -0.5]),
-    (Cauchy, "variance", -1.0),
-    (Cauchy, "variance", np.inf),
-])
+@pytest.mark.parametrize(
+    "cls, name, value",
+    [
+        (RBF, "length_scale", 0.0),
+        (RBF, "length_scale", -1.0),
+        (RBF, "length_scale", np.nan),
+        (RBF, "length_scale", [1.0, -2.0]),
+        (RBF, "length_scale", [1.0, np.nan]),
+        (RBF, "length_scale", []),
+        (RBF, "length_scale", [[1.0, 2.0]]),
+        (RBF, "variance", 0.0),
+        (RBF, "variance", -1.0),
+        (RBF, "variance", np.nan),
+        (RBF, "variance", [1.0, 2.0]),
+        (RBF, "bias", -0.1),
+        (RBF, "bias", np.nan),
+        (RBF, "bias", np.inf),
+        (ArcSin, "weight_variance", 0.0),
+        (ArcSin, "weight_variance", [1.0, -1.0]),
+        (ArcSin, "weight_variance", np.nan),
+        (ArcSin, "variance", -2.0),
+        (ArcSin, "bias_variance", -0.5),
+        (ArcSin, "bias_variance", np.nan),
+        (Linear, "variance", 0.0),
+        (Linear, "variance", np.nan),
+        (Linear, "bias", -1.0),
+        (Cauchy, "length_scale", 0.0),
+        (Cauchy, "length_scale", [0.5, -0.5]),
+        (Cauchy, "variance", -1.0),
+        (Cauchy, "variance", np.inf),
+    ],
+)
 def test_bad_hyperparameter_value(cls, name, value):
     with pytest.raises(ValueError, match=name):
         cls(**{name: value})
 
 
-@pytest.mark.parametrize("cls, name, value", [
-    (RBF, "length_scale", "1.0"),
-    (RBF, "length_scale", None),
-    (RBF, "variance", "big"),
-    (RBF, "bias", True),
-    (ArcSin, "weight_variance", [1.0, "a"]),
-    (ArcSin, "bias_variance", None),
-    (Linear, "variance", 1j),
-    (Cauchy, "length_scale", object()),
-])
+@pytest.mark.parametrize(
+    "cls, name, value",
+    [
+        (RBF, "length_scale", "1.0"),
+        (RBF, "length_scale", None),
+        (RBF, "variance", "big"),
+        (RBF, "bias", True),
+        (ArcSin, "weight_variance", [1.0, "a"]),
+        (ArcSin, "bias_variance", None),
+        (Linear, "variance", 1j),
+        (Cauchy, "length_scale", object()),
+    ],
+)
 def test_non_numeric_hyperparameter(cls, name, value):
     with pytest.raises(TypeError, match=name):
         cls(**{name: value})
@@ -338,14 +384,21 @@ def test_attribute_assignment_is_validated():
     assert k.theta.size == 3
 
 
-@pytest.mark.parametrize("kern, name", [
-    (RBF([1.0, 2.0]), "length_scale"),
-    (Cauchy([1.0, 2.0]), "length_scale"),
-    (ArcSin([1.0, 2.0]), "weight_variance"),
-])
+@pytest.mark.parametrize(
+    "kern, name",
+    [
+        (RBF([1.0, 2.0]), "length_scale"),
+        (Cauchy([1.0, 2.0]), "length_scale"),
+        (ArcSin([1.0, 2.0]), "weight_variance"),
+    ],
+)
 def test_ard_dimension_mismatch(kern, name, X):
-    for call in (lambda: kern(X), lambda: kern.diag(X), lambda: kern.gradient(X),
-                 lambda: kern(X[:, :2], X)):
+    for call in (
+        lambda: kern(X),
+        lambda: kern.diag(X),
+        lambda: kern.gradient(X),
+        lambda: kern(X[:, :2], X),
+    ):
         with pytest.raises(ValueError, match=name):
             call()
 
@@ -361,8 +414,15 @@ def test_one_dimensional_X_rejected(kernel):
         kernel(np.ones((2, D)), np.ones(D))
 
 
-@pytest.mark.parametrize("bad", [np.full((2, D), np.nan), np.full((2, D), np.inf),
-                                 np.empty((0, D)), np.ones((2, D, 1))])
+@pytest.mark.parametrize(
+    "bad",
+    [
+        np.full((2, D), np.nan),
+        np.full((2, D), np.inf),
+        np.empty((0, D)),
+        np.ones((2, D, 1)),
+    ],
+)
 def test_bad_X_values(kernel, bad):
     with pytest.raises(ValueError, match="X"):
         kernel(bad)
@@ -402,12 +462,22 @@ def test_every_estimator_rejects_a_kernel_that_is_not_a_Kernel(bad):
     from gpc_literate.tap import TAP
     from gpc_literate.kernels import check_kernel
     from gpc_literate.variational import VariationalGP, VariationalSVM
+
     X = np.array([[0.0], [1.0], [2.0], [3.0]])
     y = np.array([-1, -1, 1, 1])
     with pytest.raises(TypeError, match="kernel must be a gpc_literate.kernels.Kernel"):
         check_kernel(bad)
-    for cls in (KernelAdatron, NaiveMeanField, TAP, Laplace, EP, BiasedEP, LSCV, VariationalGP,
-                VariationalSVM):
+    for cls in (
+        KernelAdatron,
+        NaiveMeanField,
+        TAP,
+        Laplace,
+        EP,
+        BiasedEP,
+        LSCV,
+        VariationalGP,
+        VariationalSVM,
+    ):
         with pytest.raises(TypeError, match="kernel must be"):
             cls(kernel=bad).fit(X, y)
 
@@ -427,8 +497,10 @@ def test_matern_closed_forms_match_the_bessel_form(nu):
 def test_matern_tends_to_rbf_as_nu_grows():
     r = np.linspace(0.0, 5.0, 200)[:, None]
     rbf = RBF(1.0)(r, np.zeros((1, 1)))[:, 0]
-    gaps = [np.abs(Matern(1.0, nu=nu)(r, np.zeros((1, 1)))[:, 0] - rbf).max()
-            for nu in (0.5, 1.5, 2.5)]
+    gaps = [
+        np.abs(Matern(1.0, nu=nu)(r, np.zeros((1, 1)))[:, 0] - rbf).max()
+        for nu in (0.5, 1.5, 2.5)
+    ]
     assert gaps[0] > gaps[1] > gaps[2]
 
 
@@ -439,8 +511,16 @@ def test_matern_cross_covariance_with_itself_is_exact(nu, X):
     np.testing.assert_allclose(k(X, X), k(X), rtol=1e-14, atol=0)
 
 
-@pytest.mark.parametrize("bad, error", [(2.0, ValueError), (0.0, ValueError), ("2.5", TypeError),
-                                        (None, TypeError), (True, TypeError)])
+@pytest.mark.parametrize(
+    "bad, error",
+    [
+        (2.0, ValueError),
+        (0.0, ValueError),
+        ("2.5", TypeError),
+        (None, TypeError),
+        (True, TypeError),
+    ],
+)
 def test_matern_nu_is_validated(bad, error):
     with pytest.raises(error, match="nu must be one of"):
         Matern(nu=bad)
@@ -454,8 +534,11 @@ def test_matern_nu_is_a_parameter_not_a_hyperparameter():
     k = Matern([1.0, 2.0], variance=3.0, nu=0.5)
     params = k.get_params()
     assert list(params) == ["length_scale", "variance", "nu"] and params["nu"] == 0.5
-    assert k.hyperparameter_names == ("log_length_scale[0]", "log_length_scale[1]",
-                                      "log_variance")
+    assert k.hyperparameter_names == (
+        "log_length_scale[0]",
+        "log_length_scale[1]",
+        "log_variance",
+    )
     assert k.set_params(nu=2.5) is k and k.nu == 2.5 and k.theta.size == 3
     assert k.with_theta(k.theta + 1.0).nu == 2.5
     assert repr(k) == "Matern(length_scale=[1.0, 2.0], variance=3.0, nu=2.5)"
@@ -472,9 +555,13 @@ def test_sum_and_product_values(X, Z):
 
 def test_combination_theta_names_and_params():
     k = RBF([1.0, 2.0], variance=3.0) + Matern(0.5, nu=0.5)
-    assert k.hyperparameter_names == ("k1__log_length_scale[0]", "k1__log_length_scale[1]",
-                                      "k1__log_variance", "k2__log_length_scale",
-                                      "k2__log_variance")
+    assert k.hyperparameter_names == (
+        "k1__log_length_scale[0]",
+        "k1__log_length_scale[1]",
+        "k1__log_variance",
+        "k2__log_length_scale",
+        "k2__log_variance",
+    )
     np.testing.assert_allclose(k.theta, np.log([1.0, 2.0, 3.0, 0.5, 1.0]))
     params = k.get_params(deep=True)
     assert params["k1"] is k.k1 and params["k2__nu"] == 0.5
@@ -525,9 +612,11 @@ def test_combination_clone_shares_nothing():
 
 def test_product_repr_brackets_a_sum():
     k = (RBF(1.0) + Linear(0.5)) * Matern(2.0)
-    assert repr(k) == ("(RBF(length_scale=1.0, variance=1.0, bias=0.0) + "
-                       "Linear(variance=0.5, bias=0.0)) * "
-                       "Matern(length_scale=2.0, variance=1.0, nu=2.5)")
+    assert repr(k) == (
+        "(RBF(length_scale=1.0, variance=1.0, bias=0.0) + "
+        "Linear(variance=0.5, bias=0.0)) * "
+        "Matern(length_scale=2.0, variance=1.0, nu=2.5)"
+    )
 
 
 def test_combination_checks_the_inputs_of_each_part():

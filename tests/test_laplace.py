@@ -1,4 +1,5 @@
 """gpc_literate.laplace (chapter 12): Logistic, the mode, the evidence and its gradient, Laplace."""
+
 import warnings
 
 from functools import partial
@@ -12,8 +13,13 @@ from scipy.special import expit, ndtr
 from gpc_literate.base import maximize_criterion, ConvergenceWarning, NotFittedError
 from gpc_literate.datasets import load
 from gpc_literate.kernels import RBF, ArcSin
-from gpc_literate.laplace import (Laplace, LaplaceMode, Logistic, laplace_log_evidence,
-                                  laplace_mode)
+from gpc_literate.laplace import (
+    Laplace,
+    LaplaceMode,
+    Logistic,
+    laplace_log_evidence,
+    laplace_mode,
+)
 from gpc_literate.likelihoods import Gaussian, Probit, StepFlip
 
 
@@ -32,6 +38,7 @@ def synth():
 
 # --------------------------------------------------------------------------- Logistic
 
+
 def _log_z_quad(y, mu, var):
     """Reference log Z of the logistic likelihood by adaptive quadrature (scipy quad).
 
@@ -42,15 +49,29 @@ def _log_z_quad(y, mu, var):
     s = np.sqrt(var)
     gauss = lambda f, c: np.exp(-0.5 * ((f - c) / s) ** 2) / (s * np.sqrt(2 * np.pi))  # noqa: E731
     if s <= 5:
-        lo, hi = mu - 12 * s - var, mu + 12 * s + var     # the tilted mass lies within
+        lo, hi = mu - 12 * s - var, mu + 12 * s + var  # the tilted mass lies within
         points = sorted({x for x in (mu, 0.0) if lo < x < hi})
-        value = quad(lambda f: expit(y * f) * gauss(f, mu), lo, hi, points=points, epsabs=0,
-                     epsrel=1e-13, limit=2000)[0]
+        value = quad(
+            lambda f: expit(y * f) * gauss(f, mu),
+            lo,
+            hi,
+            points=points,
+            epsabs=0,
+            epsrel=1e-13,
+            limit=2000,
+        )[0]
     else:
         m = y * mu
         points = [abs(m)] if abs(m) < 80 else None
-        corr = quad(lambda u: expit(-u) * (gauss(u, -m) - gauss(u, m)), 0, 80, points=points,
-                    epsabs=0, epsrel=1e-13, limit=2000)[0]
+        corr = quad(
+            lambda u: expit(-u) * (gauss(u, -m) - gauss(u, m)),
+            0,
+            80,
+            points=points,
+            epsabs=0,
+            epsrel=1e-13,
+            limit=2000,
+        )[0]
         value = ndtr(m / s) + corr
     return np.log(value)
 
@@ -67,7 +88,11 @@ def test_logistic_log_Z_matches_quad(y, mu, var):
 def test_logistic_log_Z_derivatives_match_finite_differences(y, var):
     lik, h = Logistic(), 1e-5
     mu = np.linspace(-30.0, 30.0, 61)
-    zp, zm, z0 = lik.log_Z(y, mu + h, var), lik.log_Z(y, mu - h, var), lik.log_Z(y, mu, var)
+    zp, zm, z0 = (
+        lik.log_Z(y, mu + h, var),
+        lik.log_Z(y, mu - h, var),
+        lik.log_Z(y, mu, var),
+    )
     np.testing.assert_allclose((zp[0] - zm[0]) / (2 * h), z0[1], rtol=0, atol=1e-8)
     np.testing.assert_allclose((zp[1] - zm[1]) / (2 * h), z0[2], rtol=0, atol=1e-8)
 
@@ -97,7 +122,10 @@ def test_logistic_values_and_limits():
     np.testing.assert_allclose(z[0], lp, rtol=1e-15)
     np.testing.assert_allclose(z[1:], lik.log_prob_derivatives(1.0, f)[:2], rtol=1e-15)
     # broadcasting and scalars
-    assert np.shape(lik.log_Z(np.ones((2, 3)), 0.5, np.array([0.1, 1.0, 10.0]))[0]) == (2, 3)
+    assert np.shape(lik.log_Z(np.ones((2, 3)), 0.5, np.array([0.1, 1.0, 10.0]))[0]) == (
+        2,
+        3,
+    )
     assert np.ndim(lik.log_Z(1.0, 0.5, 2.0)[0]) == 0
     assert np.ndim(lik.predictive(0.5, 2.0)) == 0
 
@@ -108,7 +136,9 @@ def test_logistic_predictive():
     for var in (0.0, 1.0, 50.0):
         p = lik.predictive(mu, var)
         assert np.all((p > 0) & (p < 1))
-        np.testing.assert_allclose(p + lik.predictive(-mu, var), 1.0, rtol=0, atol=1e-14)
+        np.testing.assert_allclose(
+            p + lik.predictive(-mu, var), 1.0, rtol=0, atol=1e-14
+        )
     assert lik.predictive(0.0, 7.0) == pytest.approx(0.5, abs=1e-14)
     # Monte Carlo of the Gaussian average
     rng = np.random.default_rng(0)
@@ -133,6 +163,7 @@ def test_logistic_validation_and_params():
 
 # --------------------------------------------------------------------------- the mode
 
+
 @pytest.mark.parametrize("lik", [Probit(1.0), Probit(0.2), Logistic()], ids=repr)
 def test_mode_satisfies_the_mode_condition(synth, lik):
     X, y = synth.X_train, synth.y_train.astype(float)
@@ -143,7 +174,9 @@ def test_mode_satisfies_the_mode_condition(synth, lik):
     assert mode.converged and mode.residual < 1e-8
     assert np.max(np.abs(g - mode.alpha)) < 1e-8
     # f - K g = K (alpha - g): bounded by the row sums of |K| times the residual
-    bound = np.max(np.abs(K).sum(axis=1)) * mode.residual + 1e-12 * np.max(np.abs(mode.f))
+    bound = np.max(np.abs(K).sum(axis=1)) * mode.residual + 1e-12 * np.max(
+        np.abs(mode.f)
+    )
     assert np.max(np.abs(mode.f - K @ g)) <= bound
     assert np.all(y * mode.alpha > 0)
     assert np.all(np.diff(mode.objective) >= -1e-12 * np.abs(mode.objective[1:]))
@@ -176,7 +209,7 @@ def test_warm_start(toy):
     warm = laplace_mode(K, y, Logistic(), alpha_init=cold.alpha)
     assert warm.n_iter == 0 and warm.converged
     np.testing.assert_allclose(warm.f, cold.f, rtol=0, atol=1e-10)
-    bad = laplace_mode(K, y, Logistic(), alpha_init=-1e3 * y)   # worse than 0: ignored
+    bad = laplace_mode(K, y, Logistic(), alpha_init=-1e3 * y)  # worse than 0: ignored
     np.testing.assert_allclose(bad.f, cold.f, rtol=0, atol=1e-8)
     with pytest.raises(ValueError, match="alpha_init"):
         laplace_mode(K, y, Logistic(), alpha_init=np.zeros(3))
@@ -210,6 +243,7 @@ def test_mode_argument_errors(toy):
 
 # --------------------------------------------------------------------------- evidence
 
+
 def test_gaussian_likelihood_gives_the_exact_evidence(toy):
     X, _ = toy
     rng = np.random.default_rng(5)
@@ -218,8 +252,11 @@ def test_gaussian_likelihood_gives_the_exact_evidence(toy):
     v = 0.05
     mode = laplace_mode(K, t, Gaussian(v))
     C = cho_factor(K + v * np.eye(len(t)), lower=True)
-    exact = (-0.5 * t @ cho_solve(C, t) - np.sum(np.log(np.diag(C[0])))
-             - 0.5 * len(t) * np.log(2 * np.pi))
+    exact = (
+        -0.5 * t @ cho_solve(C, t)
+        - np.sum(np.log(np.diag(C[0])))
+        - 0.5 * len(t) * np.log(2 * np.pi)
+    )
     assert mode.n_iter == 1
     assert abs(laplace_log_evidence(mode) - exact) < 1e-8
 
@@ -230,8 +267,12 @@ def _fd_gradient(kern, X, y, lik, h=1e-5):
     for j in range(theta.size):
         e = np.zeros_like(theta)
         e[j] = h
-        vals = [laplace_log_evidence(laplace_mode(kern.with_theta(theta + sgn * e)(X), y, lik,
-                                                  tol=1e-12)) for sgn in (1, -1)]
+        vals = [
+            laplace_log_evidence(
+                laplace_mode(kern.with_theta(theta + sgn * e)(X), y, lik, tol=1e-12)
+            )
+            for sgn in (1, -1)
+        ]
         out[j] = (vals[0] - vals[1]) / (2 * h)
     return out
 
@@ -245,7 +286,9 @@ KERNELS = {
 
 
 @pytest.mark.parametrize("kname", sorted(KERNELS))
-@pytest.mark.parametrize("lik", [Probit(1.0), Probit(0.3), Logistic(), Gaussian(0.5)], ids=repr)
+@pytest.mark.parametrize(
+    "lik", [Probit(1.0), Probit(0.3), Logistic(), Gaussian(0.5)], ids=repr
+)
 def test_evidence_gradient_matches_finite_differences(toy, kname, lik):
     X, y = toy
     kern = KERNELS[kname]()
@@ -281,15 +324,25 @@ def test_two_point_evidence_against_the_orthant_probability():
 
 # --------------------------------------------------------------------------- estimator
 
+
 def test_defaults_and_fitted_attributes(synth):
     clf = Laplace(optimizer=None)
-    assert clf.get_params() == {"kernel": None, "likelihood": None, "max_iter": 100, "tol": 1e-8,
-                                "optimizer": None, "n_restarts_optimizer": 0,
-                                "random_state": None, "hyperparameter_bounds": "auto"}
+    assert clf.get_params() == {
+        "kernel": None,
+        "likelihood": None,
+        "max_iter": 100,
+        "tol": 1e-8,
+        "optimizer": None,
+        "n_restarts_optimizer": 0,
+        "random_state": None,
+        "hyperparameter_bounds": "auto",
+    }
     assert repr(clf) == "Laplace(optimizer=None)"
     clf.fit(synth.X_train, synth.y_train)
-    spread = np.sqrt(np.var(synth.X_train, axis=0).sum())          # default_kernel
-    assert isinstance(clf.kernel_, RBF) and clf.kernel_.length_scale == pytest.approx(spread)
+    spread = np.sqrt(np.var(synth.X_train, axis=0).sum())  # default_kernel
+    assert isinstance(clf.kernel_, RBF) and clf.kernel_.length_scale == pytest.approx(
+        spread
+    )
     assert clf.learning_ is None
     assert isinstance(clf.likelihood_, Probit) and clf.likelihood_.noise_var == 1.0
     assert clf.kernel is None and clf.likelihood is None
@@ -311,22 +364,31 @@ def test_predictions(synth):
         proba = clf.predict_proba(synth.X_test)
         assert np.all((proba > 0) & (proba < 1))
         np.testing.assert_allclose(proba[:, 1], lik.predictive(mean, var), rtol=1e-15)
-        np.testing.assert_array_equal(clf.predict(synth.X_test),
-                                      np.where(proba[:, 1] > 0.5, 1, -1))
+        np.testing.assert_array_equal(
+            clf.predict(synth.X_test), np.where(proba[:, 1] > 0.5, 1, -1)
+        )
         # Monte Carlo of the Gaussian predictive at a few points
         rng = np.random.default_rng(11)
-        draws = mean[:5, None] + np.sqrt(var[:5, None]) * rng.standard_normal((5, 50_000))
+        draws = mean[:5, None] + np.sqrt(var[:5, None]) * rng.standard_normal(
+            (5, 50_000)
+        )
         vals = np.exp(lik.log_prob(1.0, draws))
         se = vals.std(axis=1) / np.sqrt(draws.shape[1])
         assert np.all(np.abs(vals.mean(axis=1) - proba[:5, 1]) < 4 * se)
 
 
 def test_probit_predictive_formula(synth):
-    clf = Laplace(RBF(0.5, variance=4.0), Probit(noise_var=0.3), optimizer=None).fit(synth.X_train, synth.y_train)
+    clf = Laplace(RBF(0.5, variance=4.0), Probit(noise_var=0.3), optimizer=None).fit(
+        synth.X_train, synth.y_train
+    )
     mean, var = clf.predict_latent(synth.X_test[:20])
     from scipy.special import ndtr
-    np.testing.assert_allclose(clf.predict_proba(synth.X_test[:20])[:, 1],
-                               ndtr(mean / np.sqrt(0.3 + var)), rtol=1e-14)
+
+    np.testing.assert_allclose(
+        clf.predict_proba(synth.X_test[:20])[:, 1],
+        ndtr(mean / np.sqrt(0.3 + var)),
+        rtol=1e-14,
+    )
 
 
 def test_gaussian_likelihood_predictions_are_gp_regression(toy):
@@ -338,8 +400,9 @@ def test_gaussian_likelihood_predictions_are_gp_regression(toy):
     C = cho_factor(kern(X) + 0.2 * np.eye(len(y)), lower=True)
     Ks = kern(X, Xs)
     np.testing.assert_allclose(mean, Ks.T @ cho_solve(C, y), rtol=0, atol=1e-10)
-    np.testing.assert_allclose(var, kern.diag(Xs) - np.sum(Ks * cho_solve(C, Ks), axis=0),
-                               rtol=0, atol=1e-10)
+    np.testing.assert_allclose(
+        var, kern.diag(Xs) - np.sum(Ks * cho_solve(C, Ks), axis=0), rtol=0, atol=1e-10
+    )
 
 
 def test_string_labels_and_large_prediction_batches(toy):
@@ -347,7 +410,7 @@ def test_string_labels_and_large_prediction_batches(toy):
     labels = np.where(y > 0, "spam", "ham")
     clf = Laplace(RBF(1.0), optimizer=None).fit(X, labels)
     assert list(clf.classes_) == ["ham", "spam"]
-    Xs = np.random.default_rng(2).standard_normal((2500, 3))   # more than one block
+    Xs = np.random.default_rng(2).standard_normal((2500, 3))  # more than one block
     mean, var = clf.predict_latent(Xs)
     ref_mean, ref_var = clf.predict_latent(Xs[1000:1100])
     np.testing.assert_allclose(mean[1000:1100], ref_mean, rtol=1e-13, atol=1e-14)
@@ -357,7 +420,9 @@ def test_string_labels_and_large_prediction_batches(toy):
 
 def test_log_marginal_likelihood_with_theta(toy):
     X, y = toy
-    clf = Laplace(RBF([1.0, 1.0, 1.0], variance=2.0), Logistic(), optimizer=None).fit(X, y)
+    clf = Laplace(RBF([1.0, 1.0, 1.0], variance=2.0), Logistic(), optimizer=None).fit(
+        X, y
+    )
     f_hat, value = clf.f_hat_.copy(), clf.log_marginal_likelihood_
     theta = clf.kernel_.theta
     v0, g0 = clf.log_marginal_likelihood(theta, eval_gradient=True)
@@ -366,7 +431,11 @@ def test_log_marginal_likelihood_with_theta(toy):
     np.testing.assert_allclose(g0, g1, rtol=1e-8, atol=1e-10)
     other = theta + np.array([0.3, -0.2, 0.1, 0.5])
     v2 = clf.log_marginal_likelihood(other)
-    ref = Laplace(clf.kernel_.with_theta(other), Logistic(), optimizer=None).fit(X, y).log_marginal_likelihood_
+    ref = (
+        Laplace(clf.kernel_.with_theta(other), Logistic(), optimizer=None)
+        .fit(X, y)
+        .log_marginal_likelihood_
+    )
     # warm- and cold-started Newton both stop at tol 1e-8; -1/2 log|B| is first order in
     # the mode's error, so the evidences agree to about that tolerance, not to 1e-9
     assert v2 == pytest.approx(ref, abs=1e-7)
@@ -389,30 +458,39 @@ def test_learning_in_fit(synth):
     # L-BFGS-B stops on a small relative decrease of the objective, not on the gradient:
     # at unit curvature that leaves |gradient| ~ 1e-3
     assert np.max(np.abs(grad)) < 1e-2
-    assert kern.length_scale == 1.0 and kern.variance == 1.0       # the parameter is unchanged
+    assert (
+        kern.length_scale == 1.0 and kern.variance == 1.0
+    )  # the parameter is unchanged
     assert 0.07 < 1 - clf.score(synth.X_test, synth.y_test) < 0.11
     with pytest.warns(ConvergenceWarning, match="without converging"):
-        maximize_criterion(partial(clf.log_marginal_likelihood, eval_gradient=True),
-                           np.zeros(2), bounds=(-10.0, 10.0), max_iter=1)
+        maximize_criterion(
+            partial(clf.log_marginal_likelihood, eval_gradient=True),
+            np.zeros(2),
+            bounds=(-10.0, 10.0),
+            max_iter=1,
+        )
     with pytest.raises(ValueError, match="hyperparameter_bounds"):
         Laplace(hyperparameter_bounds=(1.0, 0.1)).fit(synth.X_train, synth.y_train)
 
 
-@pytest.mark.parametrize("params, exc, name", [
-    ({"max_iter": 0}, ValueError, "max_iter"),
-    ({"max_iter": -3}, ValueError, "max_iter"),
-    ({"max_iter": 2.0}, TypeError, "max_iter"),
-    ({"max_iter": True}, TypeError, "max_iter"),
-    ({"tol": 0.0}, ValueError, "tol"),
-    ({"tol": -1.0}, ValueError, "tol"),
-    ({"tol": float("nan")}, ValueError, "tol"),
-    ({"tol": "small"}, TypeError, "tol"),
-    ({"likelihood": StepFlip(0.1)}, TypeError, "likelihood"),
-    ({"likelihood": StepFlip(0.0)}, TypeError, "likelihood"),
-    ({"likelihood": Probit(1.0, kappa=0.2)}, ValueError, "likelihood"),
-    ({"likelihood": "logistic"}, TypeError, "likelihood"),
-    ({"kernel": "rbf"}, TypeError, "kernel"),
-])
+@pytest.mark.parametrize(
+    "params, exc, name",
+    [
+        ({"max_iter": 0}, ValueError, "max_iter"),
+        ({"max_iter": -3}, ValueError, "max_iter"),
+        ({"max_iter": 2.0}, TypeError, "max_iter"),
+        ({"max_iter": True}, TypeError, "max_iter"),
+        ({"tol": 0.0}, ValueError, "tol"),
+        ({"tol": -1.0}, ValueError, "tol"),
+        ({"tol": float("nan")}, ValueError, "tol"),
+        ({"tol": "small"}, TypeError, "tol"),
+        ({"likelihood": StepFlip(0.1)}, TypeError, "likelihood"),
+        ({"likelihood": StepFlip(0.0)}, TypeError, "likelihood"),
+        ({"likelihood": Probit(1.0, kappa=0.2)}, ValueError, "likelihood"),
+        ({"likelihood": "logistic"}, TypeError, "likelihood"),
+        ({"kernel": "rbf"}, TypeError, "kernel"),
+    ],
+)
 def test_bad_parameters(toy, params, exc, name):
     X, y = toy
     clf = Laplace(**params, optimizer=None)
@@ -430,9 +508,11 @@ def test_non_convergence_warns_and_sets_converged_false(toy):
 
 def test_not_fitted():
     clf = Laplace(optimizer=None)
-    for call in (lambda: clf.predict_proba(np.zeros((1, 2))),
-                 lambda: clf.predict_latent(np.zeros((1, 2))),
-                 lambda: clf.log_marginal_likelihood()):
+    for call in (
+        lambda: clf.predict_proba(np.zeros((1, 2))),
+        lambda: clf.predict_latent(np.zeros((1, 2))),
+        lambda: clf.log_marginal_likelihood(),
+    ):
         with pytest.raises(NotFittedError):
             call()
 
@@ -445,6 +525,8 @@ def test_set_params_and_warm_start_refit(toy):
     assert isinstance(clf.likelihood_, Logistic) and clf.converged_
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        warm = Laplace(RBF(1.0), Logistic(), tol=1e-10, optimizer=None).fit(X, y, alpha_init=clf.alpha_)
+        warm = Laplace(RBF(1.0), Logistic(), tol=1e-10, optimizer=None).fit(
+            X, y, alpha_init=clf.alpha_
+        )
     assert warm.n_iter_ == 0
     np.testing.assert_allclose(warm.f_hat_, clf.f_hat_, rtol=0, atol=1e-12)

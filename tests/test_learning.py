@@ -1,13 +1,18 @@
 """Learning the kernel in fit (chapter 1, sec-gpc-learning) for EP, Laplace, TAP and naive
 mean field: defaults, the criterion, fixed kernels, bounds, restarts and bad settings."""
+
 import warnings
 
 import numpy as np
 import pytest
 from sklearn.base import clone
 
-from gpc_literate.base import (ConvergenceWarning, LearnedHyperparameters, maximize_criterion,
-                               search_box)
+from gpc_literate.base import (
+    ConvergenceWarning,
+    LearnedHyperparameters,
+    maximize_criterion,
+    search_box,
+)
 from gpc_literate.ep_classifier import EP
 from gpc_literate.kernels import RBF, default_kernel
 from gpc_literate.laplace import Laplace
@@ -15,8 +20,12 @@ from gpc_literate.meanfield import NaiveMeanField
 from gpc_literate.svm import KernelAdatron
 from gpc_literate.tap import TAP
 
-LEARNERS = [lambda **kw: EP(**kw), lambda **kw: Laplace(**kw), lambda **kw: TAP(v=0.2, **kw),
-            lambda **kw: NaiveMeanField(v=0.2, **kw)]
+LEARNERS = [
+    lambda **kw: EP(**kw),
+    lambda **kw: Laplace(**kw),
+    lambda **kw: TAP(v=0.2, **kw),
+    lambda **kw: NaiveMeanField(v=0.2, **kw),
+]
 IDS = ["EP", "Laplace", "TAP", "NaiveMeanField"]
 
 
@@ -40,7 +49,7 @@ def test_default_fit_learns_and_raises_its_criterion(make):
     assert np.allclose(result.theta, learned.kernel_.theta, rtol=0, atol=1e-12)
     assert result.value >= learned._criterion(result.theta_start, False) - 1e-6
     assert result.value == pytest.approx(learned._criterion(None, False), abs=1e-9)
-    assert learned.kernel is None                                  # parameters untouched
+    assert learned.kernel is None  # parameters untouched
     p = learned.predict_proba(X)
     assert np.all(np.isfinite(p)) and np.allclose(p.sum(axis=1), 1.0)
 
@@ -51,24 +60,31 @@ def test_gradient_based_learning_ends_at_a_stationary_point(make):
     model = make().fit(X, y)
     assert model.learning_.converged and model.learning_.at_bound == ()
     _, grad = model.log_marginal_likelihood(eval_gradient=True)
-    assert np.max(np.abs(grad)) < 1e-2     # L-BFGS-B stops on the objective's decrease
+    assert np.max(np.abs(grad)) < 1e-2  # L-BFGS-B stops on the objective's decrease
 
 
 def test_tap_evidence_gradient_matches_differences():
     X, y = overlapping(30, seed=2)
-    model = TAP(kernel=RBF(1.2, 2.0), v=0.1, tol=1e-12, max_iter=5000, optimizer=None).fit(X, y)
+    model = TAP(
+        kernel=RBF(1.2, 2.0), v=0.1, tol=1e-12, max_iter=5000, optimizer=None
+    ).fit(X, y)
     _, grad = model.log_marginal_likelihood(eval_gradient=True)
     h = 1e-4
-    numeric = [(model.log_marginal_likelihood(model.kernel_.theta + h * e)
-                - model.log_marginal_likelihood(model.kernel_.theta - h * e)) / (2 * h)
-               for e in np.eye(2)]
+    numeric = [
+        (
+            model.log_marginal_likelihood(model.kernel_.theta + h * e)
+            - model.log_marginal_likelihood(model.kernel_.theta - h * e)
+        )
+        / (2 * h)
+        for e in np.eye(2)
+    ]
     assert np.allclose(grad, numeric, rtol=1e-5, atol=1e-7)
 
 
 @pytest.mark.parametrize("make", LEARNERS, ids=IDS)
 def test_fixed_kernel_is_used_as_given_and_never_clipped(make):
     X, y = overlapping()
-    kernel = RBF(length_scale=1.5, variance=1e6)             # above the default bound 1e5
+    kernel = RBF(length_scale=1.5, variance=1e6)  # above the default bound 1e5
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
         model = make(kernel=kernel, optimizer=None).fit(X, y)
@@ -79,7 +95,9 @@ def test_fixed_kernel_is_used_as_given_and_never_clipped(make):
 def test_start_outside_the_bounds_is_reported():
     X, y = overlapping()
     with pytest.warns(ConvergenceWarning, match="outside hyperparameter_bounds"):
-        Laplace(kernel=RBF(1.0, variance=1e6), hyperparameter_bounds=(1e-5, 1e5)).fit(X, y)
+        Laplace(kernel=RBF(1.0, variance=1e6), hyperparameter_bounds=(1e-5, 1e5)).fit(
+            X, y
+        )
 
 
 def test_auto_bounds_are_placed_about_the_start():
@@ -89,16 +107,18 @@ def test_auto_bounds_are_placed_about_the_start():
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
         model = Laplace(kernel=kernel).fit(X, y)
-    assert np.allclose(model.learning_.theta_start, kernel.theta)     # nothing clipped
+    assert np.allclose(model.learning_.theta_start, kernel.theta)  # nothing clipped
     low, high = search_box("auto", kernel.theta)
-    assert np.allclose(np.exp(high - low), 1e10) and np.allclose(low + high, 2 * kernel.theta)
+    assert np.allclose(np.exp(high - low), 1e10) and np.allclose(
+        low + high, 2 * kernel.theta
+    )
     assert np.all((model.kernel_.theta >= low) & (model.kernel_.theta <= high))
 
 
 def test_signal_variance_on_its_bound_is_reported():
     rng = np.random.default_rng(3)
     y = np.where(np.arange(40) % 2 == 0, 1, -1)
-    X = rng.normal(size=(40, 2)) + 4.0 * y[:, None]      # well separated classes
+    X = rng.normal(size=(40, 2)) + 4.0 * y[:, None]  # well separated classes
     with pytest.warns(ConvergenceWarning, match="variance .* on a bound"):
         model = EP(hyperparameter_bounds=(1e-3, 1e3)).fit(X, y)
     assert "log_variance" in model.learning_.at_bound
@@ -121,15 +141,18 @@ def test_nelder_mead_for_a_gradient_criterion():
     assert nm.learning_.value == pytest.approx(lb.learning_.value, abs=1e-3)
 
 
-@pytest.mark.parametrize("bad, exc, name", [
-    (dict(optimizer="adam"), ValueError, "optimizer"),
-    (dict(n_restarts_optimizer=-1), ValueError, "n_restarts_optimizer"),
-    (dict(n_restarts_optimizer=1.5), TypeError, "n_restarts_optimizer"),
-    (dict(hyperparameter_bounds=(1.0, 0.5)), ValueError, "hyperparameter_bounds"),
-    (dict(hyperparameter_bounds=(0.0, 1.0)), ValueError, "hyperparameter_bounds"),
-    (dict(hyperparameter_bounds="wide"), TypeError, "hyperparameter_bounds"),
-    (dict(random_state="seed"), ValueError, "random_state"),
-])
+@pytest.mark.parametrize(
+    "bad, exc, name",
+    [
+        (dict(optimizer="adam"), ValueError, "optimizer"),
+        (dict(n_restarts_optimizer=-1), ValueError, "n_restarts_optimizer"),
+        (dict(n_restarts_optimizer=1.5), TypeError, "n_restarts_optimizer"),
+        (dict(hyperparameter_bounds=(1.0, 0.5)), ValueError, "hyperparameter_bounds"),
+        (dict(hyperparameter_bounds=(0.0, 1.0)), ValueError, "hyperparameter_bounds"),
+        (dict(hyperparameter_bounds="wide"), TypeError, "hyperparameter_bounds"),
+        (dict(random_state="seed"), ValueError, "random_state"),
+    ],
+)
 @pytest.mark.parametrize("make", LEARNERS, ids=IDS)
 def test_bad_learning_settings_are_refused(make, bad, exc, name):
     X, y = overlapping(10)
@@ -149,15 +172,19 @@ def test_learned_model_clones_and_keeps_the_callers_kernel():
     model = EP(kernel=kernel, n_restarts_optimizer=1, random_state=3).fit(X, y)
     assert kernel.length_scale == 2.0 and model.kernel_.length_scale != 2.0
     copy = clone(model)
-    assert copy.get_params()["n_restarts_optimizer"] == 1 and not hasattr(copy, "learning_")
-    kernel.length_scale = 5.0                                   # after fit: no effect
+    assert copy.get_params()["n_restarts_optimizer"] == 1 and not hasattr(
+        copy, "learning_"
+    )
+    kernel.length_scale = 5.0  # after fit: no effect
     assert model.kernel_.length_scale != 5.0
 
 
 def test_kernel_adatron_default_kernel_is_data_scaled():
     X, y = overlapping()
     model = KernelAdatron(C=10.0).fit(X * 100.0, y)
-    assert model.kernel_.length_scale == pytest.approx(default_kernel(X * 100.0).length_scale)
+    assert model.kernel_.length_scale == pytest.approx(
+        default_kernel(X * 100.0).length_scale
+    )
     small = KernelAdatron(C=10.0).fit(X, y)
     assert np.array_equal(model.predict(X * 100.0), small.predict(X))
 
@@ -165,6 +192,7 @@ def test_kernel_adatron_default_kernel_is_data_scaled():
 def test_maximize_criterion_without_restarts_is_deterministic():
     def f(t):
         return -np.sum((t - 0.3) ** 2), -2 * (t - 0.3)
+
     a = maximize_criterion(f, np.zeros(3), bounds=(-2.0, 2.0))
     b = maximize_criterion(f, np.zeros(3), bounds=(-2.0, 2.0))
     assert np.array_equal(a[0], b[0]) and np.allclose(a[0], 0.3, atol=1e-6)

@@ -1,10 +1,17 @@
 """gpc_literate.likelihoods (chapter 2): Gaussian averages, derivatives, stability, errors."""
+
 import numpy as np
 import pytest
 from scipy.integrate import quad
 from scipy.special import log_ndtr, ndtr
 
-from gpc_literate.likelihoods import Gaussian, Likelihood, Probit, StepFlip, normal_ratio
+from gpc_literate.likelihoods import (
+    Gaussian,
+    Likelihood,
+    Probit,
+    StepFlip,
+    normal_ratio,
+)
 
 CLASSIFICATION = [
     StepFlip(0.0),
@@ -29,6 +36,7 @@ def _central_differences(fun, x, h=1e-5):
 
 # --------------------------------------------------------------------------- derivatives
 
+
 @pytest.mark.parametrize("lik", CLASSIFICATION + [Gaussian(0.7)], ids=repr)
 @pytest.mark.parametrize("y", [1.0, -1.0])
 @pytest.mark.parametrize("var", [0.3, 1.0, 3.0])
@@ -44,7 +52,8 @@ def test_log_Z_derivatives_match_finite_differences(lik, y, var):
 def test_log_prob_derivatives_match_finite_differences(lik, y):
     f = np.linspace(-15.0, 15.0, 181)
     analytic, numeric = _central_differences(
-        lambda x: (lik.log_prob(y, x), *lik.log_prob_derivatives(y, x)), f)
+        lambda x: (lik.log_prob(y, x), *lik.log_prob_derivatives(y, x)), f
+    )
     assert len(analytic) == 3
     for a, n in zip(analytic, numeric):
         np.testing.assert_allclose(n, a, rtol=1e-6, atol=1e-9)
@@ -68,9 +77,15 @@ def test_step_flip_has_no_f_derivatives():
 
 # --------------------------------------------------------------------------- quadrature
 
+
 def _log_Z_by_quad(lik, y, mu, var):
     s = np.sqrt(var)
-    density = lambda f: np.exp(lik.log_prob(y, f) - 0.5 * ((f - mu) / s) ** 2) / (np.sqrt(2 * np.pi) * s)
+
+    def density(f):
+        return np.exp(lik.log_prob(y, f) - 0.5 * ((f - mu) / s) ** 2) / (
+            np.sqrt(2 * np.pi) * s
+        )
+
     lo, hi = min(mu - 12 * s, -1.0), max(mu + 12 * s, 1.0)
     opts = dict(epsabs=0.0, epsrel=1e-12, limit=400)
     return np.log(quad(density, lo, 0.0, **opts)[0] + quad(density, 0.0, hi, **opts)[0])
@@ -81,13 +96,19 @@ def _log_Z_by_quad(lik, y, mu, var):
 @pytest.mark.parametrize("mu", [-2.5, -0.3, 0.0, 1.2, 4.0])
 @pytest.mark.parametrize("var", [0.05, 1.0, 4.0])
 def test_log_Z_matches_quadrature(lik, y, mu, var):
-    assert lik.log_Z(y, mu, var)[0] == pytest.approx(_log_Z_by_quad(lik, y, mu, var), abs=1e-10)
+    assert lik.log_Z(y, mu, var)[0] == pytest.approx(
+        _log_Z_by_quad(lik, y, mu, var), abs=1e-10
+    )
 
 
-@pytest.mark.parametrize("y, mu, var", [(0.7, -1.0, 0.3), (-1.0, 2.0, 1.5), (2.4, 2.0, 1e-3)])
+@pytest.mark.parametrize(
+    "y, mu, var", [(0.7, -1.0, 0.3), (-1.0, 2.0, 1.5), (2.4, 2.0, 1e-3)]
+)
 def test_gaussian_log_Z_matches_quadrature(y, mu, var):
     lik = Gaussian(0.5)
-    assert lik.log_Z(y, mu, var)[0] == pytest.approx(_log_Z_by_quad(lik, y, mu, var), abs=1e-10)
+    assert lik.log_Z(y, mu, var)[0] == pytest.approx(
+        _log_Z_by_quad(lik, y, mu, var), abs=1e-10
+    )
 
 
 def test_log_Z_closed_form():
@@ -95,15 +116,25 @@ def test_log_Z_closed_form():
     lik = Probit(0.4, kappa=0.1)
     expected = np.log(0.1 + 0.8 * ndtr(-mu / np.sqrt(1.1)))
     np.testing.assert_allclose(lik.log_Z(-1.0, mu, var)[0], expected, rtol=1e-13)
-    np.testing.assert_allclose(StepFlip(0.0).log_Z(1.0, mu, var)[0], log_ndtr(mu / np.sqrt(var)), rtol=1e-14)
+    np.testing.assert_allclose(
+        StepFlip(0.0).log_Z(1.0, mu, var)[0], log_ndtr(mu / np.sqrt(var)), rtol=1e-14
+    )
 
 
 # --------------------------------------------------------------------------- normal_ratio
 
+
 def test_normal_ratio_against_overshoot_quadrature():
     # Phi(-x) / N(x) = int_0^inf exp(-x u - u^2/2) du, a well-scaled integral
     for x in [0.1, 1.0, 2.9, 3.1, 7.0, 20.0, 40.0, 60.0]:
-        r0 = quad(lambda u: np.exp(-x * u - 0.5 * u * u), 0, np.inf, epsabs=0, epsrel=1e-13, limit=200)[0]
+        r0 = quad(
+            lambda u: np.exp(-x * u - 0.5 * u * u),
+            0,
+            np.inf,
+            epsabs=0,
+            epsrel=1e-13,
+            limit=200,
+        )[0]
         assert normal_ratio(-x) == pytest.approx(1.0 / r0, rel=1e-12)
 
 
@@ -134,20 +165,26 @@ Z_EXTREME = np.array([0.0, 1e-300, 1.0, 5.0, 30.0, 38.5, 40.0, 1e3, 1e8, 1e100, 
 Z_EXTREME = np.concatenate([-Z_EXTREME[::-1], Z_EXTREME])
 
 
-@pytest.mark.parametrize("lik", CLASSIFICATION + [StepFlip(1e-300), Probit(1e-6, kappa=1e-300),
-                                                  Probit(3.0, kappa=0.4)], ids=repr)
+@pytest.mark.parametrize(
+    "lik",
+    CLASSIFICATION
+    + [StepFlip(1e-300), Probit(1e-6, kappa=1e-300), Probit(3.0, kappa=0.4)],
+    ids=repr,
+)
 @pytest.mark.parametrize("y", [1.0, -1.0])
 def test_extreme_arguments_are_finite(lik, y):
     # pytest is configured to turn RuntimeWarnings (overflow, invalid value) into errors
     outs = list(lik.log_Z(y, Z_EXTREME, 1.0)) + [lik.predictive(Z_EXTREME, 1.0)]
     if isinstance(lik, Probit):
-        outs += list(lik.log_prob_derivatives(y, Z_EXTREME)) + [lik.log_prob(y, Z_EXTREME)]
+        outs += list(lik.log_prob_derivatives(y, Z_EXTREME)) + [
+            lik.log_prob(y, Z_EXTREME)
+        ]
     for out in outs:
         assert np.all(np.isfinite(out))
 
 
 def test_noise_free_bounds_and_tail_asymptotics():
-    lik = Probit(1.0)   # s^2 = 2 with var = 1
+    lik = Probit(1.0)  # s^2 = 2 with var = 1
     _, d1, d2 = lik.log_Z(1.0, Z_EXTREME, 1.0)
     assert np.all(d1 >= 0) and np.all(d2 <= 0) and np.all(d2 >= -0.5)
     x = np.array([1e3, 1e5, 1e8, 1e12])
@@ -160,12 +197,15 @@ def test_noise_free_bounds_and_tail_asymptotics():
 
 def test_flip_likelihood_saturates_at_log_kappa():
     kappa = 1e-12
-    assert StepFlip(kappa).log_Z(1.0, -40.0, 1.0)[0] == pytest.approx(np.log(kappa), rel=1e-12)
+    assert StepFlip(kappa).log_Z(1.0, -40.0, 1.0)[0] == pytest.approx(
+        np.log(kappa), rel=1e-12
+    )
     assert StepFlip(kappa).log_prob(-1.0, 3.0) == pytest.approx(np.log(kappa))
     assert StepFlip(0.0).log_prob(-1.0, 3.0) == -np.inf
 
 
 # --------------------------------------------------------------------------- limits
+
 
 def test_kappa_to_zero_limit():
     z = np.linspace(-6, 10, 161)
@@ -192,6 +232,7 @@ def test_concavity_without_flips_only():
 
 # --------------------------------------------------------------------------- predictive
 
+
 @pytest.mark.parametrize("lik", CLASSIFICATION + [Gaussian(0.5)], ids=repr)
 def test_predictive(lik):
     mu, var = np.linspace(-8, 8, 81), 0.8
@@ -214,6 +255,7 @@ def test_broadcasting_and_scalars():
 
 # --------------------------------------------------------------------------- parameters
 
+
 def test_params_and_repr():
     lik = Probit(0.5, kappa=0.1)
     assert isinstance(lik, Likelihood)
@@ -228,7 +270,9 @@ def test_params_and_repr():
         lik.set_params(length_scale=1.0)
 
 
-@pytest.mark.parametrize("make", [lambda k: StepFlip(k), lambda k: Probit(1.0, kappa=k)])
+@pytest.mark.parametrize(
+    "make", [lambda k: StepFlip(k), lambda k: Probit(1.0, kappa=k)]
+)
 @pytest.mark.parametrize("bad", [-0.1, 0.5, 0.7, float("nan"), float("inf")])
 def test_bad_kappa(make, bad):
     with pytest.raises(ValueError, match="kappa"):
@@ -242,8 +286,15 @@ def test_bad_noise_var(make, bad):
         make(bad)
 
 
-@pytest.mark.parametrize("make", [lambda x: StepFlip(x), lambda x: Probit(x), lambda x: Probit(1.0, kappa=x),
-                                  lambda x: Gaussian(x)])
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda x: StepFlip(x),
+        lambda x: Probit(x),
+        lambda x: Probit(1.0, kappa=x),
+        lambda x: Gaussian(x),
+    ],
+)
 @pytest.mark.parametrize("bad", ["0.1", None, [0.1], True])
 def test_non_numbers_are_type_errors(make, bad):
     with pytest.raises(TypeError):

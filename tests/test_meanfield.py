@@ -1,4 +1,5 @@
 """gpc_literate.meanfield: naive mean field, chapter 9 (book/09_naive_mean_field.md)."""
+
 import math
 import warnings
 
@@ -10,8 +11,13 @@ from gpc_literate.base import ConvergenceWarning
 from gpc_literate.kernels import RBF, Linear
 from gpc_literate.likelihoods import Probit, StepFlip
 from gpc_literate.loo import exact_loo_error
-from gpc_literate.meanfield import (NaiveMeanField, embedding_strength, naive_loo,
-                                    naive_mean_field, naive_residual)
+from gpc_literate.meanfield import (
+    NaiveMeanField,
+    embedding_strength,
+    naive_loo,
+    naive_mean_field,
+    naive_residual,
+)
 from gpc_literate.sites import SitePosterior
 
 
@@ -25,8 +31,12 @@ def test_embedding_strength_is_eq_17_40():
     z = np.linspace(-6, 6, 241)
     for kappa in [0.0, 0.1, 0.3]:
         Phi = 0.5 * np.vectorize(math.erfc)(-z / np.sqrt(2))
-        direct = (1 - 2 * kappa) * np.exp(-z**2 / 2) / np.sqrt(2 * np.pi) / (
-            kappa + (1 - 2 * kappa) * Phi)
+        direct = (
+            (1 - 2 * kappa)
+            * np.exp(-(z**2) / 2)
+            / np.sqrt(2 * np.pi)
+            / (kappa + (1 - 2 * kappa) * Phi)
+        )
         assert np.allclose(embedding_strength(z, kappa), direct, rtol=1e-10)
     assert np.all(np.diff(embedding_strength(z, 0.0)) < 0)
 
@@ -38,9 +48,11 @@ def test_fixed_point_satisfies_the_equations(crabs):
     assert res.converged and res.residual < 1e-9
     assert naive_residual(K, y, StepFlip(0.0), res.alpha) < 1e-9
     assert np.allclose(res.mean, K @ (y * res.alpha))
-    assert np.all(y * res.mean > 0)          # kappa = 0: all training examples correct
+    assert np.all(y * res.mean > 0)  # kappa = 0: all training examples correct
     # the same solution from the probit likelihood on the noise-free kernel
-    res_p = naive_mean_field(RBF(length_scale=1.5)(X), y, Probit(noise_var=0.2), tol=1e-9)
+    res_p = naive_mean_field(
+        RBF(length_scale=1.5)(X), y, Probit(noise_var=0.2), tol=1e-9
+    )
     assert np.allclose(res.alpha, res_p.alpha, atol=1e-7)
 
 
@@ -71,7 +83,9 @@ def test_site_posterior_matches_dense_inverse():
         # Var f(x) = k(x,x) - k' K^-1 k + k' K^-1 Sigma K^-1 k for the Gaussian N(0, K) * sites
         Kx = kernel(Xn, X)
         A = Kx @ Kinv
-        expected = kernel.diag(Xn) - np.sum(A * Kx, axis=1) + np.sum((A @ dense) * A, axis=1)
+        expected = (
+            kernel.diag(Xn) - np.sum(A * Kx, axis=1) + np.sum((A @ dense) * A, axis=1)
+        )
         assert np.allclose(sp.predictive_var(Kx, kernel.diag(Xn)), expected, rtol=1e-7)
 
 
@@ -85,7 +99,9 @@ def test_estimator_api_and_warm_start(crabs):
     proba = clf.predict_proba(Xt)
     assert proba.shape == (len(yt), 2) and np.allclose(proba.sum(axis=1), 1)
     assert np.array_equal(proba[:, 1] > 0.5, clf.decision_function(Xt) > 0)
-    warm = NaiveMeanField(kernel=RBF(length_scale=1.5), v=0.2, optimizer=None).fit(X, y, alpha_init=clf.alpha_)
+    warm = NaiveMeanField(kernel=RBF(length_scale=1.5), v=0.2, optimizer=None).fit(
+        X, y, alpha_init=clf.alpha_
+    )
     assert warm.n_iter_ == 0 or warm.n_iter_ < clf.n_iter_
     assert np.allclose(warm.alpha_, clf.alpha_, atol=1e-5)
     assert repr(NaiveMeanField(kappa=0.1)) == "NaiveMeanField(kappa=0.1)"
@@ -94,7 +110,9 @@ def test_estimator_api_and_warm_start(crabs):
 
 def test_loo_estimate_within_one_error_of_retraining(crabs):
     X, y, _, _ = crabs
-    model = NaiveMeanField(kernel=RBF(length_scale=2.0), kappa=0.05, v=0.1, optimizer=None)
+    model = NaiveMeanField(
+        kernel=RBF(length_scale=2.0), kappa=0.05, v=0.1, optimizer=None
+    )
     fitted = NaiveMeanField(**model.get_params(deep=False)).fit(X, y)
     exact = exact_loo_error(model, X, y)
     assert abs(round(fitted.loo_error_ * len(y)) - exact.n_errors) <= 1
@@ -104,15 +122,29 @@ def test_loo_estimate_within_one_error_of_retraining(crabs):
 def test_non_convergence_warns(crabs):
     X, y, _, _ = crabs
     with pytest.warns(ConvergenceWarning, match="no solution"):
-        clf = NaiveMeanField(kernel=Linear(), kappa=0.0, v=0.0, optimizer=None).fit(X, y)
+        clf = NaiveMeanField(kernel=Linear(), kappa=0.0, v=0.0, optimizer=None).fit(
+            X, y
+        )
     assert not clf.converged_ and clf.n_iter_ <= 30
     with pytest.warns(ConvergenceWarning):
-        clf = NaiveMeanField(kernel=RBF(length_scale=2.0), max_iter=3, optimizer=None).fit(X, y)
+        clf = NaiveMeanField(
+            kernel=RBF(length_scale=2.0), max_iter=3, optimizer=None
+        ).fit(X, y)
     assert not clf.converged_
 
 
-@pytest.mark.parametrize("bad", [dict(kappa=0.5), dict(kappa=-0.1), dict(v=-1.0), dict(tol=0.0),
-                                 dict(tol=-1e-3), dict(max_iter=0), dict(learning_rate=0.0)])
+@pytest.mark.parametrize(
+    "bad",
+    [
+        dict(kappa=0.5),
+        dict(kappa=-0.1),
+        dict(v=-1.0),
+        dict(tol=0.0),
+        dict(tol=-1e-3),
+        dict(max_iter=0),
+        dict(learning_rate=0.0),
+    ],
+)
 def test_bad_hyperparameters_name_the_parameter(crabs, bad):
     X, y, _, _ = crabs
     name = next(iter(bad))
@@ -123,7 +155,9 @@ def test_bad_hyperparameters_name_the_parameter(crabs, bad):
 
 def _blobs(n, shift, seed=0):
     rng = np.random.default_rng(seed)
-    X = np.vstack([rng.normal(size=(n // 2, 2)) + shift, rng.normal(size=(n - n // 2, 2)) - shift])
+    X = np.vstack(
+        [rng.normal(size=(n // 2, 2)) + shift, rng.normal(size=(n - n // 2, 2)) - shift]
+    )
     return X, np.r_[np.ones(n // 2), -np.ones(n - n // 2)]
 
 
@@ -162,7 +196,9 @@ def test_newton_finds_the_fixed_point_of_algorithm_17_1(crabs, v):
     """
     X, y, _, _ = crabs
     K = RBF(length_scale=1.5 if v else 2.0)(X) + v * np.eye(len(y))
-    old = naive_mean_field(K, y, StepFlip(0.0), tol=1e-10, method="adaptive", max_iter=100_000)
+    old = naive_mean_field(
+        K, y, StepFlip(0.0), tol=1e-10, method="adaptive", max_iter=100_000
+    )
     new = naive_mean_field(K, y, StepFlip(0.0), tol=1e-10)
     assert old.converged and new.converged and new.n_iter < 20 < old.n_iter
     assert np.abs(old.alpha - new.alpha).max() < 1e-7

@@ -1,4 +1,5 @@
 """environment.yml and pyproject.toml list the same dependencies; the README's commands exist."""
+
 import re
 import tomllib
 from pathlib import Path
@@ -19,7 +20,10 @@ def normalise(spec: str) -> tuple[str, str]:
 
 def test_environment_and_pyproject_list_the_same_dependencies():
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
-    from_pyproject = [*project["dependencies"], *project["optional-dependencies"]["dev"]]
+    from_pyproject = [
+        *project["dependencies"],
+        *project["optional-dependencies"]["dev"],
+    ]
     env = yaml.safe_load((ROOT / "environment.yml").read_text())
     from_env = []
     for dep in env["dependencies"]:
@@ -32,7 +36,11 @@ def test_environment_and_pyproject_list_the_same_dependencies():
 
 def test_jupyter_book_is_pinned_below_2():
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
-    pins = [d for d in project["optional-dependencies"]["dev"] if d.startswith("jupyter-book")]
+    pins = [
+        d
+        for d in project["optional-dependencies"]["dev"]
+        if d.startswith("jupyter-book")
+    ]
     assert pins and "<2" in pins[0]
 
 
@@ -47,6 +55,7 @@ def test_readme_quick_start_commands_are_make_targets():
 
 def test_bibliography_parses_and_has_every_cited_key():
     import re
+
     pybtex = pytest.importorskip("pybtex.database")
     bib = pybtex.parse_file(str(ROOT / "references.bib"), bib_format="bibtex")
     cited = set()

@@ -10,6 +10,7 @@ or infinite values, one class or three, mismatched lengths) must be refused with
 ValueError or TypeError that explains itself, never a bare LinAlgError or a
 FloatingPointError.
 """
+
 import warnings
 
 import numpy as np
@@ -35,12 +36,17 @@ ESTIMATORS = {
     "TAP": lambda k: TAP(kernel=k, max_iter=100, optimizer=None),
     "NaiveMeanField": lambda k: NaiveMeanField(kernel=k, max_iter=500, optimizer=None),
     "KernelAdatron": lambda k: KernelAdatron(kernel=k, max_iter=500),
-    "VariationalGP": lambda k: VariationalGP(kernel=k, optimize=False, inner_max_iter=100),
-    "VariationalSVM": lambda k: VariationalSVM(kernel=k, optimize=False, inner_max_iter=100),
+    "VariationalGP": lambda k: VariationalGP(
+        kernel=k, optimize=False, inner_max_iter=100
+    ),
+    "VariationalSVM": lambda k: VariationalSVM(
+        kernel=k, optimize=False, inner_max_iter=100
+    ),
     "LSCV": lambda k: LSCV(kernel=k, optimize=False),
     "SparseEP": lambda k: SparseEP(kernel=k, n_inducing=10, optimizer=None),
-    "StochasticEP": lambda k: StochasticEP(kernel=k, n_inducing=10, optimizer=None,
-                                           max_time=None, max_epochs=30),
+    "StochasticEP": lambda k: StochasticEP(
+        kernel=k, n_inducing=10, optimizer=None, max_time=None, max_epochs=30
+    ),
 }
 
 
@@ -48,15 +54,22 @@ ESTIMATORS = {
 def problems(draw):
     n = draw(st.integers(2, 25))
     d = draw(st.integers(1, 4))
-    X = np.array(draw(st.lists(st.lists(st.floats(-3, 3), min_size=d, max_size=d),
-                               min_size=n, max_size=n)))
-    if draw(st.booleans()):                       # constant features
+    X = np.array(
+        draw(
+            st.lists(
+                st.lists(st.floats(-3, 3), min_size=d, max_size=d),
+                min_size=n,
+                max_size=n,
+            )
+        )
+    )
+    if draw(st.booleans()):  # constant features
         X[:, draw(st.integers(0, d - 1))] = draw(st.floats(-3, 3))
-    if n > 2 and draw(st.booleans()):             # duplicated inputs (labels drawn freely)
+    if n > 2 and draw(st.booleans()):  # duplicated inputs (labels drawn freely)
         X[-1] = X[0]
     labels = draw(st.sampled_from([(0, 1), ("a", "b"), (-1, 1)]))
     pick = draw(st.lists(st.integers(0, 1), min_size=n, max_size=n))
-    pick[0], pick[1] = 0, 1                       # both classes present
+    pick[0], pick[1] = 0, 1  # both classes present
     y = np.array([labels[i] for i in pick])
     scale = 10.0 ** draw(st.integers(-2, 3))
     kernel = RBF(length_scale=draw(st.sampled_from([0.3, 1.0, 3.0])), variance=scale)
@@ -77,7 +90,9 @@ NOISE_FREE = {"NaiveMeanField", "TAP"}
 def _contradicts_noise_free(X, y, kernel):
     """True if two examples with different labels are tied under the kernel (no posterior)."""
     try:
-        check_no_conflicting_pair(kernel(np.asarray(X, dtype=float)), np.asarray(y), "", "")
+        check_no_conflicting_pair(
+            kernel(np.asarray(X, dtype=float)), np.asarray(y), "", ""
+        )
     except ValueError:
         return True
     return False
@@ -97,14 +112,18 @@ LEARNERS = {
     "Laplace": lambda k: Laplace(kernel=k, max_iter=50),
     "TAP": lambda k: TAP(kernel=k, max_iter=100, v=0.1),
     "SparseEP": lambda k: SparseEP(kernel=k, n_inducing=10),
-    "StochasticEP": lambda k: StochasticEP(kernel=k, n_inducing=10, max_time=None,
-                                           max_epochs=60),
+    "StochasticEP": lambda k: StochasticEP(
+        kernel=k, n_inducing=10, max_time=None, max_epochs=60
+    ),
 }
-CASES = [(name, False) for name in sorted(ESTIMATORS)] + [(name, True) for name in sorted(LEARNERS)]
+CASES = [(name, False) for name in sorted(ESTIMATORS)] + [
+    (name, True) for name in sorted(LEARNERS)
+]
 
 
-@pytest.mark.parametrize("name, learn", CASES,
-                         ids=[f"{n}-{'learned' if l else 'fixed'}" for n, l in CASES])
+@pytest.mark.parametrize(
+    "name, learn", CASES, ids=[f"{n}-{'learned' if l else 'fixed'}" for n, l in CASES]
+)
 @settings(max_examples=20, deadline=None, suppress_health_check=list(HealthCheck))
 @given(problem=problems())
 def test_fit_predict_properties(name, learn, problem):
@@ -125,7 +144,7 @@ def test_fit_predict_properties(name, learn, problem):
         low, high = search_box(model.hyperparameter_bounds, kernel.theta)
         theta = model.kernel_.theta
         assert np.all(theta >= low - 1e-9) and np.all(theta <= high + 1e-9)
-        if hasattr(model, "learning_"):          # StochasticEP reports no criterion value
+        if hasattr(model, "learning_"):  # StochasticEP reports no criterion value
             assert np.isfinite(model.learning_.value)
 
 
@@ -134,7 +153,7 @@ def test_fit_predict_properties(name, learn, problem):
 @given(problem=problems())
 def test_noise_free_models_refuse_contradicting_data(name, problem):
     X, y, kernel = problem
-    X, y = np.vstack([X, X[:1]]), np.concatenate([y, y[1:2]])     # x_0 again, other label
+    X, y = np.vstack([X, X[:1]]), np.concatenate([y, y[1:2]])  # x_0 again, other label
     assert y[-1] != y[0] and _contradicts_noise_free(X, y, kernel)
     with pytest.raises(ValueError, match="same latent value") as info:
         ESTIMATORS[name](kernel).fit(X, y)
@@ -168,6 +187,6 @@ BAD_CASES = [(name, how) for name in sorted(ESTIMATORS) for how in BAD]
 @given(problem=problems())
 def test_bad_input_is_refused_clearly(name, how, problem):
     X, y, kernel = _corrupt(problem, how)
-    with pytest.raises(Exception) as info:                   # noqa: PT011 - checked below
+    with pytest.raises(Exception) as info:  # noqa: PT011 - checked below
         ESTIMATORS[name](kernel).fit(X, y)
     _check_error(info.value)

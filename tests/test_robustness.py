@@ -1,4 +1,5 @@
 """Robustness of the numerical internals on degenerate and extreme inputs."""
+
 import time
 import tracemalloc
 import warnings
@@ -16,7 +17,9 @@ from gpc_literate.tap import TAP, TAPBreakdownError
 
 
 def _clear(err):
-    assert type(err) is not np.linalg.LinAlgError and not isinstance(err, FloatingPointError)
+    assert type(err) is not np.linalg.LinAlgError and not isinstance(
+        err, FloatingPointError
+    )
     assert isinstance(err, ValueError)
 
 
@@ -33,11 +36,15 @@ def test_tap_on_package_datasets_gives_clear_error(name):
     with pytest.raises(ValueError, match="v > 0") as info:
         TAP(optimizer=None).fit(d.X_train, d.y_train)
     _clear(info.value)
-    model = TAP(v=1.0, optimizer=None).fit(d.X_train, d.y_train)       # with input noise it converges
+    model = TAP(v=1.0, optimizer=None).fit(
+        d.X_train, d.y_train
+    )  # with input noise it converges
     assert model.converged_
 
 
-@pytest.mark.parametrize("case", ["bool", "duplicates", "tiny", "long_scale", "constant"])
+@pytest.mark.parametrize(
+    "case", ["bool", "duplicates", "tiny", "long_scale", "constant"]
+)
 def test_tap_degenerate_inputs(case):
     X, y = _data()
     kernel = None
@@ -46,7 +53,7 @@ def test_tap_degenerate_inputs(case):
     elif case == "duplicates":
         X, y = np.vstack([X, X[:3]]), np.concatenate([y, 1 - y[:3]])
     elif case == "tiny":
-        X, kernel = X * 1e-8, RBF(1.0)        # default_kernel would scale with the data
+        X, kernel = X * 1e-8, RBF(1.0)  # default_kernel would scale with the data
     elif case == "long_scale":
         kernel = RBF(length_scale=1e8)
     else:
@@ -72,16 +79,21 @@ def test_tap_at_a_length_scale_far_beyond_the_data(length_scale):
     _clear(info.value)
     model = TAP(kernel=RBF(length_scale=length_scale), v=0.1, optimizer=None).fit(X, y)
     assert model.converged_ and np.all(np.isfinite(model.predict_proba(X)))
-    with pytest.raises(ValueError, match="v > 0") as info:    # the criterion a search calls
+    with pytest.raises(
+        ValueError, match="v > 0"
+    ) as info:  # the criterion a search calls
         TAP(optimizer=None).fit(X, y).log_marginal_likelihood(
-            np.log([length_scale, 1.0]), eval_gradient=True)
+            np.log([length_scale, 1.0]), eval_gradient=True
+        )
     _clear(info.value)
 
 
 def test_tap_search_starts_inside_the_bounds():
     X, y = _long_scale_data()
     with pytest.warns(ConvergenceWarning, match="outside hyperparameter_bounds"):
-        model = TAP(kernel=RBF(length_scale=1e3), hyperparameter_bounds=(1e-2, 1e2)).fit(X, y)
+        model = TAP(
+            kernel=RBF(length_scale=1e3), hyperparameter_bounds=(1e-2, 1e2)
+        ).fit(X, y)
     assert model.converged_ and 1e-2 <= model.kernel_.length_scale <= 1e2
     assert model.score(X, y) > 0.8
 
@@ -92,7 +104,7 @@ def test_tap_search_with_bounds_far_beyond_tiny_data():
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", ConvergenceWarning)
             model = TAP().fit(X * 1e-8, y)
-    except ValueError as err:                     # every kernel in the bounds is too long
+    except ValueError as err:  # every kernel in the bounds is too long
         _clear(err)
         assert "hyperparameter_bounds" in str(err)
     else:
@@ -103,14 +115,18 @@ def test_default_kernel_scales_with_tiny_features():
     X, y = _data()
     small = TAP(v=0.1, optimizer=None).fit(X * 1e-8, y)
     plain = TAP(v=0.1, optimizer=None).fit(X, y)
-    assert small.converged_ and np.allclose(small.alpha_, plain.alpha_, rtol=1e-6, atol=1e-9)
+    assert small.converged_ and np.allclose(
+        small.alpha_, plain.alpha_, rtol=1e-6, atol=1e-9
+    )
 
 
 def test_tap_breakdown_is_a_value_error():
     assert issubclass(TAPBreakdownError, ValueError)
     X, y = _data(60, seed=3)
     try:
-        TAP(kernel=RBF(length_scale=0.05, variance=1e6), max_iter=50, optimizer=None).fit(X, y)
+        TAP(
+            kernel=RBF(length_scale=0.05, variance=1e6), max_iter=50, optimizer=None
+        ).fit(X, y)
     except ValueError as err:
         _clear(err)
 
@@ -118,7 +134,9 @@ def test_tap_breakdown_is_a_value_error():
 # 2. The logistic predictive integral: bounded time and memory for any variance
 def test_logistic_predictive_bounded_at_huge_variance():
     X, y = _data(20)
-    model = Laplace(kernel=RBF(variance=1e8), likelihood=Logistic(), optimizer=None).fit(X, y)
+    model = Laplace(
+        kernel=RBF(variance=1e8), likelihood=Logistic(), optimizer=None
+    ).fit(X, y)
     tracemalloc.start()
     start = time.perf_counter()
     p = model.predict_proba(X[:1] + 0.5)
@@ -132,16 +150,21 @@ def test_logistic_predictive_bounded_at_huge_variance():
 def test_logistic_log_z_wide_matches_quadrature():
     from scipy.integrate import quad
     from scipy.special import expit
+
     lik = Logistic()
     for var in (150.0, 1e4, 1e6):
         s = np.sqrt(var)
         for mu in (-2e3, -30.0, 0.0, 7.0, 300.0):
             lz = lik.log_Z(1.0, mu, var)[0]
+
             def integrand(t, mu=mu, s=s):
                 return expit(mu + s * t) * np.exp(-t * t / 2) / np.sqrt(2 * np.pi)
+
             t0 = -mu / s
-            ref = (quad(integrand, -np.inf, t0, epsabs=0, epsrel=1e-12, limit=500)[0]
-                   + quad(integrand, t0, np.inf, epsabs=0, epsrel=1e-12, limit=500)[0])
+            ref = (
+                quad(integrand, -np.inf, t0, epsabs=0, epsrel=1e-12, limit=500)[0]
+                + quad(integrand, t0, np.inf, epsabs=0, epsrel=1e-12, limit=500)[0]
+            )
             if ref > 1e-200:
                 assert abs(lz - np.log(ref)) < 1e-7, (var, mu)
         # derivatives by central differences
@@ -180,6 +203,7 @@ def test_ep_noise_free_random_draws(seed):
 # VariationalGP: the bounds belong to the optimiser, never to a fixed kernel
 def test_variational_fixed_kernel_is_not_clipped():
     from gpc_literate.variational import VariationalGP
+
     X, y = _data(25, seed=1)
     kernel = RBF(length_scale=1.0, variance=1e6)
     with warnings.catch_warnings(record=True) as caught:
@@ -193,13 +217,15 @@ def test_variational_fixed_kernel_is_not_clipped():
 
 def test_variational_optimize_clips_start_with_warning():
     from gpc_literate.variational import VariationalGP
+
     X, y = _data(25, seed=1)
     kernel = RBF(length_scale=1.0, variance=1e6)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
         with pytest.warns(UserWarning, match=r"variance.*outside bounds = \(-8, 8\)"):
-            model = VariationalGP(kernel=kernel, n_factors=1, max_iter=3,
-                                  bounds=(-8.0, 8.0)).fit(X, y)
+            model = VariationalGP(
+                kernel=kernel, n_factors=1, max_iter=3, bounds=(-8.0, 8.0)
+            ).fit(X, y)
     assert np.all(model.kernel_.theta <= 8.0)
 
 
@@ -208,7 +234,9 @@ def test_ep_default_method_is_newton_and_robust():
     assert EP(optimizer=None).method == "newton"
     d = datasets.load("crabs")
     for lik in (StepFlip(0.1), Probit(1.0, kappa=0.1)):
-        ref = EP(likelihood=lik, method="sequential", optimizer=None).fit(d.X_train, d.y_train)
+        ref = EP(likelihood=lik, method="sequential", optimizer=None).fit(
+            d.X_train, d.y_train
+        )
         with warnings.catch_warnings():
             warnings.simplefilter("error", ConvergenceWarning)
             model = EP(likelihood=lik, optimizer=None).fit(d.X_train, d.y_train)
@@ -216,7 +244,7 @@ def test_ep_default_method_is_newton_and_robust():
         assert abs(model.log_marginal_likelihood_ - ref.log_marginal_likelihood_) < 1e-6
     for seed in range(6):
         X, y = _data(40, seed=seed)
-        y[:3] = 1 - y[:3]                                  # flipped labels
+        y[:3] = 1 - y[:3]  # flipped labels
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", ConvergenceWarning)
             model = EP(RBF(1.0, 10.0), StepFlip(0.1), optimizer=None).fit(X, y)

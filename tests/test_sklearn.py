@@ -5,6 +5,7 @@ checks on each classifier, then the tools a user reaches for: clone, nested set_
 GridSearchCV, Pipeline, cross_val_score and CalibratedClassifierCV; and the crashes of the
 issue, each reproduced.
 """
+
 import copy
 import pickle
 
@@ -58,9 +59,11 @@ ESTIMATORS = [
 # For VariationalGP, VariationalSVM and SparseEP the two rankings happen to agree on
 # scikit-learn's data set (XPASS); they need not in general, for the same reason, so the entry
 # stays.
-RANKING = ("decision_function is the posterior mean <f(x)> of the book's equations; predict_proba "
-           "is Phi(<f(x)> / sqrt(c + Var f(x))), which also depends on the posterior variance, "
-           "so the two rank points differently (same sign, so predict agrees); chapter 1")
+RANKING = (
+    "decision_function is the posterior mean <f(x)> of the book's equations; predict_proba "
+    "is Phi(<f(x)> / sqrt(c + Var f(x))), which also depends on the posterior variance, "
+    "so the two rank points differently (same sign, so predict agrees); chapter 1"
+)
 EXPECTED_FAILURES = {
     "EP": {"check_decision_proba_consistency": RANKING},
     "BiasedEP": {"check_decision_proba_consistency": RANKING},
@@ -83,9 +86,13 @@ def expected_failed_checks(estimator):
 
 def test_every_classifier_is_checked():
     import gpc_literate
-    classes = {getattr(gpc_literate, name) for name in dir(gpc_literate)
-               if isinstance(getattr(gpc_literate, name), type)
-               and issubclass(getattr(gpc_literate, name), GPClassifierBase)}
+
+    classes = {
+        getattr(gpc_literate, name)
+        for name in dir(gpc_literate)
+        if isinstance(getattr(gpc_literate, name), type)
+        and issubclass(getattr(gpc_literate, name), GPClassifierBase)
+    }
     classes.discard(GPClassifierBase)
     checked = {type(est) for est in ESTIMATORS}
     assert classes <= checked, classes - checked
@@ -100,8 +107,9 @@ def test_sklearn_estimator_checks(estimator, check):
 
 # -- the crashes of issue #12, reproduced -----------------------------------------------------
 
-X, Y = make_classification(n_samples=60, n_features=3, n_informative=2, n_redundant=0,
-                           random_state=0)
+X, Y = make_classification(
+    n_samples=60, n_features=3, n_informative=2, n_redundant=0, random_state=0
+)
 
 
 @pytest.mark.parametrize("estimator", ESTIMATORS, ids=lambda e: type(e).__name__)
@@ -128,8 +136,11 @@ def test_clone_copies_the_kernel():
     assert ard.kernel.length_scale.tolist() == [1.0, 2.0, 3.0]
 
 
-@pytest.mark.parametrize("kernel", [RBF(2.0, variance=3.0, bias=0.5), ArcSin(2.0), Linear(),
-                                    Cauchy(0.5)], ids=repr)
+@pytest.mark.parametrize(
+    "kernel",
+    [RBF(2.0, variance=3.0, bias=0.5), ArcSin(2.0), Linear(), Cauchy(0.5)],
+    ids=repr,
+)
 def test_kernel_parameters_follow_sklearn(kernel):
     params = kernel.get_params(deep=True)
     assert params == kernel.get_params(deep=False)
@@ -142,18 +153,25 @@ def test_kernel_parameters_follow_sklearn(kernel):
 
 
 def test_nested_set_params_and_get_params():
-    model = EP(kernel=RBF()).set_params(kernel__length_scale=2.0, likelihood=Probit(0.5))
+    model = EP(kernel=RBF()).set_params(
+        kernel__length_scale=2.0, likelihood=Probit(0.5)
+    )
     assert model.kernel.length_scale == 2.0
     params = model.get_params(deep=True)
-    assert params["kernel__length_scale"] == 2.0 and params["likelihood__noise_var"] == 0.5
+    assert (
+        params["kernel__length_scale"] == 2.0 and params["likelihood__noise_var"] == 0.5
+    )
     with pytest.raises(ValueError, match="must be positive"):
         model.set_params(kernel__length_scale=-1.0)
     assert model.kernel.length_scale == 2.0
 
 
 @settings(max_examples=30, deadline=None)
-@given(length_scale=st.floats(1e-3, 1e3), variance=st.floats(1e-3, 1e3),
-       bias=st.one_of(st.just(0.0), st.floats(1e-3, 1e3)))
+@given(
+    length_scale=st.floats(1e-3, 1e3),
+    variance=st.floats(1e-3, 1e3),
+    bias=st.one_of(st.just(0.0), st.floats(1e-3, 1e3)),
+)
 def test_kernel_clone_round_trip(length_scale, variance, bias):
     kernel = RBF(length_scale, variance=variance, bias=bias)
     new = clone(EP(kernel=kernel)).kernel
@@ -165,16 +183,21 @@ def test_kernel_clone_round_trip(length_scale, variance, bias):
 def test_grid_search_over_length_scale_and_over_kernels():
     cv = StratifiedKFold(3, shuffle=True, random_state=0)
     # a grid over a fixed kernel (optimizer=None: fit does not move what the grid sets)
-    search = GridSearchCV(EP(kernel=RBF(), optimizer=None), {"kernel__length_scale": [0.5, 2.0]},
-                          cv=cv)
+    search = GridSearchCV(
+        EP(kernel=RBF(), optimizer=None), {"kernel__length_scale": [0.5, 2.0]}, cv=cv
+    )
     search.fit(X, Y)
     assert search.best_params_["kernel__length_scale"] in (0.5, 2.0)
-    assert search.best_estimator_.kernel_.length_scale == search.best_params_["kernel__length_scale"]
+    assert (
+        search.best_estimator_.kernel_.length_scale
+        == search.best_params_["kernel__length_scale"]
+    )
     kernels = [RBF(1.0), RBF(3.0)]
-    search = GridSearchCV(Laplace(optimizer=None), {"kernel": kernels}, cv=cv,
-                          scoring="roc_auc").fit(X, Y)
+    search = GridSearchCV(
+        Laplace(optimizer=None), {"kernel": kernels}, cv=cv, scoring="roc_auc"
+    ).fit(X, Y)
     assert repr(search.best_params_["kernel"]) in {repr(k) for k in kernels}
-    assert [k.length_scale for k in kernels] == [1.0, 3.0]          # the grid is left alone
+    assert [k.length_scale for k in kernels] == [1.0, 3.0]  # the grid is left alone
 
 
 def test_grid_search_over_a_nested_kernel_parameter_and_matern_smoothness():
@@ -185,33 +208,51 @@ def test_grid_search_over_a_nested_kernel_parameter_and_matern_smoothness():
     best = search.best_estimator_.kernel_
     assert best.k1.length_scale == search.best_params_["kernel__k1__length_scale"]
     assert best.k1.nu == search.best_params_["kernel__k1__nu"]
-    assert model.kernel.k1.length_scale == 1.0 and model.kernel.k1.nu == 2.5  # untouched
+    assert (
+        model.kernel.k1.length_scale == 1.0 and model.kernel.k1.nu == 2.5
+    )  # untouched
     assert "kernel__k1__nu" in model.get_params(deep=True)
 
 
-@pytest.mark.parametrize("kernel", [Matern(nu=0.5), Matern([1.0] * 3, nu=2.5),
-                                    RBF() + Linear(0.1), RBF() * Cauchy()], ids=repr)
+@pytest.mark.parametrize(
+    "kernel",
+    [Matern(nu=0.5), Matern([1.0] * 3, nu=2.5), RBF() + Linear(0.1), RBF() * Cauchy()],
+    ids=repr,
+)
 @pytest.mark.parametrize("make", [EP, Laplace], ids=lambda c: c.__name__)
-@pytest.mark.filterwarnings("ignore::gpc_literate.base.ConvergenceWarning")  # separable: bounds
+@pytest.mark.filterwarnings(
+    "ignore::gpc_literate.base.ConvergenceWarning"
+)  # separable: bounds
 def test_estimators_learn_matern_and_combined_kernels(make, kernel):
     model = make(kernel=kernel).fit(X, Y)
     assert type(model.kernel_) is type(kernel)
     assert not np.allclose(model.kernel_.theta, kernel.theta)  # the search moved
     assert np.isfinite(model.log_marginal_likelihood_)
-    assert model.log_marginal_likelihood_ >= model.log_marginal_likelihood(kernel.theta) - 1e-6
+    assert (
+        model.log_marginal_likelihood_
+        >= model.log_marginal_likelihood(kernel.theta) - 1e-6
+    )
     assert np.mean(model.predict(X) == Y) > 0.7
 
 
-@pytest.mark.parametrize("kernel", [Matern([0.7, 1.0, 1.5], nu=1.5),
-                                    RBF(1.5) * Linear(0.5, bias=0.2)], ids=repr)
+@pytest.mark.parametrize(
+    "kernel",
+    [Matern([0.7, 1.0, 1.5], nu=1.5), RBF(1.5) * Linear(0.5, bias=0.2)],
+    ids=repr,
+)
 def test_evidence_gradient_of_combined_kernels(kernel):
     model = EP(kernel=kernel, optimizer=None, tol=1e-10).fit(X[:30], Y[:30])
     theta = kernel.theta
     value, grad = model.log_marginal_likelihood(theta, eval_gradient=True)
     h = 1e-5
-    fd = [(model.log_marginal_likelihood(theta + h * e) -
-           model.log_marginal_likelihood(theta - h * e)) / (2 * h)
-          for e in np.eye(theta.size)]
+    fd = [
+        (
+            model.log_marginal_likelihood(theta + h * e)
+            - model.log_marginal_likelihood(theta - h * e)
+        )
+        / (2 * h)
+        for e in np.eye(theta.size)
+    ]
     np.testing.assert_allclose(grad, fd, rtol=1e-4, atol=1e-6)
 
 
@@ -227,15 +268,17 @@ def test_pipeline_cross_val_score_and_calibration():
     assert np.mean(calibrated.predict(X) == Y) > 0.8
 
 
-@pytest.mark.parametrize("cls", [KernelAdatron, NaiveMeanField, TAP, EP, Laplace, LSCV,
-                                 SparseEP],
-                         ids=lambda c: c.__name__)
+@pytest.mark.parametrize(
+    "cls",
+    [KernelAdatron, NaiveMeanField, TAP, EP, Laplace, LSCV, SparseEP],
+    ids=lambda c: c.__name__,
+)
 def test_fit_never_keeps_the_callers_kernel(cls):
     kernel = RBF(length_scale=1.0)
     model = cls(kernel=kernel, **({"C": 1.0} if cls is KernelAdatron else {})).fit(X, Y)
     before = model.decision_function(X)
     assert model.kernel_ is not kernel and model.kernel is kernel
-    kernel.set_params(length_scale=10.0)                  # the caller changes its object
+    kernel.set_params(length_scale=10.0)  # the caller changes its object
     np.testing.assert_array_equal(model.decision_function(X), before)
 
 
@@ -248,11 +291,19 @@ def test_fit_never_mutates_the_callers_likelihood():
     np.testing.assert_array_equal(model.predict_proba(X), p)
 
 
-@pytest.mark.parametrize("model, flag", [
-    (KernelAdatron(), "fit_bias"), (KernelAdatron(), "compute_loo"),
-    (NaiveMeanField(), "compute_loo"), (TAP(), "compute_loo"),
-    (LSCV(), "optimize"), (VariationalGP(), "optimize"), (VariationalGP(), "progress"),
-], ids=lambda x: x if isinstance(x, str) else type(x).__name__)
+@pytest.mark.parametrize(
+    "model, flag",
+    [
+        (KernelAdatron(), "fit_bias"),
+        (KernelAdatron(), "compute_loo"),
+        (NaiveMeanField(), "compute_loo"),
+        (TAP(), "compute_loo"),
+        (LSCV(), "optimize"),
+        (VariationalGP(), "optimize"),
+        (VariationalGP(), "progress"),
+    ],
+    ids=lambda x: x if isinstance(x, str) else type(x).__name__,
+)
 @pytest.mark.parametrize("value", ["no", "False", 0, None])
 def test_boolean_flags_must_be_bools(model, flag, value):
     with pytest.raises(TypeError, match=flag):
@@ -275,7 +326,9 @@ def test_sparse_input_is_refused_clearly():
 def test_fit_refuses_sample_weight_and_unknown_keywords(estimator):
     name = type(estimator).__name__
     model = clone(estimator)
-    with pytest.raises(TypeError, match=rf"^{name}\.fit does not support sample_weight"):
+    with pytest.raises(
+        TypeError, match=rf"^{name}\.fit does not support sample_weight"
+    ):
         model.fit(X, Y, sample_weight=np.ones(len(Y)))
     with pytest.raises(TypeError, match=rf"^{name}\.fit does not support foo"):
         model.fit(X, Y, foo=1)

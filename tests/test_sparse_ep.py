@@ -1,4 +1,5 @@
 """gpc_literate.sparse_ep: EP with the FITC prior (book/25_sparse_ep.md)."""
+
 import tracemalloc
 import warnings
 
@@ -12,8 +13,13 @@ from gpc_literate.base import ConvergenceWarning, NotFittedError
 from gpc_literate.ep_classifier import EP
 from gpc_literate.kernels import RBF, Cauchy
 from gpc_literate.likelihoods import Probit
-from gpc_literate.sparse_ep import (PIVOT_SUBSET, SparseEP, choose_inducing,
-                                    fit_fitc_ep, fitc_evidence_gradient)
+from gpc_literate.sparse_ep import (
+    PIVOT_SUBSET,
+    SparseEP,
+    choose_inducing,
+    fit_fitc_ep,
+    fitc_evidence_gradient,
+)
 
 
 def toy_problem(n, d=2, noise=0.7, seed=0):
@@ -28,19 +34,37 @@ X, Y = toy_problem(60, seed=2)
 
 # -- M = n: sparse EP is full EP ----------------------------------------------------------------
 
-@pytest.mark.parametrize("kernel", [RBF(1.3, 3.0), RBF([0.7, 2.0], 1.5, bias=0.2)], ids=repr)
+
+@pytest.mark.parametrize(
+    "kernel", [RBF(1.3, 3.0), RBF([0.7, 2.0], 1.5, bias=0.2)], ids=repr
+)
 def test_inducing_inputs_equal_to_the_training_inputs_give_full_ep(kernel):
-    sparse = SparseEP(kernel, Probit(1.0), inducing=X, optimizer=None, tol=1e-10).fit(X, Y)
-    full = EP(kernel, Probit(1.0), method="sequential", tol=1e-10, optimizer=None).fit(X, Y)
+    sparse = SparseEP(kernel, Probit(1.0), inducing=X, optimizer=None, tol=1e-10).fit(
+        X, Y
+    )
+    full = EP(kernel, Probit(1.0), method="sequential", tol=1e-10, optimizer=None).fit(
+        X, Y
+    )
     assert sparse.converged_ and full.converged_
     # the jitter moves the prior by at most JITTER * max k(x, x) (chapter 25), hence 1e-6
     assert abs(sparse.log_marginal_likelihood_ - full.log_marginal_likelihood_) < 1e-6
-    for name in ("site_nu_", "site_tau_", "mu_cav_", "posterior_mean_", "posterior_var_"):
-        np.testing.assert_allclose(getattr(sparse, name), getattr(full, name), atol=1e-6)
-    np.testing.assert_allclose(sparse.predict_proba(X), full.predict_proba(X), atol=1e-5)
+    for name in (
+        "site_nu_",
+        "site_tau_",
+        "mu_cav_",
+        "posterior_mean_",
+        "posterior_var_",
+    ):
+        np.testing.assert_allclose(
+            getattr(sparse, name), getattr(full, name), atol=1e-6
+        )
+    np.testing.assert_allclose(
+        sparse.predict_proba(X), full.predict_proba(X), atol=1e-5
+    )
 
 
 # -- the evidence gradient ----------------------------------------------------------------------
+
 
 def test_gradient_in_theta_and_z_matches_central_differences():
     Xg, yg = toy_problem(40, d=3, seed=4)
@@ -56,16 +80,25 @@ def test_gradient_in_theta_and_z_matches_central_differences():
     fit0 = evidence(kernel.theta, Z)
     g_theta, g_Z = fitc_evidence_gradient(kernel, Xg, Z, fit0.prior, fit0.posterior)
     sites, h = (fit0.posterior.nu, fit0.posterior.tau), 1e-5
-    fd_theta = [(evidence(kernel.theta + h * e, Z, sites).log_evidence
-                 - evidence(kernel.theta - h * e, Z, sites).log_evidence) / (2 * h)
-                for e in np.eye(kernel.theta.size)]
+    fd_theta = [
+        (
+            evidence(kernel.theta + h * e, Z, sites).log_evidence
+            - evidence(kernel.theta - h * e, Z, sites).log_evidence
+        )
+        / (2 * h)
+        for e in np.eye(kernel.theta.size)
+    ]
     fd_Z = np.zeros_like(Z)
     for idx in np.ndindex(*Z.shape):
         E = np.zeros_like(Z)
         E[idx] = h
-        fd_Z[idx] = (evidence(kernel.theta, Z + E, sites).log_evidence
-                     - evidence(kernel.theta, Z - E, sites).log_evidence) / (2 * h)
-    np.testing.assert_allclose(g_theta, fd_theta, rtol=0, atol=1e-6 * np.abs(g_theta).max())
+        fd_Z[idx] = (
+            evidence(kernel.theta, Z + E, sites).log_evidence
+            - evidence(kernel.theta, Z - E, sites).log_evidence
+        ) / (2 * h)
+    np.testing.assert_allclose(
+        g_theta, fd_theta, rtol=0, atol=1e-6 * np.abs(g_theta).max()
+    )
     np.testing.assert_allclose(g_Z, fd_Z, rtol=0, atol=1e-6 * np.abs(g_Z).max())
 
 
@@ -75,13 +108,19 @@ def test_estimator_log_marginal_likelihood_and_its_gradient():
     value, grad = model.log_marginal_likelihood(model.kernel_.theta, eval_gradient=True)
     assert value == pytest.approx(model.log_marginal_likelihood_, abs=1e-9)
     h = 1e-5
-    fd = [(model.log_marginal_likelihood(model.kernel_.theta + h * e)
-           - model.log_marginal_likelihood(model.kernel_.theta - h * e)) / (2 * h)
-          for e in np.eye(2)]
+    fd = [
+        (
+            model.log_marginal_likelihood(model.kernel_.theta + h * e)
+            - model.log_marginal_likelihood(model.kernel_.theta - h * e)
+        )
+        / (2 * h)
+        for e in np.eye(2)
+    ]
     np.testing.assert_allclose(grad, fd, rtol=1e-5)
 
 
 # -- inducing inputs -----------------------------------------------------------------------------
+
 
 def test_pivots_and_random_choose_distinct_training_inputs():
     rng = np.random.RandomState(0)
@@ -89,7 +128,10 @@ def test_pivots_and_random_choose_distinct_training_inputs():
         Z = choose_inducing(RBF(1.0), X, 12, how, rng)
         assert Z.shape == (12, 2) and len(np.unique(Z, axis=0)) == 12
         assert all((X == z).all(axis=1).any() for z in Z)
-    assert choose_inducing(RBF(1.0), X, 1000, "random", rng).shape == (60, 2)   # at most n
+    assert choose_inducing(RBF(1.0), X, 1000, "random", rng).shape == (
+        60,
+        2,
+    )  # at most n
 
 
 def test_pivots_stop_below_the_jitter():
@@ -97,16 +139,21 @@ def test_pivots_stop_below_the_jitter():
     X3 = np.repeat(np.array([[0.0], [1.0], [2.5]]), 10, axis=0)
     Z = choose_inducing(RBF(1.0), X3, 10, "pivots", np.random.RandomState(0))
     assert len(Z) == 3 and len(np.unique(Z)) == 3
-    model = SparseEP(RBF(1.0), n_inducing=10, optimizer=None).fit(X3, np.tile([1, -1, 1], 10))
+    model = SparseEP(RBF(1.0), n_inducing=10, optimizer=None).fit(
+        X3, np.tile([1, -1, 1], 10)
+    )
     assert model.n_inducing_ == 3
 
 
 def test_learning_the_inducing_inputs_raises_the_evidence():
-    start = SparseEP(RBF(1.0, 1.0), n_inducing=4, optimizer=None, random_state=0).fit(X, Y)
+    start = SparseEP(RBF(1.0, 1.0), n_inducing=4, optimizer=None, random_state=0).fit(
+        X, Y
+    )
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
-        learned = SparseEP(RBF(1.0, 1.0), n_inducing=4, learn_inducing=True,
-                           random_state=0).fit(X, Y)
+        learned = SparseEP(
+            RBF(1.0, 1.0), n_inducing=4, learn_inducing=True, random_state=0
+        ).fit(X, Y)
     assert learned.learning_.value == learned.log_marginal_likelihood_
     assert learned.log_marginal_likelihood_ > start.log_marginal_likelihood_
     assert not np.allclose(learned.inducing_, start.inducing_)
@@ -115,23 +162,27 @@ def test_learning_the_inducing_inputs_raises_the_evidence():
 
 # -- the estimator --------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("kwargs, name, error", [
-    (dict(n_inducing=0), "n_inducing", ValueError),
-    (dict(n_inducing=2.5), "n_inducing", TypeError),
-    (dict(inducing="kmeans"), "inducing", ValueError),
-    (dict(inducing=np.zeros((4, 3))), "inducing", ValueError),
-    (dict(inducing=np.full((4, 2), np.nan)), "inducing", ValueError),
-    (dict(learn_inducing="yes"), "learn_inducing", TypeError),
-    (dict(optimizer="nelder-mead"), "optimizer", ValueError),
-    (dict(learn_inducing=True, optimizer=None), "learn_inducing", ValueError),
-    (dict(max_iter=0), "max_iter", ValueError),
-    (dict(tol=-1.0), "tol", ValueError),
-    (dict(kernel=Cauchy()), "RBF", TypeError),
-    (dict(likelihood="probit"), "likelihood", TypeError),
-    (dict(hyperparameter_bounds=(2.0, 1.0)), "hyperparameter_bounds", ValueError),
-    (dict(random_state="seed"), "random_state", ValueError),
-    (dict(verbose="no"), "verbose", TypeError),
-])
+
+@pytest.mark.parametrize(
+    "kwargs, name, error",
+    [
+        (dict(n_inducing=0), "n_inducing", ValueError),
+        (dict(n_inducing=2.5), "n_inducing", TypeError),
+        (dict(inducing="kmeans"), "inducing", ValueError),
+        (dict(inducing=np.zeros((4, 3))), "inducing", ValueError),
+        (dict(inducing=np.full((4, 2), np.nan)), "inducing", ValueError),
+        (dict(learn_inducing="yes"), "learn_inducing", TypeError),
+        (dict(optimizer="nelder-mead"), "optimizer", ValueError),
+        (dict(learn_inducing=True, optimizer=None), "learn_inducing", ValueError),
+        (dict(max_iter=0), "max_iter", ValueError),
+        (dict(tol=-1.0), "tol", ValueError),
+        (dict(kernel=Cauchy()), "RBF", TypeError),
+        (dict(likelihood="probit"), "likelihood", TypeError),
+        (dict(hyperparameter_bounds=(2.0, 1.0)), "hyperparameter_bounds", ValueError),
+        (dict(random_state="seed"), "random_state", ValueError),
+        (dict(verbose="no"), "verbose", TypeError),
+    ],
+)
 def test_bad_arguments_are_refused_by_name(kwargs, name, error):
     with pytest.raises(error, match=name):
         SparseEP(**{"optimizer": None, **kwargs}).fit(X, Y)
@@ -144,7 +195,9 @@ def test_not_fitted_and_warm_start_and_convergence_warning():
     with pytest.raises(NotFittedError):
         model.log_marginal_likelihood()
     model.fit(X, Y)
-    again = clone(model).fit(X, Y, site_nu_init=model.site_nu_, site_tau_init=model.site_tau_)
+    again = clone(model).fit(
+        X, Y, site_nu_init=model.site_nu_, site_tau_init=model.site_tau_
+    )
     assert again.n_iter_ <= 2 and again.converged_
     with pytest.warns(ConvergenceWarning, match="did not converge"):
         short = SparseEP(n_inducing=10, optimizer=None, max_iter=1).fit(X, Y)
@@ -182,32 +235,45 @@ def test_memory_is_linear_in_n():
     n, M = 20_000, 50
     Xn, yn = toy_problem(n, d=3, seed=9)
     tracemalloc.start()
-    model = SparseEP(RecordingRBF(1.5), n_inducing=M, optimizer=None, random_state=0).fit(Xn, yn)
+    model = SparseEP(
+        RecordingRBF(1.5), n_inducing=M, optimizer=None, random_state=0
+    ).fit(Xn, yn)
     model.predict_proba(Xn[:5000])
     peak = tracemalloc.get_traced_memory()[1]
     tracemalloc.stop()
     assert model.converged_ and model.n_inducing_ == M
-    assert max(a * b for a, b in shapes) <= max(n * M, PIVOT_SUBSET ** 2)
+    assert max(a * b for a, b in shapes) <= max(n * M, PIVOT_SUBSET**2)
     assert (n, n) not in shapes
     assert peak < 150e6, peak
 
 
 # -- property: random small problems -------------------------------------------------------------
 
+
 @st.composite
 def problems(draw):
     n = draw(st.integers(3, 25))
     d = draw(st.integers(1, 3))
-    Xp = np.array(draw(st.lists(st.lists(st.floats(-3, 3), min_size=d, max_size=d),
-                                min_size=n, max_size=n)))
+    Xp = np.array(
+        draw(
+            st.lists(
+                st.lists(st.floats(-3, 3), min_size=d, max_size=d),
+                min_size=n,
+                max_size=n,
+            )
+        )
+    )
     pick = draw(st.lists(st.sampled_from([-1.0, 1.0]), min_size=n, max_size=n))
     pick[0], pick[1] = -1.0, 1.0
-    kernel = RBF(draw(st.sampled_from([0.3, 1.0, 3.0])),
-                 draw(st.sampled_from([0.1, 1.0, 10.0])))
+    kernel = RBF(
+        draw(st.sampled_from([0.3, 1.0, 3.0])), draw(st.sampled_from([0.1, 1.0, 10.0]))
+    )
     return Xp, np.array(pick), kernel, draw(st.integers(1, n))
 
 
-@pytest.mark.filterwarnings("ignore:.*the fitted model is constant:gpc_literate.base.ConvergenceWarning")
+@pytest.mark.filterwarnings(
+    "ignore:.*the fitted model is constant:gpc_literate.base.ConvergenceWarning"
+)
 @settings(max_examples=40, deadline=None, suppress_health_check=list(HealthCheck))
 @given(problem=problems())
 def test_sparse_ep_on_random_problems(problem):
@@ -216,10 +282,14 @@ def test_sparse_ep_on_random_problems(problem):
         warnings.simplefilter("error", ConvergenceWarning)
         # a tiny problem can be truly constant (e.g. [0, 2, 2] labelled -1, +1, -1
         # with one inducing input): that warning is right, and not what is tested here
-        warnings.filterwarnings("ignore", message=".*the fitted model is constant",
-                                category=ConvergenceWarning)
-        sparse = SparseEP(kernel, n_inducing=M, inducing="random", optimizer=None,
-                          random_state=0).fit(Xp, yp)
+        warnings.filterwarnings(
+            "ignore",
+            message=".*the fitted model is constant",
+            category=ConvergenceWarning,
+        )
+        sparse = SparseEP(
+            kernel, n_inducing=M, inducing="random", optimizer=None, random_state=0
+        ).fit(Xp, yp)
         proba = sparse.predict_proba(Xp)
         assert np.all(np.isfinite(proba)) and np.all((proba >= 0) & (proba <= 1))
         assert np.isfinite(sparse.log_marginal_likelihood_) and sparse.n_inducing_ == M
@@ -227,8 +297,13 @@ def test_sparse_ep_on_random_problems(problem):
         at_X = SparseEP(kernel, inducing=Xp, optimizer=None, tol=1e-10).fit(Xp, yp)
         full = EP(kernel, method="sequential", tol=1e-10, optimizer=None).fit(Xp, yp)
     scale = 1.0 + abs(full.log_marginal_likelihood_)
-    assert abs(at_X.log_marginal_likelihood_ - full.log_marginal_likelihood_) < 1e-5 * scale
-    np.testing.assert_allclose(at_X.predict_proba(Xp), full.predict_proba(Xp), atol=1e-4)
+    assert (
+        abs(at_X.log_marginal_likelihood_ - full.log_marginal_likelihood_)
+        < 1e-5 * scale
+    )
+    np.testing.assert_allclose(
+        at_X.predict_proba(Xp), full.predict_proba(Xp), atol=1e-4
+    )
 
 
 def test_fit_with_a_client_needs_chapter_27s_module(monkeypatch):

@@ -1,4 +1,5 @@
 """gpc_literate.stochastic_ep: stochastic and minibatch EP (book/26_stochastic_ep.md)."""
+
 import warnings
 
 import numpy as np
@@ -14,8 +15,13 @@ from gpc_literate.ep_classifier import EP
 from gpc_literate.kernels import RBF, ArcSin, default_kernel
 from gpc_literate.likelihoods import Probit
 from gpc_literate.sparse_ep import SparseEP, fitc_prior
-from gpc_literate.stochastic_ep import (SEPState, StochasticEP, batch_sites, chol_adjoint,
-                                        update_sites)
+from gpc_literate.stochastic_ep import (
+    SEPState,
+    StochasticEP,
+    batch_sites,
+    chol_adjoint,
+    update_sites,
+)
 
 
 def twonorm(n, d, seed):
@@ -30,8 +36,13 @@ KERNEL = RBF(1.3, 2.0)
 
 def fixed(**options):
     """StochasticEP with the kernel and inducing inputs held, stopped by epochs."""
-    return StochasticEP(KERNEL, Probit(1.0), optimizer=None, max_time=None,
-                        **{"max_epochs": 100, "random_state": 0, **options})
+    return StochasticEP(
+        KERNEL,
+        Probit(1.0),
+        optimizer=None,
+        max_time=None,
+        **{"max_epochs": 100, "random_state": 0, **options},
+    )
 
 
 def _state(sites, kernel, Xs, ys, Z, epochs=4, batch=20, damping=1.0):
@@ -41,34 +52,52 @@ def _state(sites, kernel, Xs, ys, Z, epochs=4, batch=20, damping=1.0):
     for _ in range(epochs):
         order = rng.permutation(len(Xs))
         for start in range(0, len(Xs) - batch + 1, batch):
-            idx = order[start:start + batch]
-            update_sites(state, batch_sites(state, Xs[idx], ys[idx], idx, False), idx,
-                         window=10**5, damping=damping)
+            idx = order[start : start + batch]
+            update_sites(
+                state,
+                batch_sites(state, Xs[idx], ys[idx], idx, False),
+                idx,
+                window=10**5,
+                damping=damping,
+            )
     return state
 
 
 # -- fixed points -------------------------------------------------------------------------------
 
+
 @pytest.mark.parametrize("batch_size, damping", [(80, 0.5), (16, 1.0)])
 def test_per_point_sites_reach_the_sparse_ep_fixed_point(batch_size, damping):
     Z = X[:12]
-    sparse = SparseEP(KERNEL, Probit(1.0), inducing=Z, optimizer=None, tol=1e-12).fit(X, Y)
-    model = fixed(inducing=Z, sites="per-point", batch_size=batch_size, damping=damping,
-                  max_epochs=300).fit(X, Y)
+    sparse = SparseEP(KERNEL, Probit(1.0), inducing=Z, optimizer=None, tol=1e-12).fit(
+        X, Y
+    )
+    model = fixed(
+        inducing=Z,
+        sites="per-point",
+        batch_size=batch_size,
+        damping=damping,
+        max_epochs=300,
+    ).fit(X, Y)
     d = fitc_prior(KERNEL, X, Z).d
     state = model._state
     # eq-sep-site-map: a site in f_i, averaged over the FITC noise, is a site in g_i
-    np.testing.assert_allclose(state.tau, sparse.site_tau_ / (1 + d * sparse.site_tau_),
-                               atol=1e-8)
-    np.testing.assert_allclose(state.nu, sparse.site_nu_ / (1 + d * sparse.site_tau_),
-                               atol=1e-8)
-    np.testing.assert_allclose(model.predict_proba(X), sparse.predict_proba(X), atol=1e-8)
+    np.testing.assert_allclose(
+        state.tau, sparse.site_tau_ / (1 + d * sparse.site_tau_), atol=1e-8
+    )
+    np.testing.assert_allclose(
+        state.nu, sparse.site_nu_ / (1 + d * sparse.site_tau_), atol=1e-8
+    )
+    np.testing.assert_allclose(
+        model.predict_proba(X), sparse.predict_proba(X), atol=1e-8
+    )
 
 
 def test_per_point_sites_with_the_training_inputs_as_inducing_inputs_are_full_ep():
     full = EP(KERNEL, Probit(1.0), optimizer=None, tol=1e-12).fit(X, Y)
-    model = fixed(inducing=X, sites="per-point", batch_size=80, damping=0.5,
-                  max_epochs=300).fit(X, Y)
+    model = fixed(
+        inducing=X, sites="per-point", batch_size=80, damping=0.5, max_epochs=300
+    ).fit(X, Y)
     np.testing.assert_allclose(model.predict_proba(X), full.predict_proba(X), atol=1e-6)
 
 
@@ -90,6 +119,7 @@ def test_the_tied_site_is_close_to_ep_but_not_equal():
 
 # -- the gradient --------------------------------------------------------------------------------
 
+
 @pytest.mark.parametrize("sites", ["tied", "per-point"])
 def test_gradient_matches_central_differences_with_frozen_cavities(sites):
     Xs, ys = twonorm(40, 3, seed=5)
@@ -99,9 +129,16 @@ def test_gradient_matches_central_differences_with_frozen_cavities(sites):
     out = batch_sites(state, Xs, ys, np.arange(40), True)
     P, eta = state.natural(cavity=sites == "tied")
     B0 = fitc_prior(kernel, Xs, Z).Qt
-    S = [np.linalg.inv(P - (0 if sites == "tied" else state.tau[i]) * np.outer(B0[:, i], B0[:, i]))
-         for i in range(40)]
-    m = [S[i] @ (eta - (0 if sites == "tied" else state.nu[i]) * B0[:, i]) for i in range(40)]
+    S = [
+        np.linalg.inv(
+            P - (0 if sites == "tied" else state.tau[i]) * np.outer(B0[:, i], B0[:, i])
+        )
+        for i in range(40)
+    ]
+    m = [
+        S[i] @ (eta - (0 if sites == "tied" else state.nu[i]) * B0[:, i])
+        for i in range(40)
+    ]
 
     def frozen(theta, Zf):
         Bt, d, _ = fitc_prior(kernel.with_theta(theta), Xs, Zf)
@@ -111,19 +148,28 @@ def test_gradient_matches_central_differences_with_frozen_cavities(sites):
 
     h, theta = 1e-6, kernel.theta
     assert abs(frozen(theta, Z) - out.log_z.sum()) < 1e-10
-    fd = [(frozen(theta + h * e, Z) - frozen(theta - h * e, Z)) / (2 * h)
-          for e in np.eye(theta.size)]
+    fd = [
+        (frozen(theta + h * e, Z) - frozen(theta - h * e, Z)) / (2 * h)
+        for e in np.eye(theta.size)
+    ]
     np.testing.assert_allclose(out.grad_theta, fd, rtol=1e-6, atol=1e-7)
-    fd_Z = [(frozen(theta, Z + h * E) - frozen(theta, Z - h * E)) / (2 * h)
-            for E in np.eye(Z.size).reshape(-1, *Z.shape)]
+    fd_Z = [
+        (frozen(theta, Z + h * E) - frozen(theta, Z - h * E)) / (2 * h)
+        for E in np.eye(Z.size).reshape(-1, *Z.shape)
+    ]
     np.testing.assert_allclose(out.grad_Z.ravel(), fd_Z, rtol=1e-6, atol=1e-7)
 
 
 def test_minibatch_gradients_of_a_partition_sum_to_the_full_gradient():
     state = _state("tied", KERNEL, X, Y, X[:8])
     whole = batch_sites(state, X, Y, None, True)
-    parts = [batch_sites(state, X[i:i + 20], Y[i:i + 20], None, True) for i in range(0, 80, 20)]
-    np.testing.assert_allclose(sum(p.grad_theta for p in parts), whole.grad_theta, atol=1e-10)
+    parts = [
+        batch_sites(state, X[i : i + 20], Y[i : i + 20], None, True)
+        for i in range(0, 80, 20)
+    ]
+    np.testing.assert_allclose(
+        sum(p.grad_theta for p in parts), whole.grad_theta, atol=1e-10
+    )
     np.testing.assert_allclose(sum(p.grad_Z for p in parts), whole.grad_Z, atol=1e-10)
 
 
@@ -136,28 +182,39 @@ def test_chol_adjoint_matches_finite_differences():
     E = r.standard_normal((5, 5))
     E = E + E.T
     h = 1e-6
-    fd = np.sum(L_bar * (np.linalg.cholesky(A + h * E) - np.linalg.cholesky(A - h * E))) / (2 * h)
+    fd = np.sum(
+        L_bar * (np.linalg.cholesky(A + h * E) - np.linalg.cholesky(A - h * E))
+    ) / (2 * h)
     assert abs(np.sum(G * E) - fd) < 1e-7 * max(1.0, abs(fd))
 
 
 # -- learning, stopping, reporting -------------------------------------------------------------
 
+
 def test_learning_on_twonorm_comes_near_the_bayes_rule():
     Xt, yt = make_twonorm(3000, random_state=0)
     Xe, ye = make_twonorm(3000, random_state=1)
-    model = StochasticEP(n_inducing=50, batch_size=300, max_time=None, max_epochs=8,
-                         random_state=0).fit(Xt, yt)
+    model = StochasticEP(
+        n_inducing=50, batch_size=300, max_time=None, max_epochs=8, random_state=0
+    ).fit(Xt, yt)
     p = model.predict_proba(Xe)[:, 1]
     nlp = -np.mean(np.log(np.where(ye > 0, p, 1 - p)))
     pb = bayes_proba("twonorm", Xe)
     floor = -np.mean(np.log(np.where(ye > 0, pb, 1 - pb)))
     assert nlp < floor + 0.03
-    assert model.kernel_.length_scale != default_kernel(Xt).length_scale    # learned
+    assert model.kernel_.length_scale != default_kernel(Xt).length_scale  # learned
 
 
 def test_per_point_sites_learn_with_rebuilds():
-    model = StochasticEP(KERNEL, sites="per-point", n_inducing=10, batch_size=20,
-                         max_time=None, max_epochs=30, random_state=0).fit(X, Y)
+    model = StochasticEP(
+        KERNEL,
+        sites="per-point",
+        n_inducing=10,
+        batch_size=20,
+        max_time=None,
+        max_epochs=30,
+        random_state=0,
+    ).fit(X, Y)
     assert np.all(np.isfinite(model.predict_proba(X)))
     assert np.mean(model.predict(X) == Y) > 0.7
 
@@ -167,8 +224,9 @@ def test_optimizer_none_keeps_kernel_and_inducing_inputs():
     model = fixed(inducing=Z, max_epochs=30).fit(X, Y)
     np.testing.assert_array_equal(model.inducing_, Z)
     np.testing.assert_array_equal(model.kernel_.theta, KERNEL.theta)
-    frozen_Z = StochasticEP(KERNEL, inducing=Z, learn_inducing=False, max_time=None,
-                            max_epochs=30).fit(X, Y)
+    frozen_Z = StochasticEP(
+        KERNEL, inducing=Z, learn_inducing=False, max_time=None, max_epochs=30
+    ).fit(X, Y)
     np.testing.assert_array_equal(frozen_Z.inducing_, Z)
     assert not np.array_equal(frozen_Z.kernel_.theta, KERNEL.theta)
 
@@ -216,9 +274,16 @@ def test_tied_sites_keep_no_array_of_size_n():
 
 
 def test_learned_hyperparameters_stay_in_their_box():
-    model = StochasticEP(RBF(1.0, 1.0), n_inducing=10, batch_size=20, max_time=None,
-                         max_epochs=40, hyperparameter_bounds=(0.5, 2.0),
-                         learning_rate=0.5, random_state=0).fit(X, Y)
+    model = StochasticEP(
+        RBF(1.0, 1.0),
+        n_inducing=10,
+        batch_size=20,
+        max_time=None,
+        max_epochs=40,
+        hyperparameter_bounds=(0.5, 2.0),
+        learning_rate=0.5,
+        random_state=0,
+    ).fit(X, Y)
     assert np.all(np.abs(model.kernel_.theta) <= np.log(2.0) + 1e-12)
 
 
@@ -229,10 +294,14 @@ def test_verbose_shows_a_progress_bar(capsys):
 
 # -- scikit-learn ------------------------------------------------------------------------------
 
+
 def test_in_a_pipeline_with_cross_validation():
-    model = make_pipeline(StandardScaler(),
-                          StochasticEP(n_inducing=10, batch_size=20, max_time=None,
-                                       max_epochs=5, random_state=0))
+    model = make_pipeline(
+        StandardScaler(),
+        StochasticEP(
+            n_inducing=10, batch_size=20, max_time=None, max_epochs=5, random_state=0
+        ),
+    )
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
         scores = cross_val_score(model, X, Y, cv=3)
@@ -245,30 +314,33 @@ def test_predict_before_fit_raises():
         StochasticEP().predict(X)
 
 
-@pytest.mark.parametrize("params, error, match", [
-    ({"n_inducing": 0}, ValueError, "n_inducing"),
-    ({"sites": "each"}, ValueError, "sites"),
-    ({"batch_size": 0}, ValueError, "batch_size"),
-    ({"max_time": -1.0}, ValueError, "max_time"),
-    ({"max_time": None, "max_epochs": None}, ValueError, "never stop"),
-    ({"max_epochs": 0}, ValueError, "max_epochs"),
-    ({"optimizer": "sgd"}, ValueError, "optimizer"),
-    ({"learning_rate": -0.1}, ValueError, "learning_rate"),
-    ({"inducing_learning_rate": -0.1}, ValueError, "inducing_learning_rate"),
-    ({"window": 0}, ValueError, "window"),
-    ({"damping": 0.0}, ValueError, "damping"),
-    ({"damping": 1.5}, ValueError, "damping"),
-    ({"tol": 0.0}, ValueError, "tol"),
-    ({"hyperparameter_bounds": (1.0, 0.5)}, ValueError, "hyperparameter_bounds"),
-    ({"blas_threads": 0}, ValueError, "blas_threads"),
-    ({"kernel": ArcSin()}, TypeError, "RBF"),
-    ({"likelihood": "probit"}, TypeError, "likelihood"),
-    ({"inducing": "centres"}, ValueError, "inducing"),
-    ({"inducing": np.zeros((3, 2))}, ValueError, "columns"),
-    ({"learn_inducing": "yes"}, TypeError, "learn_inducing"),
-    ({"random_state": "seed"}, ValueError, "random_state"),
-    ({"verbose": "loud"}, TypeError, "verbose"),
-])
+@pytest.mark.parametrize(
+    "params, error, match",
+    [
+        ({"n_inducing": 0}, ValueError, "n_inducing"),
+        ({"sites": "each"}, ValueError, "sites"),
+        ({"batch_size": 0}, ValueError, "batch_size"),
+        ({"max_time": -1.0}, ValueError, "max_time"),
+        ({"max_time": None, "max_epochs": None}, ValueError, "never stop"),
+        ({"max_epochs": 0}, ValueError, "max_epochs"),
+        ({"optimizer": "sgd"}, ValueError, "optimizer"),
+        ({"learning_rate": -0.1}, ValueError, "learning_rate"),
+        ({"inducing_learning_rate": -0.1}, ValueError, "inducing_learning_rate"),
+        ({"window": 0}, ValueError, "window"),
+        ({"damping": 0.0}, ValueError, "damping"),
+        ({"damping": 1.5}, ValueError, "damping"),
+        ({"tol": 0.0}, ValueError, "tol"),
+        ({"hyperparameter_bounds": (1.0, 0.5)}, ValueError, "hyperparameter_bounds"),
+        ({"blas_threads": 0}, ValueError, "blas_threads"),
+        ({"kernel": ArcSin()}, TypeError, "RBF"),
+        ({"likelihood": "probit"}, TypeError, "likelihood"),
+        ({"inducing": "centres"}, ValueError, "inducing"),
+        ({"inducing": np.zeros((3, 2))}, ValueError, "columns"),
+        ({"learn_inducing": "yes"}, TypeError, "learn_inducing"),
+        ({"random_state": "seed"}, ValueError, "random_state"),
+        ({"verbose": "loud"}, TypeError, "verbose"),
+    ],
+)
 def test_bad_parameters_are_named(params, error, match):
     with pytest.raises(error, match=match):
         StochasticEP(**params).fit(X, Y)

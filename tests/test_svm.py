@@ -1,5 +1,6 @@
 """gpc_literate.svm (chapter 5): the kernel Adatron against an independent QP solver,
 the Kuhn-Tucker conditions, the bias, the estimator's API and its failure modes."""
+
 import numpy as np
 import pytest
 from scipy.linalg import solve
@@ -9,8 +10,13 @@ from gpc_literate import datasets
 from gpc_literate.base import ConvergenceWarning
 from gpc_literate.kernels import RBF, Linear
 from gpc_literate.loo import lr_loo_activations
-from gpc_literate.svm import (KernelAdatron, kernel_adatron, kkt_violation, project_box_hyperplane,
-                              svm_groups)
+from gpc_literate.svm import (
+    KernelAdatron,
+    kernel_adatron,
+    kkt_violation,
+    project_box_hyperplane,
+    svm_groups,
+)
 
 # (C, v): linear slack, quadratic slack, both, and the hard margin
 CONFIGS = [(2.0, 0.0), (np.inf, 0.5), (5.0, 0.3), (np.inf, 0.0)]
@@ -34,10 +40,18 @@ def qp_dual(K, y, C, v, fit_bias):
     """
     n = len(y)
     Q = np.outer(y, y) * (K + v * np.eye(n))
-    constraints = [{"type": "eq", "fun": lambda a: y @ a, "jac": lambda a: y}] if fit_bias else []
-    res = minimize(lambda a: 0.5 * a @ Q @ a - a.sum(), np.zeros(n), jac=lambda a: Q @ a - 1.0,
-                   method="SLSQP", bounds=[(0.0, None if np.isinf(C) else C)] * n,
-                   constraints=constraints, options={"ftol": 1e-12, "maxiter": 5000})
+    constraints = (
+        [{"type": "eq", "fun": lambda a: y @ a, "jac": lambda a: y}] if fit_bias else []
+    )
+    res = minimize(
+        lambda a: 0.5 * a @ Q @ a - a.sum(),
+        np.zeros(n),
+        jac=lambda a: Q @ a - 1.0,
+        method="SLSQP",
+        bounds=[(0.0, None if np.isinf(C) else C)] * n,
+        constraints=constraints,
+        options={"ftol": 1e-12, "maxiter": 5000},
+    )
     assert res.success, res.message
     return res.x
 
@@ -80,12 +94,14 @@ def crabs():
 @pytest.mark.parametrize("C,v", [(10.0, 0.0), (np.inf, 0.5), (3.0, 0.2)])
 def test_kkt_conditions_at_the_solution(crabs, C, v, fit_bias):
     X, y = crabs
-    model = KernelAdatron(RBF(1.0), C=C, v=v, fit_bias=fit_bias, tol=1e-6,
-                          compute_loo=False).fit(X, y)
+    model = KernelAdatron(
+        RBF(1.0), C=C, v=v, fit_bias=fit_bias, tol=1e-6, compute_loo=False
+    ).fit(X, y)
     assert model.converged_
     y_pm = np.where(y == model.classes_[1], 1.0, -1.0)
-    kkt = kkt_violation(model.kernel_(X), y_pm, model.alpha_, model.bias_, C=C, v=v,
-                        fit_bias=fit_bias)
+    kkt = kkt_violation(
+        model.kernel_(X), y_pm, model.alpha_, model.bias_, C=C, v=v, fit_bias=fit_bias
+    )
     assert kkt == model.kkt_
     assert kkt.margin <= 1e-5 and kkt.box == 0.0
     assert kkt.equality <= 1e-10 * model.alpha_.sum()
@@ -99,14 +115,22 @@ def test_kkt_conditions_at_the_solution(crabs, C, v, fit_bias):
 
 def test_kkt_violation_is_not_vacuous(crabs):
     X, y = crabs
-    model = KernelAdatron(RBF(1.0), C=10.0, fit_bias=True, tol=1e-6, compute_loo=False).fit(X, y)
+    model = KernelAdatron(
+        RBF(1.0), C=10.0, fit_bias=True, tol=1e-6, compute_loo=False
+    ).fit(X, y)
     y_pm = np.where(y == model.classes_[1], 1.0, -1.0)
     K = model.kernel_(X)
-    for alpha, bias in [(model.alpha_ * 1.05, model.bias_), (model.alpha_, model.bias_ + 0.1)]:
+    for alpha, bias in [
+        (model.alpha_ * 1.05, model.bias_),
+        (model.alpha_, model.bias_ + 0.1),
+    ]:
         assert kkt_violation(K, y_pm, alpha, bias, C=10.0, fit_bias=True).margin > 1e-3
     shifted = model.alpha_.copy()
     shifted[model.support_[0]] += 0.5
-    assert kkt_violation(K, y_pm, shifted, model.bias_, C=10.0, fit_bias=True).equality > 0.1
+    assert (
+        kkt_violation(K, y_pm, shifted, model.bias_, C=10.0, fit_bias=True).equality
+        > 0.1
+    )
     assert kkt_violation(K, y_pm, model.alpha_ + 20, model.bias_, C=10.0).box > 9
 
 
@@ -125,7 +149,7 @@ def test_projection_is_the_euclidean_projection(C):
         # first-order optimality: (z - P z) . (beta - P z) <= 0 for feasible beta
         for _ in range(5):
             beta, _ = project_box_hyperplane(rng.normal(size=n) * 2, y, C)
-            assert (z - alpha) @ (beta - alpha) <= 1e-9 * size ** 2
+            assert (z - alpha) @ (beta - alpha) <= 1e-9 * size**2
 
 
 def test_projection_needs_both_classes():
@@ -137,7 +161,9 @@ def test_bias_is_the_limit_of_a_gaussian_prior():
     """Adatron without bias on K + B: B * sum(y alpha) -> flat-prior bias, error O(1/B)."""
     X, y = blobs(30, seed=2)
     K = RBF()(X)
-    ref = kernel_adatron(K, y, C=np.inf, v=0.5, fit_bias=True, tol=1e-8, max_iter=100000)
+    ref = kernel_adatron(
+        K, y, C=np.inf, v=0.5, fit_bias=True, tol=1e-8, max_iter=100000
+    )
     gaps = []
     for B in (1.0, 10.0, 100.0):
         res = kernel_adatron(K + B, y, C=np.inf, v=0.5, tol=1e-7, max_iter=1000000)
@@ -152,8 +178,16 @@ def test_learning_rate_changes_speed_not_solution(learning_rate):
     X, y = blobs(30, seed=4)
     K = RBF()(X)
     ref = kernel_adatron(K, y, C=3.0, v=0.1, fit_bias=True, tol=1e-9, max_iter=200000)
-    res = kernel_adatron(K, y, C=3.0, v=0.1, fit_bias=True, tol=1e-9, max_iter=200000,
-                         learning_rate=learning_rate)
+    res = kernel_adatron(
+        K,
+        y,
+        C=3.0,
+        v=0.1,
+        fit_bias=True,
+        tol=1e-9,
+        max_iter=200000,
+        learning_rate=learning_rate,
+    )
     assert res.converged
     np.testing.assert_allclose(res.alpha, ref.alpha, atol=1e-6)
     lam_max = np.linalg.eigvalsh(K)[-1] + 0.1
@@ -163,7 +197,7 @@ def test_learning_rate_changes_speed_not_solution(learning_rate):
 def test_nonseparable_hard_margin_warns_and_is_not_converged(crabs):
     X, y = crabs
     X_bad = np.vstack([X[:10], X[:1]])
-    y_bad = np.append(y[:10], -y[0])                       # same input, opposite label
+    y_bad = np.append(y[:10], -y[0])  # same input, opposite label
     with pytest.warns(ConvergenceWarning, match="did not converge"):
         model = KernelAdatron(C=np.inf, v=0.0, max_iter=3000).fit(X_bad, y_bad)
     assert model.converged_ is False and model.n_iter_ == 3000
@@ -181,18 +215,34 @@ def test_too_few_iterations_warn(crabs):
     assert not model.converged_ and model.n_iter_ == 2
 
 
-@pytest.mark.parametrize("param,value", [
-    ("C", 0.0), ("C", -1.0), ("C", np.nan), ("C", -np.inf), ("v", -0.1), ("v", np.inf),
-    ("tol", 0.0), ("tol", -1e-3), ("max_iter", 0), ("max_iter", -5),
-    ("learning_rate", 0.0), ("learning_rate", 2.0), ("learning_rate", 3.0)])
+@pytest.mark.parametrize(
+    "param,value",
+    [
+        ("C", 0.0),
+        ("C", -1.0),
+        ("C", np.nan),
+        ("C", -np.inf),
+        ("v", -0.1),
+        ("v", np.inf),
+        ("tol", 0.0),
+        ("tol", -1e-3),
+        ("max_iter", 0),
+        ("max_iter", -5),
+        ("learning_rate", 0.0),
+        ("learning_rate", 2.0),
+        ("learning_rate", 3.0),
+    ],
+)
 def test_bad_hyperparameters_raise_value_error_naming_them(crabs, param, value):
     X, y = crabs
     with pytest.raises(ValueError, match=param):
         KernelAdatron(**{param: value}).fit(X, y)
 
 
-@pytest.mark.parametrize("param,value", [("C", "large"), ("max_iter", 10.5), ("max_iter", True),
-                                         ("kernel", "rbf")])
+@pytest.mark.parametrize(
+    "param,value",
+    [("C", "large"), ("max_iter", 10.5), ("max_iter", True), ("kernel", "rbf")],
+)
 def test_wrongly_typed_hyperparameters_raise_type_error(crabs, param, value):
     X, y = crabs
     with pytest.raises(TypeError, match=param):
@@ -202,10 +252,14 @@ def test_wrongly_typed_hyperparameters_raise_type_error(crabs, param, value):
 def test_warm_start(crabs):
     X, y = crabs
     model = KernelAdatron(C=10.0, v=0.1, fit_bias=True, tol=1e-6).fit(X, y)
-    warm = KernelAdatron(C=10.0, v=0.1, fit_bias=True, tol=1e-6).fit(X, y, alpha_init=model.alpha_)
+    warm = KernelAdatron(C=10.0, v=0.1, fit_bias=True, tol=1e-6).fit(
+        X, y, alpha_init=model.alpha_
+    )
     assert warm.n_iter_ == 1 and warm.converged_
     # the one confirming Adatron step may move each alpha_i by up to eta * tol
-    np.testing.assert_allclose(warm.alpha_, model.alpha_, rtol=0, atol=2 * model.eta_ * model.tol)
+    np.testing.assert_allclose(
+        warm.alpha_, model.alpha_, rtol=0, atol=2 * model.eta_ * model.tol
+    )
     with pytest.raises(ValueError, match="alpha_init"):
         KernelAdatron().fit(X, y, alpha_init=np.ones(3))
 
@@ -219,12 +273,13 @@ def test_estimator_api(crabs):
     y_pm = np.where(labels == "male", 1.0, -1.0)
     K = model.kernel_(X)
     # decision function: sum_j k(x, x_j) y_j alpha_j + b, without the noise variance
-    np.testing.assert_allclose(model.decision_function(X), K @ (y_pm * model.alpha_) + model.bias_,
-                               atol=1e-10)
+    np.testing.assert_allclose(
+        model.decision_function(X), K @ (y_pm * model.alpha_) + model.bias_, atol=1e-10
+    )
     np.testing.assert_allclose(model.dual_coef_, (y_pm * model.alpha_)[model.support_])
     assert set(model.predict(X)) <= {"female", "male"}
     assert model.score(X, labels) > 0.9
-    assert not hasattr(model, "predict_proba")          # no probabilities (eq-svm-unnormalised)
+    assert not hasattr(model, "predict_proba")  # no probabilities (eq-svm-unnormalised)
     with pytest.raises(AttributeError):
         model.predict_proba(X)
     params = model.get_params(deep=False)
@@ -281,7 +336,9 @@ def test_lr_loo_formula_matches_literal_linear_systems(crabs, C, v, fit_bias):
     X, y = crabs
     y_pm = np.where(y > 0, 1.0, -1.0)
     K = RBF(length_scale=0.8)(X)
-    res = kernel_adatron(K, y_pm, C=C, v=v, fit_bias=fit_bias, tol=1e-7, max_iter=200000)
+    res = kernel_adatron(
+        K, y_pm, C=C, v=v, fit_bias=fit_bias, tol=1e-7, max_iter=200000
+    )
     fast = lr_loo_activations(K, y_pm, res.alpha, res.bias, C=C, v=v, fit_bias=fit_bias)
     slow = lr_loo_by_linear_systems(K, y_pm, res.alpha, res.bias, C, v, fit_bias)
     np.testing.assert_allclose(fast, slow, atol=1e-8)
@@ -291,7 +348,7 @@ def test_lr_loo_without_margin_support_vectors():
     """All support vectors at the bound: no linear system, sigma_l = k_ll; with a bias a warning."""
     X, y = blobs(20, seed=7, shift=0.1)
     K = RBF()(X)
-    alpha = np.full(20, 0.01)                     # C = 0.01: every alpha at the bound
+    alpha = np.full(20, 0.01)  # C = 0.01: every alpha at the bound
     loo = lr_loo_activations(K, y, alpha, 0.0, C=0.01)
     np.testing.assert_allclose(loo, K @ (y * alpha) - y * alpha * np.diag(K))
     with pytest.warns(UserWarning, match="no margin support vectors"):

@@ -1,4 +1,5 @@
 """gpc_literate.tap: the TAP mean-field theory, chapter 10 (book/10_tap.md)."""
+
 import numpy as np
 import pytest
 from scipy.linalg import cho_factor, cho_solve
@@ -34,8 +35,8 @@ def test_exact_for_gaussian_likelihood():
     assert sol.converged
     assert np.allclose(sol.mean, K @ coef, atol=1e-8)
     assert np.allclose(sol.var, np.diag(K - K @ cho_solve(B, K)), atol=1e-8)
-    assert np.allclose(sol.mu_cav, y - coef / B_inv_diag, atol=1e-8)       # LOO means
-    assert np.allclose(sol.var_cav, 1 / B_inv_diag - s2, atol=1e-8)        # LOO variances
+    assert np.allclose(sol.mu_cav, y - coef / B_inv_diag, atol=1e-8)  # LOO means
+    assert np.allclose(sol.var_cav, 1 / B_inv_diag - s2, atol=1e-8)  # LOO variances
     log_ev = -0.5 * y @ coef - np.sum(np.log(np.diag(B[0]))) - 15 * np.log(2 * np.pi)
     assert abs(sol.log_evidence - log_ev) < 1e-8
 
@@ -52,8 +53,8 @@ def test_fixed_point_satisfies_the_nips_equations(crabs, kappa, v):
     gamma = K @ sol.coef - sol.var_cav * sol.coef
     _, d1, d2 = lik.log_Z(y, gamma, sol.var_cav)
     assert np.allclose(y * d1, sol.alpha, atol=1e-9)
-    R = d2                                           # R = <x^2> - <x>^2 = d^2 log Z
-    Lam = -sol.var_cav - 1.0 / R                     # lambda = -(Lambda + 1/R)
+    R = d2  # R = <x^2> - <x>^2 = d^2 log Z
+    Lam = -sol.var_cav - 1.0 / R  # lambda = -(Lambda + 1/R)
     assert np.allclose(-np.diag(np.linalg.inv(np.diag(Lam) + K)), R, rtol=1e-6)
 
 
@@ -76,7 +77,9 @@ def test_closer_to_exact_than_naive(seed, kappa):
 
 def test_loo_estimate_within_one_error_of_retraining(crabs):
     X, y, _, _ = crabs
-    model = TAP(kernel=RBF(length_scale=1.5), v=0.2, tol=1e-6, damping=0.8, optimizer=None)
+    model = TAP(
+        kernel=RBF(length_scale=1.5), v=0.2, tol=1e-6, damping=0.8, optimizer=None
+    )
     fitted = TAP(**model.get_params(deep=False)).fit(X[:40], y[:40])
     exact = exact_loo_error(model, X[:40], y[:40])
     assert abs(round(fitted.loo_error_ * 40) - exact.n_errors) <= 1
@@ -94,21 +97,37 @@ def test_estimator_api(crabs):
     proba = clf.predict_proba(Xt)
     assert proba.shape == (len(yt), 2) and np.allclose(proba.sum(axis=1), 1)
     assert np.array_equal(proba[:, 1] > 0.5, clf.decision_function(Xt) > 0)
-    warm = TAP(kernel=RBF(length_scale=1.5), v=0.2, optimizer=None).fit(X, y, alpha_init=clf.alpha_)
+    warm = TAP(kernel=RBF(length_scale=1.5), v=0.2, optimizer=None).fit(
+        X, y, alpha_init=clf.alpha_
+    )
     assert warm.converged_ and np.allclose(warm.alpha_, clf.alpha_, atol=1e-6)
-    lazy = TAP(kernel=RBF(length_scale=1.5), v=0.2, compute_loo=False, optimizer=None).fit(X, y)
+    lazy = TAP(
+        kernel=RBF(length_scale=1.5), v=0.2, compute_loo=False, optimizer=None
+    ).fit(X, y)
     assert lazy.loo_error_ is None and lazy.error_probability_ is None
 
 
 def test_non_convergence_warns(crabs):
     X, y, _, _ = crabs
     with pytest.warns(ConvergenceWarning):
-        clf = TAP(kernel=RBF(length_scale=2.0), kappa=0.0, v=0.0, max_iter=3, optimizer=None).fit(X, y)
+        clf = TAP(
+            kernel=RBF(length_scale=2.0), kappa=0.0, v=0.0, max_iter=3, optimizer=None
+        ).fit(X, y)
     assert not clf.converged_ and clf.n_iter_ == 3
 
 
-@pytest.mark.parametrize("bad", [dict(kappa=0.5), dict(kappa=-0.01), dict(v=-0.1), dict(tol=0.0),
-                                 dict(max_iter=0), dict(damping=0.0), dict(damping=1.5)])
+@pytest.mark.parametrize(
+    "bad",
+    [
+        dict(kappa=0.5),
+        dict(kappa=-0.01),
+        dict(v=-0.1),
+        dict(tol=0.0),
+        dict(max_iter=0),
+        dict(damping=0.0),
+        dict(damping=1.5),
+    ],
+)
 def test_bad_hyperparameters_name_the_parameter(crabs, bad):
     X, y, _, _ = crabs
     name = next(iter(bad))
@@ -146,8 +165,11 @@ def test_adaptive_damping_converges_on_a_hard_noise_free_line():
     """n = 1000, y = sign(sin 2x): fixed damping 0.5 oscillates; the adaptive one converges."""
     K, y = _line(1000)
     import warnings
+
     with warnings.catch_warnings():
         warnings.simplefilter("error", ConvergenceWarning)
         sol = tap_fixed_point(K, y, StepFlip(0.0))
     assert sol.converged and sol.residual < 1e-8 and sol.n_iter < 500
-    assert max(tap_equations(K, y, StepFlip(0.0), sol.coef, sol.var_cav).residual) < 1e-8
+    assert (
+        max(tap_equations(K, y, StepFlip(0.0), sol.coef, sol.var_cav).residual) < 1e-8
+    )

@@ -22,6 +22,7 @@ the chapter, and the package's public names into links to their entries. _ext/ap
 applies it to every docstring autodoc reads (and, if a docstring still would not parse,
 shows that one as a literal block rather than fail the book's build).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -66,8 +67,11 @@ def chapter_labels(chapter: Path) -> set[str]:
 
 def _label_order(root: Path = ROOT) -> list[str]:
     """Every equation label in the order the chapters define them."""
-    return [label for chapter in sorted((root / "book").glob("*.md"))
-            for label in LABEL.findall(chapter.read_text())]
+    return [
+        label
+        for chapter in sorted((root / "book").glob("*.md"))
+        for label in LABEL.findall(chapter.read_text())
+    ]
 
 
 def book_labels(root: Path = ROOT) -> set[str]:
@@ -77,8 +81,11 @@ def book_labels(root: Path = ROOT) -> set[str]:
 
 def section_labels(root: Path = ROOT) -> dict[str, str]:
     """Labels of the chapters' headings (``(sec-...)=`` before a ``#`` line): label -> title."""
-    return {label: title.strip() for chapter in sorted((root / "book").glob("*.md"))
-            for label, _, title in TARGET.findall(chapter.read_text())}
+    return {
+        label: title.strip()
+        for chapter in sorted((root / "book").glob("*.md"))
+        for label, _, title in TARGET.findall(chapter.read_text())
+    }
 
 
 def chapter_docs(root: Path = ROOT) -> dict[int, str]:
@@ -97,10 +104,13 @@ def chapter_docs(root: Path = ROOT) -> dict[int, str]:
 # The package's public names
 # ---------------------------------------------------------------------------------------------
 
+
 def modules(root: Path = ROOT) -> list[tuple[str, str]]:
     """``(chapter stem, module name)`` of every module built by a chapter, in reading order."""
-    return [(Path(chapter).stem, Path(path).with_suffix("").as_posix().replace("/", "."))
-            for chapter, path in tangle.registry(root).items()]
+    return [
+        (Path(chapter).stem, Path(path).with_suffix("").as_posix().replace("/", "."))
+        for chapter, path in tangle.registry(root).items()
+    ]
 
 
 def short(module_name: str) -> str:
@@ -131,7 +141,7 @@ def _defined_here(obj, module_name: str) -> bool:
 def is_estimator(obj) -> bool:
     try:
         from sklearn.base import BaseEstimator
-    except ImportError:                                  # pragma: no cover
+    except ImportError:  # pragma: no cover
         return False
     return inspect.isclass(obj) and issubclass(obj, BaseEstimator)
 
@@ -154,8 +164,10 @@ GROUPS = ("Estimators", "Classes", "Functions", "Exceptions and warnings", "Cons
 # Docstrings as reStructuredText
 # ---------------------------------------------------------------------------------------------
 
+
 class _Book(NamedTuple):
     """What docstring_rst links to: the book's labels and chapters, the package's names."""
+
     equations: frozenset
     order: tuple
     sections: dict
@@ -166,8 +178,13 @@ class _Book(NamedTuple):
 @functools.cache
 def _book(root: Path = ROOT) -> _Book:
     order = _label_order(root)
-    return _Book(frozenset(order), tuple(order), section_labels(root), chapter_docs(root),
-                 public_names(root))
+    return _Book(
+        frozenset(order),
+        tuple(order),
+        section_labels(root),
+        chapter_docs(root),
+        public_names(root),
+    )
 
 
 # spans kept as written: ``literal``, :role:`text`, *emphasis* and **strong** whose start and
@@ -178,7 +195,9 @@ _KEEP = re.compile(
     r"|:[A-Za-z][\w:+.-]*:`[^`]+`"
     r"|(?<![\w*\\])\*\*?(?=[A-Za-z(\"])[^*\n]*?[A-Za-z.)\"]\*\*?(?![\w*])"
 )
-_RANGE = re.compile(r"\(?\b(eq-[A-Za-z0-9-]+?)\)?\s*(?:-|–|to)\s*\(?(eq-[A-Za-z0-9-]+)\b\)?")
+_RANGE = re.compile(
+    r"\(?\b(eq-[A-Za-z0-9-]+?)\)?\s*(?:-|–|to)\s*\(?(eq-[A-Za-z0-9-]+)\b\)?"
+)
 _PAREN_EQ = re.compile(r"\((eq-[A-Za-z0-9]+(?:-[A-Za-z0-9]+)*)\)")
 _BARE_EQ = re.compile(r"(?<![\w-])(eq-[A-Za-z0-9]+(?:-[A-Za-z0-9]+)*)")
 _SECTION = re.compile(r"(?<![\w-])((?:sec|ch|app)-[A-Za-z0-9]+(?:-[A-Za-z0-9]+)*)")
@@ -193,8 +212,13 @@ _ESCAPE = re.compile(r"([\\*|`_])")
 
 def _latex_free(title: str) -> str:
     """A heading's text without $...$ and backquotes, for a link's text."""
-    title = re.sub(r"\$([^$]*)\$", lambda m: re.sub(r"\\(?:boldsymbol|mathbf|mathrm|bm)", "",
-                                                     m.group(1)).replace("\\", ""), title)
+    title = re.sub(
+        r"\$([^$]*)\$",
+        lambda m: re.sub(r"\\(?:boldsymbol|mathbf|mathrm|bm)", "", m.group(1)).replace(
+            "\\", ""
+        ),
+        title,
+    )
     return title.replace("`", "")
 
 
@@ -215,7 +239,10 @@ def _target(name: str, module: str | None, book: _Book) -> str | None:
 def _link_code(match: re.Match, module: str | None, book: _Book) -> str:
     """``name`` or ``name()`` of a public name -> a link to its entry, shown as code."""
     name, call = match.group(1), match.group(2) or ""
-    if name in {f"gpc_literate.{m}" for m in _modules_short(book)} or name == "gpc_literate":
+    if (
+        name in {f"gpc_literate.{m}" for m in _modules_short(book)}
+        or name == "gpc_literate"
+    ):
         return f":py:mod:`{name}`"
     target = _target(name, module, book)
     if target is None:
@@ -231,17 +258,24 @@ def _role(text: str, before: str, after: str) -> str:
     """A role inserted into prose, with escaped spaces where the characters around it would
     hide it: rST reads inline markup only after whitespace or an opening punctuation mark and
     before whitespace or a closing one."""
-    if before and not (before.isspace() or before in "-:/'\"<([{"
-                       or unicodedata.category(before) in ("Pd", "Ps", "Pi", "Pf", "Po")):
+    if before and not (
+        before.isspace()
+        or before in "-:/'\"<([{"
+        or unicodedata.category(before) in ("Pd", "Ps", "Pi", "Pf", "Po")
+    ):
         text = "\\ " + text
-    if after and not (after.isspace() or after in "-.,:;!?\\/'\")]}>"
-                      or unicodedata.category(after) in ("Pd", "Pe", "Pi", "Pf", "Po")):
+    if after and not (
+        after.isspace()
+        or after in "-.,:;!?\\/'\")]}>"
+        or unicodedata.category(after) in ("Pd", "Pe", "Pi", "Pf", "Po")
+    ):
         text = text + "\\ "
     return text
 
 
-def _prose(text: str, depth: int, module: str | None, book: _Book,
-          listing: bool = False) -> tuple[str, int]:
+def _prose(
+    text: str, depth: int, module: str | None, book: _Book, listing: bool = False
+) -> tuple[str, int]:
     """Unprotected prose: the book's labels and public names as links, every other markup
     character escaped. ``depth``: parentheses open before this text (an equation inside
     parentheses shows its number without its own, "(see 10.2)" not "(see (10.2))")."""
@@ -258,13 +292,17 @@ def _prose(text: str, depth: int, module: str | None, book: _Book,
         return m.group(0)
 
     text = _RANGE.sub(eq_range, text)
-    text = _PAREN_EQ.sub(lambda m: hold(f":eq:`{m.group(1)}`") if m.group(1) in book.equations
-                         else m.group(0), text)
+    text = _PAREN_EQ.sub(
+        lambda m: (
+            hold(f":eq:`{m.group(1)}`") if m.group(1) in book.equations else m.group(0)
+        ),
+        text,
+    )
 
     # bare labels: with parentheses of their own unless already inside parentheses
     out, pos = [], 0
     for m in _BARE_EQ.finditer(text):
-        segment = text[pos:m.start()]
+        segment = text[pos : m.start()]
         depth += segment.count("(") - segment.count(")")
         label = m.group(1)
         out.append(segment)
@@ -283,7 +321,11 @@ def _prose(text: str, depth: int, module: str | None, book: _Book,
             return label
         title = book.sections[label]
         plain = _latex_free(title)
-        return hold(f":ref:`{label}`" if plain == title else f":ref:`{_escape(plain)} <{label}>`")
+        return hold(
+            f":ref:`{label}`"
+            if plain == title
+            else f":ref:`{_escape(plain)} <{label}>`"
+        )
 
     text = _SECTION.sub(section, text)
 
@@ -333,8 +375,11 @@ def _prose(text: str, depth: int, module: str | None, book: _Book,
 
 _FIELD_SECTION = re.compile(
     r"(?m)^(?:Parameters|Other Parameters|Returns|Yields|Receives|Raises|Warns|Attributes|"
-    r"Keyword Arguments)\n-{3,}[ \t]*$")
-_FIELD_LINE = re.compile(r"[A-Za-z_*][\w*]*(?:, *[A-Za-z_*][\w*]*)*(?: : |[ \t]*(?:\n|$))")
+    r"Keyword Arguments)\n-{3,}[ \t]*$"
+)
+_FIELD_LINE = re.compile(
+    r"[A-Za-z_*][\w*]*(?:, *[A-Za-z_*][\w*]*)*(?: : |[ \t]*(?:\n|$))"
+)
 _UNINDENT = re.compile(r"(?m)^([ \t]+\S.*\n)(?=(\S))")
 _FORMULA = re.compile(r"[^\s`][^\n`]* = [^\n`]*[^.\s`]$")
 _MARKER = re.compile(r"^([ \t]*)([-*+]|\d+\.|#\.) +")
@@ -368,8 +413,8 @@ def docstring_rst(doc: str, module: str | None = None, root: Path = ROOT) -> str
     book = _book(root)
     paragraphs = re.split(r"(\n[ \t]*\n)", doc)
     out = []
-    literal_indent = None          # inside a literal block after "::": its paragraph's indent
-    fields = False                 # inside a numpydoc section of "name : type" entries
+    literal_indent = None  # inside a literal block after "::": its paragraph's indent
+    fields = False  # inside a numpydoc section of "name : type" entries
     for paragraph in paragraphs:
         if not paragraph.strip():
             out.append(paragraph)
@@ -393,15 +438,17 @@ def docstring_rst(doc: str, module: str | None = None, root: Path = ROOT) -> str
             out.append(paragraph)
             continue
         if _FORMULA.match(paragraph) and out and not fields:
-            out.append(f"``{paragraph}``")         # a formula on a line of its own: as code
+            out.append(f"``{paragraph}``")  # a formula on a line of its own: as code
             continue
         listing = _is_list(paragraph)
         pieces, pos, depth = [], 0, 0
         for m in _KEEP.finditer(paragraph):
-            prose, depth = _prose(paragraph[pos:m.start()], depth, module, book, listing)
+            prose, depth = _prose(
+                paragraph[pos : m.start()], depth, module, book, listing
+            )
             pieces.append(prose)
             kept = m.group(0)
-            if m.group("field"):                 # a numpydoc "name : type" line's names
+            if m.group("field"):  # a numpydoc "name : type" line's names
                 kept = _escape(kept)
             elif kept.startswith("``"):
                 kept = _CODE_NAME.sub(lambda c: _link_code(c, module, book), kept)
@@ -431,10 +478,16 @@ def rst_problems(rst: str) -> list[str]:
     directives.directive = lambda name, language, document: (_container_directive(), [])
     stream = io.StringIO()
     try:
-        publish_doctree(rst, settings_overrides={"report_level": 2, "halt_level": 5,
-                                                 "warning_stream": stream,
-                                                 "file_insertion_enabled": False,
-                                                 "raw_enabled": False})
+        publish_doctree(
+            rst,
+            settings_overrides={
+                "report_level": 2,
+                "halt_level": 5,
+                "warning_stream": stream,
+                "file_insertion_enabled": False,
+                "raw_enabled": False,
+            },
+        )
     finally:
         roles.role, directives.directive = saved
     return [line for line in stream.getvalue().splitlines() if line.strip()]
@@ -442,6 +495,7 @@ def rst_problems(rst: str) -> list[str]:
 
 def _literal_role(name, rawtext, text, lineno, inliner, options=None, content=None):
     from docutils import nodes
+
     return [nodes.literal(rawtext, text)], []
 
 
@@ -474,16 +528,19 @@ def _container_directive():
 def _first_sentence(doc: str) -> str:
     """A docstring's summary line: its first paragraph up to the first full stop that ends a
     sentence (not "Eq." or "e.g.")."""
-    paragraph = re.split(r"\n[ \t]*\n", doc.strip(), maxsplit=1)[0] if doc.strip() else ""
+    paragraph = (
+        re.split(r"\n[ \t]*\n", doc.strip(), maxsplit=1)[0] if doc.strip() else ""
+    )
     paragraph = " ".join(paragraph.split())
     for m in re.finditer(r"\.(?=\s|$)", paragraph):
-        before = paragraph[:m.start()]
+        before = paragraph[: m.start()]
         if re.search(r"(?:\b(?:[Ee]qs?|e\.g|i\.e|et al|cf|vs|resp|[A-Z])|\d)$", before):
             continue
-        if paragraph.count("``", 0, m.start()) % 2 or \
-                before.count("(") > before.count(")"):
+        if paragraph.count("``", 0, m.start()) % 2 or before.count("(") > before.count(
+            ")"
+        ):
             continue
-        return paragraph[:m.end()]
+        return paragraph[: m.end()]
     return paragraph
 
 
@@ -498,9 +555,10 @@ def summary(obj, module: str | None, root: Path = ROOT) -> str:
 # The pages
 # ---------------------------------------------------------------------------------------------
 
+
 def _value(obj) -> str:
     if hasattr(obj, "item") and getattr(obj, "shape", None) == ():
-        obj = obj.item()                        # a numpy scalar, as the number it is
+        obj = obj.item()  # a numpy scalar, as the number it is
     text = repr(obj)
     if len(text) > VALUE_WIDTH:
         if isinstance(obj, dict):
@@ -523,7 +581,7 @@ def _inherited(obj) -> str | None:
         if not _private(base):
             break
     if base is obj.__mro__[1]:
-        return None                       # no private mixin: its own members only
+        return None  # no private mixin: its own members only
     return base.__name__ if base is not object else ""
 
 
@@ -535,6 +593,7 @@ def public_bases(cls) -> list:
     """The base classes a class's entry names: its bases without the package's private mixins
     (or, if it has only those, the first public class they lead to), without object and
     tuple (a named tuple's)."""
+
     def shown(base):
         return not _private(base) and base not in (object, tuple)
 
@@ -546,8 +605,9 @@ def public_bases(cls) -> list:
 
 def _directive(module_name: str, name: str, obj) -> str:
     path = f"{module_name}.{name}"
-    foreign = (inspect.isclass(obj) or inspect.isroutine(obj)) and \
-        not _defined_here(obj, module_name)
+    foreign = (inspect.isclass(obj) or inspect.isroutine(obj)) and not _defined_here(
+        obj, module_name
+    )
     if inspect.isclass(obj):
         directive = "autoexception" if issubclass(obj, BaseException) else "autoclass"
         lines = [f".. {directive}:: {path}"]
@@ -564,8 +624,10 @@ def _directive(module_name: str, name: str, obj) -> str:
         lines = [f".. autodata:: {path}", f"   :annotation: = {_value(obj)}"]
         comment = constant_comment(module_name, name)
         if comment:
-            lines += [""] + ["   " + line if line else "" for line in
-                             docstring_rst(comment, module_name).splitlines()]
+            lines += [""] + [
+                "   " + line if line else ""
+                for line in docstring_rst(comment, module_name).splitlines()
+            ]
     return "\n".join(lines)
 
 
@@ -598,16 +660,23 @@ def _outside_strings(line: str, position: int) -> bool:
     return quote is None
 
 
-def _table(rows: list[tuple[str, ...]], widths: str, header: tuple[str, ...] = ()) -> str:
-    lines = [".. list-table::"] + (["   :header-rows: 1"] if header else []) + \
-        [f"   :widths: {widths}", "   :class: api-summary", ""]
+def _table(
+    rows: list[tuple[str, ...]], widths: str, header: tuple[str, ...] = ()
+) -> str:
+    lines = (
+        [".. list-table::"]
+        + (["   :header-rows: 1"] if header else [])
+        + [f"   :widths: {widths}", "   :class: api-summary", ""]
+    )
     for row in ([header] if header else []) + rows:
         first, *rest = row
         lines.append(f"   * - {first}")
         for cell in rest:
             cell_lines = (cell or "\\ ").splitlines()
             lines.append(f"     - {cell_lines[0]}")
-            lines += [f"       {line}" if line.strip() else "" for line in cell_lines[1:]]
+            lines += [
+                f"       {line}" if line.strip() else "" for line in cell_lines[1:]
+            ]
     return "\n".join(lines)
 
 
@@ -622,10 +691,12 @@ def module_page(chapter: str, module_name: str, root: Path = ROOT) -> str:
     groups: dict[str, list[str]] = {g: [] for g in GROUPS}
     for name in names:
         groups[kind(getattr(module, name))].append(name)
-    parts = [f"(api-{short(module_name)})=\n# {module_name}\n\n",
-             f"Derived and built in chapter {number}, {{doc}}`/book/{chapter}`.\n\n",
-             _eval_rst(f".. automodule:: {module_name}\n   :no-members:"),
-             "\nIts public names, in the order of the entries below:\n\n"]
+    parts = [
+        f"(api-{short(module_name)})=\n# {module_name}\n\n",
+        f"Derived and built in chapter {number}, {{doc}}`/book/{chapter}`.\n\n",
+        _eval_rst(f".. automodule:: {module_name}\n   :no-members:"),
+        "\nIts public names, in the order of the entries below:\n\n",
+    ]
     rows = []
     for group in GROUPS:
         for name in groups[group]:
@@ -633,8 +704,11 @@ def module_page(chapter: str, module_name: str, root: Path = ROOT) -> str:
             role = "py:data" if group == "Constants" else "py:obj"
             if group == "Constants":
                 comment = constant_comment(module_name, name)
-                text = docstring_rst(_first_sentence(comment), module_name, root) if comment \
+                text = (
+                    docstring_rst(_first_sentence(comment), module_name, root)
+                    if comment
                     else f"``{_value(obj)}``"
+                )
             else:
                 text = summary(obj, module_name, root)
             rows.append((f":{role}:`~{module_name}.{name}`", text))
@@ -645,7 +719,9 @@ def module_page(chapter: str, module_name: str, root: Path = ROOT) -> str:
         parts.append(f"\n## {group}\n")
         for name in groups[group]:
             parts.append(f"\n({api_label(module_name, name)})=\n")
-            parts.append(_eval_rst(_directive(module_name, name, getattr(module, name))))
+            parts.append(
+                _eval_rst(_directive(module_name, name, getattr(module, name)))
+            )
     return "".join(parts)
 
 
@@ -660,13 +736,23 @@ def _topics():
         return lambda o, m: inspect.isclass(o) and issubclass(o, cls) and o is not cls
 
     return gpc_literate, [
-        ("Classifiers", ("scikit-learn estimators (chapter 1's interface, "
-                         "{ref}`sec-gpc-api`); those with an ``optimizer`` learn their kernel "
-                         "in ``fit`` ({ref}`sec-gpc-learning`)."), sub(GPClassifierBase)),
+        (
+            "Classifiers",
+            (
+                "scikit-learn estimators (chapter 1's interface, "
+                "{ref}`sec-gpc-api`); those with an ``optimizer`` learn their kernel "
+                "in ``fit`` ({ref}`sec-gpc-learning`)."
+            ),
+            sub(GPClassifierBase),
+        ),
         ("Covariance functions", "", lambda o, m: m == "kernels"),
         ("Likelihoods", "", lambda o, m: m == "likelihoods" or sub(Likelihood)(o, m)),
         ("Data sets", "", lambda o, m: m == "datasets"),
-        ("Leave-one-out and model selection", "", lambda o, m: m in ("loo", "selection")),
+        (
+            "Leave-one-out and model selection",
+            "",
+            lambda o, m: m in ("loo", "selection"),
+        ),
         ("Sampling: the gold standard", "", lambda o, m: m in ("mcmc", "gold")),
         ("The base class, warnings and errors", "", lambda o, m: m == "base"),
         ("Other", "", lambda o, m: True),
@@ -678,6 +764,7 @@ def index_page(root: Path = ROOT) -> str:
     order = {m: k for k, (_, m) in enumerate(modules(root))}
     chapter_of = {m: c for c, m in modules(root)}
     placed: dict[str, list[tuple[str, str]]] = {title: [] for title, _, _ in topics}
+
     def reading_order(item):
         name, mod = item
         module = importlib.import_module(f"gpc_literate.{mod}")
@@ -690,14 +777,18 @@ def index_page(root: Path = ROOT) -> str:
             if test(obj, mod):
                 placed[title].append((name, mod))
                 break
-    parts = ["(app-api)=\n# API reference\n\n",
-             ("The package's public names, one page per module in the order of the chapters "
-              "that build them. Each page opens with a table of the module's names and then "
-              "documents each one: its signature, its docstring (with links to the equations "
-              "and sections of the book it names) and, for a class, its methods, including "
-              "those it inherits. The names below are the user-facing ones, importable from the "
-              "package itself (`from gpc_literate import EP`); every page is generated from the "
-              "docstrings by `tools/apidoc.py`, which `make export` runs.\n")]
+    parts = [
+        "(app-api)=\n# API reference\n\n",
+        (
+            "The package's public names, one page per module in the order of the chapters "
+            "that build them. Each page opens with a table of the module's names and then "
+            "documents each one: its signature, its docstring (with links to the equations "
+            "and sections of the book it names) and, for a class, its methods, including "
+            "those it inherits. The names below are the user-facing ones, importable from the "
+            "package itself (`from gpc_literate import EP`); every page is generated from the "
+            "docstrings by `tools/apidoc.py`, which `make export` runs.\n"
+        ),
+    ]
     for title, intro, _ in topics:
         if not placed[title]:
             continue
@@ -713,20 +804,34 @@ def index_page(root: Path = ROOT) -> str:
             else:
                 text = summary(obj, module_name, root)
             chapter = chapter_of[module_name]
-            rows.append((f":py:obj:`~{module_name}.{name}`", text,
-                         f":doc:`{int(chapter[:2])} </book/{chapter}>`"))
-        parts.append(_eval_rst(_table(rows, "25 65 10",
-                                      header=("Name", "Summary", "Chapter"))))
-    parts.append("\n## Modules\n\nEvery module the chapters build, by part of the book.\n")
+            rows.append(
+                (
+                    f":py:obj:`~{module_name}.{name}`",
+                    text,
+                    f":doc:`{int(chapter[:2])} </book/{chapter}>`",
+                )
+            )
+        parts.append(
+            _eval_rst(_table(rows, "25 65 10", header=("Name", "Summary", "Chapter")))
+        )
+    parts.append(
+        "\n## Modules\n\nEvery module the chapters build, by part of the book.\n"
+    )
     for caption, chapters in _parts(root):
         rows = []
         for chapter, module_name in modules(root):
             if chapter not in chapters:
                 continue
             module = importlib.import_module(module_name)
-            rows.append((f":doc:`{module_name} <{short(module_name)}>`",
-                         docstring_rst(_first_sentence(module.__doc__ or ""), module_name, root),
-                         f":doc:`{int(chapter[:2])} </book/{chapter}>`"))
+            rows.append(
+                (
+                    f":doc:`{module_name} <{short(module_name)}>`",
+                    docstring_rst(
+                        _first_sentence(module.__doc__ or ""), module_name, root
+                    ),
+                    f":doc:`{int(chapter[:2])} </book/{chapter}>`",
+                )
+            )
         if rows:
             parts.append(f"\n### {caption}\n\n")
             parts.append(_eval_rst(_table(rows, "25 65 10")))
@@ -736,6 +841,7 @@ def index_page(root: Path = ROOT) -> str:
 def _parts(root: Path = ROOT) -> list[tuple[str, set[str]]]:
     """The parts of the book (_toc.yml): caption and the stems of their chapters."""
     import yaml
+
     toc = yaml.safe_load((root / "_toc.yml").read_text())
     out = []
 
@@ -753,8 +859,9 @@ def render(root: Path = ROOT) -> dict[Path, str]:
     """Every API page: path -> text."""
     pages = {root / "book" / "api" / "index.md": index_page(root)}
     for chapter, module_name in modules(root):
-        pages[root / "book" / "api" / f"{short(module_name)}.md"] = \
-            module_page(chapter, module_name, root)
+        pages[root / "book" / "api" / f"{short(module_name)}.md"] = module_page(
+            chapter, module_name, root
+        )
     return pages
 
 
@@ -762,8 +869,10 @@ def toc_text(root: Path = ROOT) -> str:
     """_toc.yml with the API pages listed between its BEGIN and END lines."""
     text = (root / "_toc.yml").read_text()
     begin, end = text.index(TOC_BEGIN), text.index(TOC_END)
-    entries = "".join(f"          - file: book/api/{short(m)}\n" for _, m in modules(root))
-    return text[:begin + len(TOC_BEGIN)] + entries + text[end:]
+    entries = "".join(
+        f"          - file: book/api/{short(m)}\n" for _, m in modules(root)
+    )
+    return text[: begin + len(TOC_BEGIN)] + entries + text[end:]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -780,7 +889,7 @@ def _named_labels(text: str, order: list[str]) -> list[str]:
     for match in RANGE.finditer(text):
         first, last = match.groups()
         if first in order and last in order and order.index(first) < order.index(last):
-            found += order[order.index(first):order.index(last) + 1]
+            found += order[order.index(first) : order.index(last) + 1]
     found += EQ.findall(text)
     return list(dict.fromkeys(found))
 
@@ -798,8 +907,11 @@ def _implementers(module, module_name: str, order: list[str]):
     for name in public:
         obj = getattr(module, name)
         if inspect.isclass(obj):
-            for base in [obj] + [b for b in obj.__mro__[1:]
-                                 if b.__name__.startswith("_") and b.__module__ == module_name]:
+            for base in [obj] + [
+                b
+                for b in obj.__mro__[1:]
+                if b.__name__.startswith("_") and b.__module__ == module_name
+            ]:
                 owners.setdefault(base, name)
     for name, obj in vars(module).items():
         if getattr(obj, "__module__", None) != module_name:
@@ -836,16 +948,23 @@ def equation_code(root: Path = ROOT) -> dict[str, list[tuple[str, str | None, st
             if label in labels and entry not in found.setdefault(label, []):
                 found[label].append(entry)
     for label, entries in found.items():
+
         def private(entry):
             return any(part.startswith("_") for part in entry[0].split("."))
-        if not all(map(private, entries)):              # private helpers only when nothing else
+
+        if not all(map(private, entries)):  # private helpers only when nothing else
             entries = [e for e in entries if not private(e)]
-        owners = {e[0] for e in entries if "." not in e[0]}   # a class, not also its methods
-        found[label] = [e for e in entries if e[0].split(".")[0] not in owners or "." not in e[0]]
+        owners = {
+            e[0] for e in entries if "." not in e[0]
+        }  # a class, not also its methods
+        found[label] = [
+            e for e in entries if e[0].split(".")[0] not in owners or "." not in e[0]
+        ]
     return found
 
 
 # ---------------------------------------------------------------------------------------------
+
 
 def stale(root: Path = ROOT) -> list[str]:
     """What differs from what this tool writes: pages, leftover pages, _toc.yml."""
@@ -866,8 +985,11 @@ def stale(root: Path = ROOT) -> list[str]:
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--check", action="store_true",
-                        help="fail if the API pages differ from what would be written")
+    parser.add_argument(
+        "--check",
+        action="store_true",
+        help="fail if the API pages differ from what would be written",
+    )
     args = parser.parse_args(argv)
     if args.check:
         problems = stale(ROOT)

@@ -12,6 +12,7 @@ Usage::
     OPENBLAS_CORETYPE=Prescott python tools/blas_check.py run  --out _build/blas/prescott
     python tools/blas_check.py compare _build/blas/default _build/blas/prescott
 """
+
 from __future__ import annotations
 
 import argparse
@@ -34,12 +35,22 @@ def _execute(path: Path, out: Path, timeout: int) -> tuple[str, float, int]:
 
     nb = nbformat.read(path, as_version=4)
     start = time.perf_counter()
-    client = NotebookClient(nb, timeout=timeout, allow_errors=True, kernel_name="python3",
-                            resources={"metadata": {"path": str(path.parent)}})
+    client = NotebookClient(
+        nb,
+        timeout=timeout,
+        allow_errors=True,
+        kernel_name="python3",
+        resources={"metadata": {"path": str(path.parent)}},
+    )
     client.execute()
     nbformat.write(nb, out / path.name)
-    errors = sum(1 for c in nb.cells if c.cell_type == "code"
-                 for o in c.get("outputs", []) if o.get("output_type") == "error")
+    errors = sum(
+        1
+        for c in nb.cells
+        if c.cell_type == "code"
+        for o in c.get("outputs", [])
+        if o.get("output_type") == "error"
+    )
     return path.name, time.perf_counter() - start, errors
 
 
@@ -54,8 +65,9 @@ def run(out: Path, jobs: int, timeout: int) -> int:
     print("configuration:", env, flush=True)
     total_errors = 0
     with ProcessPoolExecutor(jobs) as pool:
-        for name, seconds, errors in pool.map(_execute, paths, [out] * len(paths),
-                                              [timeout] * len(paths)):
+        for name, seconds, errors in pool.map(
+            _execute, paths, [out] * len(paths), [timeout] * len(paths)
+        ):
             total_errors += errors
             print(f"{name:45s} {seconds:7.1f} s  {errors} failing cell(s)", flush=True)
     print(f"{len(paths)} chapters, {total_errors} failing cell(s)")
@@ -96,8 +108,11 @@ def compare(first: Path, second: Path) -> int:
             print(f"{path.name}: missing in {second}")
             continue
         a, b = nbformat.read(path, 4), nbformat.read(other, 4)
-        cells = [(i, x, y) for i, (x, y) in enumerate(zip(a.cells, b.cells))
-                 if x.cell_type == "code"]
+        cells = [
+            (i, x, y)
+            for i, (x, y) in enumerate(zip(a.cells, b.cells))
+            if x.cell_type == "code"
+        ]
         for i, x, y in cells:
             ta, tb = _text(x), _text(y)
             if ta == tb:
@@ -110,8 +125,10 @@ def compare(first: Path, second: Path) -> int:
                     continue
                 print("   ", line[:160])
             if len(la) == len(lb):
-                rel = max((_largest_change(p, q) for p, q in zip(la, lb) if p != q),
-                          default=0.0)
+                rel = max(
+                    (_largest_change(p, q) for p, q in zip(la, lb) if p != q),
+                    default=0.0,
+                )
                 print(f"    largest relative change of a printed number: {rel:.2e}")
     print(f"{changed} cell(s) print differently")
     return 0

@@ -27,6 +27,7 @@ Usage::
 
     python tools/bookcache.py [--cache _build/.jupyter_cache] [--dry-run]
 """
+
 from __future__ import annotations
 
 import argparse
@@ -52,7 +53,8 @@ def _public_names(root: Path) -> dict[str, str]:
     tree = ast.parse((_package_dir(root) / "__init__.py").read_text(encoding="utf-8"))
     for node in ast.walk(tree):
         if isinstance(node, ast.Assign) and any(
-                isinstance(t, ast.Name) and t.id == "_PUBLIC" for t in node.targets):
+            isinstance(t, ast.Name) and t.id == "_PUBLIC" for t in node.targets
+        ):
             return ast.literal_eval(node.value)
     return {}
 
@@ -72,11 +74,13 @@ def imported_modules(source: str, root: Path = ROOT) -> set[str]:
         elif isinstance(node, ast.ImportFrom):
             name = node.module or ""
             parts = name.split(".")
-            if node.level == 1 and parts[0]:               # from .x import ...
+            if node.level == 1 and parts[0]:  # from .x import ...
                 modules.add(parts[0])
-            elif parts[0] == PACKAGE and len(parts) > 1:   # from gpc_literate.x import ...
+            elif (
+                parts[0] == PACKAGE and len(parts) > 1
+            ):  # from gpc_literate.x import ...
                 modules.add(parts[1])
-            elif name == PACKAGE:                          # from gpc_literate import x
+            elif name == PACKAGE:  # from gpc_literate import x
                 for alias in node.names:
                     if (package / f"{alias.name}.py").exists():
                         modules.add(alias.name)
@@ -104,9 +108,13 @@ def chapter_code(path: Path) -> str:
     import jupytext
 
     nb = jupytext.read(path, fmt="md:myst")
-    lines = [line for cell in nb.cells if cell.cell_type == "code"
-             for line in cell.source.splitlines()
-             if not line.lstrip().startswith(("%", "!"))]
+    lines = [
+        line
+        for cell in nb.cells
+        if cell.cell_type == "code"
+        for line in cell.source.splitlines()
+        if not line.lstrip().startswith(("%", "!"))
+    ]
     return "\n".join(lines)
 
 
@@ -136,10 +144,15 @@ def fingerprint(chapter: Path, root: Path = ROOT) -> str:
     return digest.hexdigest()
 
 
-def stale_chapters(chapters: list[Path], stamps: dict[str, str], root: Path = ROOT) -> list[Path]:
+def stale_chapters(
+    chapters: list[Path], stamps: dict[str, str], root: Path = ROOT
+) -> list[Path]:
     """The chapters whose fingerprint differs from the recorded one (or has none)."""
-    return [c for c in chapters
-            if stamps.get(str(c.relative_to(root))) != fingerprint(c, root)]
+    return [
+        c
+        for c in chapters
+        if stamps.get(str(c.relative_to(root))) != fingerprint(c, root)
+    ]
 
 
 def _drop_cached(cache_dir: Path, chapter: Path) -> int:
@@ -162,8 +175,11 @@ def main(argv: list[str] | None = None) -> int:
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--cache", default=str(ROOT / "_build" / ".jupyter_cache"))
-    parser.add_argument("--dry-run", action="store_true",
-                        help="only list the chapters that would re-execute")
+    parser.add_argument(
+        "--dry-run",
+        action="store_true",
+        help="only list the chapters that would re-execute",
+    )
     args = parser.parse_args(argv)
     cache_dir = Path(args.cache)
     stamp_file = cache_dir / STAMPS
@@ -177,10 +193,12 @@ def main(argv: list[str] | None = None) -> int:
         if args.dry_run:
             print(f"would re-execute {name}")
             continue
-        if not fresh_build:                    # (a fresh build executes everything anyway)
+        if not fresh_build:  # (a fresh build executes everything anyway)
             dropped = _drop_cached(cache_dir, chapter)
-            os.utime(chapter)                  # make Sphinx read the chapter again
-            print(f"{name}: a module or file it uses changed; {dropped} cached run(s) dropped")
+            os.utime(chapter)  # make Sphinx read the chapter again
+            print(
+                f"{name}: a module or file it uses changed; {dropped} cached run(s) dropped"
+            )
         stamps[name] = fingerprint(chapter)
     if not args.dry_run:
         cache_dir.mkdir(parents=True, exist_ok=True)

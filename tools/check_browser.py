@@ -60,6 +60,7 @@ the hash of its content, the widths, and a fingerprint of the contents of the si
 recorded, so it is checked again next time.  Hashes, not modification times: Sphinx
 rewrites pages and copies ``_static`` on every build.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -74,8 +75,15 @@ from urllib.parse import unquote, urlsplit
 
 ROOT = Path(__file__).resolve().parents[1]
 SKIP = {"genindex.html", "search.html", "py-modindex.html"}
-FLAGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-         "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+FLAGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
 WIDTHS = [1280]
 HEIGHT = 900  # one "screen"
 MIN_FIGURE_TEXT_PX = 9.0
@@ -83,17 +91,37 @@ MIN_FIGURE_TEXT_PX = 9.0
 # matplotlib's defaults (matplotlib.rcParams["font.size"] and font_manager.font_scalings)
 MPL_FONT_PT = 10.0
 MPL_DPI = 100.0
-MPL_SCALINGS = {"xx-small": 0.579, "x-small": 0.694, "small": 0.833, "medium": 1.0,
-                "large": 1.200, "x-large": 1.440, "xx-large": 1.728,
-                "larger": 1.2, "smaller": 0.833}
+MPL_SCALINGS = {
+    "xx-small": 0.579,
+    "x-small": 0.694,
+    "small": 0.833,
+    "medium": 1.0,
+    "large": 1.200,
+    "x-large": 1.440,
+    "xx-large": 1.728,
+    "larger": 1.2,
+    "smaller": 0.833,
+}
 # a text size set literally: fontsize=8, labelsize="small", title_fontsize=7, {"size": 8}
 # (a bare ``size=`` is numpy's far more often than matplotlib's, so it is not read)
 FONT_SIZE_ARG = re.compile(
     r"""(?:\b(?:fontsize|labelsize|title_fontsize)\s*=|["'](?:size|fontsize)["']\s*:)\s*"""
-    r"""(?:(\d+(?:\.\d+)?)|["']([a-z-]+)["'])""")
+    r"""(?:(\d+(?:\.\d+)?)|["']([a-z-]+)["'])"""
+)
 
-KINDS = ["mathjax", "image", "javascript", "offline", "code-scroll", "output-scroll",
-         "math-wide", "table-wide", "raw-tex", "stderr", "figure-text"]
+KINDS = [
+    "mathjax",
+    "image",
+    "javascript",
+    "offline",
+    "code-scroll",
+    "output-scroll",
+    "math-wide",
+    "table-wide",
+    "raw-tex",
+    "stderr",
+    "figure-text",
+]
 
 # After MathJax's startup promise settles: how many formulas the page has in its source
 # (Sphinx wraps them in span.math / div.math), how many MathJax rendered, how many of
@@ -218,8 +246,8 @@ def png_info(path: Path) -> dict | None:
     info = {"dpi": None, "software": ""}
     i = 8
     while i + 8 <= len(data):
-        (n,) = struct.unpack(">I", data[i:i + 4])
-        kind, body = data[i + 4:i + 8], data[i + 8:i + 8 + n]
+        (n,) = struct.unpack(">I", data[i : i + 4])
+        kind, body = data[i + 4 : i + 8], data[i + 8 : i + 8 + n]
         if kind == b"IHDR":
             info["width"], info["height"] = struct.unpack(">II", body[:8])
         elif kind == b"pHYs" and len(body) == 9:
@@ -251,8 +279,11 @@ def smallest_font_pt(code: str) -> float:
 def figure_text(image: dict, page: Path) -> str | None:
     """A finding if the smallest text of a matplotlib figure is shown below 9 px."""
     parts = urlsplit(image["src"])
-    path = Path(unquote(parts.path)) if parts.scheme == "file" else \
-        (page.parent / unquote(urlsplit(image["attr"]).path))
+    path = (
+        Path(unquote(parts.path))
+        if parts.scheme == "file"
+        else (page.parent / unquote(urlsplit(image["attr"]).path))
+    )
     info = png_info(path)
     if info is None or not info["software"].startswith("Matplotlib"):
         return None
@@ -264,23 +295,33 @@ def figure_text(image: dict, page: Path) -> str | None:
         return None
     need = MIN_FIGURE_TEXT_PX / (pt * dpi / 72)
     widest = pt * image["shown"] / (72 * MIN_FIGURE_TEXT_PX)
-    return (f"figure text {px:.2f} px < {MIN_FIGURE_TEXT_PX:g} px: {path.name[:16]}... "
-            f"({image['natural']} px at {dpi:.0f} dpi, smallest text {pt:g} pt) shown "
-            f"{image['shown']:.0f} px wide, scale {scale:.2f} < {need:.2f}: save it at most "
-            f"{widest:.1f} in wide")
+    return (
+        f"figure text {px:.2f} px < {MIN_FIGURE_TEXT_PX:g} px: {path.name[:16]}... "
+        f"({image['natural']} px at {dpi:.0f} dpi, smallest text {pt:g} pt) shown "
+        f"{image['shown']:.0f} px wide, scale {scale:.2f} < {need:.2f}: save it at most "
+        f"{widest:.1f} in wide"
+    )
 
 
 def layout_findings(result: dict, page: Path) -> list[tuple[str, str]]:
     """(kind, message) for what LAYOUT found on a page."""
     out = []
-    for key, kind, what in (("code", "code-scroll", "code needs horizontal scrolling"),
-                            ("output", "output-scroll", "output needs horizontal scrolling"),
-                            ("math", "math-wide", "display equation wider than its column"),
-                            ("table", "table-wide", "table wider than its column")):
-        out += [(kind, f"{what} ({e['scroll']} > {e['client']} px): {e['text']!r}")
-                for e in result[key]]
-    out += [("raw-tex", f"raw TeX in visible text: {e['text']!r}") for e in result["tex"]]
-    out += [("stderr", f"visible stderr output: {e['text']!r}") for e in result["stderr"]]
+    for key, kind, what in (
+        ("code", "code-scroll", "code needs horizontal scrolling"),
+        ("output", "output-scroll", "output needs horizontal scrolling"),
+        ("math", "math-wide", "display equation wider than its column"),
+        ("table", "table-wide", "table wider than its column"),
+    ):
+        out += [
+            (kind, f"{what} ({e['scroll']} > {e['client']} px): {e['text']!r}")
+            for e in result[key]
+        ]
+    out += [
+        ("raw-tex", f"raw TeX in visible text: {e['text']!r}") for e in result["tex"]
+    ]
+    out += [
+        ("stderr", f"visible stderr output: {e['text']!r}") for e in result["stderr"]
+    ]
     for image in result["images"]:
         message = figure_text(image, page)
         if message:
@@ -290,17 +331,30 @@ def layout_findings(result: dict, page: Path) -> list[tuple[str, str]]:
 
 def _is_redirect(path: Path) -> bool:
     """A page that only forwards to another (the root index.html Jupyter Book writes)."""
-    return re.search(r'http-equiv="refresh"', path.read_text(encoding="utf-8"), re.I) is not None
+    return (
+        re.search(r'http-equiv="refresh"', path.read_text(encoding="utf-8"), re.I)
+        is not None
+    )
 
 
 def book_pages(site: Path) -> list[Path]:
-    return sorted(p for p in site.rglob("*.html")
-                  if p.name not in SKIP and "_static" not in p.parts
-                  and "_sources" not in p.parts and not _is_redirect(p))
+    return sorted(
+        p
+        for p in site.rglob("*.html")
+        if p.name not in SKIP
+        and "_static" not in p.parts
+        and "_sources" not in p.parts
+        and not _is_redirect(p)
+    )
 
 
-def check(site: Path, chromium: str, timeout: float, widths: list[int] | None = None,
-          pages: list[Path] | None = None) -> tuple[int, int, list[tuple[str, str, str]]]:
+def check(
+    site: Path,
+    chromium: str,
+    timeout: float,
+    widths: list[int] | None = None,
+    pages: list[Path] | None = None,
+) -> tuple[int, int, list[tuple[str, str, str]]]:
     """Open the pages; returns (pages, formulas rendered, [(page, kind, message)])."""
     from playwright.sync_api import sync_playwright
 
@@ -309,7 +363,9 @@ def check(site: Path, chromium: str, timeout: float, widths: list[int] | None = 
     findings: list[tuple[str, str, str]] = []
     formulas = 0
     with sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path=chromium, args=FLAGS, headless=True)
+        browser = pw.chromium.launch(
+            executable_path=chromium, args=FLAGS, headless=True
+        )
         context = browser.new_context(viewport={"width": widths[0], "height": HEIGHT})
         blocked: list[str] = []
 
@@ -322,34 +378,63 @@ def check(site: Path, chromium: str, timeout: float, widths: list[int] | None = 
 
         context.route("**/*", route)
         for path in pages:
-            rel = str(path.relative_to(site)) if path.is_relative_to(site) else path.name
+            rel = (
+                str(path.relative_to(site)) if path.is_relative_to(site) else path.name
+            )
             page = context.new_page()
             errors: list[str] = []
-            page.on("pageerror", lambda exc, errors=errors: errors.append(f"exception: {exc}"))
-            page.on("console", lambda msg, errors=errors: errors.append(f"console: {msg.text}")
-                    if msg.type == "error" else None)
+            page.on(
+                "pageerror",
+                lambda exc, errors=errors: errors.append(f"exception: {exc}"),
+            )
+            page.on(
+                "console",
+                lambda msg, errors=errors: (
+                    errors.append(f"console: {msg.text}")
+                    if msg.type == "error"
+                    else None
+                ),
+            )
             blocked.clear()
             page.goto(path.as_uri(), wait_until="load", timeout=timeout * 1000)
             result = page.evaluate(PROBE)
             formulas += result["rendered"]
             if result["source"] and not result["mathjax"]:
-                findings.append((rel, "mathjax",
-                                 f"{result['source']} formulas but MathJax did not load"))
+                findings.append(
+                    (
+                        rel,
+                        "mathjax",
+                        f"{result['source']} formulas but MathJax did not load",
+                    )
+                )
             if result["raw"]:
-                findings.append((rel, "mathjax", f"{result['raw']} of {result['source']} "
-                                 f"formulas not rendered"))
-            findings += [(rel, "mathjax", f"MathJax error: {e[:100]}") for e in result["errors"]]
-            findings += [(rel, "image", f"image did not load: {src}") for src in result["broken"]]
+                findings.append(
+                    (
+                        rel,
+                        "mathjax",
+                        f"{result['raw']} of {result['source']} formulas not rendered",
+                    )
+                )
+            findings += [
+                (rel, "mathjax", f"MathJax error: {e[:100]}") for e in result["errors"]
+            ]
+            findings += [
+                (rel, "image", f"image did not load: {src}") for src in result["broken"]
+            ]
             for width in widths:
                 if width != page.viewport_size["width"]:
                     page.set_viewport_size({"width": width, "height": HEIGHT})
                 tag = f"{rel} @{width}" if len(widths) > 1 else rel
-                findings += [(tag, kind, message) for kind, message in
-                             layout_findings(page.evaluate(LAYOUT), path)]
+                findings += [
+                    (tag, kind, message)
+                    for kind, message in layout_findings(page.evaluate(LAYOUT), path)
+                ]
             # a refused request to another host is reported by Chromium as a console
             # error; those are what an offline reader would see fail, so they count
             findings += [(rel, "javascript", e[:160]) for e in errors]
-            findings += [(rel, "offline", f"request to another host: {u[:120]}") for u in blocked]
+            findings += [
+                (rel, "offline", f"request to another host: {u[:120]}") for u in blocked
+            ]
             page.close()
         browser.close()
     return len(pages), formulas, findings
@@ -395,8 +480,9 @@ def read_record(site: Path, widths: list[int], static: str) -> dict:
 def write_record(site: Path, widths: list[int], static: str, passed: dict) -> None:
     import json
 
-    (site / RECORD).write_text(json.dumps(
-        {"widths": widths, "static": static, "pages": passed}, indent=0))
+    (site / RECORD).write_text(
+        json.dumps({"widths": widths, "static": static, "pages": passed}, indent=0)
+    )
 
 
 def unavailable(chromium: str) -> str | None:
@@ -413,23 +499,39 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("site", nargs="?", default=str(ROOT / "_build" / "html"))
     parser.add_argument("--chromium", default="/usr/bin/chromium")
     parser.add_argument("--timeout", type=float, default=60.0, help="seconds per page")
-    parser.add_argument("--width", type=int, action="append",
-                        help=f"viewport width in px; repeat for several (default {WIDTHS[0]})")
-    parser.add_argument("--page", action="append", default=[],
-                        help="check only this page (relative to the site); repeatable")
-    parser.add_argument("--skip-if-unavailable", action="store_true",
-                        help="exit 0 with a message when Chromium, Playwright or the "
-                             "built book is missing")
-    parser.add_argument("--changed-only", action="store_true",
-                        help=f"open only pages changed since they last passed ({RECORD})")
+    parser.add_argument(
+        "--width",
+        type=int,
+        action="append",
+        help=f"viewport width in px; repeat for several (default {WIDTHS[0]})",
+    )
+    parser.add_argument(
+        "--page",
+        action="append",
+        default=[],
+        help="check only this page (relative to the site); repeatable",
+    )
+    parser.add_argument(
+        "--skip-if-unavailable",
+        action="store_true",
+        help="exit 0 with a message when Chromium, Playwright or the "
+        "built book is missing",
+    )
+    parser.add_argument(
+        "--changed-only",
+        action="store_true",
+        help=f"open only pages changed since they last passed ({RECORD})",
+    )
     args = parser.parse_args(argv)
     site = Path(args.site).resolve()
     missing = unavailable(args.chromium)
     if missing is None and not (site / "index.html").exists():
         missing = f"{site} holds no built book (no index.html); run `make book` first"
     if missing:
-        print(f"browser check {'skipped' if args.skip_if_unavailable else 'cannot run'}: "
-              f"{missing}")
+        print(
+            f"browser check {'skipped' if args.skip_if_unavailable else 'cannot run'}: "
+            f"{missing}"
+        )
         return 0 if args.skip_if_unavailable else 2
     start = time.perf_counter()
     pages = [site / p for p in args.page] if args.page else None
@@ -438,11 +540,17 @@ def main(argv: list[str] | None = None) -> int:
     if args.changed_only:
         static = _static_fingerprint(site)
         record = read_record(site, widths, static)
-        stamps = {str(p.relative_to(site)): _stamp(p)
-                  for p in (pages if pages is not None else book_pages(site))}
-        pages = [site / rel for rel, stamp in stamps.items() if record.get(rel) != stamp]
+        stamps = {
+            str(p.relative_to(site)): _stamp(p)
+            for p in (pages if pages is not None else book_pages(site))
+        }
+        pages = [
+            site / rel for rel, stamp in stamps.items() if record.get(rel) != stamp
+        ]
         unchanged = len(stamps) - len(pages)
-    n_pages, formulas, findings = check(site, args.chromium, args.timeout, widths, pages)
+    n_pages, formulas, findings = check(
+        site, args.chromium, args.timeout, widths, pages
+    )
     if args.changed_only:
         failed = {rel for rel, _, _ in findings}
         for p in pages:
@@ -456,11 +564,16 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{rel}: [{kind}] {message}")
     counts = collections.Counter(kind for _, kind, _ in findings)
     if counts:
-        print("findings by kind: " + ", ".join(f"{k} {counts[k]}" for k in KINDS if counts[k]))
+        print(
+            "findings by kind: "
+            + ", ".join(f"{k} {counts[k]}" for k in KINDS if counts[k])
+        )
     skipped = f" ({unchanged} unchanged pages not opened again)" if unchanged else ""
-    print(f"browser check: {n_pages} pages at {', '.join(map(str, widths))} px{skipped}, "
-          f"{formulas} formulas rendered, {len(findings)} finding(s), "
-          f"{time.perf_counter() - start:.0f} s")
+    print(
+        f"browser check: {n_pages} pages at {', '.join(map(str, widths))} px{skipped}, "
+        f"{formulas} formulas rendered, {len(findings)} finding(s), "
+        f"{time.perf_counter() - start:.0f} s"
+    )
     return 1 if findings else 0
 
 

@@ -14,6 +14,7 @@ Usage::
 
     python tools/check_html.py [_build/html] [--max-width 100]
 """
+
 from __future__ import annotations
 
 import argparse
@@ -48,8 +49,9 @@ def _ids(path: Path, cache: dict) -> set[str]:
     the page, which made this check the slowest step of a prose edit's rebuild."""
     if path not in cache:
         text = path.read_text(encoding="utf-8")
-        cache[path] = {html.unescape(v) for v in ID_ATTR.findall(text)} | \
-            {html.unescape(v) for v in NAME_ATTR.findall(text)}
+        cache[path] = {html.unescape(v) for v in ID_ATTR.findall(text)} | {
+            html.unescape(v) for v in NAME_ATTR.findall(text)
+        }
     return cache[path]
 
 
@@ -59,14 +61,22 @@ def check_page(page: Path, site: Path, max_width: int, id_cache: dict) -> list[s
     soup = BeautifulSoup(page.read_text(encoding="utf-8"), "html.parser")
     for pre in _outputs(soup):
         lines = pre.get_text().splitlines()
-        if any(TABLE_RULE.match(a) and TABLE_ROW.match(b) for a, b in zip(lines[1:], lines)):
-            findings.append(f"{rel}: a Markdown table in a cell output did not render: "
-                            f"{lines[0][:60]!r}")
+        if any(
+            TABLE_RULE.match(a) and TABLE_ROW.match(b) for a, b in zip(lines[1:], lines)
+        ):
+            findings.append(
+                f"{rel}: a Markdown table in a cell output did not render: "
+                f"{lines[0][:60]!r}"
+            )
         for line in lines:
             if len(line) > max_width:
-                findings.append(f"{rel}: output line of {len(line)} characters: {line[:60]!r}...")
+                findings.append(
+                    f"{rel}: output line of {len(line)} characters: {line[:60]!r}..."
+                )
             if NUMPY_REPR.search(line):
-                findings.append(f"{rel}: numpy scalar repr in output: {line.strip()[:80]!r}")
+                findings.append(
+                    f"{rel}: numpy scalar repr in output: {line.strip()[:80]!r}"
+                )
     for img in soup.find_all("img"):
         src = img.get("src", "")
         if not src or src.startswith("data:"):
@@ -79,28 +89,39 @@ def check_page(page: Path, site: Path, max_width: int, id_cache: dict) -> list[s
     for tag, attr in (("script", "src"), ("link", "href")):
         for node in soup.find_all(tag):
             url = node.get(attr)
-            if not url or (tag == "link" and "stylesheet" not in (node.get("rel") or [])
-                           and node.get("as") not in ("script", "style", "font")):
+            if not url or (
+                tag == "link"
+                and "stylesheet" not in (node.get("rel") or [])
+                and node.get("as") not in ("script", "style", "font")
+            ):
                 continue
             parts = urlsplit(url)
             if parts.scheme in ("http", "https") or url.startswith("//"):
                 findings.append(f"{rel}: {tag} loaded from another host: {url}")
-            elif not parts.scheme and parts.path and \
-                    not (page.parent / unquote(parts.path)).resolve().exists():
+            elif (
+                not parts.scheme
+                and parts.path
+                and not (page.parent / unquote(parts.path)).resolve().exists()
+            ):
                 findings.append(f"{rel}: missing {tag} file {url}")
     for a in soup.find_all("a", href=True):
         href = a["href"]
         parts = urlsplit(href)
         if parts.scheme or parts.netloc or href.startswith(("mailto:", "javascript:")):
             continue
-        target = page if not parts.path else (page.parent / unquote(parts.path)).resolve()
+        target = (
+            page if not parts.path else (page.parent / unquote(parts.path)).resolve()
+        )
         if target.is_dir():
             target = target / "index.html"
         if not target.exists():
             findings.append(f"{rel}: broken link {href}")
             continue
-        if parts.fragment and target.suffix == ".html" and \
-                unquote(parts.fragment) not in _ids(target, id_cache):
+        if (
+            parts.fragment
+            and target.suffix == ".html"
+            and unquote(parts.fragment) not in _ids(target, id_cache)
+        ):
             findings.append(f"{rel}: link to a missing anchor {href}")
     return findings
 

@@ -32,6 +32,7 @@ Usage::
 
     python tools/check_source.py [book/*.md ...]
 """
+
 from __future__ import annotations
 
 import argparse
@@ -44,16 +45,32 @@ ROOT = Path(__file__).resolve().parents[1]
 
 FENCE = re.compile(r"^(\s*)(`{3,}|~{3,}|:{3,})\s*(.*)$")
 # directives whose body is not Markdown; the body of any other directive is prose
-CODE_DIRECTIVES = {"code-cell", "code-block", "code", "sourcecode", "math", "eval-rst",
-                   "raw", "literalinclude", "bibliography", "toctree", "mermaid", "graphviz",
-                   "csv-table", "include", "jupyter-execute"}
+CODE_DIRECTIVES = {
+    "code-cell",
+    "code-block",
+    "code",
+    "sourcecode",
+    "math",
+    "eval-rst",
+    "raw",
+    "literalinclude",
+    "bibliography",
+    "toctree",
+    "mermaid",
+    "graphviz",
+    "csv-table",
+    "include",
+    "jupyter-execute",
+}
 LABEL = re.compile(r"^\s*\(([^()\s]+)\)=\s*$")
 HEADING = re.compile(r"^\s{0,3}(#{1,6})\s+(.*?)\s*#*\s*$")
 # block starts that interrupt a paragraph (CommonMark: a bullet item with content, an
 # ordered item only if it starts at 1, a block quote, an ATX heading)
-INTERRUPT = [("list marker", re.compile(r"^([ \t]*)([-+*]|1[.)])[ \t]+\S")),
-             ("block quote", re.compile(r"^([ \t]{0,3})>")),
-             ("heading", re.compile(r"^([ \t]{0,3})#{1,6}(?:[ \t]|$)"))]
+INTERRUPT = [
+    ("list marker", re.compile(r"^([ \t]*)([-+*]|1[.)])[ \t]+\S")),
+    ("block quote", re.compile(r"^([ \t]{0,3})>")),
+    ("heading", re.compile(r"^([ \t]{0,3})#{1,6}(?:[ \t]|$)")),
+]
 LIST_ITEM = re.compile(r"^([ \t]*)([-+*]|\d{1,9}[.)])([ \t]+)")
 REF_ROLE = re.compile(r"\{ref\}`([^`<>]+)`")
 EMPTY_LINK = re.compile(r"\[\]\(([^)\s]*)#([^)\s]+)\)")
@@ -82,8 +99,12 @@ def _closes(line: str, char: str, length: int) -> bool:
     """Whether ``line`` closes a fence opened with ``length`` times ``char`` (CommonMark: the
     same character, at least as many, and nothing after them)."""
     m = FENCE.match(line)
-    return bool(m) and m.group(2)[0] == char and len(m.group(2)) >= length \
+    return (
+        bool(m)
+        and m.group(2)[0] == char
+        and len(m.group(2)) >= length
         and not m.group(3)
+    )
 
 
 def prose_lines(lines: list[str]):
@@ -210,10 +231,15 @@ def check_list_in_math(path: Path, lines: list[str]) -> list[Finding]:
             for kind, pattern in INTERRUPT:
                 m = pattern.match(line)
                 if m and _indent(m.group(1)) < base + 4:
-                    findings.append(Finding(
-                        path, i + 1, "list-in-math",
-                        f"line starts a {kind} inside the inline math opened on line "
-                        f"{opened + 1}: {line.strip()[:60]!r}"))
+                    findings.append(
+                        Finding(
+                            path,
+                            i + 1,
+                            "list-in-math",
+                            f"line starts a {kind} inside the inline math opened on line "
+                            f"{opened + 1}: {line.strip()[:60]!r}",
+                        )
+                    )
                     # Markdown closes the paragraph here: start afresh, as it does
                     state = {"math": "", "code": 0}
                     item = LIST_ITEM.match(line)
@@ -248,8 +274,9 @@ def has_math(text: str) -> bool:
     return bool(re.search(r"\$[^$]+\$|\{math\}`|\\\(", text))
 
 
-def check_refs(path: Path, lines: list[str], labels: dict[str, tuple[Path, str]]
-               ) -> list[Finding]:
+def check_refs(
+    path: Path, lines: list[str], labels: dict[str, tuple[Path, str]]
+) -> list[Finding]:
     findings = []
     for i, line in prose_lines(lines):
         if line is None:
@@ -259,11 +286,16 @@ def check_refs(path: Path, lines: list[str], labels: dict[str, tuple[Path, str]]
         for target in targets:
             if target in labels and has_math(labels[target][1]):
                 where, heading = labels[target]
-                findings.append(Finding(
-                    path, i + 1, "math-heading-ref",
-                    f"link to {target!r} has no text of its own and its heading has math, "
-                    f"so the link shows TeX: {heading!r} ({where.name}); write "
-                    f"{{ref}}`text <{target}>`"))
+                findings.append(
+                    Finding(
+                        path,
+                        i + 1,
+                        "math-heading-ref",
+                        f"link to {target!r} has no text of its own and its heading has math, "
+                        f"so the link shows TeX: {heading!r} ({where.name}); write "
+                        f"{{ref}}`text <{target}>`",
+                    )
+                )
     return findings
 
 
@@ -283,7 +315,9 @@ def display_math_blocks(lines: list[str]):
             while j < n and not _closes(lines[j], char, length):
                 j += 1
             if fence.group(3).startswith("{math}"):
-                body = [ln for ln in lines[i + 1:j] if not re.match(r"^\s*:[\w-]+:", ln)]
+                body = [
+                    ln for ln in lines[i + 1 : j] if not re.match(r"^\s*:[\w-]+:", ln)
+                ]
                 yield i, "\n".join(body)
             i = j + 1
             continue
@@ -298,7 +332,7 @@ def display_math_blocks(lines: list[str]):
             while j < n and "$$" not in lines[j]:
                 j += 1
             last = [lines[j].split("$$")[0]] if j < n else []
-            yield i, "\n".join([rest] + lines[i + 1:j] + last)
+            yield i, "\n".join([rest] + lines[i + 1 : j] + last)
             i = j + 1
             continue
         i += 1
@@ -323,8 +357,14 @@ def check_math_envs(path: Path, lines: list[str]) -> list[Finding]:
         if problem is None and stack:
             problem = f"\\begin{{{stack[-1]}}} is never ended"
         if problem:
-            findings.append(Finding(path, i + 1, "math-env",
-                                    f"display formula: {problem}; MathJax shows an error"))
+            findings.append(
+                Finding(
+                    path,
+                    i + 1,
+                    "math-env",
+                    f"display formula: {problem}; MathJax shows an error",
+                )
+            )
     return findings
 
 
@@ -341,17 +381,25 @@ def check_code_blocks(path: Path, lines: list[str]) -> list[Finding]:
             if _closes(line, *(fence or skip)):
                 fence = skip = None
             elif fence and len(line) > CODE_WIDTH:
-                findings.append(Finding(
-                    path, i + 1, "code-wide",
-                    f"a code line of {len(line)} characters (the column holds "
-                    f"{CODE_WIDTH}): {line.strip()[:60]!r}"))
+                findings.append(
+                    Finding(
+                        path,
+                        i + 1,
+                        "code-wide",
+                        f"a code line of {len(line)} characters (the column holds "
+                        f"{CODE_WIDTH}): {line.strip()[:60]!r}",
+                    )
+                )
             continue
         if m and m.group(2)[0] in "`~":
             info = m.group(3)
             if info.startswith("{"):
                 directive = re.match(r"\{([\w:.-]+)\}", info)
-                if directive and directive.group(1) in ("code-block", "code",
-                                                        "sourcecode"):
+                if directive and directive.group(1) in (
+                    "code-block",
+                    "code",
+                    "sourcecode",
+                ):
                     fence = (m.group(2)[0], len(m.group(2)))
                 elif directive and directive.group(1) in CODE_DIRECTIVES:
                     skip = (m.group(2)[0], len(m.group(2)))

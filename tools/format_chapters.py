@@ -11,6 +11,7 @@ Usage::
     python tools/format_chapters.py --check   # exit 1 naming each cell that would change
                                               # and each line over the limit
 """
+
 from __future__ import annotations
 
 import argparse
@@ -35,12 +36,12 @@ def code_cells(lines: list[str]):
     while i < len(lines):
         if FENCE.match(lines[i]):
             j = i + 1
-            if j < len(lines) and lines[j].strip() == "---":          # a YAML options block
+            if j < len(lines) and lines[j].strip() == "---":  # a YAML options block
                 j = lines.index("---\n", j + 1) + 1
-            while j < len(lines) and lines[j].startswith(":"):          # short options
+            while j < len(lines) and lines[j].startswith(":"):  # short options
                 j += 1
-            if j > i + 1 and j < len(lines) and not lines[j].strip():   # the blank line
-                j += 1          # jupytext writes after options (not part of the source)
+            if j > i + 1 and j < len(lines) and not lines[j].strip():  # the blank line
+                j += 1  # jupytext writes after options (not part of the source)
             end = j
             while not lines[end].startswith("```"):
                 end += 1
@@ -54,13 +55,20 @@ def ruff_format(source: str, ruff: str) -> str | None:
     """The source formatted by ruff, or None if ruff cannot parse it (IPython magics)."""
     if not source.strip() or re.search(r"^\s*[%!]", source, re.M):
         return None
-    run = subprocess.run([ruff, "format", "--quiet", "--stdin-filename", "cell.py", "-"],
-                         input=source, capture_output=True, text=True, cwd=ROOT)
+    run = subprocess.run(
+        [ruff, "format", "--quiet", "--stdin-filename", "cell.py", "-"],
+        input=source,
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+    )
     return run.stdout if run.returncode == 0 else None
 
 
 def _name(chapter: Path) -> str:
-    return str(chapter.relative_to(ROOT)) if chapter.is_relative_to(ROOT) else str(chapter)
+    return (
+        str(chapter.relative_to(ROOT)) if chapter.is_relative_to(ROOT) else str(chapter)
+    )
 
 
 def process(chapter: Path, ruff: str, limit: int, check: bool) -> list[str]:
@@ -71,15 +79,19 @@ def process(chapter: Path, ruff: str, limit: int, check: bool) -> list[str]:
         source = "".join(lines[first:end])
         formatted = ruff_format(source, ruff)
         if formatted is not None and formatted.strip("\n") != source.strip("\n"):
-            findings.append(f"{_name(chapter)}: code cell {number} is not formatted "
-                            "(run `make export`)")
+            findings.append(
+                f"{_name(chapter)}: code cell {number} is not formatted "
+                "(run `make export`)"
+            )
             new = formatted.strip("\n") + "\n"
         else:
             new = source
         for k, line in enumerate(new.splitlines(), start=1):
             if len(line) > limit:
-                findings.append(f"{_name(chapter)}: code cell {number}, line {k}: "
-                                f"{len(line)} characters > {limit}: {line.strip()[:50]!r}")
+                findings.append(
+                    f"{_name(chapter)}: code cell {number}, line {k}: "
+                    f"{len(line)} characters > {limit}: {line.strip()[:50]!r}"
+                )
         out.append("".join(lines[last:first]) + new)
         last = end
     out.append("".join(lines[last:]))

@@ -26,6 +26,7 @@ Usage::
 
     python tools/measure_pages.py [_build/html] [--width 1280] [--all] [PAGE.html ...]
 """
+
 from __future__ import annotations
 
 import argparse
@@ -61,10 +62,16 @@ def measure(site: Path, pages: list[Path], width: int, chromium: str) -> list[di
 
     rows = []
     with sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path=chromium, args=FLAGS, headless=True)
+        browser = pw.chromium.launch(
+            executable_path=chromium, args=FLAGS, headless=True
+        )
         context = browser.new_context(viewport={"width": width, "height": HEIGHT})
-        context.route("**/*", lambda r: r.continue_() if r.request.url.startswith("file://")
-                      else r.abort())
+        context.route(
+            "**/*",
+            lambda r: (
+                r.continue_() if r.request.url.startswith("file://") else r.abort()
+            ),
+        )
         for path in pages:
             page = context.new_page()
             page.goto(path.as_uri(), wait_until="load")
@@ -72,37 +79,67 @@ def measure(site: Path, pages: list[Path], width: int, chromium: str) -> list[di
             layout = page.evaluate(LAYOUT)
             heights = page.evaluate(HEIGHTS, HEIGHT)
             page.close()
-            rows.append({"page": path.name, "code": sum(e["cell"] for e in layout["code"]),
-                         "cells": heights["cells"], "out": len(layout["output"]),
-                         "math": len(layout["math"]), "table": len(layout["table"]),
-                         "tex": len(layout["tex"]), "height": heights["page"],
-                         "code_height": heights["code"], "long": heights["long"],
-                         "first": heights["first"]})
+            rows.append(
+                {
+                    "page": path.name,
+                    "code": sum(e["cell"] for e in layout["code"]),
+                    "cells": heights["cells"],
+                    "out": len(layout["output"]),
+                    "math": len(layout["math"]),
+                    "table": len(layout["table"]),
+                    "tex": len(layout["tex"]),
+                    "height": heights["page"],
+                    "code_height": heights["code"],
+                    "long": heights["long"],
+                    "first": heights["first"],
+                }
+            )
         browser.close()
     return rows
 
 
 def report(rows: list[dict], width: int) -> str:
-    head = (f"{'page (' + str(width) + ' px)':32s} {'code':>9s} {'out':>4s} {'math':>4s} "
-            f"{'table':>5s} {'tex':>4s} {'screens':>7s} {'code%':>6s} {'long':>4s} "
-            f"{'1st out':>7s}")
+    head = (
+        f"{'page (' + str(width) + ' px)':32s} {'code':>9s} {'out':>4s} {'math':>4s} "
+        f"{'table':>5s} {'tex':>4s} {'screens':>7s} {'code%':>6s} {'long':>4s} "
+        f"{'1st out':>7s}"
+    )
     lines = [head]
 
     def line(name, r, first):
-        return (f"{name:32s} {str(r['code']) + '/' + str(r['cells']):>9s} {r['out']:4d} "
-                f"{r['math']:4d} {r['table']:5d} {r['tex']:4d} {r['height'] / HEIGHT:7.1f} "
-                f"{100 * r['code_height'] / max(r['height'], 1):5.1f}% {r['long']:4d} "
-                f"{first:>7s}")
+        return (
+            f"{name:32s} {str(r['code']) + '/' + str(r['cells']):>9s} {r['out']:4d} "
+            f"{r['math']:4d} {r['table']:5d} {r['tex']:4d} {r['height'] / HEIGHT:7.1f} "
+            f"{100 * r['code_height'] / max(r['height'], 1):5.1f}% {r['long']:4d} "
+            f"{first:>7s}"
+        )
 
     for r in rows:
-        lines.append(line(r["page"], r, "-" if r["first"] is None else f"{r['first']:.1f}"))
-    total = {k: sum(r[k] for r in rows) for k in
-             ("code", "cells", "out", "math", "table", "tex", "height", "code_height",
-              "long")}
+        lines.append(
+            line(r["page"], r, "-" if r["first"] is None else f"{r['first']:.1f}")
+        )
+    total = {
+        k: sum(r[k] for r in rows)
+        for k in (
+            "code",
+            "cells",
+            "out",
+            "math",
+            "table",
+            "tex",
+            "height",
+            "code_height",
+            "long",
+        )
+    }
     firsts = sorted(r["first"] for r in rows if r["first"] is not None)
     mean = f"{sum(firsts) / len(firsts):.1f}" if firsts else "-"
-    summary = (f"  (1st out: mean; median {firsts[len(firsts) // 2]:.1f}, "
-               f"max {firsts[-1]:.1f})" if firsts else "")
+    summary = (
+        f"  (1st out: mean; median {firsts[len(firsts) // 2]:.1f}, "
+        f"max {firsts[-1]:.1f})"
+        if firsts
+        else ""
+    )
     lines.append(line(f"TOTAL ({len(rows)} pages)", total, mean) + summary)
     return "\n".join(lines)
 
@@ -110,7 +147,9 @@ def report(rows: list[dict], width: int) -> str:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("site", nargs="?", default=str(ROOT / "_build" / "html"))
-    parser.add_argument("pages", nargs="*", help="page names under book/ (default: chapters)")
+    parser.add_argument(
+        "pages", nargs="*", help="page names under book/ (default: chapters)"
+    )
     parser.add_argument("--width", type=int, default=1280)
     parser.add_argument("--all", action="store_true", help="every page under book/")
     parser.add_argument("--chromium", default="/usr/bin/chromium")
@@ -119,8 +158,11 @@ def main(argv: list[str] | None = None) -> int:
     if args.pages:
         pages = [site / "book" / p for p in args.pages]
     else:
-        pages = sorted(p for p in (site / "book").glob("*.html")
-                       if args.all or re.match(r"\d\d_", p.name))
+        pages = sorted(
+            p
+            for p in (site / "book").glob("*.html")
+            if args.all or re.match(r"\d\d_", p.name)
+        )
     start = time.perf_counter()
     rows = measure(site, pages, args.width, args.chromium)
     print(report(rows, args.width))

@@ -29,6 +29,7 @@ Usage::
     python tools/normalise_chapters.py --check   # exit 1, naming the chapters that would change
                                                  # (``make check-sync``)
 """
+
 from __future__ import annotations
 
 import argparse
@@ -68,10 +69,17 @@ def normalised(text: str, config) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--check", action="store_true",
-                        help="change nothing; exit 1 if a chapter is not in canonical form")
-    parser.add_argument("chapters", nargs="*", type=Path,
-                        help="chapters to normalise (default: book/*.md)")
+    parser.add_argument(
+        "--check",
+        action="store_true",
+        help="change nothing; exit 1 if a chapter is not in canonical form",
+    )
+    parser.add_argument(
+        "chapters",
+        nargs="*",
+        type=Path,
+        help="chapters to normalise (default: book/*.md)",
+    )
     args = parser.parse_args(argv)
     chapters = args.chapters or sorted((ROOT / "book").glob("*.md"))
     stale = []
@@ -85,10 +93,14 @@ def main(argv: list[str] | None = None) -> int:
             stale.append(path)
             if not args.check:
                 path.write_text(new, encoding="utf-8")
-    verb = "not as jupytext writes it (run `make export`)" if args.check else "rewritten"
+    verb = (
+        "not as jupytext writes it (run `make export`)" if args.check else "rewritten"
+    )
     for path in stale:
         print(f"{path}: {verb}")
-    print(f"normalise-chapters: {len(chapters)} pages, {len(stale)} {verb.split(' (')[0]}")
+    print(
+        f"normalise-chapters: {len(chapters)} pages, {len(stale)} {verb.split(' (')[0]}"
+    )
     return 1 if (args.check and stale) else 0
 
 

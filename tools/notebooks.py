@@ -9,6 +9,7 @@ Usage::
 
     python tools/notebooks.py [--out DIR] [--list]
 """
+
 from __future__ import annotations
 
 import argparse
