@@ -382,6 +382,12 @@ class _GPClassifierPrediction:
         )  # checks fitted-ness before classes_ is read
         return self.classes_[positive.astype(np.intp)]
 
+    @available_if(lambda self: hasattr(self, "predict_latent"))
+    def latent_mean_and_variance(self, X):
+        """Mean and variance of the latent f(x) at each row of X under the approximate
+        posterior (scikit-learn's name for ``predict_latent``)."""
+        return self.predict_latent(X)
+
 
 # %% book/01_gp_classification.md, code cell 31
 class GPClassifierBase(_GPClassifierPrediction, ClassifierMixin, BaseEstimator):

@@ -360,7 +360,7 @@ def _mean_field(cls, kernel, X, y, likelihood):
     mean, var = est.predict_latent(X)
     var_cav = est.var_cav_ if cls is TAP else est.loo_var_  # of the noisy process
     loo = likelihood.predictive(y * est.loo_decision_, np.maximum(var_cav - 1.0, 0.0))
-    log_evidence = est.log_evidence_ if cls is TAP else np.nan
+    log_evidence = est.log_marginal_likelihood_ if cls is TAP else np.nan
     return est, mean, var, log_evidence, loo, est.loo_decision_
 
 

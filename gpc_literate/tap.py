@@ -431,7 +431,7 @@ class _TAPFit:
             result.var_cav,
             result.var,
         )
-        self.log_evidence_ = result.log_evidence
+        self.log_marginal_likelihood_ = result.log_evidence
         self.n_iter_, self.converged_, self.residual_ = (
             result.n_iter,
             result.converged,
@@ -478,7 +478,7 @@ class _TAPEvidence:
         check_is_fitted(self)
         if theta is None:
             kernel, coef, posterior = self.kernel_, self.coef_, self._posterior
-            value = self.log_evidence_
+            value = self.log_marginal_likelihood_
         else:
             kernel = self.kernel_.with_theta(theta)
             K = kernel(self.X_train_) + float(self.v) * np.eye(len(self._y))
@@ -578,12 +578,11 @@ class TAP(
     Fitted attributes: ``alpha_``, ``coef_`` = y * alpha_, ``X_train_``, ``kernel_``,
     ``mu_cav_``, ``var_cav_`` (cavity means and variances of the noisy process),
     ``var_`` (posterior variances of the noisy process at the training inputs),
-    ``log_evidence_`` (eq-tap-log-evidence), ``n_iter_``, ``converged_``, ``residual_``,
-    ``learning_``, and the three above. ``decision_function`` is the posterior mean
-    sum_i k(x, x_i) y_i alpha_i; ``predict_proba`` is kappa + (1 - 2 kappa) Phi(<f(x)> /
-    sqrt(Var f(x) + v)) from the Gaussian of eq-tap-sites (eq-tap-predictive).  ``fit(X,
-    y, alpha_init=...)`` warm-starts.
-    """
+    ``log_marginal_likelihood_`` (eq-tap-log-evidence), ``n_iter_``, ``converged_``,
+    ``residual_``, ``learning_``, and the three above. ``decision_function`` is the
+    posterior mean sum_i k(x, x_i) y_i alpha_i; ``predict_proba`` is kappa + (1 - 2
+    kappa) Phi(<f(x)> / sqrt(Var f(x) + v)) from the Gaussian of eq-tap-sites
+    (eq-tap-predictive).  ``fit(X, y, alpha_init=...)`` warm-starts."""
 
     _criterion_name = "log evidence (TAP, -G_TAP)"
 

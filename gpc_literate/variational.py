@@ -464,6 +464,9 @@ class _VariationalFit(
         fitted = _fitted_state(self.kernel_, prior, res, self.n_features_in_)
         for name, value in fitted.items():
             setattr(self, name, value)
+        # -F is a lower bound on log P(D | theta_) (eq-var-bound), under the name of the
+        # other estimators' evidence
+        self.log_marginal_likelihood_ = -self.free_energy_
         self.optimizer_result_ = result
         self.n_iter_ = 0 if result is None else int(result.nit)
         self.history_ = np.array(history if history else [res.free_energy])
@@ -499,10 +502,11 @@ class VariationalGP(_VariationalFit):
     length scales sqrt(d) times each input's standard deviation, variance 1, bias 0.1.
     ``progress``: a tqdm bar over outer iterations.
 
-    Fitted attributes: ``kernel_``, ``theta_``, ``free_energy_``, ``mean_`` (mu),
-    ``var_`` (diag Sigma), ``V_`` (diagonal of V), ``C_``, ``n_iter_`` (outer
-    iterations), ``converged_``, ``history_`` (F after each outer iteration),
-    ``inner_history_`` (F over the last inner loop), ``relevances_`` (w_i =
+    Fitted attributes: ``kernel_``, ``theta_``, ``free_energy_`` and
+    ``log_marginal_likelihood_`` = -``free_energy_`` (a lower bound on the log
+    evidence), ``mean_`` (mu), ``var_`` (diag Sigma), ``V_`` (diagonal of V), ``C_``,
+    ``n_iter_`` (outer iterations), ``converged_``, ``history_`` (F after each outer
+    iteration), ``inner_history_`` (F over the last inner loop), ``relevances_`` (w_i =
     1/length_scale_i^2 for an RBF kernel, else None), ``optimizer_result_``,
     ``X_train_``, ``y_train_``.
 

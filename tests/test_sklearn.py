@@ -8,6 +8,7 @@ issue, each reproduced.
 
 import copy
 import pickle
+import warnings
 
 import numpy as np
 import pytest
@@ -315,6 +316,30 @@ def test_predict_proba_exists_exactly_with_probabilities(estimator):
     without = (KernelAdatron, LeastSquaresDiscriminant)
     assert hasattr(estimator, "predict_proba") == (not isinstance(estimator, without))
     assert hasattr(type(estimator), "decision_function")
+
+
+@pytest.mark.parametrize("estimator", ESTIMATORS, ids=lambda e: type(e).__name__)
+def test_one_vocabulary_for_the_posterior_and_the_evidence(estimator):
+    """latent_mean_and_variance (scikit-learn's name) wherever there is a Gaussian
+    posterior, equal to predict_latent; log_marginal_likelihood_ wherever there is an
+    evidence or a bound on it."""
+    without_posterior = (KernelAdatron, LSCV, LeastSquaresDiscriminant)
+    has_posterior = not isinstance(estimator, without_posterior)
+    assert hasattr(estimator, "latent_mean_and_variance") == has_posterior
+    X, y = make_classification(
+        n_samples=40, n_features=3, n_redundant=0, random_state=0
+    )
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)  # short runs, on purpose
+        model = clone(estimator).fit(X, y)
+    if has_posterior:
+        mean, var = model.latent_mean_and_variance(X[:7])
+        ref_mean, ref_var = model.predict_latent(X[:7])
+        assert np.array_equal(mean, ref_mean) and np.array_equal(var, ref_var)
+        assert mean.shape == var.shape == (7,) and np.all(var > 0)
+    with_evidence = (EP, Laplace, TAP, SparseEP, VariationalGP)
+    if isinstance(estimator, with_evidence):
+        assert np.isfinite(model.log_marginal_likelihood_)
 
 
 def test_sparse_input_is_refused_clearly():

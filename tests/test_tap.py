@@ -93,7 +93,7 @@ def test_estimator_api(crabs):
     assert clf.converged_ and clf.residual_ < clf.tol
     assert np.allclose(clf.decision_function(X), clf.kernel_(X) @ clf.coef_)
     assert np.allclose(clf.mu_cav_, clf.loo_decision_)
-    assert np.all(clf.var_cav_ > 0) and np.isfinite(clf.log_evidence_)
+    assert np.all(clf.var_cav_ > 0) and np.isfinite(clf.log_marginal_likelihood_)
     proba = clf.predict_proba(Xt)
     assert proba.shape == (len(yt), 2) and np.allclose(proba.sum(axis=1), 1)
     assert np.array_equal(proba[:, 1] > 0.5, clf.decision_function(Xt) > 0)
