@@ -375,7 +375,7 @@ def _fit_variational(fitter, X, y, X_test, config):
         tol=config["var_tol"],
         inner_max_iter=config["inner_max_iter"],
         inner_tol=config["inner_tol"],
-        bounds=tuple(config["bounds"]),
+        hyperparameter_bounds=tuple(np.exp(config["bounds"])),  # config: log units
     ).fit(X, y)
     mode, mean = FITTERS[fitter]
     return (

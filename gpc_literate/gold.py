@@ -365,7 +365,7 @@ def _mean_field(cls, kernel, X, y, likelihood):
 
 
 def _variational(kernel, X, y, likelihood):
-    est = VariationalGP(kernel=kernel, optimize=False).fit(X, y)
+    est = VariationalGP(kernel=kernel, optimizer=None).fit(X, y)
     mean, var = est.predict_latent(X)
     nan = np.full(len(y), np.nan)
     return est, mean, var, -est.free_energy_, nan, nan

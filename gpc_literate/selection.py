@@ -703,8 +703,11 @@ class _LSCVChecks:
                     "noise_var_bounds must satisfy 0 < low <= noise_var <= high; "
                     f"got {self.noise_var_bounds!r} with noise_var={lam}"
                 )
-        if not isinstance(self.optimize, (bool, np.bool_)):
-            raise TypeError(f"optimize must be True or False; got {self.optimize!r}")
+        if self.optimizer not in (None, "fmin_l_bfgs_b"):
+            raise ValueError(
+                'optimizer must be "fmin_l_bfgs_b" or None (keep the kernel and the '
+                f"noise variance); got {self.optimizer!r}"
+            )
         check_integer(self.max_iter, "max_iter")
         check_scalar(self.tol, "tol", low=0.0, low_inclusive=False)
 
@@ -747,7 +750,7 @@ class _LSCVSearch:
             high,
             stacklevel=3,
             fix="the box is the start +-10 in log units: start from "
-            "another kernel, or keep it fixed (optimize=False)",
+            "another kernel, or keep it fixed (optimizer=None)",
         )
         return phi
 
@@ -761,7 +764,7 @@ class _LSCVFit(_LSCVChecks, _LSCVSearch, GPClassifierBase):
             default_kernel(X) if self.kernel is None else copy.deepcopy(self.kernel)
         )
         n_copies = len(X) - len(np.unique(X, axis=0))
-        if self.optimize and n_copies:
+        if self.optimizer is not None and n_copies:
             warnings.warn(
                 f"LSCV.fit: {n_copies} rows of X repeat earlier rows; the "
                 "leave-one-out criterion then sees each left-out point's copy and "
@@ -774,7 +777,7 @@ class _LSCVFit(_LSCVChecks, _LSCVSearch, GPClassifierBase):
             [kernel.theta, [np.log(lam)] if free_lam else [], [0.0, 0.0]]
         )
         self.optimizer_result_, self.n_iter_, self.converged_ = None, 0, True
-        if self.optimize:
+        if self.optimizer is not None:
             phi = self._search(kernel, X, y_pm, lam, phi)
         self.kernel_, self.noise_var_, self.scale_, self.offset_ = _lscv_unpack(
             kernel, phi, lam, free_lam
@@ -837,9 +840,9 @@ class LSCV(_LSCVPrediction, _LSCVFit):
         Regression noise variance lambda; the starting value when it is optimised.
     noise_var_bounds : (low, high) with 0 < low <= noise_var <= high, or None
         Box for lambda; None keeps noise_var fixed.
-    optimize : bool
+    optimizer : "fmin_l_bfgs_b" or None, default "fmin_l_bfgs_b"
         Minimise the LOO NLP, eq. (eq-sel-lscv-pred), over theta (box: the start +- 10),
-        log lambda, log a (box [-10, 10]) and b by L-BFGS-B from a = 1, b = 0; False
+        log lambda, log a (box [-10, 10]) and b by L-BFGS-B from a = 1, b = 0; None
         keeps the kernel and lambda and uses a = 1, b = 0.
     max_iter, tol : L-BFGS-B's iterations and tolerance.
 
@@ -855,14 +858,14 @@ class LSCV(_LSCVPrediction, _LSCVFit):
         kernel=None,
         noise_var=0.1,
         noise_var_bounds=(1e-3, 1.0),
-        optimize=True,
+        optimizer="fmin_l_bfgs_b",
         max_iter=200,
         tol=1e-8,
     ):
         self.kernel = kernel
         self.noise_var = noise_var
         self.noise_var_bounds = noise_var_bounds
-        self.optimize = optimize
+        self.optimizer = optimizer
         self.max_iter = max_iter
         self.tol = tol
 

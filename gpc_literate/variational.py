@@ -28,8 +28,10 @@ from gpc_literate.base import (
     ConvergenceWarning,
     GPClassifierBase,
     bound_hits,
+    check_bounds,
     check_integer,
     check_scalar,
+    search_box,
     warn_bound_hits,
 )
 from gpc_literate.free_energy import (
@@ -92,9 +94,7 @@ def variational_objective(
 _SVM_TOL = 1e-4  # Kuhn-Tucker violation of the SVM at theta_ (use="mode"), margin units
 
 
-_AUTO_BOX = (
-    8.0  # bounds="auto": each log-hyperparameter within +-_AUTO_BOX of its start
-)
+_AUTO_BOX = 8.0  # "auto": each log-hyperparameter within +-_AUTO_BOX of its start
 
 
 def _default_kernel(X):
@@ -111,9 +111,7 @@ def _box(bounds, theta0):
     theta0 = np.asarray(theta0, dtype=float)
     if isinstance(bounds, str):
         return theta0 - _AUTO_BOX, theta0 + _AUTO_BOX
-    return np.full(theta0.shape, float(bounds[0])), np.full(
-        theta0.shape, float(bounds[1])
-    )
+    return search_box(bounds, theta0)  # a pair in natural units (chapter 1)
 
 
 # %% book/20_variational_estimators.md, code cell 5
@@ -124,27 +122,22 @@ def _check_variational_params(est):
     if not isinstance(est.loss, str) or est.loss not in LOSSES:
         raise ValueError(f"loss must be one of {LOSSES}; got {est.loss!r}")
     check_integer(est.n_factors, "n_factors", low=0)
-    for name in ("optimize", "progress"):
-        if not isinstance(getattr(est, name), (bool, np.bool_)):
-            raise TypeError(f"{name} must be True or False; got {getattr(est, name)!r}")
+    if est.optimizer not in (None, "fmin_l_bfgs_b"):
+        raise ValueError(
+            'optimizer must be "fmin_l_bfgs_b" or None (keep the kernel fixed); got '
+            f"{est.optimizer!r}"
+        )
+    if not isinstance(est.verbose, (bool, np.bool_)):
+        raise TypeError(f"verbose must be True or False; got {est.verbose!r}")
     check_integer(est.max_iter, "max_iter")
     check_integer(est.inner_max_iter, "inner_max_iter")
     check_scalar(est.tol, "tol", low=0.0, low_inclusive=False)
     check_scalar(est.inner_tol, "inner_tol", low=0.0, low_inclusive=False)
-    if isinstance(est.bounds, str) and est.bounds == "auto":
-        return
-    try:
-        low, high = est.bounds
-        low, high = (
-            check_scalar(b, "bounds", low=-300.0, high=300.0) for b in (low, high)
-        )
-    except (TypeError, ValueError) as err:
-        raise type(err)(
-            f"bounds must be \"auto\" or a pair (low, high) of "
-            f"log-hyperparameters: {err}"
-        ) from None
-    if not low < high:
-        raise ValueError(f"bounds must satisfy low < high; got {est.bounds!r}")
+    if not (
+        isinstance(est.hyperparameter_bounds, str)
+        and est.hyperparameter_bounds == "auto"
+    ):
+        check_bounds(est.hyperparameter_bounds)
 
 
 # %% book/20_variational_estimators.md, code cell 6
@@ -157,9 +150,10 @@ def _start_theta(kernel, bounds, name):
     if outside.any():  # only the optimiser is bounded
         names = [n for n, o in zip(kernel.hyperparameter_names, outside) if o]
         warnings.warn(
-            f"{name}: the starting log-hyperparameters {names} "
-            f"= {np.round(theta0[outside], 3).tolist()} lie outside bounds = "
-            f"({low[0]:g}, {high[0]:g}); clipped to the bounds",
+            f"{name}: the starting hyperparameters {names} "
+            f"= {np.round(np.exp(theta0[outside]), 4).tolist()} lie outside "
+            f"hyperparameter_bounds = ({np.exp(low[0]):g}, {np.exp(high[0]):g}); "
+            "clipped to the bounds",
             UserWarning,
             stacklevel=4,
         )
@@ -413,10 +407,10 @@ class _VariationalSearch:
 
     def _search(self, kernel, X, y_pm):
         """Learn theta; set kernel_ and return (start, result, history, final)."""
-        theta0 = _start_theta(kernel, self.bounds, type(self).__name__)
+        theta0 = _start_theta(kernel, self.hyperparameter_bounds, type(self).__name__)
         res0 = self._objective(kernel, X, y_pm, theta0, None)[3]
         start = (res0.mu, res0.log_v, res0.C)  # P_0 starts the first line search
-        box = _box(self.bounds, kernel.theta)
+        box = _box(self.hyperparameter_bounds, kernel.theta)
         result, history, final = _outer_loop(
             lambda theta, p: self._objective(kernel, X, y_pm, theta, p),
             theta0,
@@ -424,7 +418,7 @@ class _VariationalSearch:
             box,
             max_iter=self.max_iter,
             tol=self.tol,
-            progress=self.progress,
+            progress=self.verbose,
         )
         self.kernel_ = kernel.with_theta(result.x)
         names = kernel.hyperparameter_names
@@ -435,7 +429,8 @@ class _VariationalSearch:
             names,
             *box,
             stacklevel=3,
-            fix="widen bounds and fit again, or keep the kernel fixed (optimize=False)",
+            fix="widen hyperparameter_bounds and fit again, or keep the kernel fixed "
+            "(optimizer=None)",
         )
         return start, result, history, final
 
@@ -454,7 +449,7 @@ class _VariationalFit(
         self.X_train_, self.y_train_ = X, y_pm
         # a fixed kernel: the final inner loop starts from initial_p
         start, result, history, final = None, None, [], None
-        if self.optimize and kernel.theta.size:
+        if self.optimizer is not None and kernel.theta.size:
             start, result, history, final = self._search(kernel, X, y_pm)
         else:  # a fixed kernel is used exactly as given
             self.kernel_ = copy.deepcopy(kernel)
@@ -490,17 +485,18 @@ class VariationalGP(_VariationalFit):
 
     Minimises the free energy F(P, theta) (an upper bound on -log P(D | theta)) over the
     Gaussian P = N(mu, V + C C^T) with ``n_factors`` factors (inner loop, L-BFGS-B with
-    ``inner_max_iter``, ``inner_tol``) and, if ``optimize``, over the kernel's
-    log-hyperparameters theta (outer loop, L-BFGS-B with ``max_iter``, ``tol``, every
-    theta_j within ``bounds``: "auto", within +-8 of its start, or a pair (low, high)
-    for all, a starting theta outside which is clipped with a UserWarning), starting the
-    inner loops of each line search from the P of the last accepted iterate (P_0, the
-    minimiser of F at the starting theta, for the first), so that the value at a trial
-    theta never depends on the order of evaluation (see variational_objective).  With
-    ``optimize=False`` the kernel is used exactly as given, ``bounds`` or not.  ``loss``
-    is "logistic" or "svc" (the normalised SVC loss).  ``kernel=None``: ARD RBF with
-    length scales sqrt(d) times each input's standard deviation, variance 1, bias 0.1.
-    ``progress``: a tqdm bar over outer iterations.
+    ``inner_max_iter``, ``inner_tol``) and, with ``optimizer="fmin_l_bfgs_b"``, over
+    the kernel's log-hyperparameters theta (outer loop, L-BFGS-B with ``max_iter``,
+    ``tol``, every hyperparameter within ``hyperparameter_bounds``: "auto", within a
+    factor e^8 of its start, or a pair (low, high) in natural units for all, a starting
+    value outside which is clipped with a UserWarning), starting the inner loops of each
+    line search from the P of the last accepted iterate (P_0, the minimiser of F at the
+    starting theta, for the first), so that the value at a trial theta never depends on
+    the order of evaluation (see variational_objective).  With ``optimizer=None`` the
+    kernel is used exactly as given, whatever the bounds.  ``loss`` is "logistic" or
+    "svc" (the normalised SVC loss).  ``kernel=None``: ARD RBF with length scales
+    sqrt(d) times each input's standard deviation, variance 1, bias 0.1.  ``verbose``:
+    a tqdm bar over outer iterations.
 
     Fitted attributes: ``kernel_``, ``theta_``, ``free_energy_`` and
     ``log_marginal_likelihood_`` = -``free_energy_`` (a lower bound on the log
@@ -521,24 +517,24 @@ class VariationalGP(_VariationalFit):
         kernel=None,
         loss="logistic",
         n_factors=2,
-        optimize=True,
+        optimizer="fmin_l_bfgs_b",
         max_iter=100,
         tol=1e-6,
         inner_max_iter=500,
         inner_tol=1e-8,
-        bounds="auto",
-        progress=False,
+        hyperparameter_bounds="auto",
+        verbose=False,
     ):
         self.kernel = kernel
         self.loss = loss
         self.n_factors = n_factors
-        self.optimize = optimize
+        self.optimizer = optimizer
         self.max_iter = max_iter
         self.tol = tol
         self.inner_max_iter = inner_max_iter
         self.inner_tol = inner_tol
-        self.bounds = bounds
-        self.progress = progress
+        self.hyperparameter_bounds = hyperparameter_bounds
+        self.verbose = verbose
 
 
 # %% book/20_variational_estimators.md, code cell 17
@@ -555,23 +551,23 @@ class VariationalSVM(VariationalGP):
         kernel=None,
         loss="svc",
         n_factors=2,
-        optimize=True,
+        optimizer="fmin_l_bfgs_b",
         max_iter=100,
         tol=1e-6,
         inner_max_iter=500,
         inner_tol=1e-8,
-        bounds="auto",
-        progress=False,
+        hyperparameter_bounds="auto",
+        verbose=False,
     ):
         super().__init__(
             kernel=kernel,
             loss=loss,
             n_factors=n_factors,
-            optimize=optimize,
+            optimizer=optimizer,
             max_iter=max_iter,
             tol=tol,
             inner_max_iter=inner_max_iter,
             inner_tol=inner_tol,
-            bounds=bounds,
-            progress=progress,
+            hyperparameter_bounds=hyperparameter_bounds,
+            verbose=verbose,
         )

@@ -37,12 +37,12 @@ ESTIMATORS = {
     "NaiveMeanField": lambda k: NaiveMeanField(kernel=k, max_iter=500, optimizer=None),
     "KernelAdatron": lambda k: KernelAdatron(kernel=k, max_iter=500),
     "VariationalGP": lambda k: VariationalGP(
-        kernel=k, optimize=False, inner_max_iter=100
+        kernel=k, optimizer=None, inner_max_iter=100
     ),
     "VariationalSVM": lambda k: VariationalSVM(
-        kernel=k, optimize=False, inner_max_iter=100
+        kernel=k, optimizer=None, inner_max_iter=100
     ),
-    "LSCV": lambda k: LSCV(kernel=k, optimize=False),
+    "LSCV": lambda k: LSCV(kernel=k, optimizer=None),
     "SparseEP": lambda k: SparseEP(kernel=k, n_inducing=10, optimizer=None),
     "StochasticEP": lambda k: StochasticEP(
         kernel=k, n_inducing=10, optimizer=None, max_time=None, max_epochs=30

@@ -208,7 +208,7 @@ def test_variational_fixed_kernel_is_not_clipped():
     kernel = RBF(length_scale=1.0, variance=1e6)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        model = VariationalGP(kernel=kernel, optimize=False, n_factors=1).fit(X, y)
+        model = VariationalGP(kernel=kernel, optimizer=None, n_factors=1).fit(X, y)
     assert not any("bounds" in str(w.message) for w in caught)
     np.testing.assert_allclose(model.kernel_.theta, kernel.theta, rtol=0, atol=0)
     np.testing.assert_allclose(model.kernel_(X), kernel(X), rtol=1e-12)
@@ -222,9 +222,15 @@ def test_variational_optimize_clips_start_with_warning():
     kernel = RBF(length_scale=1.0, variance=1e6)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
-        with pytest.warns(UserWarning, match=r"variance.*outside bounds = \(-8, 8\)"):
+        with pytest.warns(
+            UserWarning,
+            match=r"variance.*outside hyperparameter_bounds = \(0.000335463, 2980.96\)",
+        ):
             model = VariationalGP(
-                kernel=kernel, n_factors=1, max_iter=3, bounds=(-8.0, 8.0)
+                kernel=kernel,
+                n_factors=1,
+                max_iter=3,
+                hyperparameter_bounds=(np.exp(-8.0), np.exp(8.0)),
             ).fit(X, y)
     assert np.all(model.kernel_.theta <= 8.0)
 

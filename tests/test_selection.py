@@ -565,7 +565,7 @@ def test_lscv_estimator():
     labels = np.where(y > 0, "yes", "no")
     clf = LSCV(RBF(1.0, 1.0)).fit(X, labels)
     assert clf.converged_ and list(clf.classes_) == ["no", "yes"]
-    start = LSCV(RBF(1.0, 1.0), optimize=False).fit(X, labels)
+    start = LSCV(RBF(1.0, 1.0), optimizer=None).fit(X, labels)
     assert clf.loo_nlp_ < start.loo_nlp_
     assert 1e-3 <= clf.noise_var_ <= 1.0
     proba = clf.predict_proba(X)

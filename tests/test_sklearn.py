@@ -299,9 +299,7 @@ def test_fit_never_mutates_the_callers_likelihood():
         (KernelAdatron(), "compute_loo"),
         (NaiveMeanField(), "compute_loo"),
         (TAP(), "compute_loo"),
-        (LSCV(), "optimize"),
-        (VariationalGP(), "optimize"),
-        (VariationalGP(), "progress"),
+        (VariationalGP(), "verbose"),
     ],
     ids=lambda x: x if isinstance(x, str) else type(x).__name__,
 )

@@ -517,13 +517,13 @@ def test_defaults_and_params():
         kernel=None,
         loss="logistic",
         n_factors=2,
-        optimize=True,
+        optimizer="fmin_l_bfgs_b",
         max_iter=100,
         tol=1e-6,
         inner_max_iter=500,
         inner_tol=1e-8,
-        bounds="auto",
-        progress=False,
+        hyperparameter_bounds="auto",
+        verbose=False,
     )
     assert svm.loss == "svc"
     assert isinstance(svm, VariationalGP)
@@ -540,10 +540,11 @@ def test_defaults_and_params():
         ({"inner_max_iter": "many"}, TypeError, "inner_max_iter"),
         ({"tol": 0.0}, ValueError, "tol"),
         ({"inner_tol": -1.0}, ValueError, "inner_tol"),
-        ({"bounds": (3.0, -3.0)}, ValueError, "bounds"),
-        ({"bounds": 5.0}, TypeError, "bounds"),
-        ({"optimize": "yes"}, TypeError, "optimize"),
-        ({"progress": 1}, TypeError, "progress"),
+        ({"hyperparameter_bounds": (3.0, 0.3)}, ValueError, "hyperparameter_bounds"),
+        ({"hyperparameter_bounds": (-1.0, 3.0)}, ValueError, "hyperparameter_bounds"),
+        ({"hyperparameter_bounds": 5.0}, TypeError, "hyperparameter_bounds"),
+        ({"optimizer": "yes"}, ValueError, "optimizer"),
+        ({"verbose": 1}, TypeError, "verbose"),
         ({"kernel": "rbf"}, TypeError, "kernel"),
     ],
 )
@@ -644,7 +645,7 @@ def test_predict_proba(fitted, synth_small):
 def test_no_optimize_keeps_the_kernel(synth_small):
     X, y, _, _ = synth_small
     kernel = RBF(length_scale=np.array([0.7, 1.1]), variance=1.5, bias=0.2)
-    model = VariationalGP(kernel=kernel, optimize=False, n_factors=0).fit(X, y)
+    model = VariationalGP(kernel=kernel, optimizer=None, n_factors=0).fit(X, y)
     assert np.allclose(model.theta_, kernel.theta)
     assert model.n_iter_ == 0 and model.C_.shape == (len(X), 0)
     assert np.array_equal(kernel.theta, np.log([0.7, 1.1, 1.5, 0.2]))  # not modified
@@ -656,7 +657,7 @@ def test_convergence_warnings(synth_small):
         model = VariationalGP(max_iter=1).fit(X, y)
     assert not model.converged_
     with pytest.warns(ConvergenceWarning, match="inner"):
-        VariationalSVM(optimize=False, inner_max_iter=2).fit(X, y)
+        VariationalSVM(optimizer=None, inner_max_iter=2).fit(X, y)
 
 
 def test_not_fitted():
@@ -667,7 +668,7 @@ def test_not_fitted():
 def test_labels_and_progress(synth_small, capsys):
     X, y, X_test, _ = synth_small
     labels = np.where(y > 0, "yes", "no")
-    model = VariationalSVM(max_iter=5, progress=True)
+    model = VariationalSVM(max_iter=5, verbose=True)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
         model.fit(X, labels)
