@@ -70,7 +70,7 @@ Reduced, deterministic runs (``--epochs E``, or the preset ``--reduced``): inste
 budget, a system trains for E passes over the training set, so that its final scores depend
 only on the code, the data, the seed and rounding, not on how fast the machine is; they are
 stored with ``budget`` null and ``epochs`` E. Only the ``ours-*`` systems support it
-(StochasticEP's ``max_epochs`` with ``max_time=None``; the rates then decay over the epochs).
+(StochasticEP's ``max_iter`` with ``max_time=None``; the rates then decay over the epochs).
 ``--reduced`` is n = 10,000, n_test = 10,000, M = 200, 5 epochs, one thread, the ``ours-*``
 systems on both data sets: chapter 26 runs it again and compares its final scores with the
 records of the same configuration in ``results/large_n.json``.
@@ -503,7 +503,7 @@ def train_ours(X, y, budget, M, seed, checkpoint, kernel):
     if checkpoint.epochs is None:  # a time budget (and StochasticEP's 100 epochs)
         limits = {"max_time": budget}
     else:  # a fixed number of epochs, no time limit
-        limits = {"max_time": None, "max_epochs": checkpoint.epochs}
+        limits = {"max_time": None, "max_iter": checkpoint.epochs}
     model = StochasticEP(
         kernel, n_inducing=M, batch_size=BATCH_SIZE, random_state=seed, **limits
     )
@@ -514,10 +514,10 @@ def train_ours(X, y, budget, M, seed, checkpoint, kernel):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # a ConvergenceWarning at a short budget
         model.fit(X, y, callback=callback)
-    checkpoint.steps = int(model.n_iter_)
+    checkpoint.steps = int(model.n_batches_)
     checkpoint.settings["fitted"] = {
         "theta": [float(t) for t in model.kernel_.theta],
-        "n_epochs": float(model.n_epochs_),
+        "n_epochs": float(model.n_iter_),
     }
     return lambda Xs: model.predict_proba(Xs)[:, 1]
 

@@ -377,7 +377,7 @@ class SEPRun(NamedTuple):
     seconds: float  # training time, callbacks excluded
     site_change: float  # relative change of the site precision over the last window
     n_rejected: int  # hyperparameter steps taken back (eq-sep-adam)
-    stopped_by: str  # "max_time", "max_epochs" or "callback"
+    stopped_by: str  # "max_time", "max_iter" or "callback"
 
 
 # %% book/26_stochastic_ep.md, code cell 22
@@ -436,7 +436,7 @@ class _RunBookkeeping:
         if callback is not None and callback(state, self.seconds) is False:
             self.stopped = "callback"
         elif done >= 1.0:
-            self.stopped = "max_time" if self.seconds >= self.limit else "max_epochs"
+            self.stopped = "max_time" if self.seconds >= self.limit else "max_iter"
         return self.stopped is not None
 
     def rebuild(self, state, X):
@@ -450,9 +450,9 @@ class _RunBookkeeping:
 class _RunRecord(_RunBookkeeping):
     """The account of a run of stochastic EP, from its budget to its SEPRun."""
 
-    def __init__(self, state, n, B, max_time, max_epochs, window):
+    def __init__(self, state, n, B, max_time, max_iter, window):
         self.per_epoch = n // B
-        self.total = np.inf if max_epochs is None else max_epochs * self.per_epoch
+        self.total = np.inf if max_iter is None else max_iter * self.per_epoch
         self.limit = np.inf if max_time is None else max_time
         self.snap_every = (
             self.per_epoch
@@ -486,7 +486,7 @@ def run_stochastic_ep(
     *,
     batch_size,
     max_time,
-    max_epochs,
+    max_iter,
     adam,
     learn_theta,
     learn_Z,
@@ -498,13 +498,13 @@ def run_stochastic_ep(
     verbose=False,
 ):
     """Stochastic EP (eqs eq-sep-tied to eq-sep-adam) until max_time seconds or
-    max_epochs.
+    max_iter.
 
     ``callback(state, seconds)`` after every minibatch, its time not counted; it stops
     the run by returning False. Returns a SEPRun.
     """
     n, B = len(X), min(batch_size, len(X))
-    record = _RunRecord(state, n, B, max_time, max_epochs, window)
+    record = _RunRecord(state, n, B, max_time, max_iter, window)
     minibatch = _Minibatch(
         adam, n / B, learn_theta, learn_Z, window, damping, log_bounds
     )
@@ -565,14 +565,14 @@ def _check_options(est):
     if est.sites not in _SITES:
         raise ValueError(f"sites must be one of {_SITES}; got {est.sites!r}")
     check_integer(est.batch_size, "batch_size", low=1)
-    if est.max_time is None and est.max_epochs is None:
+    if est.max_time is None and est.max_iter is None:
         raise ValueError(
-            "max_time and max_epochs are both None: the fit would never stop"
+            "max_time and max_iter are both None: the fit would never stop"
         )
     if est.max_time is not None:
         check_scalar(est.max_time, "max_time", low=0.0, low_inclusive=False)
-    if est.max_epochs is not None:
-        check_scalar(est.max_epochs, "max_epochs", low=0.0, low_inclusive=False)
+    if est.max_iter is not None:
+        check_scalar(est.max_iter, "max_iter", low=0.0, low_inclusive=False)
     if est.optimizer not in (None, "adam"):
         raise ValueError(
             f"optimizer must be 'adam' or None (keep the kernel and the inducing "
@@ -661,7 +661,7 @@ class _StochasticFit:
                     y_pm,
                     batch_size=int(self.batch_size),
                     max_time=self.max_time,
-                    max_epochs=self.max_epochs,
+                    max_iter=self.max_iter,
                     adam=Adam(rates, units=units),
                     learn_theta=learn,
                     learn_Z=learn and self.learn_inducing,
@@ -688,7 +688,7 @@ class _StochasticFit:
                 f"stochastic EP stopped ({run.stopped_by}) after {run.n_epochs:.2f} "
                 f"epochs with the site precision still changing by "
                 f"{run.site_change:.3g} over its last window (tol={self.tol:g}); "
-                "raise max_time or max_epochs",
+                "raise max_time or max_iter",
                 ConvergenceWarning,
                 stacklevel=3,
             )
@@ -703,9 +703,10 @@ class _StochasticFit:
         )
         self.n_inducing_ = len(state.Z)
         self.site_precision_, self.site_linear_ = state.lam, state.h
-        self.n_iter_, self.n_epochs_, self.fit_seconds_ = (
-            run.n_iter,
+        # n_iter_ counts epochs, as max_iter does; n_batches_ the minibatch updates
+        self.n_iter_, self.n_batches_, self.fit_seconds_ = (
             run.n_epochs,
+            run.n_iter,
             run.seconds,
         )
         self.site_change_, self.stopped_by_ = run.site_change, run.stopped_by
@@ -751,8 +752,9 @@ class StochasticEP(_StochasticFit, _StochasticPrediction, GPClassifierBase):
     batch_size : int >= 1, default 1000
     max_time : float > 0 or None, default 60.0
         Training seconds (callbacks excluded); the rates decay over this budget.
-    max_epochs : float > 0 or None, default 100
-        Passes over the training set; the first of max_time and max_epochs stops the fit
+    max_iter : float > 0 or None, default 100
+        Passes over the training set (epochs, as scikit-learn's SGDClassifier counts its
+        max_iter; may be fractional); the first of max_time and max_iter stops the fit
         (on small data sets, the epochs).
     optimizer : "adam" or None, default "adam"
         Learn the kernel (and inducing inputs) by Adam on eq-sep-gradient; None keeps
@@ -787,8 +789,9 @@ class StochasticEP(_StochasticFit, _StochasticPrediction, GPClassifierBase):
     SEPState with ``predict_proba``); returning False stops the fit.
 
     Fitted attributes: ``kernel_``, ``likelihood_``, ``inducing_`` (M, n_features),
-    ``n_inducing_``, ``site_precision_`` (M, M), ``site_linear_`` (M,), ``n_iter_``,
-    ``n_epochs_``, ``fit_seconds_``, ``site_change_``, ``converged_``, ``stopped_by_``.
+    ``n_inducing_``, ``site_precision_`` (M, M), ``site_linear_`` (M,), ``n_iter_``
+    (epochs), ``n_batches_`` (minibatch updates), ``fit_seconds_``, ``site_change_``,
+    ``converged_``, ``stopped_by_``.
     """
 
     def __init__(
@@ -800,7 +803,7 @@ class StochasticEP(_StochasticFit, _StochasticPrediction, GPClassifierBase):
         sites="tied",
         batch_size=1000,
         max_time=60.0,
-        max_epochs=100,
+        max_iter=100,
         optimizer="adam",
         learning_rate=0.05,
         inducing_learning_rate=0.01,
@@ -820,7 +823,7 @@ class StochasticEP(_StochasticFit, _StochasticPrediction, GPClassifierBase):
         self.sites = sites
         self.batch_size = batch_size
         self.max_time = max_time
-        self.max_epochs = max_epochs
+        self.max_iter = max_iter
         self.optimizer = optimizer
         self.learning_rate = learning_rate
         self.inducing_learning_rate = inducing_learning_rate

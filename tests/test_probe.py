@@ -122,8 +122,8 @@ SPECS = {
     "SparseEP": Spec(g.SparseEP, {"n_inducing": 10, "random_state": 0}),
     "StochasticEP": Spec(
         g.StochasticEP,
-        {"n_inducing": 10, "max_time": None, "max_epochs": 50, "random_state": 0},
-        iter_name="max_epochs",
+        {"n_inducing": 10, "max_time": None, "max_iter": 50, "random_state": 0},
+        iter_name="max_iter",
     ),
     "LSCV": Spec(
         g.LSCV,

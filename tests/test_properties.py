@@ -45,7 +45,7 @@ ESTIMATORS = {
     "LSCV": lambda k: LSCV(kernel=k, optimizer=None),
     "SparseEP": lambda k: SparseEP(kernel=k, n_inducing=10, optimizer=None),
     "StochasticEP": lambda k: StochasticEP(
-        kernel=k, n_inducing=10, optimizer=None, max_time=None, max_epochs=30
+        kernel=k, n_inducing=10, optimizer=None, max_time=None, max_iter=30
     ),
 }
 
@@ -113,7 +113,7 @@ LEARNERS = {
     "TAP": lambda k: TAP(kernel=k, max_iter=100, v=0.1),
     "SparseEP": lambda k: SparseEP(kernel=k, n_inducing=10),
     "StochasticEP": lambda k: StochasticEP(
-        kernel=k, n_inducing=10, max_time=None, max_epochs=60
+        kernel=k, n_inducing=10, max_time=None, max_iter=60
     ),
 }
 CASES = [(name, False) for name in sorted(ESTIMATORS)] + [

@@ -53,7 +53,7 @@ ESTIMATORS = [
     VariationalSVM(max_iter=2, inner_max_iter=30),
     LeastSquaresDiscriminant(),
     SparseEP(n_inducing=10),
-    StochasticEP(n_inducing=10, batch_size=20, max_time=None, max_epochs=20),
+    StochasticEP(n_inducing=10, batch_size=20, max_time=None, max_iter=20),
 ]
 
 # Why a check is expected to fail, per estimator (chapter 1, "The estimator interface").

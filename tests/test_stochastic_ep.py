@@ -41,7 +41,7 @@ def fixed(**options):
         Probit(1.0),
         optimizer=None,
         max_time=None,
-        **{"max_epochs": 100, "random_state": 0, **options},
+        **{"max_iter": 100, "random_state": 0, **options},
     )
 
 
@@ -77,7 +77,7 @@ def test_per_point_sites_reach_the_sparse_ep_fixed_point(batch_size, damping):
         sites="per-point",
         batch_size=batch_size,
         damping=damping,
-        max_epochs=300,
+        max_iter=300,
     ).fit(X, Y)
     d = fitc_prior(KERNEL, X, Z).d
     state = model._state
@@ -96,7 +96,7 @@ def test_per_point_sites_reach_the_sparse_ep_fixed_point(batch_size, damping):
 def test_per_point_sites_with_the_training_inputs_as_inducing_inputs_are_full_ep():
     full = EP(KERNEL, Probit(1.0), optimizer=None, tol=1e-12).fit(X, Y)
     model = fixed(
-        inducing=X, sites="per-point", batch_size=80, damping=0.5, max_epochs=300
+        inducing=X, sites="per-point", batch_size=80, damping=0.5, max_iter=300
     ).fit(X, Y)
     np.testing.assert_allclose(model.predict_proba(X), full.predict_proba(X), atol=1e-6)
 
@@ -195,7 +195,7 @@ def test_learning_on_twonorm_comes_near_the_bayes_rule():
     Xt, yt = make_twonorm(3000, random_state=0)
     Xe, ye = make_twonorm(3000, random_state=1)
     model = StochasticEP(
-        n_inducing=50, batch_size=300, max_time=None, max_epochs=8, random_state=0
+        n_inducing=50, batch_size=300, max_time=None, max_iter=8, random_state=0
     ).fit(Xt, yt)
     p = model.predict_proba(Xe)[:, 1]
     nlp = -np.mean(np.log(np.where(ye > 0, p, 1 - p)))
@@ -212,7 +212,7 @@ def test_per_point_sites_learn_with_rebuilds():
         n_inducing=10,
         batch_size=20,
         max_time=None,
-        max_epochs=30,
+        max_iter=30,
         random_state=0,
     ).fit(X, Y)
     assert np.all(np.isfinite(model.predict_proba(X)))
@@ -221,11 +221,11 @@ def test_per_point_sites_learn_with_rebuilds():
 
 def test_optimizer_none_keeps_kernel_and_inducing_inputs():
     Z = X[:7].copy()
-    model = fixed(inducing=Z, max_epochs=30).fit(X, Y)
+    model = fixed(inducing=Z, max_iter=30).fit(X, Y)
     np.testing.assert_array_equal(model.inducing_, Z)
     np.testing.assert_array_equal(model.kernel_.theta, KERNEL.theta)
     frozen_Z = StochasticEP(
-        KERNEL, inducing=Z, learn_inducing=False, max_time=None, max_epochs=30
+        KERNEL, inducing=Z, learn_inducing=False, max_time=None, max_iter=30
     ).fit(X, Y)
     np.testing.assert_array_equal(frozen_Z.inducing_, Z)
     assert not np.array_equal(frozen_Z.kernel_.theta, KERNEL.theta)
@@ -237,7 +237,7 @@ def test_max_time_stops_the_fit():
         warnings.simplefilter("ignore", ConvergenceWarning)
         model = StochasticEP(n_inducing=20, max_time=0.3, random_state=0).fit(Xt, yt)
     assert model.stopped_by_ == "max_time" and model.fit_seconds_ >= 0.3
-    assert model.n_iter_ >= 1
+    assert model.n_batches_ >= 1 and model.n_iter_ > 0
 
 
 def test_callback_sees_the_state_and_can_stop_the_fit():
@@ -248,26 +248,26 @@ def test_callback_sees_the_state_and_can_stop_the_fit():
         return state.t < 5
 
     model = fixed(n_inducing=10, batch_size=10).fit(X, Y, callback=callback)
-    assert model.n_iter_ == 5 and model.stopped_by_ == "callback"
+    assert model.n_batches_ == 5 and model.stopped_by_ == "callback"
     assert [s[0] for s in seen] == [1, 2, 3, 4, 5]
     assert all(p.shape == (3,) and np.all((p > 0) & (p < 1)) for _, _, p in seen)
 
 
 def test_a_short_fit_warns_that_it_has_not_converged():
     with pytest.warns(ConvergenceWarning, match="epochs"):
-        model = fixed(n_inducing=10, batch_size=10, max_epochs=0.5).fit(X, Y)
+        model = fixed(n_inducing=10, batch_size=10, max_iter=0.5).fit(X, Y)
     assert not model.converged_
 
 
 def test_a_long_fixed_fit_converges_without_warning():
     with warnings.catch_warnings():
         warnings.simplefilter("error", ConvergenceWarning)
-        model = fixed(n_inducing=10, batch_size=80, max_epochs=50).fit(X, Y)
+        model = fixed(n_inducing=10, batch_size=80, max_iter=50).fit(X, Y)
     assert model.converged_ and model.site_change_ < model.tol
 
 
 def test_tied_sites_keep_no_array_of_size_n():
-    model = fixed(n_inducing=10, max_epochs=5).fit(X, Y)
+    model = fixed(n_inducing=10, max_iter=5).fit(X, Y)
     state = model._state
     assert state.nu is None and state.tau is None
     assert state.lam.shape == (10, 10) and state.h.shape == (10,)
@@ -279,7 +279,7 @@ def test_learned_hyperparameters_stay_in_their_box():
         n_inducing=10,
         batch_size=20,
         max_time=None,
-        max_epochs=40,
+        max_iter=40,
         hyperparameter_bounds=(0.5, 2.0),
         learning_rate=0.5,
         random_state=0,
@@ -288,7 +288,7 @@ def test_learned_hyperparameters_stay_in_their_box():
 
 
 def test_verbose_shows_a_progress_bar(capsys):
-    fixed(n_inducing=5, max_epochs=3, verbose=True).fit(X, Y)
+    fixed(n_inducing=5, max_iter=3, verbose=True).fit(X, Y)
     assert "StochasticEP" in capsys.readouterr().err
 
 
@@ -299,7 +299,7 @@ def test_in_a_pipeline_with_cross_validation():
     model = make_pipeline(
         StandardScaler(),
         StochasticEP(
-            n_inducing=10, batch_size=20, max_time=None, max_epochs=5, random_state=0
+            n_inducing=10, batch_size=20, max_time=None, max_iter=5, random_state=0
         ),
     )
     with warnings.catch_warnings():
@@ -321,8 +321,8 @@ def test_predict_before_fit_raises():
         ({"sites": "each"}, ValueError, "sites"),
         ({"batch_size": 0}, ValueError, "batch_size"),
         ({"max_time": -1.0}, ValueError, "max_time"),
-        ({"max_time": None, "max_epochs": None}, ValueError, "never stop"),
-        ({"max_epochs": 0}, ValueError, "max_epochs"),
+        ({"max_time": None, "max_iter": None}, ValueError, "never stop"),
+        ({"max_iter": 0}, ValueError, "max_iter"),
         ({"optimizer": "sgd"}, ValueError, "optimizer"),
         ({"learning_rate": -0.1}, ValueError, "learning_rate"),
         ({"inducing_learning_rate": -0.1}, ValueError, "inducing_learning_rate"),
