@@ -53,6 +53,7 @@ __all__ = [
     "naive_residual",
     "naive_loo",
     "latent_moments",
+    "predictive_probability",
     "check_no_conflicting_pair",
     "NaiveMeanField",
 ]
@@ -489,9 +490,9 @@ def latent_moments(kernel, X_train, coef, posterior, X):
     return K_cross @ coef, np.maximum(var, np.finfo(float).tiny)
 
 
-def _mf_predict_proba(kernel, X_train, coef, posterior, kappa, v, X):
+def predictive_probability(kernel, X_train, coef, posterior, kappa, v, X):
     """Eq. (eq-mf-predictive): kappa + (1 - 2 kappa) Phi(<f(x)> / sqrt(Var f(x) +
-    v))."""
+    v)) at rows of X, from the Gaussian ``posterior`` of the sites on ``X_train``."""
     mean, var = latent_moments(kernel, X_train, coef, posterior, X)
     return StepFlip(float(kappa)).predictive(mean, var + float(v))
 
@@ -519,7 +520,7 @@ class _NaiveMFPrediction:
     def _predict_proba_positive(self, X):
         """Eq. (eq-mf-predictive): kappa + (1 - 2 kappa) Phi(<f(x)> / sqrt(Var f(x) +
         v))."""
-        return _mf_predict_proba(
+        return predictive_probability(
             self.kernel_,
             self.X_train_,
             self.coef_,

@@ -41,7 +41,11 @@ from gpc_literate.base import (
 )
 from gpc_literate.kernels import check_kernel, default_kernel
 from gpc_literate.likelihoods import StepFlip
-from gpc_literate.meanfield import check_no_conflicting_pair, latent_moments
+from gpc_literate.meanfield import (
+    check_no_conflicting_pair,
+    latent_moments,
+    predictive_probability,
+)
 from gpc_literate.sites import (
     SitePosterior,
     cavities,
@@ -383,16 +387,6 @@ def _tap_loo(likelihood, y, mu_cav, var_cav):
 
 
 # %% book/10_tap.md, code cell 31
-def _tap_predict_proba(kernel, X_train, coef, posterior, likelihood, v, X):
-    """Eq. (eq-tap-predictive): kappa + (1 - 2 kappa) Phi(<f(x)> / sqrt(Var f(x) + v)).
-
-    At each row of X, from the solution's ``coef`` and ``posterior`` on ``X_train``.
-    """
-    mean, var = latent_moments(kernel, X_train, coef, posterior, X)
-    return likelihood.predictive(mean, var + float(v))
-
-
-# %% book/10_tap.md, code cell 32
 class _TAPFit:
     """TAP at a given kernel: the equations solved, the solution and its
     leave-one-out stored."""
@@ -454,7 +448,7 @@ class _TAPFit:
         return self
 
 
-# %% book/10_tap.md, code cell 33
+# %% book/10_tap.md, code cell 32
 class _TAPEvidence:
     """-G_TAP (eq-tap-log-evidence) and its gradient (eq-tap-evidence-gradient) at
     any theta."""
@@ -494,7 +488,7 @@ class _TAPEvidence:
         return self.log_marginal_likelihood(theta, eval_gradient)
 
 
-# %% book/10_tap.md, code cell 34
+# %% book/10_tap.md, code cell 33
 class _TAPPrediction:
     """Decision function (eq-exact-mean-rep) and class probability
     (eq-tap-predictive)."""
@@ -507,12 +501,12 @@ class _TAPPrediction:
     def _predict_proba_positive(self, X):
         """Eq. (eq-tap-predictive): kappa + (1 - 2 kappa) Phi(<f(x)> / sqrt(Var f(x)
         + v))."""
-        return _tap_predict_proba(
+        return predictive_probability(
             self.kernel_,
             self.X_train_,
             self.coef_,
             self._posterior,
-            self._likelihood,
+            self.kappa,
             self.v,
             X,
         )
@@ -526,7 +520,7 @@ class _TAPPrediction:
         )
 
 
-# %% book/10_tap.md, code cell 35
+# %% book/10_tap.md, code cell 34
 class _TAPLearning:
     """TAP's options checked, and ``fit`` with a warm start."""
 
@@ -551,7 +545,7 @@ class _TAPLearning:
         return super().fit(X, y, alpha_init=alpha_init, **fit_params)
 
 
-# %% book/10_tap.md, code cell 36
+# %% book/10_tap.md, code cell 35
 class TAP(
     _TAPLearning,
     _TAPFit,
