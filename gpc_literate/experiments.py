@@ -33,7 +33,7 @@ from gpc_literate import __version__, datasets
 from gpc_literate.base import check_integer, check_scalar
 from gpc_literate.ep_classifier import EP
 from gpc_literate.kernels import RBF
-from gpc_literate.criteria import f_measure
+from gpc_literate.criteria import f_measure, negative_log_predictive
 from gpc_literate.selection import LSCV, nlp_fm_bias, select_hyperparameters
 
 __all__ = [
@@ -152,7 +152,7 @@ def _test_scores(model, y, p, zeta):
     log-hyperparameters and the bias (for LS-CV its offset b)."""
     hard = (p > 0.5).astype(float)
     return dict(
-        nlp=float(-np.mean(np.log(np.where(y > 0, p, 1.0 - p)))),
+        nlp=negative_log_predictive(y, p),
         error=float(np.mean(np.where(p > 0.5, 1.0, -1.0) != y)),
         f_measure=f_measure(y, hard, zeta=zeta),
         theta=[float(t) for t in model.kernel_.theta],
