@@ -49,6 +49,7 @@ __all__ = [
     "warn_start_outside",
     "maximize_criterion",
     "LearnsHyperparameters",
+    "AlphaWarmStartMixin",
 ]
 
 
@@ -442,7 +443,21 @@ class GPClassifierBase(_GPClassifierPrediction, ClassifierMixin, BaseEstimator):
         raise NotImplementedError(f"{type(self).__name__} must implement _fit(X, y_pm)")
 
 
-# %% book/01_gp_classification.md, code cell 37
+# %% book/01_gp_classification.md, code cell 32
+class AlphaWarmStartMixin:
+    """``fit(X, y, alpha_init=None)`` for a GPClassifierBase whose ``_fit`` takes a
+    starting alpha (listed before GPClassifierBase among the bases)."""
+
+    def fit(self, X, y, alpha_init=None, **fit_params):
+        """Fit to inputs X (n, d) and two-class labels y; ``alpha_init`` (n,)
+        warm-starts alpha.
+
+        Any other keyword argument (e.g. ``sample_weight``) raises TypeError, naming it.
+        """
+        return super().fit(X, y, alpha_init=alpha_init, **fit_params)
+
+
+# %% book/01_gp_classification.md, code cell 38
 @dataclass
 class LearnedHyperparameters:
     """How ``fit`` learned the kernel (the fitted attribute ``learning_``, section
@@ -467,7 +482,7 @@ class LearnedHyperparameters:
     at_bound: tuple
 
 
-# %% book/01_gp_classification.md, code cell 38
+# %% book/01_gp_classification.md, code cell 39
 def check_bounds(bounds, name="hyperparameter_bounds"):
     """Validate (low, high), 0 < low < high, for positive hyperparameters: return their
     logs.
@@ -508,7 +523,7 @@ def search_box(bounds, theta0, name="hyperparameter_bounds"):
     return np.full(theta0.shape, low), np.full(theta0.shape, high)
 
 
-# %% book/01_gp_classification.md, code cell 39
+# %% book/01_gp_classification.md, code cell 40
 def _failed_point(theta, good, gradient):
     """Objective at a trial point where the criterion cannot be computed: a wall.
 
@@ -524,7 +539,7 @@ def _failed_point(theta, good, gradient):
     )
 
 
-# %% book/01_gp_classification.md, code cell 40
+# %% book/01_gp_classification.md, code cell 41
 def _search_objective(criterion, gradient, good):
     """Objective of the search: -criterion(theta) (and minus its gradient if
     ``gradient``).
@@ -553,7 +568,7 @@ def _search_objective(criterion, gradient, good):
     return objective
 
 
-# %% book/01_gp_classification.md, code cell 41
+# %% book/01_gp_classification.md, code cell 42
 NM_STEP = 0.1  # Nelder-Mead's first simplex: one log-hyperparameter moved by this
 
 
@@ -565,7 +580,7 @@ def _first_simplex(start, box):
     return np.vstack([start, start + np.diag(steps)])
 
 
-# %% book/01_gp_classification.md, code cell 42
+# %% book/01_gp_classification.md, code cell 43
 def _best_run(objective, starts, box, gradient, max_iter):
     """Minimise ``objective`` from each start within ``box``; return the best scipy
     result.
@@ -602,7 +617,7 @@ def _best_run(objective, starts, box, gradient, max_iter):
     return best
 
 
-# %% book/01_gp_classification.md, code cell 43
+# %% book/01_gp_classification.md, code cell 44
 _ON_BOUND = 1e-3  # a log-hyperparameter this close to a bound (relative) is "on" it
 _BOUND_HITS_SHOWN = 4  # a bound warning names this many hyperparameters, then counts
 
@@ -636,7 +651,7 @@ def warn_start_outside(owner, kernel, low, high, stacklevel):
     return kernel.with_theta(np.clip(kernel.theta, low, high)), True
 
 
-# %% book/01_gp_classification.md, code cell 44
+# %% book/01_gp_classification.md, code cell 45
 def warn_bound_hits(
     owner,
     at_bound,
@@ -684,7 +699,7 @@ def warn_bound_hits(
     )
 
 
-# %% book/01_gp_classification.md, code cell 45
+# %% book/01_gp_classification.md, code cell 46
 def _report_search(best, theta, names, bounds, owner, stacklevel):
     """Warn if the best run did not converge or a hyperparameter is on a bound; return
     those names.
@@ -732,7 +747,7 @@ def _search_record(best, theta, starts, names, good, at_bound):
     )
 
 
-# %% book/01_gp_classification.md, code cell 46
+# %% book/01_gp_classification.md, code cell 47
 def maximize_criterion(
     criterion,
     theta0,
@@ -776,7 +791,7 @@ def maximize_criterion(
     return theta, _search_record(best, theta, starts, names, good, at_bound)
 
 
-# %% book/01_gp_classification.md, code cell 47
+# %% book/01_gp_classification.md, code cell 48
 class _LearningChecks:
     """Checks of the learning parameters of LearnsHyperparameters."""
 
@@ -801,7 +816,7 @@ class _LearningChecks:
             ) from None
 
 
-# %% book/01_gp_classification.md, code cell 48
+# %% book/01_gp_classification.md, code cell 49
 class _LearningStart:
     """The fit at the starting kernel of LearnsHyperparameters (sec-gpc-learning)."""
 
@@ -838,7 +853,7 @@ class _LearningStart:
         return box
 
 
-# %% book/01_gp_classification.md, code cell 49
+# %% book/01_gp_classification.md, code cell 50
 class LearnsHyperparameters(_LearningChecks, _LearningStart):
     """Mixin for a GPClassifierBase whose ``fit`` learns the kernel (section
     sec-gpc-learning).

@@ -30,6 +30,7 @@ from scipy.linalg import LinAlgWarning, cholesky, lu_factor, lu_solve, solve_tri
 from scipy.optimize import linprog
 
 from gpc_literate.base import (
+    AlphaWarmStartMixin,
     ConvergenceWarning,
     GPClassifierBase,
     LearnsHyperparameters,
@@ -540,7 +541,7 @@ class _NaiveMFPrediction:
 
 
 # %% book/09_naive_mean_field.md, code cell 37
-class _NaiveMFLearning:
+class _NaiveMFLearning(AlphaWarmStartMixin):
     """NaiveMeanField's options checked, its default kernel and warm start, and
     ``fit``."""
 
@@ -556,14 +557,6 @@ class _NaiveMFLearning:
             self.kernel,
             self.compute_loo,
         )
-
-    def fit(self, X, y, alpha_init=None, **fit_params):
-        """Fit to inputs X (n, d) and two-class labels y; ``alpha_init`` (n,)
-        warm-starts alpha.
-
-        Any other keyword argument (e.g. ``sample_weight``) raises TypeError, naming it.
-        """
-        return super().fit(X, y, alpha_init=alpha_init, **fit_params)
 
     def _default_kernel(self, X):
         return default_kernel(X)

@@ -21,6 +21,7 @@ from scipy.linalg import LinAlgError, cholesky, eigh, solve_triangular
 from scipy.sparse.linalg import ArpackNoConvergence, eigsh
 
 from gpc_literate.base import (
+    AlphaWarmStartMixin,
     ConvergenceWarning,
     GPClassifierBase,
     check_bool,
@@ -408,16 +409,8 @@ def _fit_adatron(K, X, y, *, model, solver, compute_loo):
 
 
 # %% book/05_svm.md, code cell 27
-class _AdatronFit:
-    """Fit and decision function of KernelAdatron."""
-
-    def fit(self, X, y, alpha_init=None, **fit_params):
-        """Fit to inputs X (n, d) and two-class labels y; ``alpha_init`` (n,)
-        warm-starts alpha.
-
-        Any other keyword argument (e.g. ``sample_weight``) raises TypeError, naming it.
-        """
-        return super().fit(X, y, alpha_init=alpha_init, **fit_params)
+class _AdatronFit(AlphaWarmStartMixin):
+    """Fit (warm-started by alpha_init) and decision function of KernelAdatron."""
 
     def _fit(self, X, y, alpha_init=None):
         kernel = (

@@ -32,6 +32,7 @@ from scipy.linalg import LinAlgError
 from sklearn.utils.validation import check_is_fitted
 
 from gpc_literate.base import (
+    AlphaWarmStartMixin,
     ConvergenceWarning,
     GPClassifierBase,
     LearnsHyperparameters,
@@ -521,7 +522,7 @@ class _TAPPrediction:
 
 
 # %% book/10_tap.md, code cell 34
-class _TAPLearning:
+class _TAPLearning(AlphaWarmStartMixin):
     """TAP's options checked, and ``fit`` with a warm start."""
 
     def _validate_params(self):
@@ -535,14 +536,6 @@ class _TAPLearning:
             self.kernel,
             self.compute_loo,
         )
-
-    def fit(self, X, y, alpha_init=None, **fit_params):
-        """Fit to inputs X (n, d) and two-class labels y; ``alpha_init`` (n,)
-        warm-starts alpha.
-
-        Any other keyword argument (e.g. ``sample_weight``) raises TypeError, naming it.
-        """
-        return super().fit(X, y, alpha_init=alpha_init, **fit_params)
 
 
 # %% book/10_tap.md, code cell 35
