@@ -50,6 +50,7 @@ __all__ = [
     "maximize_criterion",
     "LearnsHyperparameters",
     "AlphaWarmStartMixin",
+    "central_difference",
 ]
 
 
@@ -893,3 +894,16 @@ class LearnsHyperparameters(_LearningChecks, _LearningStart):
             float(self._criterion(None, False)),
         )
         self.learning_ = result
+
+
+# %% book/01_gp_classification.md, code cell 53
+def central_difference(fun, x, h=1e-5):
+    """Central differences (fun(x + h e) - fun(x - h e)) / (2 h) for each entry e of
+    the array x: an array of shape x.shape + the shape of fun(x)."""
+    x = np.asarray(x, dtype=float)
+    out = []
+    for index in np.ndindex(*x.shape):
+        step = np.zeros_like(x)
+        step[index] = h
+        out.append((np.asarray(fun(x + step)) - np.asarray(fun(x - step))) / (2 * h))
+    return np.array(out).reshape(x.shape + np.shape(out[0]))

@@ -40,6 +40,8 @@ __all__ = [
     "load",
     "make_ringnorm",
     "make_twonorm",
+    "make_noisy_linear",
+    "make_noisy_parabola",
     "stratified_folds",
 ]
 
@@ -1454,3 +1456,22 @@ def bayes_proba(name, X):
     else:
         raise ValueError(f"name must be 'twonorm' or 'ringnorm'; got {name!r}")
     return expit(log_odds)
+
+
+# %% book/04_data.md, code cell 56
+def make_noisy_linear(n, d=2, noise=0.7, seed=0):
+    """``n`` Gaussian inputs in ``d`` dimensions with labels sign(x_1 - x_d / 2 + noise
+    * e), e ~ N(0, 1): (X, y), y in {-1, +1} (ints)."""
+    r = np.random.default_rng(seed)
+    X = r.standard_normal((n, d))
+    y = np.where(X[:, 0] - 0.5 * X[:, -1] + noise * r.standard_normal(n) > 0, 1, -1)
+    return X, y
+
+
+def make_noisy_parabola(n, seed):
+    """``n`` Gaussian inputs in 3 dimensions with labels sign(x_1 + x_2^2 / 2 - 0.6 +
+    e / 2), e ~ N(0, 1): (X, y), y in {-1.0, +1.0}."""
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, 3))
+    f = X[:, 0] + 0.5 * X[:, 1] ** 2 - 0.6
+    return X, np.where(f + 0.5 * rng.normal(size=n) > 0, 1.0, -1.0)

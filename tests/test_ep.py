@@ -10,6 +10,7 @@ from scipy.integrate import quad
 from scipy.stats import multivariate_normal
 
 from gpc_literate.base import ConvergenceWarning, NotFittedError
+from gpc_literate.datasets import make_noisy_linear
 from gpc_literate.ep import ep_log_marginal, ep_log_marginal_gradient, run_ep
 from gpc_literate.ep_classifier import EP
 from gpc_literate.ep_fast import solve_ep
@@ -22,12 +23,7 @@ from gpc_literate.sites import (
     tilted_moments,
 )
 
-
-def toy(n, d=2, noise=0.7, seed=0):
-    rng = np.random.default_rng(seed)
-    X = rng.standard_normal((n, d))
-    y = np.where(X[:, 0] - 0.5 * X[:, -1] + noise * rng.standard_normal(n) > 0, 1, -1)
-    return X, y
+toy = make_noisy_linear  # the EP chapters' toy problem (chapter 4)
 
 
 def evidence(K, y, lik, **kw):

@@ -8,10 +8,6 @@ import pytest
 from scipy.special import ndtr
 
 from gpc_literate.base import ConvergenceWarning
-from gpc_literate.ep_classifier import EP
-from gpc_literate.kernels import RBF
-from gpc_literate.laplace import Laplace, Logistic
-from gpc_literate.likelihoods import Gaussian, Probit
 from gpc_literate.criteria import (
     BiasedEP,
     ShiftedLikelihood,
@@ -24,6 +20,11 @@ from gpc_literate.criteria import (
     negative_log_predictive,
     weighted_error_rate,
 )
+from gpc_literate.datasets import make_noisy_parabola
+from gpc_literate.ep_classifier import EP
+from gpc_literate.kernels import RBF
+from gpc_literate.laplace import Laplace, Logistic
+from gpc_literate.likelihoods import Gaussian, Probit
 from gpc_literate.selection import (
     LSCV,
     SelectionHistory,
@@ -38,10 +39,7 @@ H = 1e-5
 
 
 def toy(n=30, seed=0):
-    rng = np.random.default_rng(seed)
-    X = rng.normal(size=(n, 3))
-    f = X[:, 0] + 0.5 * X[:, 1] ** 2 - 0.6
-    return X, np.where(f + 0.5 * rng.normal(size=n) > 0, 1.0, -1.0)
+    return make_noisy_parabola(n, seed)  # the selection chapters' toy problem
 
 
 def central(fun, x, h=H):

@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 from sklearn.base import clone
 
 from gpc_literate.base import ConvergenceWarning, NotFittedError
+from gpc_literate.datasets import make_noisy_linear
 from gpc_literate.ep_classifier import EP
 from gpc_literate.kernels import RBF, Cauchy
 from gpc_literate.likelihoods import Probit
@@ -23,10 +24,9 @@ from gpc_literate.sparse_ep import (
 
 
 def toy_problem(n, d=2, noise=0.7, seed=0):
-    r = np.random.default_rng(seed)
-    X = r.standard_normal((n, d))
-    y = np.where(X[:, 0] - 0.5 * X[:, -1] + noise * r.standard_normal(n) > 0, 1.0, -1.0)
-    return X, y
+    """Chapter 4's noisy linear problem, with float labels."""
+    X, y = make_noisy_linear(n, d, noise, seed)
+    return X, y.astype(float)
 
 
 X, Y = toy_problem(60, seed=2)
