@@ -437,17 +437,16 @@ def _ep_cv(model, X, y, y_pm, problem, criterion, params, m_step_iter, run):
     bar = tqdm(total=max_iter, desc=f"EP-CV({criterion})", disable=not run["progress"])
     for it in range(1, max_iter + 1):
         result = _m_step(phi, current, m_step_args, problem.bounds, m_step_iter)
-        predicted = sign * value - result.fun  # M-step improvement, sites fixed
-        if not predicted > tol:
+        gain = sign * value - result.fun  # M-step improvement, sites fixed
+        if not gain > tol:
             message = (
-                f"the M-step improves the criterion by {max(predicted, 0.0):.3g} <= tol"
+                f"the M-step improves the criterion by {max(gain, 0.0):.3g} <= tol"
             )
             break
         step = _safeguarded_step(runner, phi, result.x - phi, current, value, sign, loo)
         if step is None:
             message = (
-                f"no step along the M-step direction improves the criterion "
-                f"({_MAX_HALVINGS} halvings)"
+                f"no step along the M-step direction helps ({_MAX_HALVINGS} halvings)"
             )
             break
         step, current, new, halvings = step
@@ -462,18 +461,10 @@ def _ep_cv(model, X, y, y_pm, problem, criterion, params, m_step_iter, run):
             )
             break
     bar.close()
-    converged = bool(message)
-    message = message or f"max_iter={max_iter} outer iterations reached"
-    return current, _finish_run(
-        record,
-        runner,
-        f"EP-CV({criterion})",
-        (criterion, params),
-        n_iter,
-        runner.n_fits,
-        message,
-        converged,
-    )
+    converged, stop = bool(message), f"max_iter={max_iter} outer iterations reached"
+    what, n_fits = f"EP-CV({criterion})", runner.n_fits
+    args = (what, (criterion, params), n_iter, n_fits, message or stop, converged)
+    return current, _finish_run(record, runner, *args)
 
 
 # %% book/17_loo_model_selection.md, code cell 15
@@ -567,16 +558,9 @@ def _maximise_evidence(model, X, y, problem, run):
     )
     bar.close()
     fitted, n_fits = _evidence_final_fit(model, X, y, problem, result, runner, state)
-    return fitted, _finish_run(
-        record,
-        runner,
-        "evidence maximisation",
-        ("evidence", {}),
-        int(result.nit),
-        n_fits,
-        str(result.message),
-        bool(result.success),
-    )
+    outcome = (int(result.nit), n_fits, str(result.message), bool(result.success))
+    args = ("evidence maximisation", ("evidence", {}), *outcome)
+    return fitted, _finish_run(record, runner, *args)
 
 
 # %% book/17_loo_model_selection.md, code cell 20
