@@ -313,14 +313,9 @@ def exact_posterior_moments(
     mean, cov, mean_cov, log_z, log_z_se, ess = acc.result()
     if v > 0.0:  # the moments are those of g = f + xi
         mean, cov, mean_cov = _moments_of_f(K, C, mean, cov, mean_cov)
+    se = np.sqrt(np.maximum(np.diag(mean_cov), 0.0))
     return ExactMoments(
-        mean,
-        cov,
-        np.sqrt(np.maximum(np.diag(mean_cov), 0.0)),
-        float(log_z),
-        float(log_z_se),
-        float(ess),
-        n_samples,
+        mean, cov, se, float(log_z), float(log_z_se), float(ess), n_samples
     )
 
 
