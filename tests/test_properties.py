@@ -18,6 +18,8 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
+from conftest import inputs, two_class_labels
+
 from gpc_literate.base import ConvergenceWarning, search_box
 from gpc_literate.ep_classifier import EP
 from gpc_literate.kernels import RBF
@@ -62,23 +64,13 @@ ESTIMATORS = {cls.__name__: (lambda k, cls=cls: build(cls, k)) for cls in CLASSE
 def problems(draw):
     n = draw(st.integers(2, 25))
     d = draw(st.integers(1, 4))
-    X = np.array(
-        draw(
-            st.lists(
-                st.lists(st.floats(-3, 3), min_size=d, max_size=d),
-                min_size=n,
-                max_size=n,
-            )
-        )
-    )
+    X = draw(inputs(n, d))
     if draw(st.booleans()):  # constant features
         X[:, draw(st.integers(0, d - 1))] = draw(st.floats(-3, 3))
     if n > 2 and draw(st.booleans()):  # duplicated inputs (labels drawn freely)
         X[-1] = X[0]
     labels = draw(st.sampled_from([(0, 1), ("a", "b"), (-1, 1)]))
-    pick = draw(st.lists(st.integers(0, 1), min_size=n, max_size=n))
-    pick[0], pick[1] = 0, 1  # both classes present
-    y = np.array([labels[i] for i in pick])
+    y = draw(two_class_labels(n, labels))
     scale = 10.0 ** draw(st.integers(-2, 3))
     kernel = RBF(length_scale=draw(st.sampled_from([0.3, 1.0, 3.0])), variance=scale)
     return X, y, kernel

@@ -7,6 +7,8 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+
+from conftest import inputs, two_class_labels
 from sklearn.base import clone
 
 from gpc_literate.base import ConvergenceWarning, NotFittedError
@@ -253,22 +255,12 @@ def test_memory_is_linear_in_n():
 @st.composite
 def problems(draw):
     n = draw(st.integers(3, 25))
-    d = draw(st.integers(1, 3))
-    Xp = np.array(
-        draw(
-            st.lists(
-                st.lists(st.floats(-3, 3), min_size=d, max_size=d),
-                min_size=n,
-                max_size=n,
-            )
-        )
-    )
-    pick = draw(st.lists(st.sampled_from([-1.0, 1.0]), min_size=n, max_size=n))
-    pick[0], pick[1] = -1.0, 1.0
+    Xp = draw(inputs(n, st.integers(1, 3)))
+    pick = draw(two_class_labels(n))
     kernel = RBF(
         draw(st.sampled_from([0.3, 1.0, 3.0])), draw(st.sampled_from([0.1, 1.0, 10.0]))
     )
-    return Xp, np.array(pick), kernel, draw(st.integers(1, n))
+    return Xp, pick, kernel, draw(st.integers(1, n))
 
 
 @pytest.mark.filterwarnings(
