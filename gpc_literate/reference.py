@@ -17,10 +17,11 @@ and n points and are meant for a handful of points.
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.linalg import LinAlgError, cho_factor, cho_solve, cholesky
+from scipy.linalg import cho_factor, cho_solve
 from scipy.special import log_ndtr, ndtri
 
 from gpc_literate.likelihoods import Gaussian, Likelihood, Probit, StepFlip
+from gpc_literate.svm import jittered_cholesky
 
 __all__ = [
     "ExactMoments",
@@ -86,15 +87,9 @@ class ExactMoments:
 
 # %% book/07_exact_relations.md, code cell 8
 def _cholesky_jitter(C):
-    """Lower Cholesky factor of C, adding a tiny multiple of the mean diagonal if C
-    is singular."""
-    scale = float(np.mean(np.diag(C))) if C.size else 1.0
-    for jitter in (0.0, 1e-12, 1e-10, 1e-8):
-        try:
-            return cholesky(C + jitter * scale * np.eye(len(C)), lower=True)
-        except LinAlgError:
-            pass
-    raise LinAlgError("the covariance matrix is not positive definite")
+    """Lower Cholesky factor of C, jittered by at most 1e-8 times its mean diagonal."""
+    jitters = (0.0, 1e-12, 1e-10, 1e-8)
+    return jittered_cholesky(C, jitters, what="the covariance matrix")
 
 
 # %% book/07_exact_relations.md, code cell 9

@@ -37,6 +37,7 @@ __all__ = [
     "conditional_variances",
     "kernel_adatron",
     "kkt_violation",
+    "jittered_cholesky",
     "largest_eigenvalue",
     "project_box_hyperplane",
     "svm_groups",
@@ -281,17 +282,17 @@ def kernel_adatron(
 
 
 # %% book/05_svm.md, code cell 22
-def _cholesky_with_jitter(A):
-    """Lower Cholesky factor of the symmetric positive (semi)definite A, adding
-    jitter if needed."""
-    jitter = 0.0
+def jittered_cholesky(A, jitters=(0.0, 1e-10, 1e-8, 1e-6, 1e-4, 1e-2), what="A"):
+    """Lower Cholesky factor of the symmetric positive (semi)definite A + j m I, for
+    the first j of ``jitters`` that works (m the mean diagonal of A); LinAlgError
+    naming ``what`` if none does."""
     scale = float(np.mean(np.diag(A))) if A.size else 1.0
-    for _ in range(6):
+    for jitter in jitters:
         try:
-            return cholesky(A + jitter * np.eye(A.shape[0]), lower=True)
+            return cholesky(A + jitter * scale * np.eye(A.shape[0]), lower=True)
         except LinAlgError:
-            jitter = 1e-10 * scale if jitter == 0.0 else jitter * 100.0
-    raise LinAlgError("the margin support vector block is not positive definite")
+            pass
+    raise LinAlgError(f"{what} is not positive definite")
 
 
 # %% book/05_svm.md, code cell 23
@@ -322,7 +323,9 @@ def conditional_variances(K, alpha, *, C=np.inf, v=0.0, fit_bias=False):
     if M.size == 0:
         sigma[B] = K_noisy_diag[B]
         return sigma
-    L = _cholesky_with_jitter(K[np.ix_(M, M)] + v * np.eye(M.size))
+    L = jittered_cholesky(
+        K[np.ix_(M, M)] + v * np.eye(M.size), what="the margin support vector block"
+    )
     L_inv = solve_triangular(L, np.eye(M.size), lower=True)
     diag_inv = np.einsum("ij,ij->j", L_inv, L_inv)  # diag of K_MM^{-1}
     W = solve_triangular(L, K[np.ix_(M, B)], lower=True)  # L^{-1} a_i, bound SVs
