@@ -428,7 +428,7 @@ def git_state(paths=("gpc_literate",)):
 
 def _git_commit():
     """The commit the package runs from, or None without git."""
-    return git_state()[0]
+    return _git("rev-parse", "HEAD") or None
 
 
 DASK_RETRIES = 2  # a job that raises on a Dask worker is run again this many times

@@ -389,9 +389,12 @@ def _m_step(phi, sites, m_step_args, bounds, m_step_iter):
     )
 
 
-def _finish_run(record, runner, what, criterion, n_iter, n_fits, message, converged):
-    """The SelectionHistory of a run, after warning if it did not converge or if EP
-    fits failed on the way; ``criterion`` = (name, params)."""
+def _finish_run(
+    record, runner, criterion, params, n_iter, message, converged, n_fits=None
+):
+    """The SelectionHistory of a run (EP-CV, or the evidence), after warning if it did
+    not converge or if EP fits failed; ``n_fits`` defaults to the runner's count."""
+    what = "evidence maximisation" if criterion == "evidence" else f"EP-CV({criterion})"
     if not converged:
         warnings.warn(
             f"{what} did not converge: {message}; increase max_iter",
@@ -400,7 +403,8 @@ def _finish_run(record, runner, what, criterion, n_iter, n_fits, message, conver
         )
     if runner is not None:
         runner.warn_failed(stacklevel=5)
-    return record.history(*criterion, n_iter, converged, n_fits, message)
+    n_fits = runner.n_fits if n_fits is None else n_fits
+    return record.history(criterion, params, n_iter, converged, n_fits, message)
 
 
 def _safeguarded_step(runner, phi, step, current, value, sign, loo):
@@ -461,10 +465,10 @@ def _ep_cv(model, X, y, y_pm, problem, criterion, params, m_step_iter, run):
             )
             break
     bar.close()
-    converged, stop = bool(message), f"max_iter={max_iter} outer iterations reached"
-    what, n_fits = f"EP-CV({criterion})", runner.n_fits
-    args = (what, (criterion, params), n_iter, n_fits, message or stop, converged)
-    return current, _finish_run(record, runner, *args)
+    converged = bool(message)
+    message = message or f"max_iter={max_iter} outer iterations reached"
+    history = _finish_run(record, runner, criterion, params, n_iter, message, converged)
+    return current, history
 
 
 # %% book/17_loo_model_selection.md, code cell 15
@@ -558,9 +562,11 @@ def _maximise_evidence(model, X, y, problem, run):
     )
     bar.close()
     fitted, n_fits = _evidence_final_fit(model, X, y, problem, result, runner, state)
-    outcome = (int(result.nit), n_fits, str(result.message), bool(result.success))
-    args = ("evidence maximisation", ("evidence", {}), *outcome)
-    return fitted, _finish_run(record, runner, *args)
+    nit, message, converged = int(result.nit), str(result.message), bool(result.success)
+    history = _finish_run(
+        record, runner, "evidence", {}, nit, message, converged, n_fits
+    )
+    return fitted, history
 
 
 # %% book/17_loo_model_selection.md, code cell 20
