@@ -702,7 +702,8 @@ class _StochasticFit:
             state.Z,
         )
         self.n_inducing_ = len(state.Z)
-        self.site_precision_, self.site_linear_ = state.lam, state.h
+        # the sites in the inducing space, named as EP's sites: precision, linear
+        self.site_tau_, self.site_nu_ = state.lam, state.h
         # n_iter_ counts epochs, as max_iter does; n_batches_ the minibatch updates
         self.n_iter_, self.n_batches_, self.fit_seconds_ = (
             run.n_epochs,
@@ -789,7 +790,8 @@ class StochasticEP(_StochasticFit, _StochasticPrediction, GPClassifierBase):
     SEPState with ``predict_proba``); returning False stops the fit.
 
     Fitted attributes: ``kernel_``, ``likelihood_``, ``inducing_`` (M, n_features),
-    ``n_inducing_``, ``site_precision_`` (M, M), ``site_linear_`` (M,), ``n_iter_``
+    ``n_inducing_``, ``site_tau_`` (M, M) and ``site_nu_`` (M,) (the summed sites'
+    precision and linear term in the inducing space), ``n_iter_``
     (epochs), ``n_batches_`` (minibatch updates), ``fit_seconds_``, ``site_change_``,
     ``converged_``, ``stopped_by_``.
     """
