@@ -18,10 +18,11 @@ import copy
 import inspect
 import numbers
 import warnings
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 from scipy.optimize import minimize
+from tqdm import tqdm
 from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.exceptions import NotFittedError
 from sklearn.utils import check_array as _sklearn_check_array
@@ -468,7 +469,9 @@ class LearnedHyperparameters:
     log-hyperparameters ``theta`` (``names`` gives their order, ``theta_start`` the
     start); ``n_evaluations`` counts evaluations of the criterion over ``n_starts``
     starts; ``converged`` and ``message`` are the optimiser's; ``at_bound`` names the
-    hyperparameters that ended on a bound of ``hyperparameter_bounds``.
+    hyperparameters that ended on a bound of ``hyperparameter_bounds``; ``n_iter``
+    counts the iterations of the best run and ``optimizer_result`` is scipy's result
+    of that run.
     """
 
     criterion: str
@@ -481,6 +484,8 @@ class LearnedHyperparameters:
     converged: bool
     message: str
     at_bound: tuple
+    n_iter: int = 0
+    optimizer_result: object = field(default=None, repr=False)
 
 
 # %% book/01_gp_classification.md, code cell 39
@@ -508,17 +513,18 @@ RELATIVE_BOUNDS = (
 )  # hyperparameter_bounds="auto": this factor range about the start
 
 
-def search_box(bounds, theta0, name="hyperparameter_bounds"):
+def search_box(bounds, theta0, name="hyperparameter_bounds", relative=RELATIVE_BOUNDS):
     """The box (low, high) of the search over log-hyperparameters, two arrays shaped as
     theta0.
 
-    ``bounds="auto"``: each hyperparameter between RELATIVE_BOUNDS times its start, so
-    that the box moves with the units of the data; a pair (low, high): the same box for
-    every hyperparameter, in natural units (validated by ``check_bounds``).
+    ``bounds="auto"``: each hyperparameter between ``relative`` (default
+    RELATIVE_BOUNDS) times its start, so that the box moves with the units of the data;
+    a pair (low, high): the same box for every hyperparameter, in natural units
+    (validated by ``check_bounds``).
     """
     theta0 = np.asarray(theta0, dtype=float)
     if isinstance(bounds, str) and bounds == "auto":
-        low, high = np.log(RELATIVE_BOUNDS)
+        low, high = np.log(relative)
         return theta0 + low, theta0 + high
     low, high = check_bounds(bounds, name)
     return np.full(theta0.shape, low), np.full(theta0.shape, high)
@@ -582,23 +588,26 @@ def _first_simplex(start, box):
 
 
 # %% book/01_gp_classification.md, code cell 43
-def _best_run(objective, starts, box, gradient, max_iter):
+def _best_run(objective, starts, box, gradient, max_iter, tol=None, callback=None):
     """Minimise ``objective`` from each start within ``box``; return the best scipy
     result.
 
-    L-BFGS-B with the gradient if ``gradient``, else Nelder-Mead (its iteration budget
-    grows with the number of hyperparameters, ``len(box)``).
+    L-BFGS-B with the gradient if ``gradient`` (``tol``, if given, its ftol and gtol),
+    else Nelder-Mead (its iteration budget grows with the number of hyperparameters,
+    ``len(box)``); ``callback(intermediate_result)`` after each iteration.
     """
     best = None
     for start in starts:
         if gradient:
+            tols = {} if tol is None else {"ftol": tol, "gtol": tol}
             run = minimize(
                 objective,
                 start,
                 jac=True,
                 method="L-BFGS-B",
                 bounds=box,
-                options={"maxiter": max_iter},
+                callback=callback,
+                options={"maxiter": max_iter, **tols},
             )
         else:
             run = minimize(
@@ -606,6 +615,7 @@ def _best_run(objective, starts, box, gradient, max_iter):
                 start,
                 method="Nelder-Mead",
                 bounds=box,
+                callback=callback,
                 options={
                     "maxiter": 2 * max_iter * len(box),
                     "xatol": 1e-4,
@@ -621,20 +631,22 @@ def _best_run(objective, starts, box, gradient, max_iter):
 # %% book/01_gp_classification.md, code cell 44
 _ON_BOUND = 1e-3  # a log-hyperparameter this close to a bound (relative) is "on" it
 _BOUND_HITS_SHOWN = 4  # a bound warning names this many hyperparameters, then counts
+_FIX = "widen hyperparameter_bounds and fit again, or fix the kernel (optimizer=None)"
 
 
 def bound_hits(theta, names, low, high):
     """The names of the log-hyperparameters theta within _ON_BOUND of the box's width
-    of a bound."""
+    of a bound (a coordinate with an infinite bound is never on one)."""
     low, high = (
         np.broadcast_to(low, np.shape(theta)),
         np.broadcast_to(high, np.shape(theta)),
     )
-    width = _ON_BOUND * (high - low)
+    boxed = np.isfinite(low) & np.isfinite(high)
+    width = _ON_BOUND * np.where(boxed, high - low, 0.0)
     return tuple(
         name
-        for name, t, lo, hi, w in zip(names, theta, low, high, width)
-        if t <= lo + w or t >= hi - w
+        for name, t, lo, hi, w, b in zip(names, theta, low, high, width, boxed)
+        if b and (t <= lo + w or t >= hi - w)
     )
 
 
@@ -661,7 +673,7 @@ def warn_bound_hits(
     low,
     high,
     stacklevel,
-    fix="widen hyperparameter_bounds and fit again, or fix the kernel (optimizer=None)",
+    fix=_FIX,
 ):
     """One ConvergenceWarning naming each of ``at_bound`` with its value and bounds, and
     ``fix``.
@@ -701,9 +713,9 @@ def warn_bound_hits(
 
 
 # %% book/01_gp_classification.md, code cell 46
-def _report_search(best, theta, names, bounds, owner, stacklevel):
-    """Warn if the best run did not converge or a hyperparameter is on a bound; return
-    those names.
+def _report_search(best, theta, names, bounds, owner, stacklevel, fix=_FIX):
+    """Warn if the best run did not converge or a hyperparameter is on a bound (with
+    the advice ``fix``); return those names.
 
     ``bounds`` = (low, high), scalars or arrays; ``stacklevel`` is that of
     maximize_criterion (counted from its caller).
@@ -716,7 +728,9 @@ def _report_search(best, theta, names, bounds, owner, stacklevel):
             ConvergenceWarning,
             stacklevel=stacklevel + 2,
         )
-    warn_bound_hits(owner, at_bound, theta, names, *bounds, stacklevel=stacklevel + 2)
+    warn_bound_hits(
+        owner, at_bound, theta, names, *bounds, stacklevel=stacklevel + 2, fix=fix
+    )
     return at_bound
 
 
@@ -732,6 +746,19 @@ def _search_setup(theta0, bounds, names):
     return theta0, low, high, tuple(names)
 
 
+def _search_starts(theta0, low, high, n_restarts, random_state):
+    """theta0 clipped into the box, then ``n_restarts`` starts drawn uniformly in it; a
+    coordinate with an infinite bound keeps its value from theta0 in every start."""
+    rng = check_random_state(random_state)
+    start = np.clip(theta0, low, high)
+    boxed = np.isfinite(low) & np.isfinite(high)
+    starts = [start]
+    for _ in range(n_restarts):
+        draw = rng.uniform(np.where(boxed, low, 0.0), np.where(boxed, high, 1.0))
+        starts.append(np.where(boxed, draw, start))
+    return starts
+
+
 def _search_record(best, theta, starts, names, good, at_bound):
     """The LearnedHyperparameters of a search (its ``criterion`` left empty)."""
     return LearnedHyperparameters(
@@ -745,6 +772,8 @@ def _search_record(best, theta, starts, names, good, at_bound):
         bool(best.success),
         str(best.message),
         at_bound,
+        int(best.nit),
+        best,
     )
 
 
@@ -761,20 +790,27 @@ def maximize_criterion(
     names=None,
     owner="fit",
     stacklevel=2,
+    tol=None,
+    callback=None,
+    verbose=False,
+    fix=_FIX,
 ):
     """Maximise criterion(theta) over log-hyperparameters in a box (section
     sec-gpc-learning).
 
     ``criterion(theta)`` returns the value, or (value, gradient) if ``gradient``;
     ``bounds`` = (low, high) in log units, scalars (see ``check_bounds``) or arrays
-    shaped as theta0 (see ``search_box``). Runs L-BFGS-B (with the gradient) or
+    shaped as theta0 (see ``search_box``), where an infinite bound leaves a coordinate
+    free. Runs L-BFGS-B (with the gradient; ``tol``, if given, is its ftol and gtol) or
     Nelder-Mead (without) from ``theta0`` clipped to the box and from ``n_restarts``
-    starts drawn uniformly in it (``random_state`` as in scikit-learn). Convergence
-    warnings of the criterion's own solver at trial points are silenced. Returns (theta,
-    result): the best point and a LearnedHyperparameters (its ``criterion`` field left
-    empty). Warns with ConvergenceWarning, naming ``owner``, if the best run did not
-    converge or a hyperparameter ends on a bound (``stacklevel`` counts from the
-    caller).
+    starts drawn uniformly in it (``random_state`` as in scikit-learn).
+    ``callback(intermediate_result)`` runs after each iteration (scipy's
+    OptimizeResult, ``fun`` = -criterion); ``verbose`` shows a tqdm bar of the
+    iterations. Convergence warnings of the criterion's own solver at trial points are
+    silenced. Returns (theta, result): the best point and a LearnedHyperparameters (its
+    ``criterion`` field left empty). Warns with ConvergenceWarning, naming ``owner``, if
+    the best run did not converge or a hyperparameter ends on a bound (with the advice
+    ``fix``; ``stacklevel`` counts from the caller).
     """
     theta0, low, high, names = _search_setup(theta0, bounds, names)
     good = {
@@ -783,12 +819,19 @@ def maximize_criterion(
         "n_evaluations": 0,
     }
     objective = _search_objective(criterion, gradient, good)
-    rng = check_random_state(random_state)
-    starts = [np.clip(theta0, low, high)]
-    starts += [rng.uniform(low, high, size=theta0.size) for _ in range(n_restarts)]
-    best = _best_run(objective, starts, list(zip(low, high)), gradient, max_iter)
+    starts = _search_starts(theta0, low, high, n_restarts, random_state)
+    with tqdm(total=max_iter * len(starts), desc=owner, disable=not verbose) as bar:
+
+        def step(intermediate_result):
+            bar.update()
+            bar.set_postfix(criterion=f"{-intermediate_result.fun:.4f}")
+            if callback is not None:
+                callback(intermediate_result)
+
+        box = list(zip(low, high))
+        best = _best_run(objective, starts, box, gradient, max_iter, tol, step)
     theta = np.clip(best.x, low, high)
-    at_bound = _report_search(best, theta, names, (low, high), owner, stacklevel)
+    at_bound = _report_search(best, theta, names, (low, high), owner, stacklevel, fix)
     return theta, _search_record(best, theta, starts, names, good, at_bound)
 
 

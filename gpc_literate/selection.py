@@ -31,12 +31,14 @@ from tqdm import tqdm
 from gpc_literate.base import (
     ConvergenceWarning,
     GPClassifierBase,
-    bound_hits,
+    _LearningChecks,
+    check_bool,
     check_integer,
     check_scalar,
     check_X_y,
     encode_labels,
-    warn_bound_hits,
+    maximize_criterion,
+    search_box,
 )
 from gpc_literate.criteria import (
     MAXIMISE,
@@ -641,47 +643,39 @@ def _lscv_unpack(kernel, phi, lam, free_lam):
     return kernel.with_theta(phi[:p]), lam_j, float(np.exp(phi[-2])), float(phi[-1])
 
 
-LSCV_BOX = 10.0  # LSCV searches each log-hyperparameter within +-LSCV_BOX of its start
+LSCV_BOX = 10.0  # hyperparameter_bounds="auto": theta within +-LSCV_BOX of its start
 
 
-def _lscv_kernel_box(kernel):
-    """The box (low, high) of LSCV's search over the kernel's log-hyperparameters."""
-    return kernel.theta - LSCV_BOX, kernel.theta + LSCV_BOX
+def _lscv_box(kernel, bounds, noise_var_bounds):
+    """The box (low, high) of phi: ``bounds`` (hyperparameter_bounds) on theta, then
+    noise_var_bounds on log lambda (if not None), [-LSCV_BOX, LSCV_BOX] on log a and
+    none on b."""
+    relative = (np.exp(-LSCV_BOX), np.exp(LSCV_BOX))
+    low, high = search_box(bounds, kernel.theta, relative=relative)
+    lam = [] if noise_var_bounds is None else [np.log(noise_var_bounds)]
+    low = np.concatenate([low, [b[0] for b in lam], [-LSCV_BOX, -np.inf]])
+    high = np.concatenate([high, [b[1] for b in lam], [LSCV_BOX, np.inf]])
+    return low, high
 
 
 # %% book/17_loo_model_selection.md, code cell 23
-def _lscv_minimise(kernel, X, y_pm, lam, noise_var_bounds, phi, max_iter, tol):
-    """Eq. (eq-sel-lscv-pred): minimise the LOO NLP by L-BFGS-B from phi; scipy's
-    result."""
-    free_lam, p = noise_var_bounds is not None, kernel.theta.size
+def _lscv_criterion(kernel, X, y_pm, lam, free_lam):
+    """Minus the LOO NLP (eq-sel-lscv-pred) and its gradient, as functions of phi."""
+    p = kernel.theta.size
 
-    def objective(phi):
+    def criterion(phi):
         k, lam_j, a, b = _lscv_unpack(kernel, phi, lam, free_lam)
-        try:
-            value, grad = lscv_objective(k(X), y_pm, lam_j, a, b, k.gradient(X))
-        except LinAlgError:
-            return np.inf, np.zeros_like(phi)
-        return value, (grad if free_lam else np.delete(grad, p))
+        value, grad = lscv_objective(k(X), y_pm, lam_j, a, b, k.gradient(X))
+        return -value, -(grad if free_lam else np.delete(grad, p))
 
-    box = (
-        list(zip(*_lscv_kernel_box(kernel)))
-        + ([tuple(np.log(noise_var_bounds))] if free_lam else [])
-        + [(-10.0, 10.0), (None, None)]
-    )
-    return minimize(
-        objective,
-        phi,
-        jac=True,
-        method="L-BFGS-B",
-        bounds=box,
-        tol=tol,
-        options={"maxiter": max_iter},
-    )
+    return criterion
 
 
 # %% book/17_loo_model_selection.md, code cell 24
-class _LSCVChecks:
+class _LSCVChecks(_LearningChecks):
     """The parameter checks of LSCV."""
+
+    _optimizers = ("fmin_l_bfgs_b",)
 
     def _validate_params(self):
         check_kernel(self.kernel)
@@ -693,13 +687,10 @@ class _LSCVChecks:
                     "noise_var_bounds must satisfy 0 < low <= noise_var <= high; "
                     f"got {self.noise_var_bounds!r} with noise_var={lam}"
                 )
-        if self.optimizer not in (None, "fmin_l_bfgs_b"):
-            raise ValueError(
-                'optimizer must be "fmin_l_bfgs_b" or None (keep the kernel and the '
-                f"noise variance); got {self.optimizer!r}"
-            )
+        self._validate_learning()
         check_integer(self.max_iter, "max_iter")
         check_scalar(self.tol, "tol", low=0.0, low_inclusive=False)
+        check_bool(self.verbose, "verbose")
 
 
 # %% book/17_loo_model_selection.md, code cell 25
@@ -707,41 +698,27 @@ class _LSCVSearch:
     """LSCV's optimisation of phi."""
 
     def _search(self, kernel, X, y_pm, lam, phi):
-        """Minimise the LOO NLP over phi from ``phi``; return the minimiser."""
-        result = _lscv_minimise(
-            kernel,
-            X,
-            y_pm,
-            lam,
-            self.noise_var_bounds,
+        """Maximise minus the LOO NLP over phi from ``phi``; return the maximiser."""
+        free_lam = self.noise_var_bounds is not None
+        names = [*kernel.hyperparameter_names] + (["log_noise_var"] if free_lam else [])
+        phi, learned = maximize_criterion(
+            _lscv_criterion(kernel, X, y_pm, lam, free_lam),
             phi,
-            self.max_iter,
-            self.tol,
+            bounds=_lscv_box(kernel, self.hyperparameter_bounds, self.noise_var_bounds),
+            n_restarts=int(self.n_restarts_optimizer),
+            random_state=self.random_state,
+            max_iter=self.max_iter,
+            tol=self.tol,
+            names=names + ["log_scale", "offset"],
+            owner="LSCV.fit",
+            stacklevel=4,
+            verbose=self.verbose,
+            fix="widen hyperparameter_bounds (or noise_var_bounds) and fit again, "
+            "or fix the kernel (optimizer=None)",
         )
-        self.optimizer_result_, phi = result, result.x
-        self.n_iter_, self.converged_ = int(result.nit), bool(result.success)
-        if not result.success:
-            warnings.warn(
-                f"LSCV: L-BFGS-B stopped without converging ({result.message}); "
-                "increase max_iter",
-                ConvergenceWarning,
-                stacklevel=4,
-            )
-        p = kernel.theta.size
-        low, high = _lscv_kernel_box(kernel)
-        names = kernel.hyperparameter_names
-        hits = bound_hits(phi[:p], names, low, high)
-        warn_bound_hits(
-            "LSCV.fit",
-            hits,
-            phi[:p],
-            names,
-            low,
-            high,
-            stacklevel=3,
-            fix="the box is the start +-10 in log units: start from "
-            "another kernel, or keep it fixed (optimizer=None)",
-        )
+        learned.criterion = "minus the LOO NLP (eq-sel-lscv-pred)"
+        self.learning_, self.optimizer_result_ = learned, learned.optimizer_result
+        self.n_iter_, self.converged_ = learned.n_iter, learned.converged
         return phi
 
 
@@ -767,6 +744,7 @@ class _LSCVFit(_LSCVChecks, _LSCVSearch, GPClassifierBase):
             [kernel.theta, [np.log(lam)] if free_lam else [], [0.0, 0.0]]
         )
         self.optimizer_result_, self.n_iter_, self.converged_ = None, 0, True
+        self.learning_ = None
         if self.optimizer is not None:
             phi = self._search(kernel, X, y_pm, lam, phi)
         self.kernel_, self.noise_var_, self.scale_, self.offset_ = _lscv_unpack(
@@ -831,15 +809,24 @@ class LSCV(_LSCVPrediction, _LSCVFit):
     noise_var_bounds : (low, high) with 0 < low <= noise_var <= high, or None
         Box for lambda; None keeps noise_var fixed.
     optimizer : "fmin_l_bfgs_b" or None, default "fmin_l_bfgs_b"
-        Minimise the LOO NLP, eq. (eq-sel-lscv-pred), over theta (box: the start +- 10),
-        log lambda, log a (box [-10, 10]) and b by L-BFGS-B from a = 1, b = 0; None
-        keeps the kernel and lambda and uses a = 1, b = 0.
+        Minimise the LOO NLP, eq. (eq-sel-lscv-pred), over theta, log lambda, log a
+        (box [-10, 10]) and b by L-BFGS-B from a = 1, b = 0 (chapter 1's
+        maximize_criterion); None keeps the kernel and lambda and uses a = 1, b = 0.
+    n_restarts_optimizer : int, default 0
+        Further starts of theta drawn uniformly in its box.
+    random_state : None, int or Generator
+        The generator of those starts.
+    hyperparameter_bounds : "auto" or (low, high), default "auto"
+        Box of the kernel's hyperparameters: "auto" keeps each within a factor e^10 of
+        its start; a pair bounds all, in natural units.
     max_iter, tol : L-BFGS-B's iterations and tolerance.
+    verbose : bool, default False
+        A tqdm bar of the search's iterations.
 
     Fitted attributes: ``kernel_``, ``noise_var_``, ``scale_`` (a), ``offset_`` (b),
     ``weights_`` (w = (K + lambda I)^-1 y), ``loo_mean_``, ``loo_var_``,
-    ``loo_log_predictive_``, ``loo_nlp_``, ``n_iter_``, ``converged_``,
-    ``optimizer_result_`` (None without optimisation), ``X_train_``, ``y_train_``
+    ``loo_log_predictive_``, ``loo_nlp_``, ``n_iter_``, ``converged_``, ``learning_``
+    and ``optimizer_result_`` (None without optimisation), ``X_train_``, ``y_train_``
     (-1/+1).
     """
 
@@ -849,15 +836,23 @@ class LSCV(_LSCVPrediction, _LSCVFit):
         noise_var=0.1,
         noise_var_bounds=(1e-3, 1.0),
         optimizer="fmin_l_bfgs_b",
+        n_restarts_optimizer=0,
+        random_state=None,
+        hyperparameter_bounds="auto",
         max_iter=200,
         tol=1e-8,
+        verbose=False,
     ):
         self.kernel = kernel
         self.noise_var = noise_var
         self.noise_var_bounds = noise_var_bounds
         self.optimizer = optimizer
+        self.n_restarts_optimizer = n_restarts_optimizer
+        self.random_state = random_state
+        self.hyperparameter_bounds = hyperparameter_bounds
         self.max_iter = max_iter
         self.tol = tol
+        self.verbose = verbose
 
 
 # %% book/17_loo_model_selection.md, code cell 32

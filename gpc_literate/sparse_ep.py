@@ -25,22 +25,18 @@ from typing import NamedTuple
 
 import numpy as np
 from scipy.linalg import LinAlgError, cholesky, solve_triangular
-from scipy.optimize import minimize
 from sklearn.utils import check_random_state
-from tqdm import tqdm
 
 from gpc_literate.base import (
     ConvergenceWarning,
     GPClassifierBase,
-    LearnedHyperparameters,
     NotFittedError,
-    bound_hits,
     check_array,
     check_bool,
     check_integer,
     check_scalar,
+    maximize_criterion,
     search_box,
-    warn_bound_hits,
     warn_start_outside,
 )
 from gpc_literate.ep import check_sites, ep_log_marginal
@@ -409,124 +405,65 @@ def fitc_fit(prior, post, likelihood, y, n_iter, converged):
 SEARCH_MAX_ITER = 200  # L-BFGS-B iterations of a search, at most
 
 
-class _Breakdown(Exception):
-    """EP broke down at a trial point of the search."""
-
-
 def _search_space(kernel, Z, bounds, learn_inducing):
-    """The coordinates of search_fitc: the box (low, high) of theta, the start theta0
-    clipped into it, the scale of Z, the start x0 and L-BFGS-B's bounds (none on Z)."""
+    """The coordinates of search_fitc: the start x0 (theta, then Z in length scales if
+    ``learn_inducing``), its box (low, high), infinite on Z, and the scale of Z."""
     p = kernel.theta.size
     low, high = (np.broadcast_to(np.asarray(b, dtype=float), (p,)) for b in bounds)
-    theta0 = np.clip(kernel.theta, low, high)
     scale = np.asarray(
         getattr(kernel, "length_scale", 1.0), dtype=float
     )  # Z in length scales
-    x0 = np.concatenate([theta0, (Z / scale).ravel()]) if learn_inducing else theta0
-    box = list(zip(low, high)) + [(None, None)] * (x0.size - p)
-    return low, high, theta0, scale, x0, box
+    if not learn_inducing:
+        return kernel.theta, (low, high), scale
+    free = np.full(Z.size, np.inf)
+    x0 = np.concatenate([kernel.theta, (Z / scale).ravel()])
+    return x0, (np.concatenate([low, -free]), np.concatenate([high, free])), scale
 
 
 # %% book/25_sparse_ep.md, code cell 25
-def _run_lbfgsb(objective, x0, box, state, verbose):
-    """L-BFGS-B on ``objective`` from x0 within ``box``, stopped by a _Breakdown:
-    (converged, message). The bar shows ``state["last"]``, the last log Z_EP."""
-    with tqdm(
-        total=SEARCH_MAX_ITER, desc="SparseEP search", disable=not verbose
-    ) as bar:
-
-        def step(_):
-            bar.update()
-            bar.set_postfix(log_evidence=f"{state['last']:.4f}")
-
-        try:
-            run = minimize(
-                objective,
-                x0,
-                jac=True,
-                method="L-BFGS-B",
-                bounds=box,
-                callback=step,
-                options={"maxiter": SEARCH_MAX_ITER},
-            )
-            converged, message = bool(run.success), str(run.message)
-        except _Breakdown:
-            converged, message = False, "EP broke down at a trial point"
-    return converged, message
-
-
-# %% book/25_sparse_ep.md, code cell 26
-def _search_result(kernel, theta, low, high, theta0, state, converged, message):
-    """The LearnedHyperparameters of search_fitc at its best point, ``kernel`` with
-    log-hyperparameters ``theta``, with its warnings."""
-    names = kernel.hyperparameter_names
-    at_bound = bound_hits(theta, names, low, high)
-    if not converged:
-        warnings.warn(
-            f"SparseEP.fit: the search of the evidence stopped ({message}); "
-            "fix the kernel (optimizer=None) or start from another kernel",
-            ConvergenceWarning,
-            stacklevel=5,
-        )
-    warn_bound_hits("SparseEP.fit", at_bound, theta, names, low, high, stacklevel=5)
-    return LearnedHyperparameters(
-        "log marginal likelihood (sparse EP)",
-        float(state["best"]),
-        theta.copy(),
-        theta0,
-        names,
-        state["n"],
-        1,
-        converged,
-        message,
-        at_bound,
-    )
-
-
-# %% book/25_sparse_ep.md, code cell 27
 def search_fitc(kernel, Z, evaluate, *, learn_inducing, bounds, verbose=False):
     """Maximise sparse EP's log Z_EP over theta (box ``bounds``) and, if
-    ``learn_inducing``, Z.
+    ``learn_inducing``, Z, with chapter 1's maximize_criterion (L-BFGS-B, at most
+    SEARCH_MAX_ITER iterations).
 
-    L-BFGS-B from (kernel.theta clipped to the box, Z). ``evaluate(kernel, Z)`` runs EP
-    there and returns (log Z_EP, d/dtheta, d/dZ) (eq-sparse-gradient); a log Z_EP of
-    -inf means EP broke down, and the search stops. Returns (kernel, Z,
-    LearnedHyperparameters) at the best point seen, whose ``value`` is the best log
-    Z_EP; warns (ConvergenceWarning) when the search stops early or a hyperparameter
-    ends on a bound.
+    ``evaluate(kernel, Z)`` runs EP there and returns (log Z_EP, d/dtheta, d/dZ)
+    (eq-sparse-gradient); a log Z_EP of -inf means EP broke down, and the search
+    refuses the point. Returns (kernel, Z, LearnedHyperparameters) at the point found,
+    whose ``value`` is its log Z_EP; warns (ConvergenceWarning) when the search stops
+    early or a hyperparameter ends on a bound.
     """
-    low, high, theta0, scale, x0, box = _search_space(kernel, Z, bounds, learn_inducing)
+    x0, box, scale = _search_space(kernel, Z, bounds, learn_inducing)
     p = kernel.theta.size
-    state = {"best": -np.inf, "x": x0, "n": 0, "last": -np.inf}
 
     def inducing(x):
         return x[p:].reshape(Z.shape) * scale if learn_inducing else Z
 
-    def objective(x):
-        state["n"] += 1
+    def criterion(x):
         value, g_theta, g_Z = evaluate(kernel.with_theta(x[:p]), inducing(x))
         if not np.isfinite(value):
-            raise _Breakdown
-        state["last"] = value
-        if value > state["best"]:
-            state["best"], state["x"] = value, x.copy()
-        grad = (
-            np.concatenate([g_theta, (g_Z * scale).ravel()])
-            if learn_inducing
-            else g_theta
-        )
-        return -value, -grad
+            return value, None  # refused by maximize_criterion
+        if learn_inducing:
+            return value, np.concatenate([g_theta, (g_Z * scale).ravel()])
+        return value, g_theta
 
-    converged, message = _run_lbfgsb(objective, x0, box, state, verbose)
-    x = state["x"]
-    kernel, Z = kernel.with_theta(x[:p]), inducing(x)
-    learned = _search_result(
-        kernel, x[:p], low, high, theta0, state, converged, message
+    names = [*kernel.hyperparameter_names] + [f"Z[{k}]" for k in range(x0.size - p)]
+    x, learned = maximize_criterion(
+        criterion,
+        x0,
+        bounds=box,
+        max_iter=SEARCH_MAX_ITER,
+        names=names,
+        owner="SparseEP.fit",
+        stacklevel=7,
+        verbose=verbose,
     )
-    return kernel, Z, learned
+    learned.criterion = "log marginal likelihood (sparse EP)"
+    learned.theta, learned.theta_start = learned.theta[:p], learned.theta_start[:p]
+    learned.names = learned.names[:p]
+    return kernel.with_theta(x[:p]), inducing(x), learned
 
 
-# %% book/25_sparse_ep.md, code cell 28
+# %% book/25_sparse_ep.md, code cell 26
 def _warm_fit(kernel, X, y, likelihood, Z, last, tol, max_iter):
     """fit_fitc_ep at (kernel, Z) from the sites of the FITCFit ``last``."""
     return fit_fitc_ep(
@@ -563,7 +500,7 @@ def _warm_evaluation(X, y, likelihood, fit, tol, max_iter):
     return evaluate, last
 
 
-# %% book/25_sparse_ep.md, code cell 29
+# %% book/25_sparse_ep.md, code cell 27
 def learn_fitc(
     kernel,
     X,
@@ -598,7 +535,7 @@ def learn_fitc(
     return kernel, Z, learned, final
 
 
-# %% book/25_sparse_ep.md, code cell 30
+# %% book/25_sparse_ep.md, code cell 28
 _INDUCING = ("pivots", "random")
 
 
@@ -646,7 +583,7 @@ def _check_sparse_options(est):
     check_bool(est.verbose, "verbose")
 
 
-# %% book/25_sparse_ep.md, code cell 31
+# %% book/25_sparse_ep.md, code cell 29
 _CLUSTER_FIT = []  # [fit_on_cluster] once chapter 27's module is imported
 
 
@@ -668,7 +605,7 @@ def _cluster_fit(client):
     return functools.partial(_CLUSTER_FIT[0], client=client)
 
 
-# %% book/25_sparse_ep.md, code cell 32
+# %% book/25_sparse_ep.md, code cell 30
 class _SparseFit:
     """SparseEP's fit: options checked, inducing inputs chosen, EP run (and
     learning), stored."""
@@ -731,7 +668,7 @@ class _SparseFit:
             else search_box(self.hyperparameter_bounds, kernel.theta)
         )
         if bounds is not None:
-            warn_start_outside("SparseEP.fit", kernel, *bounds, stacklevel=3)
+            warn_start_outside("SparseEP.fit", kernel, *bounds, stacklevel=4)
         options = dict(
             tol=float(self.tol),
             max_iter=int(self.max_iter),
@@ -813,7 +750,7 @@ def fit_in_process(
     )
 
 
-# %% book/25_sparse_ep.md, code cell 33
+# %% book/25_sparse_ep.md, code cell 31
 def _fitted_attributes(kernel, likelihood, X, y_pm, Z, fit, beta):
     """SparseEP's fitted attributes (name -> value) from a FITCFit; the predictor (L,
     C, beta)."""
@@ -838,7 +775,7 @@ def _fitted_attributes(kernel, likelihood, X, y_pm, Z, fit, beta):
     return attributes, (fit.prior.L, post.C, beta)
 
 
-# %% book/25_sparse_ep.md, code cell 34
+# %% book/25_sparse_ep.md, code cell 32
 class _SparseEvidence:
     """SparseEP's log evidence (eq-ep-logz-stable) and its gradient
     (eq-sparse-gradient)."""
@@ -902,7 +839,7 @@ class _SparsePrediction:
         return self.likelihood_.predictive(*self.predict_latent(X))
 
 
-# %% book/25_sparse_ep.md, code cell 35
+# %% book/25_sparse_ep.md, code cell 33
 class SparseEP(_SparseFit, _SparseEvidence, _SparsePrediction, GPClassifierBase):
     """Gaussian-process classifier by EP on the FITC prior with M inducing inputs
     (chapter 25).

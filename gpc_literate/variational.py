@@ -27,12 +27,11 @@ from scipy.optimize import minimize
 from gpc_literate.base import (
     ConvergenceWarning,
     GPClassifierBase,
-    bound_hits,
     check_bounds,
     check_integer,
     check_scalar,
+    maximize_criterion,
     search_box,
-    warn_bound_hits,
 )
 from gpc_literate.free_energy import (
     JITTER,
@@ -108,10 +107,8 @@ def _default_kernel(X):
 def _box(bounds, theta0):
     """The box (low, high) of the outer loop: arrays shaped as theta0 (``bounds``
     checked)."""
-    theta0 = np.asarray(theta0, dtype=float)
-    if isinstance(bounds, str):
-        return theta0 - _AUTO_BOX, theta0 + _AUTO_BOX
-    return search_box(bounds, theta0)  # a pair in natural units (chapter 1)
+    relative = (np.exp(-_AUTO_BOX), np.exp(_AUTO_BOX))
+    return search_box(bounds, theta0, relative=relative)  # chapter 1
 
 
 # %% book/20_variational_estimators.md, code cell 5
@@ -155,56 +152,66 @@ def _start_theta(kernel, bounds, name):
             f"hyperparameter_bounds = ({np.exp(low[0]):g}, {np.exp(high[0]):g}); "
             "clipped to the bounds",
             UserWarning,
-            stacklevel=4,
+            stacklevel=5,
         )
         theta0 = np.clip(theta0, low, high)
     return theta0
 
 
 # %% book/20_variational_estimators.md, code cell 7
-def _outer_loop(objective, theta0, start, bounds, *, max_iter, tol, progress):
-    """Eq. (eq-var-envelope): minimise h(theta) by L-BFGS-B within bounds.
+def _outer_loop(
+    objective,
+    theta0,
+    start,
+    bounds,
+    *,
+    max_iter,
+    tol,
+    progress,
+    names=None,
+    owner="VariationalGP.fit",
+    stacklevel=2,
+):
+    """Eq. (eq-var-envelope): minimise h(theta) within bounds by chapter 1's
+    maximize_criterion (L-BFGS-B, ftol = gtol = ``tol``) on -h.
 
     ``objective(theta, start)`` -> (h, dh, prior, InnerResult), with start = (mu, log_v,
     C). The first line search starts every inner loop from ``start``, each later one
     from the P found at the last accepted iterate, so that trial points of one line
-    search share their start.  Returns (scipy OptimizeResult, list of h after each outer
-    iteration, the objective's output at result.x or None); ``progress`` shows a tqdm
-    bar.
+    search share their start. Returns (LearnedHyperparameters of the search, list of h
+    after each outer iteration, the objective's output at its theta or None);
+    ``progress`` shows a tqdm bar; the warnings of maximize_criterion name ``owner`` and
+    ``names``.
     """
-    from tqdm import tqdm
-
     history, evaluated, current = [], {}, {"start": start}
 
-    def fun(theta):  # the start is the accepted iterate's P, not the last one
+    def criterion(theta):  # the start is the accepted iterate's P, not the last one
         out = evaluated[theta.tobytes()] = objective(theta, current["start"])
-        return out[:2]
+        return -out[0], -out[1]
 
-    with tqdm(total=max_iter, disable=not progress, desc="outer") as bar:
+    def accept(intermediate_result):  # keep the accepted iterate only
+        key = intermediate_result.x.tobytes()
+        if key in evaluated:  # its P starts the next line search
+            accepted = evaluated[key]
+            evaluated.clear()
+            evaluated[key] = accepted
+            current["start"] = (accepted[3].mu, accepted[3].log_v, accepted[3].C)
+        history.append(float(intermediate_result.fun))
 
-        def callback(intermediate_result):
-            key = intermediate_result.x.tobytes()
-            if (
-                key in evaluated
-            ):  # keep the accepted iterate only; its P starts the next
-                accepted = evaluated[key]
-                evaluated.clear()
-                evaluated[key] = accepted
-                current["start"] = (accepted[3].mu, accepted[3].log_v, accepted[3].C)
-            history.append(float(intermediate_result.fun))
-            bar.update(1)
-            bar.set_postfix(F=f"{intermediate_result.fun:.4f}")
-
-        result = minimize(
-            fun,
-            theta0,
-            jac=True,
-            method="L-BFGS-B",
-            bounds=list(zip(*(np.broadcast_to(b, theta0.shape) for b in bounds))),
-            callback=callback,
-            options={"maxiter": max_iter, "ftol": tol, "gtol": tol},
-        )
-    return result, history, evaluated.get(result.x.tobytes())
+    theta, learned = maximize_criterion(
+        criterion,
+        theta0,
+        bounds=bounds,
+        max_iter=max_iter,
+        tol=tol,
+        callback=accept,
+        verbose=progress,
+        names=names,
+        owner=owner,
+        stacklevel=stacklevel + 1,
+    )
+    learned.criterion = "minus the free energy (eq-var-bound)"
+    return learned, history, evaluated.get(theta.tobytes())
 
 
 # %% book/20_variational_estimators.md, code cell 8
@@ -234,19 +241,11 @@ def _fitted_state(kernel, prior, res, n_features):
 
 
 # %% book/20_variational_estimators.md, code cell 9
-def _warn_unconverged(name, result, n_iter, res, inner_tol):
-    """ConvergenceWarnings for an outer loop (``result``, None if none ran) or a
-    final inner loop (``res``) that stopped without converging; returns whether both
-    converged."""
+def _warn_unconverged(name, result, res, inner_tol):
+    """A ConvergenceWarning for a final inner loop (``res``) that stopped without
+    converging (maximize_criterion has warned about the outer loop, ``result``, None
+    if none ran); returns whether both converged."""
     outer_ok = result is None or bool(result.success)
-    if not outer_ok:
-        warnings.warn(
-            f"{name}: the outer L-BFGS-B stopped without "
-            f"converging after {n_iter} iterations ({result.message}); "
-            "increase max_iter",
-            ConvergenceWarning,
-            stacklevel=4,
-        )
     if not res.converged:
         warnings.warn(
             f"{name}: the inner minimisation over P stopped with "
@@ -411,7 +410,7 @@ class _VariationalSearch:
         res0 = self._objective(kernel, X, y_pm, theta0, None)[3]
         start = (res0.mu, res0.log_v, res0.C)  # P_0 starts the first line search
         box = _box(self.hyperparameter_bounds, kernel.theta)
-        result, history, final = _outer_loop(
+        self.learning_, history, final = _outer_loop(
             lambda theta, p: self._objective(kernel, X, y_pm, theta, p),
             theta0,
             start,
@@ -419,20 +418,12 @@ class _VariationalSearch:
             max_iter=self.max_iter,
             tol=self.tol,
             progress=self.verbose,
+            names=kernel.hyperparameter_names,
+            owner=type(self).__name__ + ".fit",
+            stacklevel=4,
         )
-        self.kernel_ = kernel.with_theta(result.x)
-        names = kernel.hyperparameter_names
-        warn_bound_hits(
-            type(self).__name__ + ".fit",
-            bound_hits(result.x, names, *box),
-            result.x,
-            names,
-            *box,
-            stacklevel=3,
-            fix="widen hyperparameter_bounds and fit again, or keep the kernel fixed "
-            "(optimizer=None)",
-        )
-        return start, result, history, final
+        self.kernel_ = kernel.with_theta(self.learning_.theta)
+        return start, self.learning_.optimizer_result, history, final
 
 
 # %% book/20_variational_estimators.md, code cell 15
@@ -449,6 +440,7 @@ class _VariationalFit(
         self.X_train_, self.y_train_ = X, y_pm
         # a fixed kernel: the final inner loop starts from initial_p
         start, result, history, final = None, None, [], None
+        self.learning_ = None
         if self.optimizer is not None and kernel.theta.size:
             start, result, history, final = self._search(kernel, X, y_pm)
         else:  # a fixed kernel is used exactly as given
@@ -466,7 +458,7 @@ class _VariationalFit(
         self.n_iter_ = 0 if result is None else int(result.nit)
         self.history_ = np.array(history if history else [res.free_energy])
         self.converged_ = _warn_unconverged(
-            type(self).__name__, result, self.n_iter_, res, self.inner_tol
+            type(self).__name__, result, res, self.inner_tol
         )
         self.mode_coef_, ok = _mode_coefficients(prior.K, y_pm, self.loss)
         if not ok:
@@ -503,7 +495,8 @@ class VariationalGP(_VariationalFit):
     evidence), ``mean_`` (mu), ``var_`` (diag Sigma), ``V_`` (diagonal of V), ``C_``,
     ``n_iter_`` (outer iterations), ``converged_``, ``history_`` (F after each outer
     iteration), ``inner_history_`` (F over the last inner loop), ``relevances_`` (w_i =
-    1/length_scale_i^2 for an RBF kernel, else None), ``optimizer_result_``,
+    1/length_scale_i^2 for an RBF kernel, else None), ``learning_`` (chapter 1's
+    record of the search, None for a fixed kernel) and ``optimizer_result_`` (scipy's),
     ``X_train_``, ``y_train_``.
 
     The class attribute ``_jitter`` (default JITTER) is the latent white noise added to

@@ -218,7 +218,7 @@ def test_verbose_shows_a_progress_bar_over_the_search(capsys):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
         SparseEP(n_inducing=5, verbose=True).fit(X, Y)
-        assert "SparseEP search" in capsys.readouterr().err
+        assert "SparseEP.fit" in capsys.readouterr().err
         SparseEP(n_inducing=5).fit(X, Y)
         assert capsys.readouterr().err == ""
 
