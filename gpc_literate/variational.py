@@ -23,6 +23,7 @@ import warnings
 import numpy as np
 from scipy.linalg import cho_solve
 from scipy.optimize import minimize
+from sklearn.utils.validation import check_is_fitted
 
 from gpc_literate.base import (
     ConvergenceWarning,
@@ -427,8 +428,37 @@ class _VariationalSearch:
 
 
 # %% book/20_variational_estimators.md, code cell 15
+class _VariationalEvidence:
+    """log_marginal_likelihood of VariationalGP (eq-var-bound, eq-var-envelope)."""
+
+    def log_marginal_likelihood(self, theta=None, eval_gradient=False):
+        """-h(theta) = -min_P F(P, theta), a lower bound on log P(D | theta), at kernel
+        log-hyperparameters theta (None: fitted, log_marginal_likelihood_), with its
+        gradient -dh/dtheta (eq-var-envelope) if ``eval_gradient``.
+
+        The inner loop starts from the fitted P, and the gradient is exact at its
+        minimum, so both are as accurate as ``inner_tol`` makes it; the estimator is
+        not changed.
+        """
+        check_is_fitted(self)
+        if theta is None and not eval_gradient:
+            return self.log_marginal_likelihood_
+        start = (self.mean_, np.log(self.V_), self.C_)
+        at = self.kernel_.theta if theta is None else np.asarray(theta, dtype=float)
+        h, dh = self._objective(self.kernel_, self.X_train_, self.y_train_, at, start)[
+            :2
+        ]
+        value = self.log_marginal_likelihood_ if theta is None else -h
+        return (value, -dh) if eval_gradient else value
+
+
+# %% book/20_variational_estimators.md, code cell 16
 class _VariationalFit(
-    _VariationalSearch, _MeanOrMode, _VariationalPrediction, GPClassifierBase
+    _VariationalSearch,
+    _VariationalEvidence,
+    _MeanOrMode,
+    _VariationalPrediction,
+    GPClassifierBase,
 ):
     """Fitting and prediction of VariationalGP (its parameters and docs are there)."""
 
@@ -470,7 +500,7 @@ class _VariationalFit(
             )
 
 
-# %% book/20_variational_estimators.md, code cell 16
+# %% book/20_variational_estimators.md, code cell 17
 class VariationalGP(_VariationalFit):
     """Seeger's variational model selection, eqs (eq-var-bound)-(eq-var-grad-theta),
     logistic loss.
@@ -530,7 +560,7 @@ class VariationalGP(_VariationalFit):
         self.verbose = verbose
 
 
-# %% book/20_variational_estimators.md, code cell 17
+# %% book/20_variational_estimators.md, code cell 18
 class VariationalSVM(VariationalGP):
     """VariationalGP with Seeger's normalised SVC loss (eq-var-svc-loss) as the default
     loss.
