@@ -24,6 +24,7 @@ _PUBLIC = {
     "Matern": "kernels",
     "Sum": "kernels",
     "Product": "kernels",
+    "SklearnKernel": "kernels",
     "StepFlip": "likelihoods",
     "Probit": "likelihoods",
     "Gaussian": "likelihoods",

@@ -15,6 +15,8 @@ import copy
 
 import numpy as np
 from scipy.spatial.distance import cdist
+from sklearn.base import clone as sklearn_clone
+from sklearn.gaussian_process.kernels import Kernel as SklearnKernelBase
 
 __all__ = [
     "Kernel",
@@ -25,6 +27,7 @@ __all__ = [
     "Matern",
     "Sum",
     "Product",
+    "SklearnKernel",
     "check_kernel",
     "default_kernel",
     "input_scale",
@@ -336,6 +339,11 @@ class Kernel(_KernelEvaluation, _KernelTheta, _KernelParams):
 def check_kernel(kernel, name="kernel"):
     """Return ``kernel`` if it is a Kernel or None; raise TypeError naming ``name``
     otherwise."""
+    if isinstance(kernel, SklearnKernelBase):
+        raise TypeError(
+            f"{name} must be a gpc_literate.kernels.Kernel; wrap a scikit-learn "
+            f"kernel as SklearnKernel({kernel!r})"
+        )
     if kernel is not None and not isinstance(kernel, Kernel):
         raise TypeError(
             f"{name} must be a gpc_literate.kernels.Kernel such as RBF(), or None; "
@@ -926,3 +934,107 @@ class Product(_Combination):
     def __repr__(self):
         wrap = lambda k: f"({k!r})" if isinstance(k, Sum) else repr(k)  # noqa: E731
         return f"{wrap(self.k1)} * {wrap(self.k2)}"
+
+
+# %% book/03_covariance_functions.md, code cell 46
+class _SklearnKernelParams:
+    """get_params / set_params / clone of SklearnKernel, with the wrapped kernel's
+    parameters nested as kernel__name."""
+
+    def get_params(self, deep=True):
+        """``kernel`` and, with ``deep``, its parameters as kernel__name."""
+        params = {"kernel": self.kernel}
+        if deep:
+            for key, value in self.kernel.get_params(deep=True).items():
+                params[f"kernel__{key}"] = value
+        return params
+
+    def set_params(self, **params):
+        """Set ``kernel`` or its parameters (kernel__length_scale=...); return self."""
+        _check_param_names(self, params)
+        kernel = params.get("kernel", self.kernel)
+        nested = {
+            key.split("__", 1)[1]: value
+            for key, value in params.items()
+            if key.startswith("kernel__")
+        }
+        if nested:
+            kernel = sklearn_clone(kernel).set_params(**nested)
+        self.kernel = type(self)(kernel).kernel  # validated
+        return self
+
+    def __sklearn_clone__(self):
+        return type(self)(sklearn_clone(self.kernel))
+
+    def __repr__(self):
+        return f"SklearnKernel({self.kernel!r})"
+
+
+class _SklearnKernelEvaluation:
+    """K, its diagonal and dK/dtheta of SklearnKernel, by scikit-learn."""
+
+    def _check_X(self, X, name):
+        return _check_inputs(X, name)
+
+    def _matrix(self, X, Z):
+        if Z is not None:
+            return self.kernel(X, Z)
+        K = self.kernel(X)
+        return 0.5 * (K + K.T)
+
+    def _diag(self, X):
+        return self.kernel.diag(X)
+
+    def _gradient(self, X):
+        return np.moveaxis(self.kernel(X, eval_gradient=True)[1], -1, 0)
+
+
+# %% book/03_covariance_functions.md, code cell 47
+class SklearnKernel(_SklearnKernelParams, _SklearnKernelEvaluation, Kernel):
+    """A scikit-learn kernel used as a kernel of this chapter (sec-kern-sklearn).
+
+    Parameters
+    ----------
+    kernel : sklearn.gaussian_process.kernels.Kernel
+        Any of scikit-learn's kernels, or their sums and products, e.g.
+        ``ConstantKernel() * Matern(nu=1.5)``. Its free log-hyperparameters are
+        ``theta``; its bounds are not used.
+    """
+
+    _fixed = ("kernel",)
+
+    def __init__(self, kernel):
+        if not isinstance(kernel, SklearnKernelBase):
+            raise TypeError(
+                "kernel must be a scikit-learn kernel such as "
+                f"sklearn.gaussian_process.kernels.RBF(); got {kernel!r}"
+            )
+        self.kernel = kernel
+
+    @property
+    def theta(self):
+        """The wrapped kernel's theta: logs of its free hyperparameters (a copy)."""
+        return np.asarray(self.kernel.theta, dtype=float).copy()
+
+    @theta.setter
+    def theta(self, theta):
+        raw = np.asarray(theta, dtype=float)
+        if raw.shape != self.kernel.theta.shape:
+            raise ValueError(
+                f"theta must be a 1-D array of length {self.kernel.theta.size} "
+                f"{self.hyperparameter_names}, got shape {raw.shape}"
+            )
+        self.kernel = self.kernel.clone_with_theta(raw)
+
+    @property
+    def hyperparameter_names(self):
+        """log_name, or log_name[i] for a vector, of the free hyperparameters."""
+        names = []
+        for h in self.kernel.hyperparameters:
+            if not h.fixed:
+                one = h.n_elements == 1
+                names += [
+                    f"log_{h.name}" + ("" if one else f"[{i}]")
+                    for i in range(h.n_elements)
+                ]
+        return tuple(names)

@@ -623,3 +623,83 @@ def test_combination_checks_the_inputs_of_each_part():
     k = RBF([1.0, 2.0]) + Linear()
     with pytest.raises(ValueError):
         k(np.ones((4, 3)))
+
+
+# -- scikit-learn's kernels, wrapped (sec-kern-sklearn) ---------------------------------
+
+
+def _sk_kernels():
+    from sklearn.gaussian_process import kernels as skk
+
+    return [
+        skk.ConstantKernel(1.3) * skk.RBF([0.7, 1.9]),
+        skk.Matern(0.8, nu=1.5) + skk.WhiteKernel(0.1),
+        skk.RationalQuadratic(1.2, 0.5) * skk.DotProduct(0.4),
+        skk.ConstantKernel(2.0, "fixed") * skk.RBF(1.0),
+    ]
+
+
+@pytest.mark.parametrize("index", range(4))
+def test_sklearn_kernel_matrix_and_gradient(index):
+    """SklearnKernel: scikit-learn's K, exactly symmetric; dK/dtheta within 1e-6 of
+    central differences; with_theta, names and theta in step."""
+    from gpc_literate.base import central_difference
+    from gpc_literate.kernels import SklearnKernel
+
+    inner = _sk_kernels()[index]
+    k = SklearnKernel(inner)
+    X = np.random.default_rng(index).normal(size=(7, 2))
+    K = k(X)
+    assert np.array_equal(K, K.T) and np.allclose(K, inner(X), rtol=1e-14, atol=0)
+    assert np.allclose(k.diag(X), np.diag(inner(X)), rtol=1e-12, atol=0)
+    assert len(k.hyperparameter_names) == k.theta.size == inner.theta.size
+    G = k.gradient(X)
+    assert G.shape == (7, 7, k.theta.size)
+    for j in range(k.theta.size):
+
+        def entry(t, j=j):
+            theta = k.theta.copy()
+            theta[j] = t[0]
+            return k.with_theta(theta)(X).ravel()
+
+        numeric = central_difference(entry, k.theta[j : j + 1])
+        assert np.allclose(G[:, :, j].ravel(), numeric.ravel(), rtol=1e-6, atol=1e-8)
+
+
+def test_sklearn_kernel_params_clone_and_refusals():
+    from sklearn.base import clone
+    from sklearn.gaussian_process import kernels as skk
+
+    from gpc_literate.kernels import SklearnKernel, check_kernel
+
+    k = SklearnKernel(skk.ConstantKernel(1.0) * skk.RBF(1.0))
+    assert "kernel__k2__length_scale" in k.get_params(deep=True)
+    assert k.set_params(kernel__k2__length_scale=2.0) is k
+    assert np.isclose(k.kernel.k2.length_scale, 2.0)
+    c = clone(k)
+    assert c is not k and c.kernel is not k.kernel and np.array_equal(c.theta, k.theta)
+    with pytest.raises(ValueError, match="Invalid parameter"):
+        k.set_params(kernel__nope=1.0)
+    with pytest.raises(TypeError, match="scikit-learn kernel"):
+        SklearnKernel(RBF())
+    with pytest.raises(TypeError, match=r"SklearnKernel\(RBF"):
+        check_kernel(skk.RBF())
+    with pytest.raises(ValueError, match="length 2"):
+        k.with_theta([0.0])
+
+
+def test_ep_with_a_wrapped_kernel_equals_ours():
+    """EP at a fixed kernel: scikit-learn's C * Matern(5/2) wrapped gives our Matern's
+    log evidence to 1e-10."""
+    from sklearn.gaussian_process import kernels as skk
+
+    from gpc_literate.ep_classifier import EP
+    from gpc_literate.kernels import Matern, SklearnKernel
+
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(30, 2))
+    y = np.where(X[:, 0] + 0.3 * rng.normal(size=30) > 0, 1, -1)
+    sk = SklearnKernel(skk.ConstantKernel(1.5) * skk.Matern([1.0, 2.0], nu=2.5))
+    a = EP(sk, optimizer=None).fit(X, y)
+    b = EP(Matern([1.0, 2.0], variance=1.5, nu=2.5), optimizer=None).fit(X, y)
+    assert abs(a.log_marginal_likelihood_ - b.log_marginal_likelihood_) < 1e-10
