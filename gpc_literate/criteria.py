@@ -130,20 +130,16 @@ class _BiasedFit(_BiasedChecks, EP):
         self.gamma_, self.bias_mode_ = float(self.gamma), self.bias_mode
         # the shift still to be applied to predictions (none if EP has seen gamma)
         self._shift = self.gamma_ if self.bias_mode_ == "predictive" else 0.0
+        super()._fit_fixed(
+            X, y_pm, kernel, site_nu_init=site_nu_init, site_tau_init=site_tau_init
+        )
+
+    def _fitted_likelihood(self):
+        """EP's likelihood, shifted by gamma in the likelihood mode (eq-sel-shift)."""
+        base = super()._fitted_likelihood()
         if self.bias_mode_ == "predictive":
-            super()._fit_fixed(
-                X, y_pm, kernel, site_nu_init=site_nu_init, site_tau_init=site_tau_init
-            )
-            return
-        user = self.likelihood
-        base = Probit(noise_var=1.0) if user is None else user
-        self.likelihood = ShiftedLikelihood(base, self.gamma_)  # EP._fit copies it
-        try:
-            super()._fit_fixed(
-                X, y_pm, kernel, site_nu_init=site_nu_init, site_tau_init=site_tau_init
-            )
-        finally:
-            self.likelihood = user
+            return base
+        return ShiftedLikelihood(base, self.gamma_)
 
     def _store(self, post):
         super()._store(post)

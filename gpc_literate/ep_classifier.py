@@ -266,12 +266,7 @@ class _EPFit(_EPOptions):
 
     def _fit_fixed(self, X, y_pm, kernel, site_nu_init=None, site_tau_init=None):
         """Run EP from the given sites (default zero: q = prior) to convergence."""
-        self.kernel_ = kernel
-        self.likelihood_ = (
-            Probit(noise_var=1.0)
-            if self.likelihood is None
-            else copy.deepcopy(self.likelihood)
-        )
+        self.kernel_, self.likelihood_ = kernel, self._fitted_likelihood()
         self.X_train_, self.y_train_ = X, y_pm
         run = _run_ep_fit(
             self.kernel_(X),
@@ -288,6 +283,12 @@ class _EPFit(_EPOptions):
         self.n_iter_, self.converged_ = run.n_iter, run.converged
         self.n_refused_, self.change_history_ = run.n_refused, run.history
         self._store(run.posterior)
+
+    def _fitted_likelihood(self):
+        """The likelihood EP runs with: a copy of ``likelihood`` (None: Probit(1))."""
+        if self.likelihood is None:
+            return Probit(noise_var=1.0)
+        return copy.deepcopy(self.likelihood)
 
     def _store(self, post):
         """Fitted attributes from the posterior of the final sites."""
