@@ -10,15 +10,13 @@ import pytest
 from scipy import stats
 
 from gpc_literate import comparison as cmp
+from gpc_literate.datasets import make_noisy_linear
 from gpc_literate.kernels import RBF
 from gpc_literate.svm import KernelAdatron, kernel_adatron
 
 
 def _toy(n=40, d=3, seed=0):
-    rng = np.random.default_rng(seed)
-    X = rng.normal(size=(n, d))
-    y = np.where(X[:, 0] + 0.5 * rng.normal(size=n) > 0, 1, -1)
-    return X, y
+    return make_noisy_linear(n, d, 0.5, seed)  # chapter 4's toy problem
 
 
 def test_paper_table_has_every_cell_and_ambiguous_pairs_swap():

@@ -9,6 +9,7 @@ import pytest
 
 from gpc_literate import datasets
 from gpc_literate.base import ConvergenceWarning
+from gpc_literate.datasets import make_noisy_linear
 from gpc_literate.ep_classifier import EP
 from gpc_literate.kernels import RBF
 from gpc_literate.laplace import Laplace, Logistic
@@ -24,9 +25,8 @@ def _clear(err):
 
 
 def _data(n=30, seed=0):
-    rng = np.random.default_rng(seed)
-    X = rng.normal(size=(n, 2))
-    return X, np.where(X[:, 0] + 0.3 * rng.normal(size=n) > 0, 1, 0)
+    X, y = make_noisy_linear(n, 2, 0.3, seed)  # chapter 4's toy problem, labels 0/1
+    return X, (y > 0).astype(int)
 
 
 # 1. TAP on degenerate data: a clear error that names the fix, never a raw LinAlgError

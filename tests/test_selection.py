@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 from scipy.special import ndtr
 
-from gpc_literate.base import ConvergenceWarning
+from gpc_literate.base import ConvergenceWarning, central_difference
 from gpc_literate.criteria import (
     BiasedEP,
     ShiftedLikelihood,
@@ -40,12 +40,6 @@ H = 1e-5
 
 def toy(n=30, seed=0):
     return make_noisy_parabola(n, seed)  # the selection chapters' toy problem
-
-
-def central(fun, x, h=H):
-    return np.array(
-        [(fun(x + h * e) - fun(x - h * e)) / (2 * h) for e in np.eye(x.size)]
-    )
 
 
 def rel(a, b):
@@ -278,7 +272,9 @@ def test_criterion_terms_derivative_in_log_p(criterion, params):
     y[0] = 1.0
     log_p = np.log(rng.uniform(0.05, 0.95, size=15))
     _, J = criterion_terms(criterion, y, log_p, params)
-    fd = central(lambda lp: criterion_terms(criterion, y, lp, params)[0], log_p)
+    fd = central_difference(
+        lambda lp: criterion_terms(criterion, y, lp, params)[0], log_p
+    )
     assert rel(J, fd) < 1e-6
 
 
@@ -288,7 +284,7 @@ def test_cavity_derivatives(fitted):
     theta = kern.theta
     mom = loo_moments(kern(X), model.site_nu_, model.site_tau_, kern.gradient(X))
     for which, exact in (("mean", mom.dmean), ("var", mom.dvar)):
-        fd = central(
+        fd = central_difference(
             lambda t: getattr(
                 loo_moments(kern.with_theta(t)(X), model.site_nu_, model.site_tau_),
                 which,
@@ -310,7 +306,7 @@ def test_loo_objective_gradient(fitted, criterion, params):
     value, grad = loo_objective(
         kern(X), y, nu, tau, Probit(1.0), 0.3, criterion, params, kern.gradient(X)
     )
-    fd = central(
+    fd = central_difference(
         lambda p: loo_objective(
             kern.with_theta(p[:-1])(X),
             y,
@@ -338,7 +334,7 @@ def test_loo_objective_gradient_negative_sites(fitted):
     _, grad = loo_objective(
         kern(X), y, nu, tau, Probit(1.0), 0.3, "nlp", None, kern.gradient(X)
     )
-    fd = central(
+    fd = central_difference(
         lambda p: loo_objective(
             kern.with_theta(p[:-1])(X), y, nu, tau, Probit(1.0), p[-1], "nlp"
         ),
@@ -363,7 +359,7 @@ def test_loo_objective_other_likelihood(fitted):
     _, grad = loo_objective(
         kern(X), y, nu, tau, lik, 0.1, "f-measure", None, kern.gradient(X)
     )
-    fd = central(
+    fd = central_difference(
         lambda p: loo_objective(
             kern.with_theta(p[:-1])(X), y, nu, tau, lik, p[-1], "f-measure"
         ),
@@ -555,7 +551,7 @@ def test_lscv_gradient():
         return lscv_objective(k(X), y, np.exp(p[4]), np.exp(p[5]), p[6])
 
     _, grad = lscv_objective(kern(X), y, 0.15, 2.0, 0.4, kern.gradient(X))
-    assert rel(grad, central(f, psi)) < 1e-5
+    assert rel(grad, central_difference(f, psi)) < 1e-5
 
 
 def test_lscv_estimator():
