@@ -402,8 +402,16 @@ class GPClassifierBase(_GPClassifierPrediction, ClassifierMixin, BaseEstimator):
     -1/+1) and ``_decision_function(X)`` (the latent activation, positive for
     ``classes_[1]``); one that models probabilities also implements
     ``_predict_proba_positive(X)`` = P(y=+1 | x, D), and only then has
-    ``predict_proba``. Fitted attributes: ``classes_`` (the two labels, sorted),
-    ``n_features_in_`` (and ``feature_names_in_`` for a DataFrame).
+    ``predict_proba``.
+
+    Attributes
+    ----------
+    classes_ : ndarray of shape (2,)
+        The two labels, sorted.
+    n_features_in_ : int
+        Number of input features seen by ``fit``.
+    feature_names_in_ : ndarray of str
+        Column names, only when X is a DataFrame.
     """
 
     def __sklearn_tags__(self):

@@ -73,7 +73,17 @@ def normal_ratio(z):
     For z < 0 it is sqrt(2/pi) / erfcx(-z/sqrt(2)) (eq. eq-noise-ratio-erfcx),
     which neither underflows nor loses digits; below z = -1e8 the expansion
     -z - 1/z is exact to double precision.  For z >= 0, Phi(z) >= 1/2 and the
-    quotient is taken directly.  Vectorised; returns a float for scalar input.
+    quotient is taken directly.
+
+    Parameters
+    ----------
+    z : float or array_like
+        The argument; vectorised (NaN gives NaN).
+
+    Returns
+    -------
+    float or ndarray
+        rho(z), of the shape of ``z``; a float for scalar input.
     """
     z = np.asarray(z, dtype=float)
     out = np.empty_like(z)
@@ -252,10 +262,22 @@ class _FlipProbitBase(Likelihood):
 class StepFlip(_FlipProbitBase):
     """Eq. (eq-noise-flip), O&W 17.17: p(y|f) = kappa + (1 - 2 kappa) Theta(y f).
 
-    The noise-free step likelihood with each label flipped independently with
-    probability ``kappa`` in [0, 0.5).  Its Gaussian average needs var > 0.  Use it
-    with the covariance K + v I for Gaussian input noise (the noisy process,
-    eq. eq-noise-noisy-kernel).  It has no derivatives in f.
+    The noise-free step likelihood with each label flipped independently.  Its
+    Gaussian average needs var > 0.  Use it with the covariance K + v I for Gaussian
+    input noise (the noisy process, eq. eq-noise-noisy-kernel).  It has no derivatives
+    in f.
+
+    Parameters
+    ----------
+    kappa : float in [0, 0.5), default 0.0
+        Probability that a label is flipped.
+
+    Raises
+    ------
+    TypeError
+        If ``kappa`` is not a real number.
+    ValueError
+        If ``kappa`` is outside [0, 0.5).
     """
 
     _param_names = ("kappa",)
@@ -287,8 +309,22 @@ class Probit(_FlipProbitBase):
     """Eq. (eq-noise-flip-probit), O&W 17.15 with 17.17: kappa + (1 - 2 kappa) Phi(y f /
     sqrt(v)).
 
-    Gaussian input noise of variance ``noise_var`` = v > 0 turns the step into a
-    probit (eq-noise-probit); ``kappa`` in [0, 0.5) adds random label flips on top.
+    Gaussian input noise of variance v turns the step into a probit
+    (eq-noise-probit); random label flips come on top.
+
+    Parameters
+    ----------
+    noise_var : float > 0, default 1.0
+        Variance v of the Gaussian input noise.
+    kappa : float in [0, 0.5), default 0.0
+        Probability that a label is flipped.
+
+    Raises
+    ------
+    TypeError
+        If a parameter is not a real number.
+    ValueError
+        If ``noise_var`` <= 0 or ``kappa`` is outside [0, 0.5).
     """
 
     _param_names = ("noise_var", "kappa")
@@ -326,6 +362,18 @@ class Gaussian(Likelihood):
     Here y may be any finite real number, not only +-1.  The Gaussian average is
     N(y; mu, v + var) in closed form (eq. eq-noise-gaussian-logz); ``predictive``
     is the probability that the noisy output f + noise is positive.
+
+    Parameters
+    ----------
+    noise_var : float > 0, default 1.0
+        Variance v of the output noise.
+
+    Raises
+    ------
+    TypeError
+        If ``noise_var`` is not a real number.
+    ValueError
+        If ``noise_var`` <= 0.
     """
 
     _param_names = ("noise_var",)
