@@ -338,7 +338,26 @@ class Kernel(_KernelEvaluation, _KernelTheta, _KernelParams):
 # %% book/03_covariance_functions.md, code cell 13
 def check_kernel(kernel, name="kernel"):
     """Return ``kernel`` if it is a Kernel or None; raise TypeError naming ``name``
-    otherwise."""
+    otherwise.
+
+    Parameters
+    ----------
+    kernel : object
+        The value of an estimator's ``kernel`` argument.
+    name : str, default "kernel"
+        The argument's name, for the error message.
+
+    Returns
+    -------
+    Kernel or None
+        ``kernel`` itself.
+
+    Raises
+    ------
+    TypeError
+        If ``kernel`` is neither None nor a Kernel of this module; a scikit-learn kernel
+        gets a message that suggests wrapping it in SklearnKernel.
+    """
     if isinstance(kernel, SklearnKernelBase):
         raise TypeError(
             f"{name} must be a gpc_literate.kernels.Kernel; wrap a scikit-learn "
@@ -422,12 +441,12 @@ class RBF(Kernel):
 
     Parameters
     ----------
-    length_scale : float or 1-D array, > 0
+    length_scale : float or 1-D array, > 0, default 1.0
         One length scale for all inputs (isotropic) or one per input dimension (ARD).
         Opper & Winther's weights are w_i = 1 / length_scale_i**2.
-    variance : float, > 0
+    variance : float, > 0, default 1.0
         Signal variance (Seeger's C).
-    bias : float, >= 0
+    bias : float, >= 0, default 0.0
         Variance of a constant offset (Seeger's C * v). 0 means no bias term; it is then
         not part of ``theta``.
 
@@ -555,13 +574,13 @@ class ArcSin(Kernel):
 
     Parameters
     ----------
-    weight_variance : float or 1-D array, > 0
+    weight_variance : float or 1-D array, > 0, default 1.0
         Input-to-hidden weight variance, one for all inputs or one per input (ARD).
         These are Opper & Winther's w_i; Williams's (1998) Sigma for erf(z) hidden units
         is half of it.
-    variance : float, > 0
+    variance : float, > 0, default 1.0
         Output-weight variance, a factor in front of the kernel (1 in Opper & Winther).
-    bias_variance : float, >= 0
+    bias_variance : float, >= 0, default 0.0
         Hidden-unit bias-weight variance. 0 means no bias weight; it is then not part of
         ``theta``.
 
@@ -618,9 +637,9 @@ class Linear(Kernel):
 
     Parameters
     ----------
-    variance : float, > 0
+    variance : float, > 0, default 1.0
         Prior variance of each weight of the perceptron f(x) = w . x + w_0.
-    bias : float, >= 0
+    bias : float, >= 0, default 0.0
         Prior variance of the offset w_0. 0 means no bias term; it is then not part of
         ``theta``.
 
@@ -679,9 +698,9 @@ class Cauchy(Kernel):
 
     Parameters
     ----------
-    length_scale : float or 1-D array, > 0
+    length_scale : float or 1-D array, > 0, default 1.0
         One length scale for all inputs (isotropic) or one per input dimension (ARD).
-    variance : float, > 0
+    variance : float, > 0, default 1.0
         Signal variance k(x, x).
 
     ``theta`` = log of (length_scale..., variance).
@@ -760,11 +779,11 @@ class Matern(Kernel):
 
     Parameters
     ----------
-    length_scale : float or 1-D array, > 0
+    length_scale : float or 1-D array, > 0, default 1.0
         One length scale for all inputs (isotropic) or one per input dimension (ARD).
-    variance : float, > 0
+    variance : float, > 0, default 1.0
         Signal variance k(x, x).
-    nu : {0.5, 1.5, 2.5}
+    nu : {0.5, 1.5, 2.5}, default 2.5
         Smoothness: the samples are ceil(nu) - 1 times mean-square differentiable. Not
         a hyperparameter (never in ``theta``), but a parameter for ``set_params``.
 
@@ -894,6 +913,11 @@ class Sum(_Combination):
     ----------
     k1, k2 : Kernel
         The two kernels.
+
+    Raises
+    ------
+    TypeError
+        If k1 or k2 is not a Kernel of this module.
     """
 
     def _matrix(self, X, Z):
@@ -919,6 +943,11 @@ class Product(_Combination):
     ----------
     k1, k2 : Kernel
         The two kernels.
+
+    Raises
+    ------
+    TypeError
+        If k1 or k2 is not a Kernel of this module.
     """
 
     def _matrix(self, X, Z):
