@@ -195,7 +195,18 @@ def _register(spec: _Spec, aliases=()) -> None:
 
 def available(aliases: bool = False) -> list[str]:
     """Sorted names accepted by :func:`load` (with ``aliases=True`` also the papers'
-    names)."""
+    names).
+
+    Parameters
+    ----------
+    aliases : bool, default False
+        Also list the papers' names of the data sets.
+
+    Returns
+    -------
+    list of str
+        The names, sorted.
+    """
     names = set(_SPECS) | (set(ALIASES) if aliases else set())
     return sorted(names)
 
@@ -358,10 +369,31 @@ class _DatasetViews:
 class Dataset(_DatasetViews):
     """One train/test realisation of a binary data set; labels are +1/-1.
 
-    ``X_train``, ``X_test`` are float64 arrays (rows are examples), ``y_train``,
-    ``y_test`` int arrays of +1/-1. ``split(i)`` returns realisation ``i`` (0 <= i <
-    ``n_splits``) with the same options; ``whole()`` returns all rows, scaled the same
-    way, and ``train_index``/``test_index`` locate this realisation's rows in them.
+    ``split(i)`` returns realisation ``i`` (0 <= i < ``n_splits``) with the same
+    options; ``whole()`` returns all rows, scaled the same way, and
+    ``train_index``/``test_index`` locate this realisation's rows in them.
+
+    Attributes
+    ----------
+    name : str
+        The data set's name, as ``available()`` lists it.
+    X_train, X_test : ndarray of float64
+        Inputs; rows are examples.
+    y_train, y_test : ndarray of int
+        Labels +1/-1.
+    train_index, test_index : ndarray of int64
+        Rows of this realisation in ``whole()``.
+    realisation : int
+        The realisation's number i.
+    n_splits : int
+        Number of realisations.
+    feature_names : tuple of str
+    positive_class, negative_class : str
+        What the labels +1 and -1 stand for.
+    preprocessing : str
+        How the inputs were scaled.
+    description : str
+        Source, task and partition of the data set.
     """
 
     name: str
@@ -423,11 +455,30 @@ def load(
 ) -> Dataset:
     """Load realisation 0 of data set ``name``; ``available()`` lists the names.
 
-    ``standardize``: "paper" (what the paper using the set did; the default), "train"
-    (training-set statistics), "all" (statistics of all rows) or "none". ``n_train``: if
-    given, the realisations are random partitions with ``n_train`` training rows
-    (stratified for the imbalanced sets) and the rest as test set, ``max(n_splits, 10)``
-    of them.
+    Parameters
+    ----------
+    name : str
+        A name of ``available(aliases=True)``; case and hyphens do not matter.
+    standardize : {"paper", "train", "all", "none"}, default "paper"
+        "paper": what the paper using the set did; "train": training-set statistics;
+        "all": statistics of all rows; "none": no standardisation.
+    n_train : int or None, default None
+        If given, the realisations are random partitions with ``n_train`` training rows
+        (stratified for the imbalanced sets) and the rest as test set,
+        ``max(n_splits, 10)`` of them; between 2 and the number of rows minus 1.
+
+    Returns
+    -------
+    Dataset
+        Realisation 0; its ``split(i)`` gives the others.
+
+    Raises
+    ------
+    TypeError
+        If ``name`` is not a str or ``n_train`` is not an int or None.
+    ValueError
+        If ``name`` is unknown, ``standardize`` is not one of the four options or
+        ``n_train`` is out of range.
     """
     spec = _spec(name)
     if standardize not in _MODES:
