@@ -43,10 +43,35 @@ def lr_loo_activations(K, y, alpha, bias=0.0, *, C=np.inf, v=0.0, fit_bias=False
     Eq. (eq-loo-activation): h_l - y_l alpha_l sigma_l, with sigma_l from the
     partitioned inverse eq-loo-partitioned (eq-loo-margin, eq-loo-bound) and, with
     ``fit_bias``, the bordered inverse eq-loo-bordered-inverse, from one Cholesky
-    factorisation of the margin support vector block of K + v I. ``K`` is the kernel
-    matrix without the noise variance ``v``; ``alpha``, ``bias`` a solution of the dual
-    eq-svm-dual. Returns an array of shape (n,); the estimated leave-one-out error is
-    mean(y * h <= 0).
+    factorisation of the margin support vector block of K + v I.
+
+    Parameters
+    ----------
+    K : array_like of shape (n, n)
+        The kernel matrix without the noise variance ``v``.
+    y : array_like of shape (n,)
+        Labels +-1.
+    alpha : array_like of shape (n,)
+        With ``bias``, a solution of the dual eq-svm-dual.
+    bias : float, default 0.0
+        The bias b of that solution.
+    C : float, default np.inf
+        Linear slack of the dual (np.inf for none).
+    v : float, default 0.0
+        Quadratic slack, the noise variance added to the diagonal of K.
+    fit_bias : bool, default False
+        Whether the solution has a fitted bias (the bordered inverse).
+
+    Returns
+    -------
+    ndarray of shape (n,)
+        The activations h_i^{-i}; the estimated leave-one-out error is
+        mean(y * h <= 0).
+
+    Raises
+    ------
+    ValueError
+        If the shapes of ``K`` and ``alpha`` do not match that of ``y``.
     """
     K = np.asarray(K, dtype=float)
     y = np.asarray(y, dtype=float)
@@ -137,10 +162,29 @@ def exact_loo_error(estimator, X, y, *, warm_start=True, progress=False):
     """Exact leave-one-out error eq-loo-error by n refits of a clone of ``estimator``.
 
     Works for any estimator of the package (get_params, fit, decision_function,
-    predict). With ``warm_start`` and an estimator whose ``fit`` accepts ``alpha_init``
-    and sets ``alpha_``, the full data are fitted once and fit i starts from ``alpha_``
-    without entry i. ``progress`` shows a tqdm bar. Returns a ``LOOResult``; warns once
-    with ``ConvergenceWarning`` if any fit did not converge.
+    predict).
+
+    Parameters
+    ----------
+    estimator : estimator
+        An estimator of the package; it is cloned, not changed.
+    X : array_like of shape (n, n_features)
+    y : array_like of shape (n,)
+        Labels of two classes.
+    warm_start : bool, default True
+        For an estimator whose ``fit`` accepts ``alpha_init`` and sets ``alpha_``, the
+        full data are fitted once and fit i starts from ``alpha_`` without entry i.
+    progress : bool, default False
+        Show a tqdm bar.
+
+    Returns
+    -------
+    LOOResult
+
+    Warns
+    -----
+    ConvergenceWarning
+        Once, if any fit did not converge.
     """
     X, y = check_X_y(X, y)
     encode_labels(y)  # two classes, or ValueError

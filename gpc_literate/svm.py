@@ -451,14 +451,27 @@ class _AdatronFit(AlphaWarmStartMixin):
 class KernelAdatron(_AdatronFit, GPClassifierBase):
     """Support vector machine as the MAP of a GP, solved by the parallel kernel Adatron.
 
-    ``kernel``: a Kernel, default default_kernel(X) (eq-kern-default-length). Linear
-    slack ``C`` (Laplace noise; ``np.inf`` for none) and quadratic slack ``v`` (Gaussian
-    noise, added to the kernel diagonal, eq-svm-noisy-kernel); ``fit_bias``: a bias with
-    a flat prior (the constraint sum_i y_i alpha_i = 0, eq-svm-projection).
-    ``learning_rate`` is relative to the largest eigenvalue, eq-svm-learning-rate, in
-    (0, 2); ``tol`` bounds the Kuhn-Tucker violation in margin units. With
-    ``compute_loo`` the fit also computes the linear-response leave-one-out activations
-    eq-svm-loo.
+    Parameters
+    ----------
+    kernel : Kernel, default default_kernel(X)
+        Prior covariance function (eq-kern-default-length when None).
+    C : float > 0 or np.inf, default np.inf
+        Linear slack (Laplace noise); ``np.inf`` for none.
+    v : float >= 0, default 0.0
+        Quadratic slack (Gaussian noise), added to the kernel diagonal
+        (eq-svm-noisy-kernel).
+    fit_bias : bool, default False
+        A bias with a flat prior (the constraint sum_i y_i alpha_i = 0,
+        eq-svm-projection).
+    max_iter : int >= 1, default 20000
+        Maximum number of Adatron iterations.
+    tol : float > 0, default 1e-5
+        Bound on the Kuhn-Tucker violation, in margin units.
+    learning_rate : float in (0, 2), default 1.0
+        Step size relative to the largest eigenvalue, eq-svm-learning-rate.
+    compute_loo : bool, default True
+        The fit also computes the linear-response leave-one-out activations
+        eq-svm-loo.
 
     Fitted attributes: ``alpha_`` (n,), ``bias_``, ``n_iter_``, ``converged_``,
     ``support_`` (indices with alpha > 0), ``support_vectors_``, ``dual_coef_`` (y *
