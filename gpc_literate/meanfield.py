@@ -579,16 +579,40 @@ class NaiveMeanField(
 
     Likelihood kappa + (1 - 2 kappa) Theta(y f) on the noisy process with covariance
     k(x, x') + v delta (Gaussian input noise of variance ``v``, equivalently the probit
-    likelihood of chapter 2).  ``kernel`` defaults to default_kernel(X)
-    (eq-kern-default-length), the start of the search: with ``optimizer`` "nelder-mead"
-    (the default; None keeps the kernel fixed), ``n_restarts_optimizer``,
-    ``random_state`` and ``hyperparameter_bounds``, ``fit`` learns it by maximising the
-    leave-one-out criterion eq-mf-loo-criterion (chapter 1, sec-gpc-learning).
-    ``kappa`` in [0, 0.5) is the label-flip probability; ``method`` ("newton",
-    eq-mf-newton, or "adaptive", Algorithm 17.1 with its ``learning_rate``),
-    ``max_iter`` and ``tol`` control ``naive_mean_field``; with ``compute_loo`` the fit
-    also computes the linear-response leave-one-out estimate eq-mf-loo (one O(n^3)
-    factorisation).
+    likelihood of chapter 2).
+
+    Parameters
+    ----------
+    kernel : Kernel, default default_kernel(X)
+        Prior covariance function (eq-kern-default-length when None), the start of the
+        search.
+    kappa : float in [0, 0.5), default 0.0
+        The label-flip probability.
+    v : float >= 0, default 0.0
+        Variance of the Gaussian input noise.
+    max_iter : int >= 1, default 10000
+        Iteration limit of ``naive_mean_field``.
+    tol : float > 0, default 1e-6
+        Tolerance of ``naive_mean_field``.
+    learning_rate : float > 0, default 0.05
+        Step size of Algorithm 17.1 (``method="adaptive"``).
+    compute_loo : bool, default True
+        The fit also computes the linear-response leave-one-out estimate eq-mf-loo (one
+        O(n^3) factorisation).
+    optimizer : "nelder-mead" or None, default "nelder-mead"
+        ``fit`` learns the kernel by maximising the leave-one-out criterion
+        eq-mf-loo-criterion; None keeps the kernel fixed (chapter 1,
+        sec-gpc-learning).
+    n_restarts_optimizer : int >= 0, default 0
+        Further random starts of the search.
+    random_state : None, int, Generator or RandomState, default None
+        The generator of those starts.
+    hyperparameter_bounds : "auto" or (low, high), default "auto"
+        The box of the search: "auto" keeps each hyperparameter within 1e-5 to 1e5
+        times its start (chapter 1, search_box), a pair bounds every hyperparameter.
+    method : {"newton", "adaptive"}, default "newton"
+        Newton's method on the mean-field equations (eq-mf-newton), or Algorithm 17.1
+        with its ``learning_rate``.
 
     Fitted attributes: ``alpha_`` (embedding strengths), ``coef_`` = y * alpha_,
     ``X_train_``, ``kernel_``, ``n_iter_``, ``converged_``, ``residual_`` (max_i |delta

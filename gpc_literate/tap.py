@@ -551,16 +551,39 @@ class TAP(
     2000).
 
     Likelihood kappa + (1 - 2 kappa) Theta(y f) on the noisy process with covariance
-    k(x, x') + v delta (input noise ``v``); ``kernel`` defaults to default_kernel(X)
-    (eq-kern-default-length).  The TAP equations are solved by ``tap_fixed_point``
-    (``max_iter``, ``tol``, ``damping`` in (0, 1]).  ``optimizer`` ("fmin_l_bfgs_b",
-    "nelder-mead" or None to keep the kernel fixed), ``n_restarts_optimizer``,
-    ``random_state``, ``hyperparameter_bounds``: ``fit`` learns the kernel by maximising
-    -G_TAP, eq-tap-log-evidence, with its gradient eq-tap-evidence-gradient (chapter 1,
-    sec-gpc-learning).
-    With ``compute_loo`` the fit also reports the leave-one-out estimates that come with
-    the solution: ``loo_decision_`` (the cavity means, eq-tap-loo), ``loo_error_`` and
-    ``error_probability_`` (eq-tap-error-probability).
+    k(x, x') + v delta (input noise ``v``).  The TAP equations are solved by
+    ``tap_fixed_point``.
+
+    Parameters
+    ----------
+    kernel : Kernel, default default_kernel(X)
+        Prior covariance function (eq-kern-default-length when None), the start of the
+        search.
+    kappa : float in [0, 0.5), default 0.0
+        The label-flip probability.
+    v : float >= 0, default 0.0
+        Variance of the Gaussian input noise.
+    max_iter : int >= 1, default 500
+        Iteration limit of ``tap_fixed_point``.
+    tol : float > 0, default 1e-8
+        Tolerance of ``tap_fixed_point``.
+    damping : float in (0, 1], default 0.5
+        Damping of ``tap_fixed_point``.
+    compute_loo : bool, default True
+        The fit also reports the leave-one-out estimates that come with the solution:
+        ``loo_decision_`` (the cavity means, eq-tap-loo), ``loo_error_`` and
+        ``error_probability_`` (eq-tap-error-probability).
+    optimizer : {"fmin_l_bfgs_b", "nelder-mead"} or None, default "fmin_l_bfgs_b"
+        ``fit`` learns the kernel by maximising -G_TAP, eq-tap-log-evidence, with its
+        gradient eq-tap-evidence-gradient; None keeps the kernel fixed (chapter 1,
+        sec-gpc-learning).
+    n_restarts_optimizer : int >= 0, default 0
+        Further random starts of the search.
+    random_state : None, int, Generator or RandomState, default None
+        The generator of those starts.
+    hyperparameter_bounds : "auto" or (low, high), default "auto"
+        The box of the search: "auto" keeps each hyperparameter within 1e-5 to 1e5
+        times its start (chapter 1, search_box), a pair bounds every hyperparameter.
 
     Fitted attributes: ``alpha_``, ``coef_`` = y * alpha_, ``X_train_``, ``kernel_``,
     ``mu_cav_``, ``var_cav_`` (cavity means and variances of the noisy process),
