@@ -145,6 +145,11 @@ class Logistic(Likelihood):
     trapezoidal rule of eq. (eq-lap-trapezoid) for s <= 10 and eq.
     (eq-lap-logistic-wide) above, accurate to about 1e-13 in log Z for every variance,
     with at most about 600 nodes per average.
+
+    See Also
+    --------
+    Probit : chapter 2's probit likelihood, the other log-concave one for labels +-1.
+    Laplace : the estimator that takes either as ``likelihood``.
     """
 
     _param_names = ()
@@ -574,14 +579,29 @@ class Laplace(_LaplaceEvidence, _LaplaceFit):
     """GP classification with the Laplace approximation, eqs
     (eq-lap-psi)-(eq-lap-predprob).
 
-    Parameters: ``kernel`` (a Kernel; default default_kernel(X),
-    eq-kern-default-length), ``likelihood`` (twice differentiable and log-concave:
-    Probit with kappa=0, Logistic or Gaussian; default Probit(noise_var=1.0)),
-    ``max_iter`` and ``tol`` of the Newton iteration (tol bounds max |grad log p(y|f) -
-    K^-1 f|); ``optimizer`` ("fmin_l_bfgs_b", "nelder-mead", or None to keep the kernel
-    fixed), ``n_restarts_optimizer``, ``random_state`` and ``hyperparameter_bounds``:
-    ``fit`` learns the kernel by maximising the evidence eq-lap-evidence with its
-    gradient eq-lap-grad (chapter 1, sec-gpc-learning).
+    Parameters
+    ----------
+    kernel : Kernel, default default_kernel(X)
+        Prior covariance function (eq-kern-default-length when None), the start of the
+        search.
+    likelihood : Likelihood, default Probit(noise_var=1.0)
+        Twice differentiable and log-concave: Probit with kappa=0, Logistic or
+        Gaussian.
+    max_iter : int >= 1, default 100
+        Iteration limit of the Newton iteration.
+    tol : float > 0, default 1e-8
+        Tolerance of the Newton iteration: a bound on max |grad log p(y|f) - K^-1 f|.
+    optimizer : {"fmin_l_bfgs_b", "nelder-mead"} or None, default "fmin_l_bfgs_b"
+        ``fit`` learns the kernel by maximising the evidence eq-lap-evidence with its
+        gradient eq-lap-grad; None keeps the kernel fixed (chapter 1,
+        sec-gpc-learning).
+    n_restarts_optimizer : int >= 0, default 0
+        Further random starts of the search.
+    random_state : None, int, Generator or RandomState, default None
+        The generator of those starts.
+    hyperparameter_bounds : "auto" or (low, high), default "auto"
+        The box of the search: "auto" keeps each hyperparameter within 1e-5 to 1e5
+        times its start (chapter 1, search_box), a pair bounds every hyperparameter.
 
     Fitted attributes: ``kernel_``, ``likelihood_``, ``f_hat_`` (the mode), ``alpha_``
     (= K^-1 f_hat = grad log p(y|f_hat); Opper & Winther's y_i alpha_i),
