@@ -183,14 +183,40 @@ class _BiasedPrediction:
 class BiasedEP(_BiasedPrediction, _BiasedFit):
     """EP classifier with S&K's bias gamma, eqs (eq-sel-shift), (eq-sel-loo-pred).
 
-    The parameters of ``EP`` (``likelihood`` is the unshifted base, default
-    Probit(1.0)), the bias ``gamma`` (a real number, default 0) and ``bias_mode``:
+    It takes the parameters of ``EP`` and two more: the bias ``gamma`` and
+    ``bias_mode``, where gamma acts.
 
-    - "predictive" (default): EP runs with the base likelihood; gamma shifts the latent
-      mean in ``predict_proba`` and in the LOO probabilities (the evidence does not
-      depend on it);
-    - "likelihood": EP runs with ShiftedLikelihood(likelihood, gamma), stored as
-      ``likelihood_``, so the sites, the cavities and the evidence depend on gamma.
+    Parameters
+    ----------
+    kernel : Kernel, default default_kernel(X)
+        Prior covariance function, the start of the hyperparameter search, as in EP.
+    likelihood : Likelihood, default Probit(1.0)
+        The unshifted base likelihood (not a ShiftedLikelihood).
+    gamma : float, default 0.0
+        The bias, a real number.
+    bias_mode : {"predictive", "likelihood"}, default "predictive"
+        "predictive": EP runs with the base likelihood; gamma shifts the latent mean in
+        ``predict_proba`` and in the LOO probabilities (the evidence does not depend on
+        it). "likelihood": EP runs with ShiftedLikelihood(likelihood, gamma), stored as
+        ``likelihood_``, so the sites, the cavities and the evidence depend on gamma.
+    method : {"sequential", "parallel", "anderson", "newton"}, default "newton"
+        EP's algorithm, as in EP.
+    damping : float in (0, 1], default 1.0
+        Fraction of each site update that is applied, as in EP.
+    max_iter : int >= 1, default 100
+        Maximum number of sweeps or iterations of EP.
+    tol : float > 0, default 1e-8
+        EP's convergence threshold on the undamped site change, as in EP.
+    optimizer : {"fmin_l_bfgs_b", "nelder-mead"} or None, default "fmin_l_bfgs_b"
+        ``fit`` learns the kernel by maximising EP's log marginal likelihood; None keeps
+        the kernel fixed (chapter 1, sec-gpc-learning).
+    n_restarts_optimizer : int >= 0, default 0
+        Further random starts of the search.
+    random_state : None, int, Generator or RandomState, default None
+        The generator of those starts.
+    hyperparameter_bounds : "auto" or (low, high), default "auto"
+        The box of the search: "auto" keeps each hyperparameter within 1e-5 to 1e5
+        times its start (chapter 1, search_box), a pair bounds every hyperparameter.
 
     In both modes ``decision_function`` is the posterior mean of f plus gamma
     (``predict`` agrees with P(y = +1) > 1/2), ``loo_decision_`` is mu_cav_ + gamma,
