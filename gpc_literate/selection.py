@@ -301,27 +301,50 @@ def select_hyperparameters(
     """Choose the kernel's theta and the bias gamma: EP-CV, eq. (eq-sel-epcv), or the
     evidence.
 
-    estimator : EP or BiasedEP (every criterion), or Laplace ("evidence" only). Its
-        parameters are the starting point (gamma = 0 and bias_mode "predictive" for EP)
-        and the inference settings; it is not changed.
-    criterion : "nlp" (S&K eq. 6, minimised), "f-measure" (eq. 10; criterion_params zeta
-        in [0, 1], default 0.5), "wer" (eq. 11; tau in [0, 1], default 1) or "auc" (eq.
+    Parameters
+    ----------
+    estimator : EP, BiasedEP or Laplace
+        EP or BiasedEP (every criterion), or Laplace ("evidence" only). Its parameters
+        are the starting point (gamma = 0 and bias_mode "predictive" for EP) and the
+        inference settings; it is not changed.
+    X : array_like of shape (n, n_features)
+    y : array_like of shape (n,)
+        Labels of two classes.
+    criterion : {"nlp", "f-measure", "wer", "auc", "evidence"}, default "nlp"
+        "nlp" (S&K eq. 6, minimised), "f-measure" (eq. 10), "wer" (eq. 11) or "auc" (eq.
         12), by EP-CV; or "evidence": EP's (S&K's EP(ML)) or Laplace's log marginal
         likelihood, maximised by L-BFGS-B with its gradient (in gamma only with
         bias_mode "likelihood").
-    max_iter, tol : EP-CV stops when the M-step or an outer iteration improves the
-        criterion by at most tol, or after max_iter outer iterations; evidence:
-        L-BFGS-B's maxiter and tol.
-    optimize_kernel, optimize_bias : which of theta and gamma are free. optimize_bias
-        None: True for EP, except for "evidence" in the predictive bias mode (the
-        evidence does not depend on gamma there) and for Laplace (which has no gamma).
-    m_step_iter : L-BFGS-B iterations per M-step. bounds : box for the
-        log-hyperparameters.
-    progress : show a tqdm bar.
+    max_iter : int >= 1, default 50
+        EP-CV: the most outer iterations; evidence: L-BFGS-B's maxiter.
+    tol : float > 0, default 1e-4
+        EP-CV stops when the M-step or an outer iteration improves the criterion by at
+        most tol; evidence: L-BFGS-B's tol.
+    criterion_params : dict or None, default None
+        "f-measure": zeta in [0, 1], default 0.5; "wer": tau in [0, 1], default 1.
+    optimize_kernel : bool, default True
+        Whether theta is free.
+    optimize_bias : bool or None, default None
+        Whether gamma is free. None: True for EP, except for "evidence" in the
+        predictive bias mode (the evidence does not depend on gamma there) and for
+        Laplace (which has no gamma).
+    m_step_iter : int >= 1, default 5
+        L-BFGS-B iterations per M-step.
+    bounds : (low, high), default (-10.0, 10.0)
+        Box for the log-hyperparameters.
+    progress : bool, default False
+        Show a tqdm bar.
 
-    Returns (model, history): a fitted BiasedEP (or Laplace) whose parameters are the
-    chosen ones, and a SelectionHistory. Warns with ConvergenceWarning when max_iter is
-    reached.
+    Returns
+    -------
+    model : BiasedEP or Laplace
+        Fitted, with the chosen parameters.
+    history : SelectionHistory
+
+    Warns
+    -----
+    ConvergenceWarning
+        When max_iter is reached.
     """
     criterion, params = check_criterion(criterion, criterion_params)
     max_iter = check_integer(max_iter, "max_iter")
@@ -804,22 +827,25 @@ class LSCV(_LSCVPrediction, _LSCVFit):
     kernel : Kernel, default default_kernel(X)
         Covariance function (default: chapter 3's RBF scaled to the data); its theta is
         the starting point of the optimisation.
-    noise_var : float > 0
+    noise_var : float > 0, default 0.1
         Regression noise variance lambda; the starting value when it is optimised.
-    noise_var_bounds : (low, high) with 0 < low <= noise_var <= high, or None
-        Box for lambda; None keeps noise_var fixed.
+    noise_var_bounds : (low, high) or None, default (0.001, 1.0)
+        Box for lambda, with 0 < low <= noise_var <= high; None keeps noise_var fixed.
     optimizer : "fmin_l_bfgs_b" or None, default "fmin_l_bfgs_b"
         Minimise the LOO NLP, eq. (eq-sel-lscv-pred), over theta, log lambda, log a
         (box [-10, 10]) and b by L-BFGS-B from a = 1, b = 0 (chapter 1's
         maximize_criterion); None keeps the kernel and lambda and uses a = 1, b = 0.
-    n_restarts_optimizer : int, default 0
+    n_restarts_optimizer : int >= 0, default 0
         Further starts of theta drawn uniformly in its box.
-    random_state : None, int or Generator
+    random_state : None, int or Generator, default None
         The generator of those starts.
     hyperparameter_bounds : "auto" or (low, high), default "auto"
         Box of the kernel's hyperparameters: "auto" keeps each within a factor e^10 of
         its start; a pair bounds all, in natural units.
-    max_iter, tol : L-BFGS-B's iterations and tolerance.
+    max_iter : int >= 1, default 200
+        L-BFGS-B's iterations.
+    tol : float > 0, default 1e-8
+        L-BFGS-B's tolerance.
     verbose : bool, default False
         A tqdm bar of the search's iterations.
 
