@@ -358,8 +358,8 @@ def _ep(kernel, X, y, likelihood):
 def _mean_field(cls, kernel, X, y, likelihood):
     est = cls(kernel=kernel, v=1.0, optimizer=None).fit(X, y)
     mean, var = est.predict_latent(X)
-    var_cav = est.var_cav_ if cls is TAP else est.loo_var_  # of the noisy process
-    loo = likelihood.predictive(y * est.loo_decision_, np.maximum(var_cav - 1.0, 0.0))
+    var_cav = est.var_cav_ if cls is TAP else est.loo_var_ - 1.0  # of f (v = 1)
+    loo = likelihood.predictive(y * est.loo_decision_, np.maximum(var_cav, 0.0))
     log_evidence = est.log_marginal_likelihood_ if cls is TAP else np.nan
     return est, mean, var, log_evidence, loo, est.loo_decision_
 

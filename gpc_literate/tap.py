@@ -421,9 +421,10 @@ class _TAPFit:
             y,
         )
         self.alpha_, self.coef_ = result.alpha, result.coef
+        # the cavities of f, as EP's: the noisy process's variance less v
         self.mu_cav_, self.var_cav_, self.var_ = (
             result.mu_cav,
-            result.var_cav,
+            result.var_cav - float(self.v),
             result.var,
         )
         self.log_marginal_likelihood_ = result.log_evidence
@@ -586,7 +587,8 @@ class TAP(
         times its start (chapter 1, search_box), a pair bounds every hyperparameter.
 
     Fitted attributes: ``alpha_``, ``coef_`` = y * alpha_, ``X_train_``, ``kernel_``,
-    ``mu_cav_``, ``var_cav_`` (cavity means and variances of the noisy process),
+    ``mu_cav_``, ``var_cav_`` (cavity means and variances of f, as EP's; the noisy
+    process's cavity variances are ``var_cav_ + v``),
     ``var_`` (posterior variances of the noisy process at the training inputs),
     ``log_marginal_likelihood_`` (eq-tap-log-evidence), ``n_iter_``, ``converged_``,
     ``residual_``, ``learning_``, and the three above. ``decision_function`` is the

@@ -460,7 +460,7 @@ def test_fixed_point_is_tap_on_sonar():
         ep = EP(kern, lik, tol=1e-10, optimizer=None).fit(X, y)
         assert np.abs(ep.alpha_ - tap.alpha_).max() < 1e-6
         assert np.abs(ep.mu_cav_ - tap.mu_cav_).max() < 1e-6
-        assert np.abs(ep.var_cav_ + v - tap.var_cav_).max() < 1e-6
+        assert np.abs(ep.var_cav_ - tap.var_cav_).max() < 1e-6
         assert ep.log_marginal_likelihood_ == pytest.approx(
             tap.log_marginal_likelihood_, abs=1e-6
         )
