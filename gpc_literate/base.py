@@ -850,14 +850,15 @@ class _LearningChecks:
     _optimizers = ("fmin_l_bfgs_b", "nelder-mead")
 
     def _validate_learning(self):
-        """Check optimizer, n_restarts_optimizer, random_state and
-        hyperparameter_bounds."""
+        """Check optimizer, n_restarts_optimizer, random_state,
+        hyperparameter_bounds and verbose."""
         if self.optimizer is not None and self.optimizer not in self._optimizers:
             raise ValueError(
                 f"optimizer must be one of {self._optimizers} or None (keep the "
                 f"kernel fixed); got {self.optimizer!r}"
             )
         check_integer(self.n_restarts_optimizer, "n_restarts_optimizer", low=0)
+        check_bool(self.verbose, "verbose")
         search_box(self.hyperparameter_bounds, [])
         try:
             check_random_state(self.random_state)
@@ -911,7 +912,8 @@ class LearnsHyperparameters(_LearningChecks, _LearningStart):
     sec-gpc-learning).
 
     The estimator has the parameters ``kernel``, ``optimizer``,
-    ``n_restarts_optimizer``, ``random_state`` and ``hyperparameter_bounds``, and
+    ``n_restarts_optimizer``, ``random_state``, ``hyperparameter_bounds`` and
+    ``verbose``, and
     implements ``_default_kernel(X)``, ``_fit_fixed(X, y_pm, kernel, **warm)``,
     ``_criterion(theta, eval_gradient)`` and ``_warm_start()``; ``_criterion_name``
     names the criterion and ``_optimizers`` lists the optimisers it supports (the first
@@ -938,6 +940,7 @@ class LearnsHyperparameters(_LearningChecks, _LearningStart):
             names=self.kernel_.hyperparameter_names,
             owner=f"{type(self).__name__}.fit",
             stacklevel=3,
+            verbose=self.verbose,
         )
         self._fit_fixed(X, y_pm, self.kernel_.with_theta(theta), **self._warm_start())
         result.criterion, result.value = (

@@ -217,6 +217,9 @@ class BiasedEP(_BiasedPrediction, _BiasedFit):
     hyperparameter_bounds : "auto" or (low, high), default "auto"
         The box of the search: "auto" keeps each hyperparameter within 1e-5 to 1e5
         times its start (chapter 1, search_box), a pair bounds every hyperparameter.
+    verbose : bool, default False
+        A tqdm progress bar of the hyperparameter search (chapter 1's
+        maximize_criterion).
 
     In both modes ``decision_function`` is the posterior mean of f plus gamma
     (``predict`` agrees with P(y = +1) > 1/2), ``loo_decision_`` is mu_cav_ + gamma,
@@ -239,6 +242,7 @@ class BiasedEP(_BiasedPrediction, _BiasedFit):
         n_restarts_optimizer=0,
         random_state=None,
         hyperparameter_bounds="auto",
+        verbose=False,
     ):
         super().__init__(
             kernel=kernel,
@@ -251,6 +255,7 @@ class BiasedEP(_BiasedPrediction, _BiasedFit):
             n_restarts_optimizer=n_restarts_optimizer,
             random_state=random_state,
             hyperparameter_bounds=hyperparameter_bounds,
+            verbose=verbose,
         )
         self.gamma = gamma
         self.bias_mode = bias_mode

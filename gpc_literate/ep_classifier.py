@@ -429,10 +429,16 @@ class EP(_EPFit, _EPEvidence, _EPPrediction, LearnsHyperparameters, GPClassifier
         ``fit`` learns the kernel by maximising EP's log marginal likelihood
         eq-ep-logz-stable (with its gradient eq-ep-gradient); None keeps the kernel
         fixed (chapter 1, sec-gpc-learning).
-    n_restarts_optimizer : int >= 0, random_state, hyperparameter_bounds : "auto" or
-        (low, high) Further random starts of the search, their generator, and its box:
-        "auto" keeps each hyperparameter within 1e-5 to 1e5 times its start (chapter 1,
-        search_box), a pair bounds every hyperparameter.
+    n_restarts_optimizer : int >= 0, default 0
+        Further random starts of the search.
+    random_state : None, int, Generator or RandomState, default None
+        The generator of those starts.
+    hyperparameter_bounds : "auto" or (low, high), default "auto"
+        The box of the search: "auto" keeps each hyperparameter within 1e-5 to 1e5
+        times its start (chapter 1, search_box), a pair bounds every hyperparameter.
+    verbose : bool, default False
+        A tqdm progress bar of the hyperparameter search (chapter 1's
+        maximize_criterion).
 
     Fitted attributes: ``site_nu_``, ``site_tau_`` (natural site parameters; a precision
     may be negative), ``site_mean_``, ``site_var_`` (the same as mean and variance, inf
@@ -460,6 +466,7 @@ class EP(_EPFit, _EPEvidence, _EPPrediction, LearnsHyperparameters, GPClassifier
         n_restarts_optimizer=0,
         random_state=None,
         hyperparameter_bounds="auto",
+        verbose=False,
     ):
         self.kernel = kernel
         self.likelihood = likelihood
@@ -471,3 +478,4 @@ class EP(_EPFit, _EPEvidence, _EPPrediction, LearnsHyperparameters, GPClassifier
         self.n_restarts_optimizer = n_restarts_optimizer
         self.random_state = random_state
         self.hyperparameter_bounds = hyperparameter_bounds
+        self.verbose = verbose

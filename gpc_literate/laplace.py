@@ -602,6 +602,9 @@ class Laplace(_LaplaceEvidence, _LaplaceFit):
     hyperparameter_bounds : "auto" or (low, high), default "auto"
         The box of the search: "auto" keeps each hyperparameter within 1e-5 to 1e5
         times its start (chapter 1, search_box), a pair bounds every hyperparameter.
+    verbose : bool, default False
+        A tqdm progress bar of the hyperparameter search (chapter 1's
+        maximize_criterion).
 
     Fitted attributes: ``kernel_``, ``likelihood_``, ``f_hat_`` (the mode), ``alpha_``
     (= K^-1 f_hat = grad log p(y|f_hat); Opper & Winther's y_i alpha_i),
@@ -622,6 +625,7 @@ class Laplace(_LaplaceEvidence, _LaplaceFit):
         n_restarts_optimizer=0,
         random_state=None,
         hyperparameter_bounds="auto",
+        verbose=False,
     ):
         self.kernel = kernel
         self.likelihood = likelihood
@@ -631,6 +635,7 @@ class Laplace(_LaplaceEvidence, _LaplaceFit):
         self.n_restarts_optimizer = n_restarts_optimizer
         self.random_state = random_state
         self.hyperparameter_bounds = hyperparameter_bounds
+        self.verbose = verbose
 
     def predict_latent(self, X):
         """Eq. (eq-lap-predictive): mean and variance of the latent f(x) at each row

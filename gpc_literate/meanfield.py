@@ -610,6 +610,9 @@ class NaiveMeanField(
     hyperparameter_bounds : "auto" or (low, high), default "auto"
         The box of the search: "auto" keeps each hyperparameter within 1e-5 to 1e5
         times its start (chapter 1, search_box), a pair bounds every hyperparameter.
+    verbose : bool, default False
+        A tqdm progress bar of the hyperparameter search (chapter 1's
+        maximize_criterion).
     method : {"newton", "adaptive"}, default "newton"
         Newton's method on the mean-field equations (eq-mf-newton), or Algorithm 17.1
         with its ``learning_rate``.
@@ -640,6 +643,7 @@ class NaiveMeanField(
         random_state=None,
         hyperparameter_bounds="auto",
         method="newton",
+        verbose=False,
     ):
         self.kernel = kernel
         self.kappa = kappa
@@ -653,3 +657,4 @@ class NaiveMeanField(
         self.n_restarts_optimizer = n_restarts_optimizer
         self.random_state = random_state
         self.hyperparameter_bounds = hyperparameter_bounds
+        self.verbose = verbose

@@ -32,7 +32,6 @@ from gpc_literate.base import (
     ConvergenceWarning,
     GPClassifierBase,
     _LearningChecks,
-    check_bool,
     check_integer,
     check_scalar,
     check_X_y,
@@ -713,7 +712,6 @@ class _LSCVChecks(_LearningChecks):
         self._validate_learning()
         check_integer(self.max_iter, "max_iter")
         check_scalar(self.tol, "tol", low=0.0, low_inclusive=False)
-        check_bool(self.verbose, "verbose")
 
 
 # %% book/17_loo_model_selection.md, code cell 25

@@ -585,6 +585,9 @@ class TAP(
     hyperparameter_bounds : "auto" or (low, high), default "auto"
         The box of the search: "auto" keeps each hyperparameter within 1e-5 to 1e5
         times its start (chapter 1, search_box), a pair bounds every hyperparameter.
+    verbose : bool, default False
+        A tqdm progress bar of the hyperparameter search (chapter 1's
+        maximize_criterion).
 
     Fitted attributes: ``alpha_``, ``coef_`` = y * alpha_, ``X_train_``, ``kernel_``,
     ``mu_cav_``, ``var_cav_`` (cavity means and variances of f, as EP's; the noisy
@@ -611,6 +614,7 @@ class TAP(
         n_restarts_optimizer=0,
         random_state=None,
         hyperparameter_bounds="auto",
+        verbose=False,
     ):
         self.kernel = kernel
         self.kappa = kappa
@@ -623,3 +627,4 @@ class TAP(
         self.n_restarts_optimizer = n_restarts_optimizer
         self.random_state = random_state
         self.hyperparameter_bounds = hyperparameter_bounds
+        self.verbose = verbose

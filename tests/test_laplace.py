@@ -336,6 +336,7 @@ def test_defaults_and_fitted_attributes(synth):
         "n_restarts_optimizer": 0,
         "random_state": None,
         "hyperparameter_bounds": "auto",
+        "verbose": False,
     }
     assert repr(clf) == "Laplace(optimizer=None)"
     clf.fit(synth.X_train, synth.y_train)

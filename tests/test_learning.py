@@ -196,3 +196,16 @@ def test_maximize_criterion_without_restarts_is_deterministic():
     a = maximize_criterion(f, np.zeros(3), bounds=(-2.0, 2.0))
     b = maximize_criterion(f, np.zeros(3), bounds=(-2.0, 2.0))
     assert np.array_equal(a[0], b[0]) and np.allclose(a[0], 0.3, atol=1e-6)
+
+
+@pytest.mark.parametrize("make", LEARNERS, ids=IDS)
+def test_verbose_shows_the_search_and_is_checked(make, capsys):
+    """verbose=True: a tqdm bar of the search, named after the estimator; silent by
+    default; a non-boolean refused with a TypeError naming it."""
+    X, y = overlapping()
+    model = make(verbose=True).fit(X, y)
+    assert f"{type(model).__name__}.fit" in capsys.readouterr().err
+    make().fit(X, y)
+    assert capsys.readouterr().err == ""
+    with pytest.raises(TypeError, match="verbose"):
+        make(verbose="yes").fit(X, y)
