@@ -506,19 +506,39 @@ class VariationalGP(_VariationalFit):
     logistic loss.
 
     Minimises the free energy F(P, theta) (an upper bound on -log P(D | theta)) over the
-    Gaussian P = N(mu, V + C C^T) with ``n_factors`` factors (inner loop, L-BFGS-B with
-    ``inner_max_iter``, ``inner_tol``) and, with ``optimizer="fmin_l_bfgs_b"``, over
-    the kernel's log-hyperparameters theta (outer loop, L-BFGS-B with ``max_iter``,
-    ``tol``, every hyperparameter within ``hyperparameter_bounds``: "auto", within a
-    factor e^8 of its start, or a pair (low, high) in natural units for all, a starting
-    value outside which is clipped with a UserWarning), starting the inner loops of each
-    line search from the P of the last accepted iterate (P_0, the minimiser of F at the
-    starting theta, for the first), so that the value at a trial theta never depends on
-    the order of evaluation (see variational_objective).  With ``optimizer=None`` the
-    kernel is used exactly as given, whatever the bounds.  ``loss`` is "logistic" or
-    "svc" (the normalised SVC loss).  ``kernel=None``: ARD RBF with length scales
-    sqrt(d) times each input's standard deviation, variance 1, bias 0.1.  ``verbose``:
-    a tqdm bar over outer iterations.
+    Gaussian P = N(mu, V + C C^T) (inner loop, L-BFGS-B) and, with
+    ``optimizer="fmin_l_bfgs_b"``, over the kernel's log-hyperparameters theta (outer
+    loop, L-BFGS-B), starting the inner loops of each line search from the P of the
+    last accepted iterate (P_0, the minimiser of F at the starting theta, for the
+    first), so that the value at a trial theta never depends on the order of evaluation
+    (see variational_objective).
+
+    Parameters
+    ----------
+    kernel : Kernel or None, default None
+        The starting kernel; None: ARD RBF with length scales sqrt(d) times each
+        input's standard deviation, variance 1, bias 0.1.
+    loss : {"logistic", "svc"}, default "logistic"
+        The logistic loss or the normalised SVC loss.
+    n_factors : int >= 0, default 2
+        Number of factors, the columns of C.
+    optimizer : "fmin_l_bfgs_b" or None, default "fmin_l_bfgs_b"
+        Learn theta in the outer loop; with None the kernel is used exactly as given,
+        whatever the bounds.
+    max_iter : int >= 1, default 100
+        L-BFGS-B's iterations in the outer loop.
+    tol : float > 0, default 1e-6
+        L-BFGS-B's tolerance in the outer loop.
+    inner_max_iter : int >= 1, default 500
+        L-BFGS-B's iterations in the inner loop.
+    inner_tol : float > 0, default 1e-8
+        L-BFGS-B's tolerance in the inner loop.
+    hyperparameter_bounds : "auto" or (low, high), default "auto"
+        Every hyperparameter stays within this box in the outer loop: "auto", within a
+        factor e^8 of its start, or a pair (low, high) in natural units for all, a
+        starting value outside which is clipped with a UserWarning.
+    verbose : bool, default False
+        A tqdm bar over outer iterations.
 
     Fitted attributes: ``kernel_``, ``theta_``, ``free_energy_`` and
     ``log_marginal_likelihood_`` = -``free_energy_`` (a lower bound on the log
@@ -567,6 +587,21 @@ class VariationalSVM(VariationalGP):
 
     use="mode" predicts with the SVM at the selected kernel: hinge loss, no bias, box
     0 <= alpha <= 1 (KernelAdatron with C = 1).
+
+    Parameters
+    ----------
+    kernel : Kernel or None, default None
+        As in VariationalGP.
+    loss : {"logistic", "svc"}, default "svc"
+        The normalised SVC loss, or the logistic loss.
+    n_factors, optimizer, max_iter, tol, inner_max_iter, inner_tol
+        As in VariationalGP, with the same defaults.
+    hyperparameter_bounds, verbose
+        As in VariationalGP, with the same defaults.
+
+    See Also
+    --------
+    VariationalGP : the same estimator with the logistic loss as the default.
     """
 
     def __init__(
