@@ -439,14 +439,49 @@ def elliptical_slice_sampling(
     """Eqs (eq-mcmc-ellipse)-(eq-mcmc-shrink): posterior draws of f ~ N(0, K) given
     labels y.
 
-    ``K`` (n, n) prior covariance at the training inputs, ``y`` (n,) labels +-1 (real
-    targets for Gaussian), ``likelihood`` any Likelihood of the package (only
-    ``log_prob`` is used). ``n_chains`` independent chains from eq-mcmc-init (or ``f0``)
-    advance together; ``burn_in`` steps are discarded, then ``n_samples`` states per
-    chain are kept, one every ``thin`` steps; ``max_shrink`` caps the proposals of a
-    step; ``rng`` a Generator or seed; ``progress`` shows a progress bar.  Returns an
-    MCMCResult with the diagnostics eq-mcmc-rhat and eq-mcmc-geyer; warns
-    (ConvergenceWarning) when max R-hat > ``rhat_max`` or min ESS < ``ess_min``.
+    ``n_chains`` independent chains advance together; ``burn_in`` steps are discarded,
+    then ``n_samples`` states per chain are kept, one every ``thin`` steps.
+
+    Parameters
+    ----------
+    K : array_like of shape (n, n)
+        Prior covariance at the training inputs.
+    y : array_like of shape (n,)
+        Labels +-1 (real targets for Gaussian).
+    likelihood : Likelihood
+        Any Likelihood of the package (only ``log_prob`` is used).
+    n_samples : int >= 4, default 1000
+        States kept per chain.
+    n_chains : int >= 1, default 4
+        Number of chains.
+    burn_in : int >= 0, default 500
+        Steps discarded at the start.
+    thin : int >= 1, default 1
+        One state kept every ``thin`` steps.
+    max_shrink : int >= 1, default 100
+        Cap on the proposals of a step.
+    f0 : None or array_like of shape (n,) or (n_chains, n), default None
+        Starting states, every chain's or one per chain; None: those of eq-mcmc-init.
+    jitter : float, default JITTER (1e-8)
+        Relative jitter of eq-mcmc-jitter.
+    rng : None, int or Generator, default None
+        A Generator or seed.
+    progress : bool, default False
+        Show a progress bar.
+    rhat_max : float, default RHAT_MAX (1.01)
+        Warn when max R-hat exceeds it.
+    ess_min : float, default ESS_MIN (400.0)
+        Warn when min ESS is below it.
+
+    Returns
+    -------
+    MCMCResult
+        The draws with the diagnostics eq-mcmc-rhat and eq-mcmc-geyer.
+
+    Warns
+    -----
+    ConvergenceWarning
+        When max R-hat > ``rhat_max`` or min ESS < ``ess_min``.
     """
     t_start = time.perf_counter()
     L, y = _checked_problem(K, y, likelihood, jitter)
@@ -643,12 +678,39 @@ def ais_log_evidence(
     """Eqs (eq-mcmc-ais-weight), (eq-mcmc-ais-estimate): log p(y) by annealed importance
     sampling.
 
-    ``K``, ``y``, ``likelihood`` as for elliptical_slice_sampling.  ``n_runs``
-    independent runs from the prior along the geometric path eq-mcmc-ais-path with
-    ``schedule`` an int T (beta_t = (t/T)^4, eq-mcmc-schedule) or an increasing array
-    from 0 to 1; ``n_steps`` elliptical slice steps per temperature.  Returns an
-    AISResult; warns (ConvergenceWarning) when the ESS of the weights is below
-    ``min_weight_ess``.
+    ``n_runs`` independent runs from the prior along the geometric path
+    eq-mcmc-ais-path.
+
+    Parameters
+    ----------
+    K, y, likelihood
+        As for elliptical_slice_sampling.
+    n_runs : int >= 1, default 100
+        Number of independent runs.
+    schedule : int or array_like, default 1000
+        An int T (beta_t = (t/T)^4, eq-mcmc-schedule) or an increasing array from 0 to
+        1.
+    n_steps : int >= 1, default 1
+        Elliptical slice steps per temperature.
+    max_shrink : int >= 1, default 100
+        Cap on the proposals of a step.
+    jitter : float, default JITTER (1e-8)
+        Relative jitter of eq-mcmc-jitter.
+    rng : None, int or Generator, default None
+        A Generator or seed.
+    progress : bool, default False
+        Show a progress bar.
+    min_weight_ess : float, default 10.0
+        Warn when the ESS of the weights is below it.
+
+    Returns
+    -------
+    AISResult
+
+    Warns
+    -----
+    ConvergenceWarning
+        When the ESS of the weights is below ``min_weight_ess``.
     """
     t_start = time.perf_counter()
     L, y = _checked_problem(K, y, likelihood, jitter)
