@@ -49,7 +49,8 @@ from gpc_literate.selection import select_hyperparameters
 from gpc_literate.svm import (
     AdatronResult,
     KernelAdatron,
-    largest_eigenvalue,
+    adatron_start,
+    adatron_step,
     project_box_hyperplane,
 )
 from gpc_literate.variational import VariationalGP, VariationalSVM
@@ -181,24 +182,14 @@ def svm_dual_accelerated(K, y, *, C, tol=1e-3, max_iter=20000, alpha_init=None):
     tol (checked every ten iterations). Returns an ``AdatronResult`` (alpha, bias,
     n_iter, converged, step, eta).
     """
-    K = np.asarray(K, dtype=float)
-    y = np.asarray(y, dtype=float)
-    n = y.size
-    if K.shape != (n, n):
-        raise ValueError(f"K must have shape ({n}, {n}), got {K.shape}")
     C = check_scalar(C, "C", low=0.0, low_inclusive=False)
     tol = check_scalar(tol, "tol", low=0.0, low_inclusive=False)
     max_iter = check_integer(max_iter, "max_iter")
-    eta = 1.0 / largest_eigenvalue(K)
-    start = np.zeros(n) if alpha_init is None else np.asarray(alpha_init, dtype=float)
+    K, y, eta, start = adatron_start(K, y, C=C, fit_bias=True, alpha_init=alpha_init)
     alpha, lam = project_box_hyperplane(start, y, C)
-
-    def ascent(a):  # gradient of the dual objective
-        return 1.0 - y * (K @ (y * a))
-
     beta, t, step, converged, n_iter = alpha.copy(), 1.0, np.inf, False, 0
     for n_iter in range(1, max_iter + 1):
-        new, lam = project_box_hyperplane(beta + eta * ascent(beta), y, C, lam)
+        new, lam, _ = adatron_step(K, y, beta, eta, C=C, fit_bias=True, lam=lam)
         if (new - beta) @ (new - alpha) < 0.0:  # adaptive restart
             t, beta = 1.0, new
         else:
@@ -206,10 +197,7 @@ def svm_dual_accelerated(K, y, *, C, tol=1e-3, max_iter=20000, alpha_init=None):
             beta, t = new + (t - 1.0) / t_next * (new - alpha), t_next
         alpha = new
         if n_iter % 10 == 0 or n_iter == max_iter:  # the Adatron's stopping rule
-            adatron, lam_a = project_box_hyperplane(
-                alpha + eta * ascent(alpha), y, C, lam
-            )
-            step = float(np.max(np.abs(adatron - alpha))) / eta
+            _, lam_a, step = adatron_step(K, y, alpha, eta, C=C, fit_bias=True, lam=lam)
             if step <= tol:
                 converged = True
                 break

@@ -34,6 +34,8 @@ __all__ = [
     "AdatronResult",
     "KKTCheck",
     "KernelAdatron",
+    "adatron_start",
+    "adatron_step",
     "conditional_variances",
     "kernel_adatron",
     "kkt_violation",
@@ -216,9 +218,14 @@ class AdatronResult:
 
 
 # %% book/05_svm.md, code cell 14
-def _adatron_start(K, y, C, v, fit_bias, learning_rate, alpha_init):
-    """Checked K and y, the step size eta (eq-svm-learning-rate) and the starting
-    alpha of kernel_adatron."""
+def adatron_start(
+    K, y, *, C=np.inf, v=0.0, fit_bias=False, learning_rate=1.0, alpha_init=None
+):
+    """Start of an iteration on the SVM dual eq-svm-dual: ``(K, y, eta, alpha)``.
+
+    K and y as float arrays (checked), the step size eta of eq-svm-learning-rate and
+    the starting alpha: zeros, or ``alpha_init`` clipped into the box [0, C].
+    """
     K = np.asarray(K, dtype=float)
     y = np.asarray(y, dtype=float)
     n = y.size
@@ -239,6 +246,25 @@ def _adatron_start(K, y, C, v, fit_bias, learning_rate, alpha_init):
 
 
 # %% book/05_svm.md, code cell 15
+def adatron_step(K, y, alpha, eta, *, C=np.inf, v=0.0, fit_bias=False, lam=0.0):
+    """One projected ascent step eq-svm-adatron on the SVM dual eq-svm-dual from alpha.
+
+    K is the kernel matrix without the noise variance v, eta the step size, ``lam`` the
+    starting guess for the multiplier of eq-svm-projection (used with ``fit_bias``).
+    Returns ``(new_alpha, lam, step)``, step = max_i |new_alpha_i - alpha_i| / eta; the
+    bias of eq-svm-bias is lam / eta.
+    """
+    u = y * alpha
+    f_noisy = K @ u + v * u
+    z = alpha + eta * (1.0 - y * f_noisy)
+    if fit_bias:
+        new, lam = _project(z, y, C, lam)
+    else:
+        new = np.clip(z, 0.0, C)
+    return new, lam, float(np.max(np.abs(new - alpha))) / eta
+
+
+# %% book/05_svm.md, code cell 16
 def kernel_adatron(
     K,
     y,
@@ -260,28 +286,30 @@ def kernel_adatron(
     eta <= tol; returns an ``AdatronResult`` (``converged`` False after ``max_iter``
     iterations or if the iterates stop being finite).
     """
-    K, y, eta, alpha = _adatron_start(K, y, C, v, fit_bias, learning_rate, alpha_init)
-    lam, bias, step, converged, n_iter = 0.0, 0.0, np.inf, False, 0
+    K, y, eta, alpha = adatron_start(
+        K,
+        y,
+        C=C,
+        v=v,
+        fit_bias=fit_bias,
+        learning_rate=learning_rate,
+        alpha_init=alpha_init,
+    )
+    lam, step, converged, n_iter = 0.0, np.inf, False, 0
     for n_iter in range(1, max_iter + 1):
-        u = y * alpha
-        f_noisy = K @ u + v * u
-        z = alpha + eta * (1.0 - y * f_noisy)
-        if fit_bias:
-            new, lam = _project(z, y, C, lam)
-            bias = lam / eta  # eq-svm-bias
-        else:
-            new = np.clip(z, 0.0, C)
-        step = float(np.max(np.abs(new - alpha))) / eta
-        alpha = new
+        alpha, lam, step = adatron_step(
+            K, y, alpha, eta, C=C, v=v, fit_bias=fit_bias, lam=lam
+        )
         if not np.isfinite(step):
             break
         if step <= tol:
             converged = True
             break
+    bias = lam / eta  # eq-svm-bias (0 without a bias)
     return AdatronResult(alpha, float(bias), n_iter, converged, step, eta)
 
 
-# %% book/05_svm.md, code cell 22
+# %% book/05_svm.md, code cell 23
 def jittered_cholesky(A, jitters=(0.0, 1e-10, 1e-8, 1e-6, 1e-4, 1e-2), what="A"):
     """Lower Cholesky factor of the symmetric positive (semi)definite A + j m I, for
     the first j of ``jitters`` that works (m the mean diagonal of A); LinAlgError
@@ -295,7 +323,7 @@ def jittered_cholesky(A, jitters=(0.0, 1e-10, 1e-8, 1e-6, 1e-4, 1e-2), what="A")
     raise LinAlgError(f"{what} is not positive definite")
 
 
-# %% book/05_svm.md, code cell 23
+# %% book/05_svm.md, code cell 24
 def conditional_variances(K, alpha, *, C=np.inf, v=0.0, fit_bias=False):
     """Conditional variances sigma_i of eq-svm-loo, from one Cholesky factor of the
     margin block.
@@ -340,7 +368,7 @@ def conditional_variances(K, alpha, *, C=np.inf, v=0.0, fit_bias=False):
     return sigma
 
 
-# %% book/05_svm.md, code cell 24
+# %% book/05_svm.md, code cell 25
 def _check_adatron_params(est):
     """ValueError/TypeError for a ``KernelAdatron`` hyperparameter outside its
     domain."""
@@ -362,7 +390,7 @@ def _check_adatron_params(est):
     check_bool(est.compute_loo, "compute_loo")
 
 
-# %% book/05_svm.md, code cell 25
+# %% book/05_svm.md, code cell 26
 def _adatron_loo(K, y, result, *, C, v, fit_bias):
     """Linear-response leave-one-out activations (eq-svm-loo) and their error rate."""
     u = y * result.alpha  # eq-svm-loo: y_i h_i = m_i - alpha_i sigma_i
@@ -371,7 +399,7 @@ def _adatron_loo(K, y, result, *, C, v, fit_bias):
     return loo_decision, float(np.mean(y * loo_decision <= 0.0))
 
 
-# %% book/05_svm.md, code cell 26
+# %% book/05_svm.md, code cell 27
 def _fit_adatron(K, X, y, *, model, solver, compute_loo):
     """Fitted attributes of ``KernelAdatron`` for the kernel matrix K of X
     (eq-svm-dual).
@@ -411,7 +439,7 @@ def _fit_adatron(K, X, y, *, model, solver, compute_loo):
     return fitted
 
 
-# %% book/05_svm.md, code cell 27
+# %% book/05_svm.md, code cell 28
 class _AdatronFit(AlphaWarmStartMixin):
     """Fit (warm-started by alpha_init) and decision function of KernelAdatron."""
 
@@ -447,7 +475,7 @@ class _AdatronFit(AlphaWarmStartMixin):
         return self.kernel_(X, self.support_vectors_) @ self.dual_coef_ + self.bias_
 
 
-# %% book/05_svm.md, code cell 28
+# %% book/05_svm.md, code cell 29
 class KernelAdatron(_AdatronFit, GPClassifierBase):
     """Support vector machine as the MAP of a GP, solved by the parallel kernel Adatron.
 
