@@ -602,12 +602,25 @@ _register(
 
 
 # %% book/04_data.md, code cell 25
+def _train_first(n_train: int, n_rows: int) -> tuple:
+    """The given partitions of a set whose first n_train of n_rows rows train."""
+    return ((np.arange(n_train), np.arange(n_train, n_rows)),)
+
+
+def _read_ripley(name: str, n_inputs: int, positive: str) -> _Raw:
+    """Ripley's name.tr and name.te as one set: n_inputs inputs, then the class (+1
+    where it is ``positive``); the rows of name.tr train."""
+    train = _read_table(name, f"{name}.tr")
+    rows = train + _read_table(name, f"{name}.te")
+    X = [[float(v) for v in r[:n_inputs]] for r in rows]
+    y = _labels([r[n_inputs] == positive for r in rows])
+    return _Raw(_frozen(X), y, given=_train_first(len(train), len(rows)))
+
+
+# %% book/04_data.md, code cell 26
 @lru_cache(maxsize=None)
 def _read_pima() -> _Raw:
-    rows = _read_table("pima", "pima.tr") + _read_table("pima", "pima.te")
-    X = [[float(v) for v in r[:7]] for r in rows]
-    given = ((np.arange(200), np.arange(200, len(rows))),)
-    return _Raw(_frozen(X), _labels([r[7] == "Yes" for r in rows]), given=given)
+    return _read_ripley("pima", 7, "Yes")
 
 
 _register(
@@ -641,7 +654,7 @@ _register(
 )
 
 
-# %% book/04_data.md, code cell 27
+# %% book/04_data.md, code cell 28
 @lru_cache(maxsize=None)
 def _read_crabs() -> _Raw:
     rows = list(csv.DictReader(io.StringIO(_read_text("crabs", "crabs.csv"))))
@@ -682,13 +695,10 @@ _register(
 )
 
 
-# %% book/04_data.md, code cell 30
+# %% book/04_data.md, code cell 31
 @lru_cache(maxsize=None)
 def _read_synth() -> _Raw:
-    rows = _read_table("synth", "synth.tr") + _read_table("synth", "synth.te")
-    X = [[float(r[0]), float(r[1])] for r in rows]
-    given = ((np.arange(250), np.arange(250, len(rows))),)
-    return _Raw(_frozen(X), _labels([r[2] == "1" for r in rows]), given=given)
+    return _read_ripley("synth", 2, "1")  # Ripley's pair, read as Pima's
 
 
 _register(
@@ -716,7 +726,7 @@ _register(
 )
 
 
-# %% book/04_data.md, code cell 32
+# %% book/04_data.md, code cell 33
 _WDBC_FEATURES = (
     "radius",
     "texture",
@@ -740,7 +750,7 @@ def _read_wdbc() -> _Raw:
     return _Raw(_frozen(X), _labels([r[30] == "0" for r in rows]))  # 0 = malignant
 
 
-# %% book/04_data.md, code cell 33
+# %% book/04_data.md, code cell 34
 _register(
     _Spec(
         name="wdbc",
@@ -771,7 +781,7 @@ _register(
 )
 
 
-# %% book/04_data.md, code cell 35
+# %% book/04_data.md, code cell 36
 # name: (n_train, n_test, n_splits), Sundararajan & Keerthi Table 3 / IDA
 _IDA_SIZES = {
     "banana": (400, 4900, 100),
@@ -802,7 +812,7 @@ _IDA_NOT_ORIGINAL = (
 )
 
 
-# %% book/04_data.md, code cell 36
+# %% book/04_data.md, code cell 37
 def _ida_asc(name: str) -> _Raw:
     """IDA realisation 1 (.asc files): the whole set, with realisation 1 as the given
     split."""
@@ -815,11 +825,10 @@ def _ida_asc(name: str) -> _Raw:
     y_train, y_test = part("train_labels").ravel(), part("test_labels").ravel()
     X = np.vstack([part("train_data"), part("test_data")])
     y = np.concatenate([y_train, y_test])
-    given = ((np.arange(len(y_train)), np.arange(len(y_train), len(y))),)
-    return _Raw(_frozen(X), _labels(y > 0), given=given)
+    return _Raw(_frozen(X), _labels(y > 0), given=_train_first(len(y_train), len(y)))
 
 
-# %% book/04_data.md, code cell 37
+# %% book/04_data.md, code cell 38
 def _ida_mat(name: str, filename: str):
     """Inputs (N x d) and labels of an IDA whole set stored as a MATLAB file."""
     from scipy.io import loadmat  # scipy is a dependency; imported only when needed
@@ -832,7 +841,7 @@ def _standardised_rows(X) -> np.ndarray:
     return (X - X.mean(axis=0)) / X.std(axis=0, ddof=1)
 
 
-# %% book/04_data.md, code cell 38
+# %% book/04_data.md, code cell 39
 def _register_ida(
     name,
     title,
@@ -876,7 +885,7 @@ def _register_ida(
     )
 
 
-# %% book/04_data.md, code cell 39
+# %% book/04_data.md, code cell 40
 @lru_cache(maxsize=None)
 def _read_banana() -> _Raw:
     return _ida_asc("banana")
@@ -913,7 +922,7 @@ def _read_thyroid() -> _Raw:
     )
 
 
-# %% book/04_data.md, code cell 40
+# %% book/04_data.md, code cell 41
 _register_ida(
     "banana",
     "IDA banana (two-dimensional, two banana-shaped clusters)",
@@ -1010,7 +1019,7 @@ _register_ida(
 )
 
 
-# %% book/04_data.md, code cell 42
+# %% book/04_data.md, code cell 43
 @lru_cache(maxsize=None)
 def _read_diabetis() -> _Raw:
     rows = _read_table("ida", "diabetis", "pima-indians-diabetes.data", delimiter=",")
@@ -1045,7 +1054,7 @@ def _read_heart() -> _Raw:
     )
 
 
-# %% book/04_data.md, code cell 43
+# %% book/04_data.md, code cell 44
 _IMAGE_POSITIVE = ("BRICKFACE", "FOLIAGE", "PATH", "SKY")
 
 
@@ -1064,7 +1073,7 @@ def _read_image() -> _Raw:
     return _Raw(_frozen(X), _labels([r[0] in _IMAGE_POSITIVE for r in rows]))
 
 
-# %% book/04_data.md, code cell 44
+# %% book/04_data.md, code cell 45
 _SPLICE_CODE = {"A": 1.0, "G": 2.0, "C": 3.0, "T": 4.0}
 
 
@@ -1081,7 +1090,7 @@ def _read_splice() -> _Raw:
     return _Raw(_frozen(X), _labels([c == "N" for c, _ in rows]))
 
 
-# %% book/04_data.md, code cell 45
+# %% book/04_data.md, code cell 46
 _TITANIC_CODE = {
     "Class": {"1st": 1, "2nd": 2, "3rd": 3, "Crew": 4},
     "Age": {"Adult": 0, "Child": 1},
@@ -1099,7 +1108,7 @@ def _read_titanic() -> _Raw:
     return _Raw(_frozen(X), _labels(survived))
 
 
-# %% book/04_data.md, code cell 46
+# %% book/04_data.md, code cell 47
 _register_ida(
     "diabetis",
     "IDA diabetis (Pima Indians diabetes, all 768 rows)",
@@ -1208,7 +1217,7 @@ _register_ida(
 )
 
 
-# %% book/04_data.md, code cell 47
+# %% book/04_data.md, code cell 48
 _register_ida(
     "image",
     "IDA image (UCI image segmentation, 4 classes against 3)",
@@ -1282,7 +1291,7 @@ _register_ida(
 )
 
 
-# %% book/04_data.md, code cell 49
+# %% book/04_data.md, code cell 50
 _IMBALANCED_PAPER = (
     "Sundararajan & Keerthi (Table 6, F-measure experiment): {paper_name}, "
     "{n_train} training / {n_test} test points, {n_splits} stratified "
@@ -1311,7 +1320,7 @@ def _read_multiclass(name: str) -> tuple[np.ndarray, tuple]:
     return _frozen(X), tuple(r[-1] for r in rows)
 
 
-# %% book/04_data.md, code cell 50
+# %% book/04_data.md, code cell 51
 def _one_versus_rest(name: str, positive: str) -> _Raw:
     X, classes = _read_multiclass(name)
     return _Raw(X, _labels([c == positive for c in classes]))
@@ -1371,7 +1380,7 @@ def _register_imbalanced(
     )
 
 
-# %% book/04_data.md, code cell 51
+# %% book/04_data.md, code cell 52
 _YEAST_SOURCE = (
     "UCI 'Yeast' (Nakai & Kanehisa 1992; donated by P. Horton): 1484 proteins, 8 "
     "numeric sequence features, 10 localisation sites."
@@ -1455,7 +1464,7 @@ _register_imbalanced(
 )
 
 
-# %% book/04_data.md, code cell 53
+# %% book/04_data.md, code cell 54
 BREIMAN_DIM = 20
 TWONORM_SHIFT = 2.0 / np.sqrt(BREIMAN_DIM)  # a of twonorm
 RINGNORM_SHIFT = 1.0 / np.sqrt(BREIMAN_DIM)  # a of ringnorm
@@ -1489,7 +1498,7 @@ def make_ringnorm(n, *, random_state=None):
     return np.where(y[:, None] > 0, 2.0 * Z, Z + RINGNORM_SHIFT), y
 
 
-# %% book/04_data.md, code cell 54
+# %% book/04_data.md, code cell 55
 def bayes_proba(name, X):
     """Eq. (eq-data-breiman-bayes): P(y = +1 | x) of Breiman's ``name`` ("twonorm" or
     "ringnorm")."""
@@ -1509,7 +1518,7 @@ def bayes_proba(name, X):
     return expit(log_odds)
 
 
-# %% book/04_data.md, code cell 56
+# %% book/04_data.md, code cell 57
 def make_noisy_linear(n, d=2, noise=0.7, seed=0):
     """``n`` Gaussian inputs in ``d`` dimensions with labels sign(x_1 - x_d / 2 + noise
     * e), e ~ N(0, 1): (X, y), y in {-1, +1} (ints)."""
