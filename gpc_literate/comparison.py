@@ -19,7 +19,6 @@ import argparse
 import os
 import sys
 import time
-import warnings
 from dataclasses import dataclass
 
 import numpy as np
@@ -36,13 +35,15 @@ from gpc_literate.base import (
 from gpc_literate.kernels import RBF
 from gpc_literate.experiments import (
     ResultsFileError,
+    add_int_option,
     add_runner_arguments,
     check_indices,
     check_jobs,
-    int_at_least,
     load_results,
+    merged_config,
+    run_command,
+    run_guarded,
     run_jobs,
-    run_with_client,
 )
 from gpc_literate.laplace import Laplace, Logistic
 from gpc_literate.selection import select_hyperparameters
@@ -475,21 +476,12 @@ def run_one(dataset, split, fitter, config=None):
     config = dict(DEFAULT_CONFIG, **(config or {}))
     data = load_split(dataset, split)
     record = {"dataset": dataset, "split": int(split), "fitter": fitter}
-    start = time.perf_counter()
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        try:
-            predictions, details = _fit(
-                fitter, data.X_train, data.y_train, data.X_test, config
-            )
-        except (np.linalg.LinAlgError, ValueError, FloatingPointError) as err:
-            record.update(
-                status="failed",
-                message=f"{type(err).__name__}: {err}",
-                time=time.perf_counter() - start,
-                n_warnings=len(caught),
-            )
-            return record
+    result, caught, start = run_guarded(
+        record, lambda: _fit(fitter, data.X_train, data.y_train, data.X_test, config)
+    )
+    if result is None:
+        return record
+    predictions, details = result
     record.update(
         status="ok",
         errors={
@@ -538,11 +530,7 @@ def _comparison_tasks(dataset_names, splits, fitters, jobs, config):
     for fitter in fitters:
         _check_fitter(fitter)
     check_jobs(jobs)
-    unknown = set(config or {}) - set(DEFAULT_CONFIG)
-    if unknown:
-        raise ValueError(
-            f"unknown config keys {sorted(unknown)}; known: {sorted(DEFAULT_CONFIG)}"
-        )
+    merged_config(config, DEFAULT_CONFIG)  # ValueError for an unknown key
     indices = _check_splits(splits, names)
     return [(n, i, f) for n in names for i in indices for f in fitters]
 
@@ -572,7 +560,7 @@ def run_comparison(
     configuration, naming the differing keys.
     """
     tasks = _comparison_tasks(dataset_names, splits, fitters, jobs, config)
-    config = dict(DEFAULT_CONFIG, **(config or {}))
+    config = merged_config(config, DEFAULT_CONFIG)
     return run_jobs(
         tasks,
         kind="seeger_table1",
@@ -765,22 +753,16 @@ def main(argv=None):
         choices=DATASETS,
         help="data sets (default: all six)",
     )
-    parser.add_argument(
+    add_int_option(
+        parser,
         "--splits",
-        type=int_at_least(1, "splits"),
         default=10,
         help="run splits 0..N-1 of each set (default 10)",
     )
     parser.add_argument("--fitters", nargs="+", default=None, choices=list(FITTERS))
     add_runner_arguments(parser, os.path.join("results", "seeger_table1.json"))
     args = parser.parse_args(argv)
-    if os.path.isdir(args.out):
-        parser.error(f"--out {args.out} is a directory; give a file name")
-    try:
-        _comparison_tasks(args.datasets, args.splits, args.fitters, args.jobs, None)
-    except (TypeError, ValueError) as err:
-        parser.error(str(err))
-    records = run_with_client(
+    return run_command(
         parser,
         args,
         lambda client: run_comparison(
@@ -793,11 +775,11 @@ def main(argv=None):
             retry_failed=args.retry_failed,
             client=client,
         ),
+        lambda records: _format_table(summarise_counts(records)),
+        check=lambda: _comparison_tasks(
+            args.datasets, args.splits, args.fitters, args.jobs, None
+        ),
     )
-    if records is None:
-        return 2
-    print(_format_table(summarise_counts(records)))
-    return 0
 
 
 if __name__ == "__main__" and "ipykernel" not in sys.modules:  # not inside the chapter

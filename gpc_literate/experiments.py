@@ -56,6 +56,10 @@ __all__ = [
     "git_state",
     "add_runner_arguments",
     "run_with_client",
+    "run_command",
+    "run_guarded",
+    "merged_config",
+    "add_int_option",
     "StaleResultsError",
     "read_results_file",
     "compare_recomputed",
@@ -185,6 +189,27 @@ def _history_fields(h):
 
 
 # %% book/18_ep_experiments.md, code cell 5
+def run_guarded(record, work):
+    """``work()`` with every warning recorded: returns (result, caught, start), start
+    being time.perf_counter() before the work. A LinAlgError, ValueError or
+    FloatingPointError updates ``record`` (status "failed", message, time, n_warnings)
+    and gives result None."""
+    start = time.perf_counter()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            return work(), caught, start
+        except (np.linalg.LinAlgError, ValueError, FloatingPointError) as err:
+            record.update(
+                status="failed",
+                message=f"{type(err).__name__}: {err}",
+                time=time.perf_counter() - start,
+                n_warnings=len(caught),
+            )
+            return None, caught, start
+
+
+# %% book/18_ep_experiments.md, code cell 6
 def run_one(dataset, realisation, method, config=None):
     """One job of the protocol: select on the training part of a realisation, score on
     its test part.
@@ -197,21 +222,16 @@ def run_one(dataset, realisation, method, config=None):
     """
     config = dict(DEFAULT_CONFIG, **(config or {}))
     record = {"dataset": dataset, "realisation": int(realisation), "method": method}
-    start = time.perf_counter()
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        try:
-            data = datasets.load(dataset).split(int(realisation))
-            model, histories = _select(method, data.X_train, data.y_train, config)
-            p = _clip(model.predict_proba(data.X_test)[:, 1])
-        except (np.linalg.LinAlgError, ValueError, FloatingPointError) as err:
-            record.update(
-                status="failed",
-                message=f"{type(err).__name__}: {err}",
-                time=time.perf_counter() - start,
-                n_warnings=len(caught),
-            )
-            return record
+
+    def work():
+        data = datasets.load(dataset).split(int(realisation))
+        model, histories = _select(method, data.X_train, data.y_train, config)
+        return data, model, histories, _clip(model.predict_proba(data.X_test)[:, 1])
+
+    result, caught, start = run_guarded(record, work)
+    if result is None:
+        return record
+    data, model, histories, p = result
     record.update(
         status="ok",
         **_test_scores(model, data.y_test, p, config["zeta"]),
@@ -228,7 +248,7 @@ def run_one(dataset, realisation, method, config=None):
     return record
 
 
-# %% book/18_ep_experiments.md, code cell 6
+# %% book/18_ep_experiments.md, code cell 7
 try:  # POSIX file locks; elsewhere runs must not share a file
     import fcntl
 except ImportError:  # pragma: no cover
@@ -296,7 +316,7 @@ def _read_results(path, kind=None, key=None):
     return data["config"], records, header
 
 
-# %% book/18_ep_experiments.md, code cell 7
+# %% book/18_ep_experiments.md, code cell 8
 def load_results(path, kind=None):
     """The records of a results file ([] if it does not exist); ResultsFileError if
     malformed.
@@ -334,7 +354,7 @@ def _check_config(path, stored, records, config):
         )
 
 
-# %% book/18_ep_experiments.md, code cell 8
+# %% book/18_ep_experiments.md, code cell 9
 @contextlib.contextmanager
 def _locked(path):
     """Hold an exclusive lock on the sidecar file path + ".lock" (fcntl.flock; waits
@@ -399,7 +419,7 @@ def _merge(path, kind, config, new, key):
     return records
 
 
-# %% book/18_ep_experiments.md, code cell 9
+# %% book/18_ep_experiments.md, code cell 10
 def _git(*args):
     """Output of a git command run in the package's directory, or None if it fails."""
     try:
@@ -521,7 +541,7 @@ def _parallel_results(tasks, jobs, config, job=None, client=None):
         yield job(*task, config)
 
 
-# %% book/18_ep_experiments.md, code cell 10
+# %% book/18_ep_experiments.md, code cell 11
 def run_jobs(
     tasks,
     *,
@@ -579,7 +599,7 @@ def run_jobs(
     return records
 
 
-# %% book/18_ep_experiments.md, code cell 11
+# %% book/18_ep_experiments.md, code cell 12
 def check_jobs(jobs):
     """The number of worker processes: an int >= 1, or -1 for all cores.
 
@@ -615,7 +635,19 @@ def check_indices(value, name, item):
     return indices
 
 
-# %% book/18_ep_experiments.md, code cell 12
+# %% book/18_ep_experiments.md, code cell 13
+def merged_config(config, defaults):
+    """``defaults`` overridden by ``config`` (a dict or None), as a new dict; ValueError
+    naming the keys of ``config`` that ``defaults`` lacks."""
+    unknown = set(config or {}) - set(defaults)
+    if unknown:
+        raise ValueError(
+            f"unknown config keys {sorted(unknown)}; known: {sorted(defaults)}"
+        )
+    return dict(defaults, **(config or {}))
+
+
+# %% book/18_ep_experiments.md, code cell 14
 def _experiment_tasks(kind, dataset_names, realisations, methods):
     """The (dataset, realisation, method) jobs of run_experiment, its arguments
     validated."""
@@ -683,12 +715,7 @@ def run_experiment(
     """
     tasks = _experiment_tasks(kind, dataset_names, realisations, methods)
     jobs = check_jobs(jobs)
-    unknown = set(config or {}) - set(DEFAULT_CONFIG)
-    if unknown:
-        raise ValueError(
-            f"unknown config keys {sorted(unknown)}; known: {sorted(DEFAULT_CONFIG)}"
-        )
-    config = dict(DEFAULT_CONFIG, **(config or {}))
+    config = merged_config(config, DEFAULT_CONFIG)
     return run_jobs(
         tasks,
         kind=kind,
@@ -704,7 +731,7 @@ def run_experiment(
     )
 
 
-# %% book/18_ep_experiments.md, code cell 13
+# %% book/18_ep_experiments.md, code cell 15
 class StaleResultsError(AssertionError):
     """A results file whose recomputed records disagree with the stored ones."""
 
@@ -814,7 +841,7 @@ def check_recomputed(compared, path, command):
         )
 
 
-# %% book/18_ep_experiments.md, code cell 14
+# %% book/18_ep_experiments.md, code cell 16
 _METRICS = ("nlp", "error", "f_measure")
 
 
@@ -852,7 +879,7 @@ def summarise(records, metrics=_METRICS):
     return summary
 
 
-# %% book/18_ep_experiments.md, code cell 15
+# %% book/18_ep_experiments.md, code cell 17
 def mean_table(summary, metric, methods=None):
     """{dataset: {method: mean}} of one metric from summarise(): the input of
     friedman_nemenyi."""
@@ -863,7 +890,7 @@ def mean_table(summary, metric, methods=None):
     return table
 
 
-# %% book/18_ep_experiments.md, code cell 16
+# %% book/18_ep_experiments.md, code cell 18
 def _score_matrix(table, methods):
     """(scores (N, k), method names) from {dataset: {method: score}} or an array."""
     if isinstance(table, dict):
@@ -890,7 +917,7 @@ def _score_matrix(table, methods):
     return scores, methods
 
 
-# %% book/18_ep_experiments.md, code cell 17
+# %% book/18_ep_experiments.md, code cell 19
 def friedman_nemenyi(table, methods=None, *, alpha=0.05, higher_is_better=False):
     """Eqs (eq-exp4-friedman), (eq-exp4-cd): Friedman test and Nemenyi CD (Demsar 2006).
 
@@ -929,7 +956,7 @@ def friedman_nemenyi(table, methods=None, *, alpha=0.05, higher_is_better=False)
     }
 
 
-# %% book/18_ep_experiments.md, code cell 53
+# %% book/18_ep_experiments.md, code cell 55
 def _format_summary(summary, metrics=_METRICS):
     lines = []
     for name, by_method in summary.items():
@@ -990,10 +1017,11 @@ def _damping_argument(text):
     return value
 
 
-def _check_out(parser, out):
-    """parser.error unless ``out`` can be a results file (not a directory)."""
-    if os.path.isdir(out):
-        parser.error(f"--out {out} is a directory; give a file name")
+# %% book/18_ep_experiments.md, code cell 56
+def add_int_option(parser, flag, low=1, **kwargs):
+    """``parser.add_argument(flag, **kwargs)`` for an integer option >= low (of type
+    int_at_least, named after the flag)."""
+    return parser.add_argument(flag, type=int_at_least(low, flag.lstrip("-")), **kwargs)
 
 
 def add_cluster_arguments(parser):
@@ -1005,16 +1033,16 @@ def add_cluster_arguments(parser):
         metavar="ADDRESS",
         help="run the jobs on this Dask scheduler (e.g. tcp://host:8786)",
     )
-    group.add_argument(
+    add_int_option(
+        group,
         "--local-workers",
-        type=int_at_least(1, "local-workers"),
         default=None,
         metavar="N",
         help="run the jobs on a Dask LocalCluster of N processes",
     )
 
 
-# %% book/18_ep_experiments.md, code cell 54
+# %% book/18_ep_experiments.md, code cell 57
 def add_runner_arguments(parser, out, out_help=None):
     """--jobs, --out (default ``out``), --retry-failed, --no-progress and the cluster
     options of add_cluster_arguments."""
@@ -1050,7 +1078,32 @@ def run_with_client(parser, args, run):
         return None
 
 
-# %% book/18_ep_experiments.md, code cell 55
+# %% book/18_ep_experiments.md, code cell 58
+def _check_out(parser, out):
+    """parser.error unless ``out`` can be a results file (not a directory)."""
+    if os.path.isdir(out):
+        parser.error(f"--out {out} is a directory; give a file name")
+
+
+def run_command(parser, args, run, report, *, out=None, check=None):
+    """The end of a command line's main: parser.error if ``out`` (default args.out) is
+    a directory or ``check()`` raises TypeError or ValueError; then the records of
+    run_with_client(parser, args, run) are printed as ``report(records)``. Returns 0,
+    or 2 when run_with_client gives no records."""
+    _check_out(parser, args.out if out is None else out)
+    if check is not None:
+        try:
+            check()
+        except (TypeError, ValueError) as err:
+            parser.error(str(err))
+    records = run_with_client(parser, args, run)
+    if records is None:
+        return 2
+    print(report(records))
+    return 0
+
+
+# %% book/18_ep_experiments.md, code cell 59
 def main(argv=None):
     """``python -m gpc_literate.experiments {ida,imbalanced} [options]``: run, save,
     summarise.
@@ -1074,9 +1127,9 @@ def main(argv=None):
         help=f"data sets (default: all of the experiment); any of "
         f"{', '.join(datasets.available())}",
     )
-    parser.add_argument(
+    add_int_option(
+        parser,
         "--realisations",
-        type=int_at_least(1, "realisations"),
         default=None,
         metavar="N",
         help="the first N realisations of each set (default: all)",
@@ -1089,16 +1142,8 @@ def main(argv=None):
         metavar="METHOD",
         help=f"default: those of KIND; any of {', '.join(ALL_METHODS)}",
     )
-    parser.add_argument(
-        "--max-iter",
-        type=int_at_least(1, "max-iter"),
-        default=DEFAULT_CONFIG["max_iter"],
-    )
-    parser.add_argument(
-        "--max-sweeps",
-        type=int_at_least(1, "max-sweeps"),
-        default=DEFAULT_CONFIG["max_sweeps"],
-    )
+    add_int_option(parser, "--max-iter", default=DEFAULT_CONFIG["max_iter"])
+    add_int_option(parser, "--max-sweeps", default=DEFAULT_CONFIG["max_sweeps"])
     parser.add_argument(
         "--damping", type=_damping_argument, default=DEFAULT_CONFIG["damping"]
     )
@@ -1107,17 +1152,12 @@ def main(argv=None):
     )
     args = parser.parse_args(argv)
     out = args.out or os.path.join("results", f"{args.kind}.json")
-    _check_out(parser, out)
-    try:
-        _experiment_tasks(args.kind, args.datasets, args.realisations, args.methods)
-    except (TypeError, ValueError) as err:
-        parser.error(str(err))
     config = {
         "max_iter": args.max_iter,
         "max_sweeps": args.max_sweeps,
         "damping": args.damping,
     }
-    records = run_with_client(
+    return run_command(
         parser,
         args,
         lambda client: run_experiment(
@@ -1132,11 +1172,12 @@ def main(argv=None):
             retry_failed=args.retry_failed,
             client=client,
         ),
+        lambda records: _format_summary(summarise(records)),
+        out=out,
+        check=lambda: _experiment_tasks(
+            args.kind, args.datasets, args.realisations, args.methods
+        ),
     )
-    if records is None:
-        return 2
-    print(_format_summary(summarise(records)))
-    return 0
 
 
 if __name__ == "__main__" and "ipykernel" not in sys.modules:  # not inside the chapter

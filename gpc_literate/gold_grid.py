@@ -21,11 +21,12 @@ import numpy as np
 
 from gpc_literate import datasets
 from gpc_literate.experiments import (
+    add_int_option,
     add_runner_arguments,
     check_jobs,
-    int_at_least,
+    merged_config,
+    run_command,
     run_jobs,
-    run_with_client,
 )
 from gpc_literate.gold import FAMILIES, compare_methods
 from gpc_literate.kernels import RBF
@@ -144,11 +145,7 @@ def _grid_tasks(dataset_names, families, jobs, config):
     if not names or not families:
         raise ValueError("dataset_names and families must each name at least one")
     check_jobs(jobs)
-    unknown = set(config or {}) - set(DEFAULT_CONFIG)
-    if unknown:
-        raise ValueError(
-            f"unknown config keys {sorted(unknown)}; known: {sorted(DEFAULT_CONFIG)}"
-        )
+    merged_config(config, DEFAULT_CONFIG)  # ValueError for an unknown key
     return [
         (n, f, i, j)
         for n in names
@@ -196,7 +193,7 @@ def run_grid(
                 f"0 <= j < {len(LOG_VAR_GRID)}"
             )
         tasks = [t for t in tasks if (t[2], t[3]) in wanted]
-    config = dict(DEFAULT_CONFIG, **(config or {}))
+    config = merged_config(config, DEFAULT_CONFIG)
     return run_jobs(
         tasks,
         kind="gold_grid",
@@ -240,18 +237,26 @@ def main(argv=None):
     )
     parser.add_argument("--datasets", nargs="+", default=None, choices=DATASETS)
     parser.add_argument("--families", nargs="+", default=None, choices=FAMILIES)
-    parser.add_argument(
+    add_int_option(
+        parser,
         "--n-samples",
-        type=int_at_least(4, "n-samples"),
+        low=4,
         default=DEFAULT_CONFIG["n_samples"],
         help="kept draws per chain",
     )
     add_runner_arguments(parser, os.path.join("results", "gold_grid.json"))
     args = parser.parse_args(argv)
-    if os.path.isdir(args.out):
-        parser.error(f"--out {args.out} is a directory; give a file name")
     config = {"n_samples": args.n_samples}
-    records = run_with_client(
+
+    def report(records):
+        ok = [r for r in records if r["status"] == "ok"]
+        trusted = [r for r in ok if r["measures"]["gold"]["converged"]]
+        return (
+            f"{len(records)} records: {len(ok)} ok, {len(trusted)} with a converged "
+            f"gold standard"
+        )
+
+    return run_command(
         parser,
         args,
         lambda client: run_grid(
@@ -264,16 +269,8 @@ def main(argv=None):
             retry_failed=args.retry_failed,
             client=client,
         ),
+        report,
     )
-    if records is None:
-        return 2
-    ok = [r for r in records if r["status"] == "ok"]
-    trusted = [r for r in ok if r["measures"]["gold"]["converged"]]
-    print(
-        f"{len(records)} records: {len(ok)} ok, {len(trusted)} with a converged gold "
-        f"standard"
-    )
-    return 0
 
 
 if __name__ == "__main__" and "ipykernel" not in sys.modules:  # not inside the chapter
