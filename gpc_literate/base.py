@@ -102,9 +102,23 @@ def check_array(X, name="X"):
     """Validate a design matrix: a new 2-D float64 array (scikit-learn's check_array
     rules).
 
-    Raises ValueError, naming ``name``, if the array is sparse, empty or not 2-D, or if
-    it contains NaN, infinite values or strings (even numbers written as text); other
-    entries that are not numbers fail to convert.
+    Parameters
+    ----------
+    X : array_like of shape (n, n_features)
+    name : str, default "X"
+        The argument's name in error messages.
+
+    Returns
+    -------
+    ndarray of shape (n, n_features)
+        A float64 copy.
+
+    Raises
+    ------
+    ValueError
+        Naming ``name``, if the array is sparse, empty or not 2-D, or if it contains
+        NaN, infinite values or strings (even numbers written as text); other entries
+        that are not numbers fail to convert.
     """
     _refuse_text(X, name)
     return _sklearn_check_array(X, dtype=np.float64, copy=True, input_name=name)
@@ -112,7 +126,25 @@ def check_array(X, name="X"):
 
 def check_X_y(X, y):
     """Validate a training set (X, y): X as in check_array, y a 1-D label array of
-    equal length."""
+    equal length.
+
+    Parameters
+    ----------
+    X : array_like of shape (n, n_features)
+    y : array_like of shape (n,)
+
+    Returns
+    -------
+    X : ndarray of shape (n, n_features)
+        A float64 copy.
+    y : ndarray of shape (n,)
+
+    Raises
+    ------
+    ValueError
+        As check_array for X, or if y is not 1-D (a column is flattened, with
+        scikit-learn's DataConversionWarning) or of another length.
+    """
     _refuse_text(X)
     return _sklearn_check_X_y(X, y, dtype=np.float64, copy=True)
 
@@ -125,11 +157,25 @@ def _preview(values, limit=6):
 
 
 def encode_labels(y):
-    """Encode two class labels as y = -1/+1: return (y_pm, classes), y_pm = +1 for
-    classes[1].
+    """Encode two class labels as y = -1/+1, +1 for the larger label.
 
-    ``classes`` holds the two distinct labels in sorted order. Raises ValueError when y
-    is empty, not 1-D, contains NaN, or does not have exactly two classes.
+    Parameters
+    ----------
+    y : array_like of shape (n,)
+        Labels of two classes.
+
+    Returns
+    -------
+    y_pm : ndarray of shape (n,)
+        +1.0 for classes[1], -1.0 for classes[0].
+    classes : ndarray of shape (2,)
+        The two distinct labels in sorted order.
+
+    Raises
+    ------
+    ValueError
+        When y is empty, not 1-D, contains NaN (or infinite values), holds labels that
+        cannot be compared, or does not have exactly two classes.
     """
     y = np.asarray(y)
     if y.ndim != 1:
@@ -165,9 +211,27 @@ def check_scalar(
     """Validate a real hyperparameter: return float(value) if it is finite and within
     its domain.
 
-    Raises TypeError if ``value`` is not a real number (booleans are refused) and
-    ValueError, naming ``name``, if it is NaN, infinite, or outside the interval from
-    ``low`` to ``high``.
+    Parameters
+    ----------
+    value : real number
+    name : str
+        The hyperparameter's name in error messages.
+    low, high : float or None, default None
+        Bounds of the domain; None for none.
+    low_inclusive, high_inclusive : bool, default True
+        Whether ``low`` (``high``) itself is allowed.
+
+    Returns
+    -------
+    float
+
+    Raises
+    ------
+    TypeError
+        If ``value`` is not a real number (booleans are refused).
+    ValueError
+        Naming ``name``, if it is NaN, infinite, or outside the interval from ``low``
+        to ``high``.
     """
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
         raise TypeError(
@@ -190,8 +254,24 @@ def check_integer(value, name, *, low=1):
     """Validate an integer setting such as max_iter: return int(value) if it is at least
     ``low``.
 
-    Raises TypeError if ``value`` is not an integer (booleans are refused) and
-    ValueError, naming ``name``, if it is smaller than ``low``.
+    Parameters
+    ----------
+    value : int
+    name : str
+        The setting's name in error messages.
+    low : int, default 1
+        The smallest value allowed.
+
+    Returns
+    -------
+    int
+
+    Raises
+    ------
+    TypeError
+        If ``value`` is not an integer (booleans are refused).
+    ValueError
+        Naming ``name``, if it is smaller than ``low``.
     """
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Integral):
         raise TypeError(
@@ -205,8 +285,20 @@ def check_integer(value, name, *, low=1):
 def check_bool(value, name):
     """Validate a switch such as compute_loo: return bool(value) if it is True or False.
 
-    Raises TypeError, naming ``name``, for anything else (strings such as "no", numbers,
-    None).
+    Parameters
+    ----------
+    value : bool
+    name : str
+        The switch's name in error messages.
+
+    Returns
+    -------
+    bool
+
+    Raises
+    ------
+    TypeError
+        Naming ``name``, for anything else (strings such as "no", numbers, None).
     """
     if not isinstance(value, (bool, np.bool_)):
         raise TypeError(
@@ -462,7 +554,18 @@ class AlphaWarmStartMixin:
         """Fit to inputs X (n, d) and two-class labels y; ``alpha_init`` (n,)
         warm-starts alpha.
 
-        Any other keyword argument (e.g. ``sample_weight``) raises TypeError, naming it.
+        Parameters
+        ----------
+        X : array_like of shape (n, d)
+        y : array_like of shape (n,)
+        alpha_init : array_like of shape (n,) or None, default None
+        **fit_params
+            Any other keyword argument (e.g. ``sample_weight``) raises TypeError,
+            naming it.
+
+        Returns
+        -------
+        self
         """
         return super().fit(X, y, alpha_init=alpha_init, **fit_params)
 
@@ -473,13 +576,31 @@ class LearnedHyperparameters:
     """How ``fit`` learned the kernel (the fitted attribute ``learning_``, section
     sec-gpc-learning).
 
-    ``criterion`` names what was maximised and ``value`` is its value at the learned
-    log-hyperparameters ``theta`` (``names`` gives their order, ``theta_start`` the
-    start); ``n_evaluations`` counts evaluations of the criterion over ``n_starts``
-    starts; ``converged`` and ``message`` are the optimiser's; ``at_bound`` names the
-    hyperparameters that ended on a bound of ``hyperparameter_bounds``; ``n_iter``
-    counts the iterations of the best run and ``optimizer_result`` is scipy's result
-    of that run.
+    Attributes
+    ----------
+    criterion : str
+        What was maximised.
+    value : float
+        Its value at the learned ``theta``.
+    theta : ndarray
+        The learned log-hyperparameters.
+    theta_start : ndarray
+        The start.
+    names : tuple of str
+        The order of the entries of theta.
+    n_evaluations : int
+        Evaluations of the criterion over all starts.
+    n_starts : int
+    converged : bool
+        The optimiser's.
+    message : str
+        The optimiser's.
+    at_bound : tuple of str
+        The hyperparameters that ended on a bound of ``hyperparameter_bounds``.
+    n_iter : int, default 0
+        Iterations of the best run.
+    optimizer_result : OptimizeResult or None, default None
+        scipy's result of that run.
     """
 
     criterion: str
@@ -501,7 +622,21 @@ def check_bounds(bounds, name="hyperparameter_bounds"):
     """Validate (low, high), 0 < low < high, for positive hyperparameters: return their
     logs.
 
-    Raises TypeError or ValueError naming ``name`` for anything else.
+    Parameters
+    ----------
+    bounds : (float, float)
+    name : str, default "hyperparameter_bounds"
+        The parameter's name in error messages.
+
+    Returns
+    -------
+    (float, float)
+        log(low), log(high).
+
+    Raises
+    ------
+    TypeError or ValueError
+        Naming ``name``, for anything else.
     """
     if isinstance(bounds, (str, bytes)) or np.ndim(bounds) != 1 or len(bounds) != 2:
         raise TypeError(
@@ -525,10 +660,23 @@ def search_box(bounds, theta0, name="hyperparameter_bounds", relative=RELATIVE_B
     """The box (low, high) of the search over log-hyperparameters, two arrays shaped as
     theta0.
 
-    ``bounds="auto"``: each hyperparameter between ``relative`` (default
-    RELATIVE_BOUNDS) times its start, so that the box moves with the units of the data;
-    a pair (low, high): the same box for every hyperparameter, in natural units
-    (validated by ``check_bounds``).
+    Parameters
+    ----------
+    bounds : "auto" or (low, high)
+        "auto": each hyperparameter between ``relative`` times its start, so that the
+        box moves with the units of the data; a pair (low, high): the same box for
+        every hyperparameter, in natural units (validated by ``check_bounds``).
+    theta0 : array_like
+        The starting log-hyperparameters.
+    name : str, default "hyperparameter_bounds"
+        The parameter's name in error messages.
+    relative : (float, float), default RELATIVE_BOUNDS
+        The factor range of "auto".
+
+    Returns
+    -------
+    low, high : ndarray
+        Shaped as theta0, in log units.
     """
     theta0 = np.asarray(theta0, dtype=float)
     if isinstance(bounds, str) and bounds == "auto":
@@ -643,8 +791,20 @@ _FIX = "widen hyperparameter_bounds and fit again, or fix the kernel (optimizer=
 
 
 def bound_hits(theta, names, low, high):
-    """The names of the log-hyperparameters theta within _ON_BOUND of the box's width
-    of a bound (a coordinate with an infinite bound is never on one)."""
+    """The names of the log-hyperparameters theta within _ON_BOUND of the box's width of
+    a bound (a coordinate with an infinite bound is never on one).
+
+    Parameters
+    ----------
+    theta : array_like of shape (p,)
+    names : sequence of str, length p
+    low, high : float or array_like of shape (p,)
+        The box, in log units.
+
+    Returns
+    -------
+    tuple of str
+    """
     low, high = (
         np.broadcast_to(low, np.shape(theta)),
         np.broadcast_to(high, np.shape(theta)),
@@ -659,8 +819,31 @@ def bound_hits(theta, names, low, high):
 
 
 def warn_start_outside(owner, kernel, low, high, stacklevel):
-    """The kernel with theta moved into the box [low, high] (log units), and whether
-    it moved; a ConvergenceWarning naming ``owner`` when it did."""
+    """Move a starting kernel that lies outside the box [low, high] (log units) into it,
+    with a ConvergenceWarning.
+
+    Parameters
+    ----------
+    owner : str
+        Named in the warning.
+    kernel : Kernel
+    low, high : float or ndarray
+        The box of its theta.
+    stacklevel : int
+        That of the caller's warnings (counted from its caller).
+
+    Returns
+    -------
+    kernel : Kernel
+        With theta clipped to the box.
+    moved : bool
+        Whether it moved.
+
+    Warns
+    -----
+    ConvergenceWarning
+        Naming ``owner``, when it moved.
+    """
     if not np.any((kernel.theta < low) | (kernel.theta > high)):
         return kernel, False
     warnings.warn(
@@ -688,6 +871,26 @@ def warn_bound_hits(
 
     An ARD length scale on its upper bound switches its input off, which may be the
     right answer; the message says so when that is among the hits.
+
+    Parameters
+    ----------
+    owner : str
+        Named in the warning.
+    at_bound : sequence of str
+        Names of the hyperparameters on a bound (``bound_hits``); nothing when empty.
+    theta : ndarray of shape (p,)
+        The learned log-hyperparameters.
+    names : sequence of str, length p
+    low, high : float or ndarray of shape (p,)
+        The box, in log units.
+    stacklevel : int
+        That of the caller's warnings (counted from its caller).
+    fix : str, default _FIX
+        The advice that ends the message.
+
+    Warns
+    -----
+    ConvergenceWarning
     """
     if not at_bound:
         return
@@ -806,19 +1009,51 @@ def maximize_criterion(
     """Maximise criterion(theta) over log-hyperparameters in a box (section
     sec-gpc-learning).
 
-    ``criterion(theta)`` returns the value, or (value, gradient) if ``gradient``;
-    ``bounds`` = (low, high) in log units, scalars (see ``check_bounds``) or arrays
-    shaped as theta0 (see ``search_box``), where an infinite bound leaves a coordinate
-    free. Runs L-BFGS-B (with the gradient; ``tol``, if given, is its ftol and gtol) or
-    Nelder-Mead (without) from ``theta0`` clipped to the box and from ``n_restarts``
-    starts drawn uniformly in it (``random_state`` as in scikit-learn).
-    ``callback(intermediate_result)`` runs after each iteration (scipy's
-    OptimizeResult, ``fun`` = -criterion); ``verbose`` shows a tqdm bar of the
-    iterations. Convergence warnings of the criterion's own solver at trial points are
-    silenced. Returns (theta, result): the best point and a LearnedHyperparameters (its
-    ``criterion`` field left empty). Warns with ConvergenceWarning, naming ``owner``, if
-    the best run did not converge or a hyperparameter ends on a bound (with the advice
-    ``fix``; ``stacklevel`` counts from the caller).
+    Runs L-BFGS-B (with the gradient) or Nelder-Mead (without) from ``theta0`` clipped
+    to the box and from ``n_restarts`` starts drawn uniformly in it. Convergence
+    warnings of the criterion's own solver at trial points are silenced.
+
+    Parameters
+    ----------
+    criterion : callable
+        ``criterion(theta)`` returns the value, or (value, gradient) if ``gradient``.
+    theta0 : array_like of shape (p,)
+    bounds : (low, high)
+        In log units, scalars (see ``check_bounds``) or arrays shaped as theta0 (see
+        ``search_box``); an infinite bound leaves a coordinate free.
+    gradient : bool, default True
+    n_restarts : int, default 0
+    random_state : None, int, Generator or RandomState, default None
+        As in scikit-learn.
+    max_iter : int, default 100
+    names : sequence of str or None, default None
+        Of the entries of theta (``theta[j]`` when None).
+    owner : str, default "fit"
+        Named in the warnings.
+    stacklevel : int, default 2
+        Of the warnings, counted from the caller.
+    tol : float or None, default None
+        L-BFGS-B's ftol and gtol, if given.
+    callback : callable or None, default None
+        ``callback(intermediate_result)`` runs after each iteration (scipy's
+        OptimizeResult, ``fun`` = -criterion).
+    verbose : bool, default False
+        Show a tqdm bar of the iterations.
+    fix : str, default _FIX
+        The advice of the bound warning.
+
+    Returns
+    -------
+    theta : ndarray of shape (p,)
+        The best point.
+    result : LearnedHyperparameters
+        Its ``criterion`` field left empty.
+
+    Warns
+    -----
+    ConvergenceWarning
+        Naming ``owner``, if the best run did not converge or a hyperparameter ends on
+        a bound.
     """
     theta0, low, high, names = _search_setup(theta0, bounds, names)
     good = {
@@ -913,13 +1148,16 @@ class LearnsHyperparameters(_LearningChecks, _LearningStart):
 
     The estimator has the parameters ``kernel``, ``optimizer``,
     ``n_restarts_optimizer``, ``random_state``, ``hyperparameter_bounds`` and
-    ``verbose``, and
-    implements ``_default_kernel(X)``, ``_fit_fixed(X, y_pm, kernel, **warm)``,
-    ``_criterion(theta, eval_gradient)`` and ``_warm_start()``; ``_criterion_name``
-    names the criterion and ``_optimizers`` lists the optimisers it supports (the first
-    uses the gradient, "nelder-mead" none). Fitted attribute ``learning_``: a
-    LearnedHyperparameters, or None when the kernel was kept fixed (``optimizer=None``,
-    or a kernel without hyperparameters).
+    ``verbose``, and implements ``_default_kernel(X)``, ``_fit_fixed(X, y_pm, kernel,
+    **warm)``, ``_criterion(theta, eval_gradient)`` and ``_warm_start()``;
+    ``_criterion_name`` names the criterion and ``_optimizers`` lists the optimisers it
+    supports (the first uses the gradient, "nelder-mead" none).
+
+    Attributes
+    ----------
+    learning_ : LearnedHyperparameters or None
+        None when the kernel was kept fixed (``optimizer=None``, or a kernel without
+        hyperparameters).
     """
 
     _criterion_name = "criterion"
@@ -952,8 +1190,21 @@ class LearnsHyperparameters(_LearningChecks, _LearningStart):
 
 # %% book/01_gp_classification.md, code cell 53
 def central_difference(fun, x, h=1e-5):
-    """Central differences (fun(x + h e) - fun(x - h e)) / (2 h) for each entry e of
-    the array x: an array of shape x.shape + the shape of fun(x)."""
+    """Central differences (fun(x + h e) - fun(x - h e)) / (2 h) for each entry e of the
+    array x.
+
+    Parameters
+    ----------
+    fun : callable
+        Of an array shaped as x.
+    x : array_like
+    h : float, default 1e-5
+        The step.
+
+    Returns
+    -------
+    ndarray of shape x.shape + the shape of fun(x)
+    """
     x = np.asarray(x, dtype=float)
     out = []
     for index in np.ndindex(*x.shape):
