@@ -33,8 +33,23 @@ _SQRT_HALF = float(np.sqrt(0.5))
 
 # %% book/02_noise_models.md, code cell 12
 def check_finite_array(a, name):
-    """Return ``a`` as a float array; ValueError, naming ``name``, if an entry is NaN
-    or inf."""
+    """Return ``a`` as a float array; ValueError, naming ``name``, if an entry is NaN or
+    inf.
+
+    Parameters
+    ----------
+    a : array_like
+    name : str
+        The argument's name in the error message.
+
+    Returns
+    -------
+    ndarray of float
+
+    Raises
+    ------
+    ValueError
+    """
     a = np.asarray(a, dtype=float)
     if not np.all(np.isfinite(a)):
         raise ValueError(f"{name} must be finite (no NaN or inf)")
@@ -42,8 +57,21 @@ def check_finite_array(a, name):
 
 
 def check_pm_labels(y):
-    """Return the labels ``y`` as a float array; ValueError unless every entry is -1
-    or +1."""
+    """Return the labels ``y`` as a float array; ValueError unless every entry is -1 or
+    +1.
+
+    Parameters
+    ----------
+    y : array_like
+
+    Returns
+    -------
+    ndarray of float
+
+    Raises
+    ------
+    ValueError
+    """
     y = np.asarray(y, dtype=float)
     if not np.all((y == 1.0) | (y == -1.0)):
         raise ValueError("y must contain only the labels -1 and +1")
@@ -51,10 +79,23 @@ def check_pm_labels(y):
 
 
 def check_latent_variance(var, *, positive):
-    """Return the latent variance(s) ``var`` as a float array; ValueError unless var >=
-    0.
+    """Return the latent variance(s) ``var`` as a float array; ValueError unless
+    var >= 0.
 
-    With ``positive=True`` (the step likelihood, which has no width of its own) var > 0.
+    Parameters
+    ----------
+    var : array_like
+    positive : bool
+        True (the step likelihood, which has no width of its own): var > 0.
+
+    Returns
+    -------
+    ndarray of float
+
+    Raises
+    ------
+    ValueError
+        If an entry is NaN, inf, negative, or zero with ``positive``.
     """
     var = check_finite_array(var, "var")
     if positive and np.any(var <= 0.0):
@@ -207,19 +248,64 @@ class Likelihood(_LikelihoodParams):
     """
 
     def log_prob(self, y, f):
-        """log p(y|f) at labels ``y`` and latent values ``f`` (broadcast together)."""
+        """log p(y|f) at labels ``y`` and latent values ``f`` (broadcast together).
+
+        Parameters
+        ----------
+        y : array_like of -1/+1
+        f : array_like
+
+        Returns
+        -------
+        ndarray or float
+        """
         raise NotImplementedError
 
     def log_Z(self, y, mu, var):
-        """(log Z, dlogZ/dmu, d2logZ/dmu2) for Z = int p(y|f) N(f; mu, var) df."""
+        """(log Z, dlogZ/dmu, d2logZ/dmu2) for Z = int p(y|f) N(f; mu, var) df.
+
+        Parameters
+        ----------
+        y : array_like of -1/+1
+        mu, var : array_like
+            Mean and variance of f (broadcast with y).
+
+        Returns
+        -------
+        log_z, dlog_z, d2log_z : ndarray or float
+        """
         raise NotImplementedError
 
     def predictive(self, mu, var):
-        """P(y = +1) when f ~ N(mu, var)."""
+        """P(y = +1) when f ~ N(mu, var).
+
+        Parameters
+        ----------
+        mu, var : array_like
+
+        Returns
+        -------
+        ndarray or float
+        """
         raise NotImplementedError
 
     def log_prob_derivatives(self, y, f):
-        """First, second and third derivatives of log p(y|f) with respect to f."""
+        """First, second and third derivatives of log p(y|f) with respect to f.
+
+        Parameters
+        ----------
+        y : array_like of -1/+1
+        f : array_like
+
+        Returns
+        -------
+        d1, d2, d3 : ndarray or float
+
+        Raises
+        ------
+        NotImplementedError
+            In this base class, and for a likelihood that is not smooth in f.
+        """
         raise NotImplementedError(
             f"{type(self).__name__} does not provide derivatives in f"
         )
