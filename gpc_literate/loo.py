@@ -92,11 +92,22 @@ def lr_loo_activations(K, y, alpha, bias=0.0, *, C=np.inf, v=0.0, fit_bias=False
 class LOOResult:
     """Exact leave-one-out result, eq-loo-error.
 
-    ``errors`` (n,) bool: example i misclassified by the fit without it; ``decision``
-    (n,): its activation under that fit (positive means ``classes_[1]``); ``n_fits``:
-    fits done (n, plus one full-data fit for the warm start); ``converged`` (n,) bool,
-    ``n_iter`` (n,) int (-1 where the estimator records none); ``warm_start``: whether
-    warm starts were used.
+    Attributes
+    ----------
+    error_rate : float
+        n_errors / n.
+    n_errors : int
+    errors : ndarray of bool, shape (n,)
+        Example i misclassified by the fit without it.
+    decision : ndarray of shape (n,)
+        Its activation under that fit (positive means ``classes_[1]``).
+    n_fits : int
+        Fits done (n, plus one full-data fit for the warm start).
+    converged : ndarray of bool, shape (n,)
+    n_iter : ndarray of int, shape (n,)
+        -1 where the estimator records none.
+    warm_start : bool
+        Whether warm starts were used.
     """
 
     error_rate: float
@@ -225,12 +236,22 @@ def exact_loo_error(estimator, X, y, *, warm_start=True, progress=False):
 # %% book/06_loo.md, code cell 12
 @dataclass(frozen=True)
 class LOOComparison:
-    """An approximate leave-one-out estimate beside the exact one (``exact``, a
-    LOOResult).
+    """An approximate leave-one-out estimate beside the exact one.
 
-    ``approx_errors`` (n,) bool from the estimator's ``loo_decision_`` (None if it has
-    none); ``n_disagree``: examples counted as errors by exactly one of the two (None
-    likewise).
+    Attributes
+    ----------
+    approx_error_rate : float
+        The estimator's ``loo_error_``.
+    exact_error_rate : float
+    approx_errors : ndarray of bool, shape (n,), or None
+        From the estimator's ``loo_decision_`` (None if it has none).
+    exact : LOOResult
+    n_disagree : int or None
+        Examples counted as errors by exactly one of the two (None likewise).
+    n_examples : int
+        n (a property).
+    error_count_difference : int
+        (approximate - exact) number of leave-one-out errors (a property).
     """
 
     approx_error_rate: float
@@ -256,9 +277,31 @@ def approximate_vs_exact(estimator, X, y, *, warm_start=True, progress=False):
     """Compare an estimator's approximate leave-one-out error with the exact one,
     eq-loo-error.
 
-    ``estimator`` must set ``loo_error_`` when fitted (and, for the per-example
-    comparison, ``loo_decision_``, the approximate leave-one-out activations, eq-svm-loo
-    for the SVM).
+    Parameters
+    ----------
+    estimator : estimator
+        Must set ``loo_error_`` when fitted with ``compute_loo=True`` (and, for the
+        per-example comparison, ``loo_decision_``, the approximate leave-one-out
+        activations, eq-svm-loo for the SVM); it is cloned, not changed.
+    X : array_like of shape (n, n_features)
+    y : array_like of shape (n,)
+        Labels of two classes.
+    warm_start, progress : bool, default True, False
+        As in ``exact_loo_error``.
+
+    Returns
+    -------
+    LOOComparison
+
+    Raises
+    ------
+    TypeError
+        If the fitted estimator has no ``loo_error_``.
+
+    Warns
+    -----
+    ConvergenceWarning
+        As ``exact_loo_error``.
     """
     model = _clone(estimator, compute_loo=True).fit(X, y)
     approx = getattr(model, "loo_error_", None)
