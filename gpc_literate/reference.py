@@ -54,7 +54,15 @@ def flip_noise_parameters(likelihood):
     """(kappa, v) of kappa + (1 - 2 kappa) Phi(y f / sqrt(v)) (eq-exact-family); None
     otherwise.
 
-    StepFlip(kappa) is v = 0, Probit(noise_var, kappa) is v = noise_var.
+    Parameters
+    ----------
+    likelihood : Likelihood
+
+    Returns
+    -------
+    (float, float) or None
+        StepFlip(kappa) is v = 0, Probit(noise_var, kappa) is v = noise_var; None for
+        any other likelihood.
     """
     if isinstance(likelihood, StepFlip):
         return float(likelihood.kappa), 0.0
@@ -69,11 +77,25 @@ class ExactMoments:
     """Posterior moments of the latent f at the n points of a problem, and the log
     evidence.
 
-    ``mean`` (n,) and ``cov`` (n, n) are <f> and Cov[f] under the posterior, ``mean_se``
-    (n,) the Monte Carlo standard errors of ``mean``, ``log_evidence`` = log p(y) with
-    its standard error ``log_evidence_se``; ``ess`` is the effective sample size of the
-    importance weights and ``n_samples`` the number of draws (ess = n_samples and se = 0
-    for closed forms).
+    Attributes
+    ----------
+    mean : ndarray of shape (n,)
+        <f> under the posterior.
+    cov : ndarray of shape (n, n)
+        Cov[f] under the posterior.
+    mean_se : ndarray of shape (n,)
+        The Monte Carlo standard errors of ``mean``.
+    log_evidence : float
+        log p(y).
+    log_evidence_se : float
+        Its standard error.
+    ess : float
+        The effective sample size of the importance weights.
+    n_samples : int
+        The number of draws.
+
+    For the closed form (Gaussian) the standard errors are 0, ess = inf and
+    n_samples = 0.
     """
 
     mean: np.ndarray
@@ -99,9 +121,26 @@ def sequential_importance_sample(C, y, kappa, n_samples, rng):
 
     Geweke-Hajivassiliou-Keane sampler: coordinate i is drawn from its conditional
     Gaussian given the earlier ones, tilted by its own likelihood factor, and the weight
-    collects the normalisers Z_i (eq-exact-sis-weight).  NaN labels carry no factor.
-    Returns the draws (n_samples, n) and their log weights (n_samples,); the mean of the
-    weights is an unbiased estimate of the evidence.  O(n_samples n^2) time.
+    collects the normalisers Z_i (eq-exact-sis-weight).  O(n_samples n^2) time.
+
+    Parameters
+    ----------
+    C : array_like of shape (n, n)
+        Covariance of g.
+    y : array_like of shape (n,)
+        Labels +-1; NaN labels carry no factor.
+    kappa : float in [0, 0.5)
+        Flip probability.
+    n_samples : int
+    rng : numpy Generator
+
+    Returns
+    -------
+    g : ndarray of shape (n_samples, n)
+        The draws.
+    log_w : ndarray of shape (n_samples,)
+        Their log weights; the mean of the weights is an unbiased estimate of the
+        evidence.
     """
     C = np.asarray(C, dtype=float)
     y = np.asarray(y, dtype=float)
@@ -279,13 +318,37 @@ def exact_posterior_moments(
     """Eqs (eq-exact-posterior-moments): <f>, Cov[f] and log p(y) by brute force, with
     errors.
 
-    ``K`` (n, n) is the prior covariance of f at the n points, ``y`` (n,) the labels +-1
-    (any real targets for ``Gaussian``), NaN for a point without a label (a test point,
-    or the left-out point of a cavity).  ``method="sequential"``: sequential importance
-    sampling (eq-exact-sis) for StepFlip and Probit, closed form for Gaussian.
-    ``method="prior"``: importance sampling from the prior with weights p(y|f) from
-    ``likelihood.log_prob``, for any likelihood (simple and slow: a cross-check).
-    ``rng``: a numpy Generator or seed. Returns an ``ExactMoments``.
+    Parameters
+    ----------
+    K : array_like of shape (n, n)
+        The prior covariance of f at the n points (finite, symmetric).
+    y : array_like of shape (n,)
+        The labels +-1 (any real targets for ``Gaussian``), NaN for a point without a
+        label (a test point, or the left-out point of a cavity).
+    likelihood : Likelihood
+    n_samples : int >= 1, default 200_000
+    rng : None, int or numpy Generator, default None
+        A numpy Generator or seed.
+    method : {"sequential", "prior"}, default "sequential"
+        "sequential": sequential importance sampling (eq-exact-sis) for StepFlip and
+        Probit, closed form for Gaussian. "prior": importance sampling from the prior
+        with weights p(y|f) from ``likelihood.log_prob``, for any likelihood (simple
+        and slow: a cross-check).
+    batch_size : int, default 50_000
+        Draws per batch.
+
+    Returns
+    -------
+    ExactMoments
+
+    Raises
+    ------
+    ValueError
+        For K or y of wrong shapes, K not finite and symmetric, an unknown method or
+        n_samples not a positive integer.
+    TypeError
+        For "sequential" with another likelihood than StepFlip, Probit or Gaussian,
+        or "prior" with an object that is not a Likelihood.
     """
     K, y = _check_problem(K, y)
     if method not in ("sequential", "prior"):
@@ -334,11 +397,33 @@ def exact_embedding_strengths(K, y, likelihood, *, n_samples=200_000, rng=None):
     For kappa + (1 - 2 kappa) Phi(y f / sqrt(v)) (StepFlip, Probit) alpha_i is a ratio
     of two Gaussian orthant-type integrals, each estimated by sequential importance
     sampling with independent draws: (1 - 2 kappa) N(0; 0, K_ii + v) p(y_rest | g_i = 0)
-    / p(y).  For Gaussian the closed form alpha_i = y_i [(K + v I)^{-1} y]_i.  NaN
-    labels get alpha_i = 0. Returns (alpha, alpha_cov): the estimates and the covariance
-    matrix of their Monte Carlo errors (all alpha_i share the estimate of p(y), so the
-    errors are correlated).  One sampler run per labelled point: meant for a handful of
-    points.
+    / p(y).  For Gaussian the closed form alpha_i = y_i [(K + v I)^{-1} y]_i.  One
+    sampler run per labelled point: meant for a handful of points.
+
+    Parameters
+    ----------
+    K : array_like of shape (n, n)
+    y : array_like of shape (n,)
+        Labels +-1; NaN labels get alpha_i = 0.
+    likelihood : StepFlip, Probit or Gaussian
+    n_samples : int, default 200_000
+        Draws per sampler run.
+    rng : None, int or numpy Generator, default None
+
+    Returns
+    -------
+    alpha : ndarray of shape (n,)
+        The estimates.
+    alpha_cov : ndarray of shape (n, n)
+        The covariance matrix of their Monte Carlo errors (all alpha_i share the
+        estimate of p(y), so the errors are correlated); zero for Gaussian.
+
+    Raises
+    ------
+    TypeError
+        For another likelihood.
+    ValueError
+        For K or y of wrong shapes, or K not finite and symmetric.
     """
     K, y = _check_problem(K, y)
     rng = np.random.default_rng(rng)
