@@ -107,8 +107,23 @@ def _sequential_sweep(Sigma, mean, nu, tau, y, likelihood, damping, block=128):
 
 # %% book/13_ep.md, code cell 9
 def check_sites(site_nu, site_tau, n):
-    """Starting sites as float arrays of shape (n,) (None: all zero, i.e. q = prior);
-    ValueError otherwise."""
+    """Starting sites as float arrays of shape (n,) (None: all zero, i.e. q = prior).
+
+    Parameters
+    ----------
+    site_nu, site_tau : array_like of shape (n,) or None
+    n : int
+
+    Returns
+    -------
+    nu, tau : ndarray of shape (n,)
+        New float arrays.
+
+    Raises
+    ------
+    ValueError
+        If a shape is not (n,).
+    """
     nu = np.zeros(n) if site_nu is None else np.array(site_nu, dtype=float)
     tau = np.zeros(n) if site_tau is None else np.array(site_tau, dtype=float)
     if nu.shape != (n,) or tau.shape != (n,):
@@ -133,12 +148,34 @@ def run_ep(
     """Eqs (eq-ep-rank-one), (eq-sites-parallel), (eq-sites-converged): EP on covariance
     K and labels y.
 
-    ``method`` "sequential" (rank-one updates, ``run_sequential``) or "parallel"
-    (chapter 8's ``parallel_sites``, with the step rule ``step`` if given: chapter 14),
-    started from the sites (site_nu, site_tau) (default: all zero, i.e. q = prior);
-    ``damping`` in (0, 1], at most ``max_iter`` sweeps or iterations, converged when
-    the undamped site change is below ``tol`` with no refused update. Returns a
-    SiteIteration.
+    Parameters
+    ----------
+    K : array_like of shape (n, n)
+    y : array_like of shape (n,)
+        Labels -1/+1.
+    likelihood : Likelihood
+    site_nu, site_tau : array_like of shape (n,) or None, default None
+        The starting sites (default: all zero, i.e. q = prior).
+    method : {"sequential", "parallel"}, default "sequential"
+        Rank-one updates (``run_sequential``) or chapter 8's ``parallel_sites`` (with
+        the step rule ``step`` if given: chapter 14).
+    damping : float in (0, 1], default 1.0
+    max_iter : int, default 100
+        The most sweeps or iterations.
+    tol : float, default 1e-8
+        Converged when the undamped site change is below ``tol`` with no refused
+        update.
+    step : callable or None, default None
+        Parallel EP only.
+
+    Returns
+    -------
+    SiteIteration
+
+    Raises
+    ------
+    ValueError
+        For another method, or starting sites of a wrong shape.
     """
     if method not in ("sequential", "parallel"):
         raise ValueError(f"method must be 'sequential' or 'parallel'; got {method!r}")
@@ -162,7 +199,29 @@ def run_ep(
 # %% book/13_ep.md, code cell 11
 def run_sequential(K, y, likelihood, nu, tau, damping, max_iter, tol):
     """Sequential EP, eq. (eq-ep-rank-one), with a fresh factorisation after every
-    sweep."""
+    sweep.
+
+    Parameters
+    ----------
+    K : ndarray of shape (n, n)
+    y : ndarray of shape (n,)
+        Labels -1/+1.
+    likelihood : Likelihood
+    nu, tau : ndarray of shape (n,)
+        The starting sites (not changed).
+    damping : float in (0, 1]
+        Fraction of each site change applied.
+    max_iter : int
+        The most sweeps.
+    tol : float
+        Converged when the largest undamped site change of a sweep is below ``tol``
+        and no update was refused.
+
+    Returns
+    -------
+    SiteIteration
+        With n_factorizations = sweeps + 1.
+    """
     post, nu, tau = SitePosterior(K, nu, tau, full=True), nu.copy(), tau.copy()
     history, refused, sweep = [], 0, 0
     for sweep in range(1, max_iter + 1):
@@ -187,6 +246,19 @@ def ep_log_marginal(post, likelihood, y, mu_cav, var_cav):
     log Z_EP = sum_i log Z_i - log det(I + K T)/2 + nu^T mean/2 + sum_i c_i/2 with
     c_i = log(1 + tau_i v_i) + (tau_i m_i^2 - 2 nu_i m_i - nu_i^2 v_i) / (1 + tau_i v_i)
     for cavity means m_i and variances v_i; no division by a site precision.
+
+    Parameters
+    ----------
+    post : SitePosterior
+        Of the sites (nu, tau).
+    likelihood : Likelihood
+    y : ndarray of shape (n,)
+    mu_cav, var_cav : ndarray of shape (n,)
+        The cavity means m_i and variances v_i.
+
+    Returns
+    -------
+    float
     """
     nu, tau = post.nu, post.tau
     log_z = np.asarray(likelihood.log_Z(y, mu_cav, var_cav)[0])
@@ -202,8 +274,16 @@ def ep_log_marginal_gradient(post, dK):
     """Eq. (eq-ep-gradient): d log Z_EP/d theta_j = c^T dK_j c/2 - tr(A dK_j)/2 at a
     fixed point of EP.
 
-    ``dK`` of shape (n, n, p) as returned by ``Kernel.gradient``; c = ``post.coef``, A =
-    (K + T^-1)^-1.
+    Parameters
+    ----------
+    post : SitePosterior
+        c = ``post.coef``, A = (K + T^-1)^-1 (``post.inverse_sum()``).
+    dK : ndarray of shape (n, n, p)
+        As returned by ``Kernel.gradient``.
+
+    Returns
+    -------
+    ndarray of shape (p,)
     """
     c = post.coef
     return 0.5 * np.einsum("i,ijk,j->k", c, dK, c) - 0.5 * np.einsum(
