@@ -96,14 +96,30 @@ def _site_posterior(K, nu, tau):
 class TAPEquations(NamedTuple):
     """The TAP equations evaluated at (coef, var_cav), the output of ``tap_equations``.
 
-    ``mean`` = K coef, ``mu_cav`` the cavity means (eq-sites-cavity), ``log_z``,
-    ``coef_new`` = d log Z_i / d mu (the right side of eq-tap-alpha), ``w`` = -d^2 log
-    Z_i / d mu^2, ``tau`` = w / (1 - var_cav w) (site precisions, eq-tap-sites),
-    ``posterior`` (the SitePosterior of the sites eq-sites-update), ``var_cav_new`` (the
-    right side of eq-tap-var-cav), ``residual`` = (max |coef_new - coef|, max
-    |var_cav_new / var_cav - 1|), ``log_evidence`` (-G_TAP of eq-tap-free-energy in the
-    form eq-tap-log-evidence, the value at a solution). For the step likelihood with
-    flips ``coef_new`` is y * eq-tap-alpha-z.
+    For the step likelihood with flips ``coef_new`` is y * eq-tap-alpha-z.
+
+    Attributes
+    ----------
+    mean : ndarray of shape (n,)
+        K coef.
+    mu_cav : ndarray of shape (n,)
+        The cavity means (eq-sites-cavity).
+    log_z : ndarray of shape (n,)
+    coef_new : ndarray of shape (n,)
+        d log Z_i / d mu (the right side of eq-tap-alpha).
+    w : ndarray of shape (n,)
+        -d^2 log Z_i / d mu^2.
+    tau : ndarray of shape (n,)
+        w / (1 - var_cav w) (site precisions, eq-tap-sites).
+    posterior : SitePosterior
+        Of the sites eq-sites-update.
+    var_cav_new : ndarray of shape (n,)
+        The right side of eq-tap-var-cav.
+    residual : (float, float)
+        (max |coef_new - coef|, max |var_cav_new / var_cav - 1|).
+    log_evidence : float
+        -G_TAP of eq-tap-free-energy in the form eq-tap-log-evidence (the value at a
+        solution).
     """
 
     mean: np.ndarray
@@ -122,10 +138,28 @@ class TAPEquations(NamedTuple):
 def tap_equations(K, y, likelihood, coef, var_cav):
     """Evaluate the TAP equations eq-tap-alpha and eq-tap-var-cav at (coef, var_cav).
 
-    ``coef`` is y * alpha (so that <f> = K coef), ``var_cav`` the cavity variances
-    lambda_i. The sites are eq-sites-update at the cavities, their Gaussian a
-    SitePosterior (improper allowed), the new cavity variances eq-sites-cavity.  Returns
-    a ``TAPEquations``.  One O(n^3) factorisation.
+    The sites are eq-sites-update at the cavities, their Gaussian a SitePosterior
+    (improper allowed), the new cavity variances eq-sites-cavity.  One O(n^3)
+    factorisation.
+
+    Parameters
+    ----------
+    K : array_like of shape (n, n)
+    y : array_like of shape (n,)
+    likelihood : Likelihood
+    coef : array_like of shape (n,)
+        y * alpha (so that <f> = K coef).
+    var_cav : array_like of shape (n,)
+        The cavity variances lambda_i.
+
+    Returns
+    -------
+    TAPEquations
+
+    Raises
+    ------
+    TAPBreakdownError
+        When the Gaussian of the sites cannot be factorised.
     """
     K = np.asarray(K, dtype=float)
     coef = np.asarray(coef, dtype=float)
@@ -165,13 +199,30 @@ def tap_equations(K, y, likelihood, coef, var_cav):
 class TAPResult:
     """Output of ``tap_fixed_point``.
 
-    ``coef`` = y * alpha with <f> = K coef (``alpha`` for labels +-1), ``mean`` = <f> at
-    the training points, ``mu_cav`` and ``var_cav`` the cavity means and variances
-    (eq-tap-cavity), ``var`` the posterior variances of f_i, ``tau`` the site
-    precisions, ``posterior`` the Gaussian of eq-tap-sites for predictions,
-    ``log_evidence`` eq-tap-log-evidence, ``n_iter``, ``converged`` and ``residual``
-    (the larger of the two residuals of ``tap_equations``), ``n_factorizations`` the
-    O(n^3) factorisations done.
+    Attributes
+    ----------
+    alpha : ndarray of shape (n,)
+        y * coef (``alpha`` for labels +-1).
+    coef : ndarray of shape (n,)
+        y * alpha, with <f> = K coef.
+    mean : ndarray of shape (n,)
+        <f> at the training points.
+    mu_cav, var_cav : ndarray of shape (n,)
+        The cavity means and variances (eq-tap-cavity).
+    var : ndarray of shape (n,)
+        The posterior variances of f_i.
+    tau : ndarray of shape (n,)
+        The site precisions.
+    posterior : SitePosterior
+        The Gaussian of eq-tap-sites, for predictions.
+    log_evidence : float
+        Eq. (eq-tap-log-evidence).
+    n_iter : int
+    converged : bool
+    residual : float
+        The larger of the two residuals of ``tap_equations``.
+    n_factorizations : int
+        The O(n^3) factorisations done.
     """
 
     alpha: np.ndarray
@@ -191,11 +242,23 @@ class TAPResult:
 
 # %% book/10_tap.md, code cell 12
 def tap_alpha_residual(y, likelihood, posterior, proposal=None):
-    """max_i |d log Z_i / d mu - y_i alpha_i| at the cavities of ``posterior``:
-    eq-tap-alpha's residual.
+    """max_i |d log Z_i / d mu - y_i alpha_i| at the cavities of ``posterior``: eq-tap-
+    alpha's residual.
 
-    The progress measure of TAP's iteration (``residual`` of ``parallel_sites``); inf
-    when a cavity is improper.  ``proposal`` is not used.
+    The progress measure of TAP's iteration (``residual`` of ``parallel_sites``).
+
+    Parameters
+    ----------
+    y : ndarray of shape (n,)
+    likelihood : Likelihood
+    posterior : SitePosterior
+    proposal : object, optional
+        Not used.
+
+    Returns
+    -------
+    float
+        inf when a cavity is improper.
     """
     mu_cav, var_cav, proper = posterior.cavities()
     if not proper.all():
@@ -274,14 +337,36 @@ def tap_fixed_point(
     """Solve the TAP equations eq-tap-alpha, eq-tap-var-cav by damped parallel site
     updates.
 
-    ``K`` (n, n): covariance of the latent process the likelihood acts on (K + v I for
-    input noise v); ``y``: labels (+-1, or real targets for a Gaussian likelihood);
-    ``likelihood``: an object with ``log_Z``.  Runs ``parallel_sites``
-    (eq-tap-site-update, eq-sites-parallel, eq-sites-adaptive-damping) with the residual
-    of eq-tap-alpha as its progress measure, and checks the result with
-    ``tap_equations``: converged when both residuals are below ``tol``. ``coef_init`` =
-    y * alpha warm-starts the means.  Returns a ``TAPResult``; raises TAPBreakdownError
-    when the Gaussian of the sites cannot be factorised.
+    Runs ``parallel_sites`` (eq-tap-site-update, eq-sites-parallel,
+    eq-sites-adaptive-damping) with the residual of eq-tap-alpha as its progress
+    measure, and checks the result with ``tap_equations``.
+
+    Parameters
+    ----------
+    K : array_like of shape (n, n)
+        Covariance of the latent process the likelihood acts on (K + v I for input
+        noise v).
+    y : array_like of shape (n,)
+        Labels (+-1, or real targets for a Gaussian likelihood).
+    likelihood : Likelihood
+        An object with ``log_Z``.
+    max_iter : int, default 500
+    tol : float, default 1e-8
+        Converged when both residuals are below ``tol``.
+    damping : float in (0, 1], default 0.5
+    coef_init : array_like of shape (n,) or None, default None
+        y * alpha, warm-starts the means.
+
+    Returns
+    -------
+    TAPResult
+
+    Raises
+    ------
+    TAPBreakdownError
+        When the Gaussian of the sites cannot be factorised.
+    ValueError
+        If ``coef_init`` is not a finite array of shape (n,).
     """
     K, y = np.asarray(K, dtype=float), np.asarray(y, dtype=float)
     nu, tau = _tap_initial_sites(K, y, likelihood, coef_init)
@@ -312,10 +397,20 @@ def tap_fixed_point(
 
 # %% book/10_tap.md, code cell 25
 def tap_evidence_gradient(coef, posterior, dK):
-    """Eq. (eq-tap-evidence-gradient): d(-G_TAP)/d theta at a TAP solution, shape (p,).
+    """Eq. (eq-tap-evidence-gradient): d(-G_TAP)/d theta at a TAP solution.
 
-    ``coef`` = y * alpha and ``posterior`` (a SitePosterior) of the solution, ``dK`` the
-    kernel's gradient, shape (n, n, p) (Kernel.gradient).
+    Parameters
+    ----------
+    coef : ndarray of shape (n,)
+        y * alpha of the solution.
+    posterior : SitePosterior
+        Of the solution.
+    dK : ndarray of shape (n, n, p)
+        The kernel's gradient (Kernel.gradient).
+
+    Returns
+    -------
+    ndarray of shape (p,)
     """
     inv_sum = posterior.inverse_sum()  # (Omega + K)^{-1}
     return 0.5 * np.einsum("i,ijk,j->k", coef, dK, coef) - 0.5 * np.einsum(
