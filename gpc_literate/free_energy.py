@@ -72,8 +72,16 @@ _INNER_RESTARTS = 3
 class PriorFactor(NamedTuple):
     """The quantities of the prior N(0, K) that F needs, computed once per theta.
 
-    ``K`` (with the jitter on its diagonal), ``L`` its lower Cholesky factor,
-    ``diag_inv`` = diag(K^-1) (from L^-1), ``log_det`` = log|K|.
+    Attributes
+    ----------
+    K : ndarray of shape (n, n)
+        With the jitter on its diagonal.
+    L : ndarray of shape (n, n)
+        Its lower Cholesky factor.
+    diag_inv : ndarray of shape (n,)
+        diag(K^-1) (from L^-1).
+    log_det : float
+        log|K|.
     """
 
     K: np.ndarray
@@ -83,8 +91,20 @@ class PriorFactor(NamedTuple):
 
 
 def factor_prior(K, jitter=JITTER):
-    """Eq. (eq-var-trace): factorise K + jitter I once: L, diag(K^-1) = column norms
-    of L^-1, log|K|."""
+    """Eq. (eq-var-trace): factorise K + jitter I once: L, diag(K^-1) = column norms of
+    L^-1, log|K|.
+
+    Parameters
+    ----------
+    K : array_like of shape (n, n)
+        Not changed.
+    jitter : float, default JITTER
+        Latent white noise added to the diagonal (sec-var-jitter).
+
+    Returns
+    -------
+    PriorFactor
+    """
     K = np.array(K, dtype=float)
     K.flat[:: len(K) + 1] += jitter
     L = cholesky(K, lower=True, check_finite=False)
@@ -95,8 +115,17 @@ def factor_prior(K, jitter=JITTER):
 
 # %% book/19_variational.md, code cell 5
 def std_normal_pdf(z):
-    """phi(z), the standard normal density (exp never asked for a subnormal: slow,
-    and 0 here)."""
+    """phi(z), the standard normal density (exp never asked for a subnormal: slow, and 0
+    here).
+
+    Parameters
+    ----------
+    z : array_like
+
+    Returns
+    -------
+    ndarray
+    """
     return np.exp(np.maximum(-0.5 * z * z, -600.0) - 0.5 * _LOG_2PI)
 
 
@@ -124,11 +153,26 @@ def _as_arrays(y, mu, var):
 
 # %% book/19_variational.md, code cell 6
 def expected_hinge(y, mu, var):
-    """Eq. (eq-var-hinge): E[[1 - y f]_+] for f ~ N(mu, var), and its mu- and
-    var-derivatives.
+    """Eq. (eq-var-hinge): E[[1 - y f]_+] for f ~ N(mu, var), and its mu- and var-
+    derivatives.
 
     With a = 1 - y mu and s = sqrt(var), E = a Phi(a/s) + s phi(a/s); dE/dmu = -y
-    Phi(a/s), dE/dvar = phi(a/s) / (2 s).  Returns three arrays (value, d/dmu, d/dvar).
+    Phi(a/s), dE/dvar = phi(a/s) / (2 s).
+
+    Parameters
+    ----------
+    y, mu, var : array_like
+        Labels, means and variances, broadcast together.
+
+    Returns
+    -------
+    value, d_mu, d_var : ndarray
+        Three arrays (value, d/dmu, d/dvar).
+
+    Raises
+    ------
+    ValueError
+        If mu or var is not finite, or var <= 0.
     """
     y, mu, var = _as_arrays(y, mu, var)
     s = np.sqrt(var)
@@ -147,6 +191,15 @@ def svc_log_z(f):
     f); for a > 1, log Z = log(1 + x) with x = exp(-1 - a).  One exp and one log1p per
     point; the slope is sign(f) (1 - x)/(1 + x) = tanh f inside, -sign(f) x/(1 + x)
     outside.
+
+    Parameters
+    ----------
+    f : array_like
+
+    Returns
+    -------
+    value, slope : ndarray
+        Shaped as f.
     """
     f = np.asarray(f, dtype=float)
     a = np.abs(f)
@@ -281,6 +334,20 @@ def expected_log_z_svc(mu, var):
     exact derivatives of the quadrature rule used: Gauss-Hermite with the kinks of log Z
     at f = +-1 removed analytically for s < 0.8; fixed Gauss-Legendre/Gauss-Laguerre
     nodes in f for s >= 0.8.
+
+    Parameters
+    ----------
+    mu, var : array_like
+        Broadcast together.
+
+    Returns
+    -------
+    value, d_mu, d_var : ndarray
+
+    Raises
+    ------
+    ValueError
+        If mu or var is not finite, or var <= 0.
     """
     _, mu, var = _as_arrays(1.0, mu, var)
     shape = mu.shape
@@ -302,6 +369,20 @@ def expected_logistic(y, mu, var):
     For s < 2, Gauss-Hermite with 96 nodes; for s >= 2, E[[-u]_+] analytically (u = y f)
     plus the remainder log(1 + exp(-|u|)) by Gauss-Laguerre with 48 nodes in u.  Exact
     derivatives of the rule used.
+
+    Parameters
+    ----------
+    y, mu, var : array_like
+        Labels, means and variances, broadcast together.
+
+    Returns
+    -------
+    value, d_mu, d_var : ndarray
+
+    Raises
+    ------
+    ValueError
+        If mu or var is not finite, or var <= 0.
     """
     y, mu, var = _as_arrays(y, mu, var)
     shape = mu.shape
@@ -339,9 +420,22 @@ def expected_loss(y, mu, var, loss):
     """Eq. (eq-var-expectations) (Seeger's eq. 6): E[g(f, y)] for f ~ N(mu, var), d/dmu,
     d/dvar.
 
-    ``loss`` is "logistic", g = log(1 + exp(-y f)), or "svc", the normalised SVC loss
-    g = [1 - y f]_+ + log Z(f) (eq-var-svc-loss), or a callable (y, mu, var) -> the same
-    three arrays.
+    Parameters
+    ----------
+    y, mu, var : array_like
+    loss : {"logistic", "svc"} or callable
+        "logistic", g = log(1 + exp(-y f)), or "svc", the normalised SVC loss g = [1 -
+        y f]_+ + log Z(f) (eq-var-svc-loss), or a callable (y, mu, var) -> the same
+        three arrays.
+
+    Returns
+    -------
+    value, d_mu, d_var : ndarray
+
+    Raises
+    ------
+    ValueError
+        For another loss name, or as ``expected_hinge``.
     """
     if callable(loss):
         return loss(y, mu, var)
@@ -361,10 +455,27 @@ def free_energy(mu, log_v, C, y, prior, loss="logistic"):
     """Eqs (eq-var-free-energy-gauss), (eq-var-grad-p): F(P, theta) and its gradient in
     P.
 
-    P = N(mu, Sigma), Sigma = diag(exp(log_v)) + C C^T with C of shape (n, M).
-    ``prior`` is a PriorFactor of K.  Returns (F, dF/dmu, dF/dlog_v, dF/dC); O(n^2 M)
-    with the factor of K given: two triangular solves with L per column of [mu, C] and
-    an M x M Cholesky factor.
+    P = N(mu, Sigma), Sigma = diag(exp(log_v)) + C C^T.  O(n^2 M) with the factor of K
+    given: two triangular solves with L per column of [mu, C] and an M x M Cholesky
+    factor.
+
+    Parameters
+    ----------
+    mu : array_like of shape (n,)
+    log_v : array_like of shape (n,)
+    C : array_like of shape (n, M)
+    y : array_like of shape (n,)
+    prior : PriorFactor
+        Of K.
+    loss : {"logistic", "svc"} or callable, default "logistic"
+        As in ``expected_loss``.
+
+    Returns
+    -------
+    F : float
+    dF_dmu : ndarray of shape (n,)
+    dF_dlog_v : ndarray of shape (n,)
+    dF_dC : ndarray of shape (n, M)
     """
     mu, log_v, C = np.asarray(mu, float), np.asarray(log_v, float), np.asarray(C, float)
     n, M = C.shape
@@ -394,8 +505,19 @@ def free_energy_theta_gradient(mu, log_v, C, prior, dK):
     """Eq. (eq-var-grad-theta): dF/dtheta_j = -1/2 tr((K^-1 (Sigma + mu mu^T) K^-1 -
     K^-1) dK_j).
 
-    For fixed P.  ``dK`` is either an (n, n, p) array of dK/dtheta_j or a callable R ->
-    (tr(R dK_j))_j (``kernel_contraction``).  O(n^3) once per theta (K^-1 from L^-1).
+    For fixed P.  O(n^3) once per theta (K^-1 from L^-1).
+
+    Parameters
+    ----------
+    mu, log_v, C : array_like
+        P, as in ``free_energy``.
+    prior : PriorFactor
+    dK : ndarray of shape (n, n, p) or callable
+        dK/dtheta_j, or a callable R -> (tr(R dK_j))_j (``kernel_contraction``).
+
+    Returns
+    -------
+    ndarray of shape (p,)
     """
     n = len(mu)
     v = np.exp(np.asarray(log_v, float))
@@ -416,6 +538,16 @@ def kernel_contraction(kernel, X):
     For the RBF kernel the length-scale terms are sum_ab Q_ab (z_a - z_b)^2 with Q = R o
     E, E = variance exp(-D/2), z = X/length_scale: 2 sum_a z_a^2 (Q 1)_a - 2 z^T Q z,
     O(n^2 d). Other kernels contract their ``gradient(X)``.
+
+    Parameters
+    ----------
+    kernel : Kernel
+    X : ndarray of shape (n, d)
+
+    Returns
+    -------
+    callable
+        R (n, n) -> ndarray of shape (p,).
     """
     if type(kernel) is not RBF:
         G = kernel.gradient(X)
@@ -444,10 +576,20 @@ def kernel_contraction(kernel, X):
 class InnerResult(NamedTuple):
     """Output of ``minimize_free_energy``: P at the minimum and how it was reached.
 
-    ``mu``, ``log_v``, ``C``; ``free_energy`` F there; ``history`` F at the start and
-    after each iteration; ``n_iter``; ``converged`` (L-BFGS-B's test passed: an
-    iteration lowered F by less than ``tol`` nats, or max |gradient| fell below
-    ``tol``); ``grad_norm`` the final max |gradient| in the whitened coordinates.
+    Attributes
+    ----------
+    mu, log_v, C : ndarray
+        P at the minimum.
+    free_energy : float
+        F there.
+    history : ndarray
+        F at the start and after each iteration.
+    n_iter : int
+    converged : bool
+        L-BFGS-B's test passed: an iteration lowered F by less than ``tol`` nats, or
+        max |gradient| fell below ``tol``.
+    grad_norm : float
+        The final max |gradient| in the whitened coordinates.
     """
 
     mu: np.ndarray
@@ -466,6 +608,19 @@ def initial_p(prior, n_factors, rng):
 
     C = 0 is a stationary point of F in C, so the factors start at L D0 with D0 ~ 0.1
     N(0, 1).
+
+    Parameters
+    ----------
+    prior : PriorFactor
+    n_factors : int
+        M, the columns of C.
+    rng : numpy Generator
+
+    Returns
+    -------
+    mu : ndarray of shape (n,)
+    log_v : ndarray of shape (n,)
+    C : ndarray of shape (n, n_factors)
     """
     n = len(prior.diag_inv)
     D0 = 0.1 * rng.standard_normal((n, n_factors))
@@ -531,8 +686,24 @@ def minimize_free_energy(
 
     The optimiser works in whitened coordinates u = L^-1 mu, D = L^-1 C (and log_v), in
     which the KL term's Hessian is the identity; the gradients are L^T dF/dmu, L^T
-    dF/dC.  Stops when max |gradient| < tol or after max_iter iterations.  Returns an
-    InnerResult (no warning; the caller decides).
+    dF/dC.
+
+    Parameters
+    ----------
+    y : array_like of shape (n,)
+    prior : PriorFactor
+    loss : {"logistic", "svc"} or callable, default "logistic"
+    mu, log_v, C : array_like
+        The start, shapes (n,), (n,), (n, M).
+    max_iter : int, default 500
+    tol : float, default 1e-8
+        Stops when max |gradient| < tol (or an iteration lowers F by less than tol
+        nats) or after max_iter iterations.
+
+    Returns
+    -------
+    InnerResult
+        No warning; the caller decides.
     """
     n, M = np.shape(C)
     fun = _WhitenedFreeEnergy(y, prior, loss, M)
