@@ -69,12 +69,35 @@ def variational_objective(
     """Eqs. (eq-var-bound), (eq-var-envelope): h(theta) = min_P F(P, theta) and
     dh/dtheta.
 
-    ``kernel`` is evaluated at log-hyperparameters ``theta`` on X (labels y in {-1,
-    +1}); with theta None, ``kernel`` is used exactly as given.  The inner loop
-    (minimize_free_energy with ``max_iter``, ``tol``) starts from ``start`` = (mu,
-    log_v, C), or, when it is None, from initial_p(prior, n_factors, default_rng(0)).
-    The result depends on theta and start only.  Returns (h, gradient, prior,
-    InnerResult).
+    The result depends on theta and start only.
+
+    Parameters
+    ----------
+    theta : array_like of shape (p,) or None
+        Log-hyperparameters at which ``kernel`` is evaluated; with None, ``kernel`` is
+        used exactly as given.
+    kernel : Kernel
+    X : ndarray of shape (n, d)
+    y : array_like of shape (n,)
+        Labels in {-1, +1}.
+    loss : {"logistic", "svc"} or callable, default "logistic"
+        As in ``expected_loss``.
+    n_factors : int, default 2
+        Columns of C in the default start.
+    start : (mu, log_v, C) or None, default None
+        Start of the inner loop; None: initial_p(prior, n_factors, default_rng(0)).
+    jitter : float, default JITTER
+        As in ``factor_prior``.
+    max_iter : int, default 500
+    tol : float, default 1e-8
+        Of the inner loop (``minimize_free_energy``).
+
+    Returns
+    -------
+    h : float
+    gradient : ndarray of shape (p,)
+    prior : PriorFactor
+    inner : InnerResult
     """
     k = kernel if theta is None else kernel.with_theta(np.asarray(theta, dtype=float))
     prior = factor_prior(k(X), jitter)
