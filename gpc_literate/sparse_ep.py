@@ -93,7 +93,17 @@ JITTER = 1e-8  # eq-sparse-jitter: L L^T = K_uu + JITTER diag(K_uu)
 
 
 class FITCPrior(NamedTuple):
-    """The FITC prior N(0, Qt^T Qt + diag(d)) of eq-sparse-fitc."""
+    """The FITC prior N(0, Qt^T Qt + diag(d)) of eq-sparse-fitc.
+
+    Attributes
+    ----------
+    Qt : ndarray of shape (M, n)
+        L^-1 K_uf.
+    d : ndarray of shape (n,)
+        k(x_i, x_i) - ||Qt[:, i]||^2 >= 0.
+    L : ndarray of shape (M, M)
+        Lower Cholesky factor of the jittered K_uu.
+    """
 
     Qt: np.ndarray  # (M, n): L^-1 K_uf
     d: np.ndarray  # (n,): k(x_i, x_i) - ||Qt[:, i]||^2 >= 0
@@ -104,8 +114,22 @@ def fitc_prior(kernel, X, Z):
     """Eqs (eq-sparse-fitc), (eq-sparse-jitter): the FITC prior at inputs X with
     inducing inputs Z.
 
-    O(n M^2) time and O(n M) memory. Raises LinAlgError when the jittered K_uu is not
-    positive definite.
+    O(n M^2) time and O(n M) memory.
+
+    Parameters
+    ----------
+    kernel : Kernel
+    X : ndarray of shape (n, d)
+    Z : ndarray of shape (M, d)
+
+    Returns
+    -------
+    FITCPrior
+
+    Raises
+    ------
+    LinAlgError
+        When the jittered K_uu is not positive definite.
     """
     K_uu = kernel(Z)
     K_uu[np.diag_indices(len(K_uu))] *= 1.0 + JITTER
@@ -117,12 +141,31 @@ def fitc_prior(kernel, X, Z):
 
 # %% book/25_sparse_ep.md, code cell 6
 def fitc_marginals(prior, nu, tau, with_factor=False):
-    """Eq. (eq-ep-lowrank-diag) for the FITC prior: (mean, var) of a proper q
-    (eq-sparse-proper).
+    """Eq. (eq-ep-lowrank-diag) for the FITC prior: (mean, var) of a proper q (eq-
+    sparse-proper).
 
-    Raises ImproperPosteriorError (a LinAlgError) where 1 + d_i tau_i <= 0, LinAlgError
-    when A = I + Qt diag(lam) Qt^T is not positive definite. O(n M^2). With
-    ``with_factor``, also returns the Cholesky factor C of A.
+    O(n M^2).
+
+    Parameters
+    ----------
+    prior : FITCPrior
+    nu, tau : ndarray of shape (n,)
+        The sites.
+    with_factor : bool, default False
+        Also return the Cholesky factor C of A.
+
+    Returns
+    -------
+    mean, var : ndarray of shape (n,)
+    C : ndarray of shape (M, M)
+        Only with ``with_factor``.
+
+    Raises
+    ------
+    ImproperPosteriorError
+        A LinAlgError, where 1 + d_i tau_i <= 0.
+    LinAlgError
+        When A = I + Qt diag(lam) Qt^T is not positive definite.
     """
     if np.any(1.0 + prior.d * tau <= 0.0):
         raise ImproperPosteriorError(
@@ -137,9 +180,25 @@ def run_fitc_ep(prior, likelihood, y, nu, tau, tol, max_iter):
     """Parallel EP with Anderson mixing (chapter 14's ep_on_marginals) on the FITC
     prior.
 
-    Starts from the sites (nu, tau); converged when the undamped site change
-    (eq-sites-converged) is below ``tol``. Returns (nu, tau, n_iter, converged), n_iter
-    the number of evaluations of the marginals (fitc_marginals), at most ``max_iter``.
+    Parameters
+    ----------
+    prior : FITCPrior
+    likelihood : Likelihood
+    y : ndarray of shape (n,)
+        Labels -1/+1.
+    nu, tau : ndarray of shape (n,)
+        The starting sites.
+    tol : float
+        Converged when the undamped site change (eq-sites-converged) is below ``tol``.
+    max_iter : int
+
+    Returns
+    -------
+    nu, tau : ndarray of shape (n,)
+    n_iter : int
+        The number of evaluations of the marginals (fitc_marginals), at most
+        ``max_iter``.
+    converged : bool
     """
     count = [0]
 
@@ -155,8 +214,24 @@ def run_fitc_ep(prior, likelihood, y, nu, tau, tol, max_iter):
 
 # %% book/25_sparse_ep.md, code cell 10
 class FITCPosterior(NamedTuple):
-    """q(f) for the FITC prior and the sites (nu, tau): what ep_log_marginal reads,
-    and more."""
+    """q(f) for the FITC prior and the sites (nu, tau): what ep_log_marginal reads, and
+    more.
+
+    Attributes
+    ----------
+    nu, tau : ndarray of shape (n,)
+        The sites.
+    mean, var : ndarray of shape (n,)
+        The marginals of q.
+    coef : ndarray of shape (n,)
+        nu - tau * mean = P^-1 mean.
+    lam : ndarray of shape (n,)
+        tau / (1 + d tau).
+    C : ndarray of shape (M, M)
+        Lower Cholesky factor of A = I + Qt diag(lam) Qt^T.
+    logdet : float
+        log det(I + P T), eq-sparse-logdet.
+    """
 
     nu: np.ndarray
     tau: np.ndarray
@@ -172,7 +247,21 @@ def fitc_posterior(prior, nu, tau):
     """Eqs (eq-ep-lowrank-diag), (eq-sparse-logdet): the FITC posterior of the sites
     (nu, tau).
 
-    O(n M^2); raises as fitc_marginals does when q is improper.
+    O(n M^2).
+
+    Parameters
+    ----------
+    prior : FITCPrior
+    nu, tau : ndarray of shape (n,)
+
+    Returns
+    -------
+    FITCPosterior
+
+    Raises
+    ------
+    LinAlgError
+        As fitc_marginals does when q is improper.
     """
     mean, var, C = fitc_marginals(prior, nu, tau, with_factor=True)
     return assemble_fitc_posterior(prior.d, nu, tau, mean, var, C)
@@ -180,8 +269,18 @@ def fitc_posterior(prior, nu, tau):
 
 def assemble_fitc_posterior(d, nu, tau, mean, var, C):
     """The FITCPosterior of the sites (nu, tau) from their marginals (mean, var), the
-    diagonal d of the prior and the factor C of A: lam, coef and eq.
-    (eq-sparse-logdet)."""
+    diagonal d of the prior and the factor C of A: lam, coef and eq. (eq-sparse-logdet).
+
+    Parameters
+    ----------
+    d : ndarray of shape (n,)
+    nu, tau, mean, var : ndarray of shape (n,)
+    C : ndarray of shape (M, M)
+
+    Returns
+    -------
+    FITCPosterior
+    """
     lam = tau / (1.0 + d * tau)
     logdet = float(np.sum(np.log1p(d * tau)) + 2.0 * np.sum(np.log(np.diag(C))))
     return FITCPosterior(nu, tau, mean, var, nu - tau * mean, lam, C, logdet)
@@ -192,7 +291,19 @@ def fitc_log_marginal(post, likelihood, y):
     """Eq. (eq-ep-logz-stable) for the FITC prior: (mu_cav, var_cav, log Z_EP) from a
     FITCPosterior.
 
-    Chapter 13's ep_log_marginal on ``post``; -inf when a cavity is improper.
+    Chapter 13's ep_log_marginal on ``post``.
+
+    Parameters
+    ----------
+    post : FITCPosterior
+    likelihood : Likelihood
+    y : ndarray of shape (n,)
+
+    Returns
+    -------
+    mu_cav, var_cav : ndarray of shape (n,)
+    log_z : float
+        -inf when a cavity is improper.
     """
     mu_cav, var_cav, proper = cavities(post.mean, post.var, post.coef, post.tau)
     value = (
@@ -210,6 +321,18 @@ def fitc_adjoints(prior, post):
 
     d log Z_EP = sum(H * dK_fu) + sum(G * dK_uu) + g . dk at a fixed point of EP, K_uu
     jittered (eq-sparse-jitter). O(n M^2) time, O(n M) memory.
+
+    Parameters
+    ----------
+    prior : FITCPrior
+    post : FITCPosterior
+
+    Returns
+    -------
+    H : ndarray of shape (n, M)
+    G : ndarray of shape (M, M)
+        Symmetric.
+    g : ndarray of shape (n,)
     """
     c, lam = post.coef, post.lam
     R, s, Bt = adjoint_columns(prior.Qt, prior.L, post.C, c, lam)
@@ -220,8 +343,20 @@ def fitc_adjoints(prior, post):
 
 def adjoint_columns(Qt, L, C, c, lam):
     """R (M, n), s (n,) and B^T (n, M) of eq. (eq-sparse-adjoints) for the points whose
-    columns of the prior are Qt, coefficients c and lam; L, C the factors of K_uu
-    and A."""
+    columns of the prior are Qt, coefficients c and lam; L, C the factors of K_uu and A.
+
+    Parameters
+    ----------
+    Qt : ndarray of shape (M, n)
+    L, C : ndarray of shape (M, M)
+    c, lam : ndarray of shape (n,)
+
+    Returns
+    -------
+    R : ndarray of shape (M, n)
+    s : ndarray of shape (n,)
+    Bt : ndarray of shape (n, M)
+    """
     R = solve_triangular(
         C, Qt * lam, lower=True, check_finite=False
     )  # A_P = Lam - R^T R
@@ -232,7 +367,20 @@ def adjoint_columns(Qt, L, C, c, lam):
 
 def adjoint_rows(R, s, Bt, c, lam, Bc, RBt):
     """The rows of H (eq-sparse-adjoints) of the points of adjoint_columns, given the
-    sums over all points Bc = B c (M,) and RBt = R B^T (M, M)."""
+    sums over all points Bc = B c (M,) and RBt = R B^T (M, M).
+
+    Parameters
+    ----------
+    R, s, Bt : ndarray
+        From adjoint_columns.
+    c, lam : ndarray of shape (n,)
+    Bc : ndarray of shape (M,)
+    RBt : ndarray of shape (M, M)
+
+    Returns
+    -------
+    ndarray of shape (n, M)
+    """
     return np.outer(c, Bc) - (lam + s)[:, None] * Bt + R.T @ RBt
 
 
@@ -249,8 +397,26 @@ def rbf_cross_vjp(kernel, X, Z, W):
     """Eq. (eq-sparse-rbf): the derivatives of sum_ij W_ij k(x_i, z_j) for an RBF
     kernel.
 
-    Returns (d/dtheta of shape (p,) in the order of kernel.theta, d/dX (n, d), d/dZ (M,
-    d)). O(n M d); TypeError for a kernel other than RBF.
+    O(n M d).
+
+    Parameters
+    ----------
+    kernel : RBF
+    X : ndarray of shape (n, d)
+    Z : ndarray of shape (M, d)
+    W : ndarray of shape (n, M)
+
+    Returns
+    -------
+    d_theta : ndarray of shape (p,)
+        In the order of kernel.theta.
+    d_X : ndarray of shape (n, d)
+    d_Z : ndarray of shape (M, d)
+
+    Raises
+    ------
+    TypeError
+        For a kernel other than RBF.
     """
     _require_rbf(kernel)
     ls2 = np.asarray(kernel.length_scale, dtype=float) ** 2
@@ -269,8 +435,23 @@ def rbf_cross_vjp(kernel, X, Z, W):
 
 
 def rbf_diag_vjp(kernel, total):
-    """Eq. (eq-sparse-rbf): d/dtheta of total * k(x, x) = total * (variance + bias),
-    RBF kernel."""
+    """Eq. (eq-sparse-rbf): d/dtheta of total * k(x, x) = total * (variance + bias), RBF
+    kernel.
+
+    Parameters
+    ----------
+    kernel : RBF
+    total : float
+
+    Returns
+    -------
+    ndarray of shape (p,)
+
+    Raises
+    ------
+    TypeError
+        For a kernel other than RBF.
+    """
     _require_rbf(kernel)
     parts = [np.zeros(np.size(kernel.length_scale)), [kernel.variance * total]]
     if kernel.bias > 0:
@@ -283,8 +464,22 @@ def fitc_evidence_gradient(kernel, X, Z, prior, post):
     """Eqs (eq-sparse-gradient), (eq-sparse-adjoints): d log Z_EP / d theta (p,) and d /
     d Z (M, d).
 
-    At a fixed point of EP with the FITCPosterior ``post`` of the FITCPrior ``prior`` of
-    (kernel, X, Z); RBF kernels only (eq-sparse-rbf).
+    At a fixed point of EP; RBF kernels only (eq-sparse-rbf).
+
+    Parameters
+    ----------
+    kernel : RBF
+    X : ndarray of shape (n, d)
+    Z : ndarray of shape (M, d)
+    prior : FITCPrior
+        Of (kernel, X, Z).
+    post : FITCPosterior
+        Of ``prior``.
+
+    Returns
+    -------
+    d_theta : ndarray of shape (p,)
+    d_Z : ndarray of shape (M, d)
     """
     H, G, g = fitc_adjoints(prior, post)
     theta_fu, _, z_fu = rbf_cross_vjp(kernel, X, Z, H)
@@ -293,7 +488,22 @@ def fitc_evidence_gradient(kernel, X, Z, prior, post):
 
 def assemble_gradient(kernel, Z, theta_fu, z_fu, G, g_sum):
     """Eq. (eq-sparse-gradient) from the K_fu block's terms (theta_fu, z_fu), G and
-    sum(g)."""
+    sum(g).
+
+    Parameters
+    ----------
+    kernel : RBF
+    Z : ndarray of shape (M, d)
+    theta_fu : ndarray of shape (p,)
+    z_fu : ndarray of shape (M, d)
+    G : ndarray of shape (M, M)
+    g_sum : float
+
+    Returns
+    -------
+    d_theta : ndarray of shape (p,)
+    d_Z : ndarray of shape (M, d)
+    """
     theta_uu, z_uu_left, z_uu_right = rbf_cross_vjp(kernel, Z, Z, G)
     theta_diag = rbf_diag_vjp(kernel, g_sum + JITTER * np.trace(G))
     return theta_fu + theta_uu + theta_diag, z_fu + z_uu_left + z_uu_right
@@ -304,15 +514,39 @@ PREDICT_BLOCK = 4096  # test inputs per block in fitc_predict
 
 
 def fitc_beta(L, Qt_coef):
-    """Eq. (eq-sparse-predict): beta = L^-T Q^T c from Qt_coef = Q^T c, an M-vector."""
+    """Eq. (eq-sparse-predict): beta = L^-T Q^T c from Qt_coef = Q^T c, an M-vector.
+
+    Parameters
+    ----------
+    L : ndarray of shape (M, M)
+    Qt_coef : ndarray of shape (M,)
+
+    Returns
+    -------
+    ndarray of shape (M,)
+    """
     return solve_triangular(L, Qt_coef, lower=True, trans="T", check_finite=False)
 
 
 def fitc_predict(kernel, Z, L, C, beta, X):
     """Eq. (eq-sparse-predict): latent mean and variance under q at the rows of X.
 
-    ``L``, ``C`` the Cholesky factors of the jittered K_uu and of A, ``beta`` = L^-T Qt
-    coef. O(M^2) per row; the variance is clipped at zero against rounding.
+    O(M^2) per row, PREDICT_BLOCK rows at a time.
+
+    Parameters
+    ----------
+    kernel : Kernel
+    Z : ndarray of shape (M, d)
+    L, C : ndarray of shape (M, M)
+        The Cholesky factors of the jittered K_uu and of A.
+    beta : ndarray of shape (M,)
+        L^-T Qt coef.
+    X : ndarray of shape (m, d)
+
+    Returns
+    -------
+    mean, var : ndarray of shape (m,)
+        The variance is clipped at zero against rounding.
     """
     mean, var = np.empty(len(X)), np.empty(len(X))
     for start in range(0, len(X), PREDICT_BLOCK):
@@ -337,9 +571,21 @@ def choose_inducing(kernel, X, n_inducing, inducing, rng):
     """Inducing inputs: "pivots" (eq-ep-pivoted-cholesky on a random subset), "random",
     an array.
 
-    "pivots" returns fewer than ``n_inducing`` rows when every other candidate's
-    residual variance is below JITTER times the largest; ``rng`` is a numpy RandomState;
-    an array ``inducing`` is returned as it is. At most n rows.
+    Parameters
+    ----------
+    kernel : Kernel
+    X : ndarray of shape (n, d)
+    n_inducing : int
+    inducing : {"pivots", "random"} or ndarray
+        "pivots" returns fewer than ``n_inducing`` rows when every other candidate's
+        residual variance is below JITTER times the largest; an array is returned as
+        it is.
+    rng : numpy RandomState
+
+    Returns
+    -------
+    ndarray of shape (M, d)
+        At most n rows.
     """
     if not isinstance(inducing, str):
         return inducing
@@ -356,7 +602,21 @@ def choose_inducing(kernel, X, n_inducing, inducing, rng):
 # %% book/25_sparse_ep.md, code cell 22
 class FITCFit(NamedTuple):
     """One run of sparse EP: prior, posterior at the final sites, cavities, evidence,
-    progress."""
+    progress.
+
+    Attributes
+    ----------
+    prior : FITCPrior
+    posterior : FITCPosterior
+    mu_cav, var_cav : ndarray of shape (n,)
+    log_evidence : float
+        Eq. (eq-ep-logz-stable), -inf when a cavity is improper.
+    n_iter : int
+        Evaluations of the marginals.
+    converged : bool
+    change : float
+        Undamped site change still left at the final sites.
+    """
 
     prior: FITCPrior
     posterior: FITCPosterior
@@ -373,8 +633,27 @@ def fit_fitc_ep(kernel, X, y, likelihood, Z, nu, tau, tol, max_iter):
 
     O(n M^2) time per iteration, O(n M) memory.
 
-    Raises LinAlgError (ImproperPosteriorError when 1 + d tau <= 0) when the final sites
-    make q improper or the jittered K_uu cannot be factorised.
+    Parameters
+    ----------
+    kernel : Kernel
+    X : ndarray of shape (n, d)
+    y : ndarray of shape (n,)
+    likelihood : Likelihood
+    Z : ndarray of shape (M, d)
+    nu, tau : ndarray of shape (n,)
+    tol : float
+    max_iter : int
+        As in run_fitc_ep.
+
+    Returns
+    -------
+    FITCFit
+
+    Raises
+    ------
+    LinAlgError
+        When the final sites make q improper (ImproperPosteriorError when 1 + d tau
+        <= 0) or the jittered K_uu cannot be factorised.
     """
     prior = fitc_prior(kernel, X, Z)
     nu, tau, n_iter, converged = run_fitc_ep(
@@ -388,7 +667,22 @@ def fit_fitc_ep(kernel, X, y, likelihood, Z, nu, tau, tol, max_iter):
 # %% book/25_sparse_ep.md, code cell 23
 def fitc_fit(prior, post, likelihood, y, n_iter, converged):
     """The FITCFit of a run that ended at the FITCPosterior ``post``: its cavities,
-    evidence, and the site change one more update would make."""
+    evidence, and the site change one more update would make.
+
+    Parameters
+    ----------
+    prior : FITCPrior
+    post : FITCPosterior
+    likelihood : Likelihood
+    y : ndarray of shape (n,)
+    n_iter : int
+    converged : bool
+
+    Returns
+    -------
+    FITCFit
+        ``change`` is inf when the evidence is not finite or a site update fails.
+    """
     mu_cav, var_cav, value = fitc_log_marginal(post, likelihood, y)
     change = np.inf
     if np.isfinite(value):
@@ -426,11 +720,32 @@ def search_fitc(kernel, Z, evaluate, *, learn_inducing, bounds, verbose=False):
     ``learn_inducing``, Z, with chapter 1's maximize_criterion (L-BFGS-B, at most
     SEARCH_MAX_ITER iterations).
 
-    ``evaluate(kernel, Z)`` runs EP there and returns (log Z_EP, d/dtheta, d/dZ)
-    (eq-sparse-gradient); a log Z_EP of -inf means EP broke down, and the search
-    refuses the point. Returns (kernel, Z, LearnedHyperparameters) at the point found,
-    whose ``value`` is its log Z_EP; warns (ConvergenceWarning) when the search stops
-    early or a hyperparameter ends on a bound.
+    Parameters
+    ----------
+    kernel : Kernel
+        The start of theta.
+    Z : ndarray of shape (M, d)
+        The inducing inputs (the start, if learned).
+    evaluate : callable
+        ``evaluate(kernel, Z)`` runs EP there and returns (log Z_EP, d/dtheta, d/dZ)
+        (eq-sparse-gradient); a log Z_EP of -inf means EP broke down, and the search
+        refuses the point.
+    learn_inducing : bool
+    bounds : (low, high)
+        The box of theta, in log units.
+    verbose : bool, default False
+
+    Returns
+    -------
+    kernel : Kernel
+    Z : ndarray of shape (M, d)
+    learned : LearnedHyperparameters
+        At the point found; its ``value`` is its log Z_EP.
+
+    Warns
+    -----
+    ConvergenceWarning
+        When the search stops early or a hyperparameter ends on a bound.
     """
     x0, box, scale = _search_space(kernel, Z, bounds, learn_inducing)
     p = kernel.theta.size
@@ -517,9 +832,26 @@ def learn_fitc(
 ):
     """search_fitc with fit_fitc_ep and fitc_evidence_gradient, in this process.
 
-    ``fit``, the FITCFit at the start, provides the first sites; each run starts from
-    the sites of the last one whose evidence was finite. Returns (kernel, Z,
-    LearnedHyperparameters, FITCFit) at the best point found.
+    Each run starts from the sites of the last one whose evidence was finite.
+
+    Parameters
+    ----------
+    kernel, X, y, likelihood, Z
+        As in fit_fitc_ep.
+    fit : FITCFit
+        The fit at the start; it provides the first sites.
+    learn_inducing, bounds, verbose
+        As in search_fitc.
+    tol, max_iter
+        As in fit_fitc_ep.
+
+    Returns
+    -------
+    kernel : Kernel
+    Z : ndarray of shape (M, d)
+    learned : LearnedHyperparameters
+    fit : FITCFit
+        At the best point found.
     """
     evaluate, last = _warm_evaluation(X, y, likelihood, fit, tol, max_iter)
     kernel, Z, learned = search_fitc(
@@ -540,9 +872,20 @@ _INDUCING = ("pivots", "random")
 
 
 def check_inducing_options(est, choices):
-    """ValueError/TypeError for the options of an estimator with inducing inputs: an RBF
-    ``kernel`` (or None), a Likelihood, ``n_inducing`` >= 1, ``inducing`` among
-    ``choices`` or an array, and ``random_state``."""
+    """ValueError/TypeError for the options of an estimator with inducing inputs.
+
+    Parameters
+    ----------
+    est : estimator
+        Needs an RBF ``kernel`` (or None), a Likelihood (or None), ``n_inducing`` >= 1,
+        ``inducing`` among ``choices`` or an array, and a valid ``random_state``.
+    choices : tuple of str
+
+    Raises
+    ------
+    TypeError, ValueError
+        Naming the first invalid option.
+    """
     check_kernel(est.kernel)
     if est.kernel is not None:
         _require_rbf(est.kernel)
@@ -721,8 +1064,26 @@ def fit_in_process(
     verbose=False,
 ):
     """SparseEP's fit in this process: EP from (nu, tau), then learn_fitc unless
-    ``bounds`` is None. Returns (kernel, Z, LearnedHyperparameters or None, FITCFit,
-    beta)."""
+    ``bounds`` is None.
+
+    Parameters
+    ----------
+    kernel, X, y, likelihood, Z, nu, tau
+        As in fit_fitc_ep.
+    bounds : (low, high) or None
+        None: keep the kernel fixed.
+    learn_inducing, tol, max_iter, verbose
+        As in learn_fitc.
+
+    Returns
+    -------
+    kernel : Kernel
+    Z : ndarray of shape (M, d)
+    learned : LearnedHyperparameters or None
+    fit : FITCFit
+    beta : ndarray of shape (M,)
+        fitc_beta of the fit.
+    """
     fit, learned = (
         fit_fitc_ep(kernel, X, y, likelihood, Z, nu, tau, tol, max_iter),
         None,
