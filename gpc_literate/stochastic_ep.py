@@ -86,22 +86,57 @@ __all__ = [
 
 # %% book/26_stochastic_ep.md, code cell 3
 class WhitenedGaussian(NamedTuple):
-    """A Gaussian over v (eq-sep-whitened): precision P = C C^T and mean P^-1 eta."""
+    """A Gaussian over v (eq-sep-whitened): precision P = C C^T and mean P^-1 eta.
+
+    Attributes
+    ----------
+    C : ndarray of shape (M, M)
+        Lower Cholesky factor of the precision.
+    mean : ndarray of shape (M,)
+    """
 
     C: np.ndarray  # lower Cholesky factor of the precision
     mean: np.ndarray
 
 
 def whitened_gaussian(precision, linear):
-    """N(v; P^-1 eta, P^-1) from its natural parameters (P, eta); LinAlgError if P is
-    not PD."""
+    """N(v; P^-1 eta, P^-1) from its natural parameters (P, eta).
+
+    Parameters
+    ----------
+    precision : ndarray of shape (M, M)
+        P.
+    linear : ndarray of shape (M,)
+        eta.
+
+    Returns
+    -------
+    WhitenedGaussian
+
+    Raises
+    ------
+    LinAlgError
+        If P is not positive definite.
+    """
     C = cholesky(precision, lower=True, check_finite=False)
     return WhitenedGaussian(C, cho_solve((C, True), linear, check_finite=False))
 
 
 def g_marginals(gauss, Bt):
-    """Eq. (eq-sep-marginals): mean b_i^T m and variance b_i^T P^-1 b_i of g_i, and A
-    = C^-1 Bt."""
+    """Eq. (eq-sep-marginals): mean b_i^T m and variance b_i^T P^-1 b_i of g_i, and A =
+    C^-1 Bt.
+
+    Parameters
+    ----------
+    gauss : WhitenedGaussian
+    Bt : ndarray of shape (M, B)
+        The b_i as columns.
+
+    Returns
+    -------
+    mean, var : ndarray of shape (B,)
+    A : ndarray of shape (M, B)
+    """
     A = solve_triangular(gauss.C, Bt, lower=True, check_finite=False)
     return Bt.T @ gauss.mean, np.einsum("ij,ij->j", A, A), A
 
@@ -111,8 +146,24 @@ def convolved_sites(likelihood, y, m, v, d):
     """Eq. (eq-sep-tilted): the site (nu, tau) in g_i from the cavity N(m, v) of g_i.
 
     The likelihood is averaged over the FITC noise f_i - g_i ~ N(0, d_i): log Z_i and
-    its mu-derivatives are the likelihood's at N(m, v + d). Returns (nu, tau, log_z, d1,
-    d2, ok) (nu = tau = 0 where not ok, as in site_from_derivatives).
+    its mu-derivatives are the likelihood's at N(m, v + d).
+
+    Parameters
+    ----------
+    likelihood : Likelihood
+    y : ndarray of shape (B,)
+    m, v : ndarray of shape (B,)
+        The cavity of g_i.
+    d : ndarray of shape (B,)
+        The FITC noise variances.
+
+    Returns
+    -------
+    nu, tau : ndarray of shape (B,)
+        0 where not ok, as in site_from_derivatives.
+    log_z, d1, d2 : ndarray of shape (B,)
+    ok : ndarray of bool, shape (B,)
+        Also False where log_z is not finite.
     """
     log_z, d1, d2 = likelihood.log_Z(y, m, v + d)
     nu, tau, ok = site_from_derivatives(m, v, d1, d2)
@@ -152,10 +203,28 @@ class _SEPPrediction:
 class SEPState(_SEPPrediction):
     """Everything stochastic EP carries from one minibatch to the next.
 
-    ``kernel`` and ``Z`` (learned), the likelihood, n, and the sites in whitened
-    coordinates: the tied site (``lam`` (M, M), ``h`` (M,)) of eq-sep-tied, or for
-    per-point sites their sums (``lam``, ``h``) and the n-vectors ``nu``, ``tau`` of
-    eq-sep-perpoint. ``t`` counts minibatches.
+    The sites are held in whitened coordinates, all zero at the start.
+
+    Parameters
+    ----------
+    kernel : Kernel
+    likelihood : Likelihood
+    Z : ndarray of shape (M, d)
+    n : int
+        The number of training points.
+    sites : {"tied", "per-point"}
+
+    Attributes
+    ----------
+    kernel, Z
+        Learned.
+    lam : ndarray of shape (M, M)
+    h : ndarray of shape (M,)
+        The tied site of eq-sep-tied, or for per-point sites their sums.
+    nu, tau : ndarray of shape (n,) or None
+        The per-point sites of eq-sep-perpoint (None for the tied site).
+    t : int
+        Counts minibatches.
     """
 
     def __init__(self, kernel, likelihood, Z, n, sites):
@@ -186,7 +255,20 @@ class SEPState(_SEPPrediction):
 
 # %% book/26_stochastic_ep.md, code cell 7
 class BatchSites(NamedTuple):
-    """One minibatch's new sites and, optionally, the gradient of its sum of log Z_i."""
+    """One minibatch's new sites and, optionally, the gradient of its sum of log Z_i.
+
+    Attributes
+    ----------
+    Bt : ndarray of shape (M, B)
+        The b_i.
+    nu, tau : ndarray of shape (B,)
+    ok : ndarray of bool, shape (B,)
+        False where the cavity or the update was not usable.
+    log_z : ndarray of shape (B,)
+    grad_theta : ndarray of shape (p,) or None
+        None without gradient.
+    grad_Z : ndarray of shape (M, d) or None
+    """
 
     Bt: np.ndarray  # (M, B): the b_i
     nu: np.ndarray
@@ -202,8 +284,24 @@ def batch_sites(state, X, y, idx, with_gradient):
     """Eqs (eq-sep-tilted), (eq-sep-perpoint) or (eq-sep-tied), (eq-sep-gradient) on a
     minibatch.
 
-    ``idx`` the minibatch's row numbers in the training set (per-point sites only).
-    Raises LinAlgError when K_uu or the precision of q cannot be factorised.
+    Parameters
+    ----------
+    state : SEPState
+    X : ndarray of shape (B, d)
+    y : ndarray of shape (B,)
+        The minibatch.
+    idx : ndarray of int, shape (B,)
+        The minibatch's row numbers in the training set (per-point sites only).
+    with_gradient : bool
+
+    Returns
+    -------
+    BatchSites
+
+    Raises
+    ------
+    LinAlgError
+        When K_uu or the precision of q cannot be factorised.
     """
     Bt, d, L = fitc_prior(state.kernel, X, state.Z)
     if state.sites == "tied":
@@ -237,7 +335,21 @@ def batch_sites(state, X, y, idx, with_gradient):
 # %% book/26_stochastic_ep.md, code cell 9
 def update_sites(state, batch, idx, window, damping):
     """Eq. (eq-sep-average) (tied) or eq. (eq-sep-perpoint) (per-point): fold a
-    minibatch in."""
+    minibatch in.
+
+    Updates ``state`` in place (its sites, and t by one); a site that is not ok
+    counts as zero in the tied average and stays as it was among per-point sites.
+
+    Parameters
+    ----------
+    state : SEPState
+    batch : BatchSites
+    idx : ndarray of int, shape (B,)
+    window : int
+        Tied: the average runs over about the last min(window, n) points.
+    damping : float in (0, 1]
+        Per-point: the fraction of each site change applied.
+    """
     Bt, B = batch.Bt, batch.Bt.shape[1]
     nu, tau = np.where(batch.ok, batch.nu, 0.0), np.where(batch.ok, batch.tau, 0.0)
     if state.sites == "tied":
@@ -261,7 +373,15 @@ SITE_BLOCK = 4096  # training rows per block when the site sums are rebuilt
 def rebuild_site_sums(state, X):
     """Per-point sites: lam = sum_i tau_i b_i b_i^T and h = sum_i nu_i b_i at the
     current (theta, Z), in blocks of SITE_BLOCK rows (O(n M^2) time, O(SITE_BLOCK M)
-    memory)."""
+    memory).
+
+    Parameters
+    ----------
+    state : SEPState
+        Updated in place.
+    X : ndarray of shape (n, d)
+        The training inputs.
+    """
     M = len(state.Z)
     lam, h = np.zeros((M, M)), np.zeros(M)
     for start in range(0, len(X), SITE_BLOCK):
@@ -274,8 +394,18 @@ def rebuild_site_sums(state, X):
 
 # %% book/26_stochastic_ep.md, code cell 14
 def chol_adjoint(L, L_bar):
-    """Eq. (eq-sep-chol): the symmetric adjoint of A = L L^T from the adjoint L_bar
-    of its lower Cholesky factor L."""
+    """Eq. (eq-sep-chol): the symmetric adjoint of A = L L^T from the adjoint L_bar of
+    its lower Cholesky factor L.
+
+    Parameters
+    ----------
+    L : ndarray of shape (M, M)
+    L_bar : ndarray of shape (M, M)
+
+    Returns
+    -------
+    ndarray of shape (M, M)
+    """
     P = np.tril(L.T @ L_bar)
     P[np.diag_indices_from(P)] *= 0.5
     A_bar = solve_triangular(
@@ -292,9 +422,25 @@ def frozen_site_gradient(kernel, X, Z, L, Bt, m_cav, Sb_cav, d1, d2):
     """Eqs (eq-sep-gradient), (eq-sep-chol): d sum_i log Z_i / d(theta, Z) with the
     cavities of v frozen.
 
-    ``m_cav`` (M, B) or (M,) the cavity means of v, ``Sb_cav`` (M, B) the products S_cav
-    b_i, ``d1``, ``d2`` the mu-derivatives of log Z_i. Returns (d/dtheta (p,), d/dZ (M,
-    D)).
+    Parameters
+    ----------
+    kernel : RBF
+    X : ndarray of shape (B, D)
+    Z : ndarray of shape (M, D)
+    L : ndarray of shape (M, M)
+        Cholesky factor of the jittered K_uu.
+    Bt : ndarray of shape (M, B)
+    m_cav : ndarray of shape (M, B) or (M,)
+        The cavity means of v.
+    Sb_cav : ndarray of shape (M, B)
+        The products S_cav b_i.
+    d1, d2 : ndarray of shape (B,)
+        The mu-derivatives of log Z_i.
+
+    Returns
+    -------
+    d_theta : ndarray of shape (p,)
+    d_Z : ndarray of shape (M, D)
     """
     e = 0.5 * (d1 * d1 + d2)  # d log Z_i / d(var), eq-sep-dvar
     m_cav = m_cav[:, None] if m_cav.ndim == 1 else m_cav
@@ -312,7 +458,13 @@ class Adam:
     """Adam (Kingma & Ba 2015) for ascent, eq. (eq-sep-adam): per-coordinate rates
     ``rates``.
 
-    ``units`` (default 1): Adam runs on x / units, so a rate is measured in these units.
+    Parameters
+    ----------
+    rates : ndarray
+        Shaped as x.
+    beta1, beta2, eps : float, default 0.9, 0.999, 1e-8
+    units : float or array_like, default 1.0
+        Adam runs on x / units, so a rate is measured in these units.
     """
 
     def __init__(self, rates, beta1=0.9, beta2=0.999, eps=1e-8, units=1.0):
@@ -324,7 +476,18 @@ class Adam:
 
     def step(self, x, grad, scale=1.0):
         """x + units * scale * rates * m_hat / (sqrt(v_hat) + eps), ``grad * units``
-        folded in."""
+        folded in.
+
+        Parameters
+        ----------
+        x, grad : ndarray
+            Shaped as rates.
+        scale : float, default 1.0
+
+        Returns
+        -------
+        ndarray
+        """
         self.k += 1
         grad = grad * self.units  # the gradient with respect to x / units
         self.m = self.beta1 * self.m + (1.0 - self.beta1) * grad
@@ -345,8 +508,26 @@ def hyperparameter_step(
     """One Adam step on (theta, Z) along scale * the batch's gradient (eq-sep-gradient).
 
     The rate is decayed by FINAL_RATE ** progress, and theta is projected into the box
-    ``log_bounds`` = (low, high). A step after which the jittered K_uu cannot be
-    factorised is taken back and the rates halved; returns False then.
+    ``log_bounds``. A step after which the jittered K_uu cannot be factorised is taken
+    back and the rates halved.
+
+    Parameters
+    ----------
+    state : SEPState
+        Its kernel and Z are updated in place.
+    adam : Adam
+    batch : BatchSites
+        With its gradient.
+    scale : float
+    progress : float in [0, 1]
+    learn_theta, learn_Z : bool
+        Which gradient is used (the other is zero).
+    log_bounds : (low, high)
+
+    Returns
+    -------
+    bool
+        False when the step was taken back.
     """
     p = state.kernel.theta.size
     grad = np.concatenate(
@@ -370,7 +551,23 @@ def hyperparameter_step(
 
 # %% book/26_stochastic_ep.md, code cell 21
 class SEPRun(NamedTuple):
-    """How a run of stochastic EP went."""
+    """How a run of stochastic EP went.
+
+    Attributes
+    ----------
+    n_iter : int
+        Minibatches.
+    n_epochs : float
+        Passes over the training set (fractional).
+    seconds : float
+        Training time, callbacks excluded.
+    site_change : float
+        Relative change of the site precision over the last window.
+    n_rejected : int
+        Hyperparameter steps taken back (eq-sep-adam).
+    stopped_by : str
+        "max_time", "max_iter" or "callback".
+    """
 
     n_iter: int  # minibatches
     n_epochs: float  # passes over the training set (fractional)
@@ -500,8 +697,40 @@ def run_stochastic_ep(
     """Stochastic EP (eqs eq-sep-tied to eq-sep-adam) until max_time seconds or
     max_iter.
 
-    ``callback(state, seconds)`` after every minibatch, its time not counted; it stops
-    the run by returning False. Returns a SEPRun.
+    Parameters
+    ----------
+    state : SEPState
+        Updated in place.
+    X : ndarray of shape (n, d)
+    y : ndarray of shape (n,)
+    batch_size : int
+        Capped at n.
+    max_time : float or None
+        Seconds of training.
+    max_iter : float or None
+        Epochs (passes over the training set).
+    adam : Adam
+    learn_theta, learn_Z : bool
+    window : int
+        As in update_sites.
+    damping : float in (0, 1]
+    rng : numpy RandomState
+        Shuffles each epoch.
+    log_bounds : (low, high), default (-inf, inf)
+    callback : callable or None, default None
+        ``callback(state, seconds)`` after every minibatch, its time not counted; it
+        stops the run by returning False.
+    verbose : bool, default False
+        A tqdm bar of the budget used.
+
+    Returns
+    -------
+    SEPRun
+
+    Raises
+    ------
+    LinAlgError
+        As batch_sites (for per-point sites, only after a rebuild of the sums).
     """
     n, B = len(X), min(batch_size, len(X))
     record = _RunRecord(state, n, B, max_time, max_iter, window)
@@ -532,9 +761,19 @@ def kmeans_inducing(X, n_inducing, rng):
     """M inducing inputs: k-means++ centres (20 Lloyd iterations) of a random subset of
     X.
 
-    ``rng`` a numpy RandomState. With fewer than 2 M candidates, a random subset of X
-    instead; with at most M distinct candidates, those (fewer than M inducing inputs
-    then).
+    With fewer than 2 M candidates, a random subset of X instead; with at most M
+    distinct candidates, those (fewer than M inducing inputs then).
+
+    Parameters
+    ----------
+    X : ndarray of shape (n, d)
+    n_inducing : int
+        M, capped at n.
+    rng : numpy RandomState
+
+    Returns
+    -------
+    ndarray of shape (M, d)
     """
     from sklearn.cluster import KMeans
 
