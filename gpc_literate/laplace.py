@@ -19,7 +19,7 @@ import warnings
 from typing import NamedTuple
 
 import numpy as np
-from scipy.linalg import cho_solve, cholesky, solve_triangular
+from scipy.linalg import cho_solve, solve_triangular
 from scipy.linalg.lapack import dpotri
 from scipy.special import expit, log_expit, log_ndtr, logsumexp, ndtr
 
@@ -39,6 +39,7 @@ from gpc_literate.likelihoods import (
     check_latent_variance,
     check_pm_labels,
 )
+from gpc_literate.sites import factor_b
 
 __all__ = ["Logistic", "LaplaceMode", "laplace_mode", "laplace_log_evidence", "Laplace"]
 
@@ -252,14 +253,6 @@ def _curvature(likelihood, y, f):
     return np.asarray(g, dtype=float), w, np.asarray(d3, dtype=float)
 
 
-def _factor_b(K, sqrt_w):
-    """Eq. (eq-lap-b): the lower Cholesky factor L of B = I + W^1/2 K W^1/2, an
-    O(n^3) step."""
-    B = K * np.outer(sqrt_w, sqrt_w)
-    B.flat[:: len(B) + 1] += 1.0
-    return cholesky(B, lower=True, overwrite_a=True, check_finite=False)
-
-
 # %% book/12_laplace.md, code cell 16
 def _newton_start(K, y, likelihood, alpha_init):
     """Start of the mode search: alpha = 0, or the warm start ``alpha_init`` if its Psi
@@ -360,7 +353,7 @@ def laplace_mode(K, y, likelihood, *, alpha_init=None, max_iter=100, tol=1e-8):
     while True:
         g, w, d3 = _curvature(likelihood, y, f)
         sqrt_w = np.sqrt(w)
-        L = _factor_b(K, sqrt_w)
+        L = factor_b(K, sqrt_w)  # eq-lap-b
         residual = float(np.max(np.abs(g - a)))
         if residual < tol:
             converged = True

@@ -26,7 +26,7 @@ import warnings
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.linalg import LinAlgWarning, cholesky, lu_factor, lu_solve, solve_triangular
+from scipy.linalg import LinAlgWarning, lu_factor, lu_solve, solve_triangular
 from scipy.optimize import linprog
 
 from gpc_literate.base import (
@@ -44,6 +44,7 @@ from gpc_literate.sites import (
     SitePosterior,
     cavities,
     cavity_mean,
+    factor_b,
     site_from_derivatives,
 )
 
@@ -105,16 +106,16 @@ def _newton_direction(K, tau, b):
     1), an LU factorisation otherwise; a singular A gives a non-finite result.
     """
     s = np.sqrt(np.abs(tau))
-    A = s[:, None] * K * s[None, :]
-    A[np.diag_indices_from(A)] += np.where(tau < 0.0, -1.0, 1.0)
     rhs = s * (K @ b)
     try:
         if np.all(tau >= 0.0):
-            L = cholesky(A, lower=True)
+            L = factor_b(K, s, check_finite=True)  # eq-sites-chol
             x = solve_triangular(
                 L, solve_triangular(L, rhs, lower=True), lower=True, trans="T"
             )
         else:
+            A = s[:, None] * K * s[None, :]
+            A[np.diag_indices_from(A)] += np.where(tau < 0.0, -1.0, 1.0)
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", LinAlgWarning)
                 x = lu_solve(lu_factor(A), rhs)

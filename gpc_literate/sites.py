@@ -11,7 +11,8 @@ kernel expansion (eq-sites-coef), its cavities (eq-sites-cavity, ``cavities``,
 ``cavity_mean``), the site that matches a tilted distribution (eq-sites-update,
 ``site_update``), and the Gaussian itself as ``SitePosterior``, computed by Cholesky
 factorisations without inverting K for site precisions of either sign (eq-sites-chol,
-eq-sites-diag-selected, eq-sites-negative), with improper posteriors detected and the
+with the factor of B = I + S K S as ``factor_b``, eq-sites-diag-selected,
+eq-sites-negative), with improper posteriors detected and the
 matrix (K + T^-1)^-1 of predictions and gradients (eq-sites-inverse-sum), and the damped
 parallel site iteration ``parallel_sites`` that solves for sites equal to their own
 update (eq-sites-parallel), with its convergence test (eq-sites-converged,
@@ -50,6 +51,7 @@ __all__ = [
     "SELECTED_INVERSE_MIN",
     "selected_variances",
     "PositiveSites",
+    "factor_b",
     "positive_site_marginals",
     "negative_site_correction",
     "SitePosterior",
@@ -194,19 +196,30 @@ class PositiveSites(NamedTuple):
 
 
 # %% book/08_gaussian_sites.md, code cell 8
+def factor_b(K, sqrt_s, check_finite=False):
+    """Eq. (eq-sites-chol): the lower Cholesky factor L of B = I + S K S, S =
+    diag(sqrt_s) >= 0.
+
+    In the precision of K; raises LinAlgError if B is not positive definite (K not
+    positive semi-definite) and, with ``check_finite``, ValueError if B is not finite.
+    """
+    B = K * sqrt_s  # S K S, in one new array
+    B *= sqrt_s[:, None]
+    B[np.diag_indices(len(sqrt_s))] += 1.0
+    # I + PSD; B.T = B is in Fortran order, so LAPACK needs no copy
+    return cholesky(B.T, lower=True, overwrite_a=True, check_finite=check_finite)
+
+
+# %% book/08_gaussian_sites.md, code cell 9
 def _site_cholesky(K, s, pos, every):
     """Eq. (eq-sites-chol): the Cholesky factor L of B = I + S K S over the sites
     ``pos`` (all of them if ``every``), with square roots ``s``; returns (L, log det
     B)."""
-    B = (K if every else K[np.ix_(pos, pos)]) * s  # S K S, in one new array
-    B *= s[:, None]
-    B[np.diag_indices(pos.size)] += 1.0
-    # I + PSD; B.T = B is in Fortran order, so LAPACK needs no copy
-    L = cholesky(B.T, lower=True, overwrite_a=True, check_finite=False)
+    L = factor_b(K if every else K[np.ix_(pos, pos)], s)
     return L, 2.0 * float(np.sum(np.log(np.diag(L)), dtype=float))
 
 
-# %% book/08_gaussian_sites.md, code cell 9
+# %% book/08_gaussian_sites.md, code cell 10
 def positive_site_marginals(K, nu, tau, *, with_V=False, full=False):
     """Eq. (eq-sites-chol) for the sites tau > 0 (negative ones are left for
     eq-sites-negative).
@@ -246,7 +259,7 @@ def positive_site_marginals(K, nu, tau, *, with_V=False, full=False):
     return PositiveSites(pos, s, L, V, Linv, mean, var, coef, logdet, Sigma)
 
 
-# %% book/08_gaussian_sites.md, code cell 10
+# %% book/08_gaussian_sites.md, code cell 11
 def _factor_correction(C, allow_improper=False):
     """Eq. (eq-sites-negative): C = I - R Sigma_+ R factorised; returns (log |det C|,
     proper, pair), ``pair`` as in ``negative_site_correction``."""
@@ -274,7 +287,7 @@ def _factor_correction(C, allow_improper=False):
     return logdet, proper, pair
 
 
-# %% book/08_gaussian_sites.md, code cell 11
+# %% book/08_gaussian_sites.md, code cell 12
 def negative_site_correction(K, tau, pos, s, L, V, allow_improper=False):
     """Eq. (eq-sites-negative): the m negative sites as a rank-m correction of Sigma_+.
 
@@ -300,7 +313,7 @@ def negative_site_correction(K, tau, pos, s, L, V, allow_improper=False):
     return logdet, proper, pair, RSp, r[:, None] * M
 
 
-# %% book/08_gaussian_sites.md, code cell 12
+# %% book/08_gaussian_sites.md, code cell 13
 def _negative_site_marginals(K, tau, plus, full=False, allow_improper=False):
     """Eq. (eq-sites-negative): the marginals of ``plus`` (Sigma_+ of the positive
     sites) with the negative sites of ``tau`` included.
@@ -325,7 +338,7 @@ def _negative_site_marginals(K, tau, plus, full=False, allow_improper=False):
     return mean, var, coef, logdet, Sigma, proper, pair(M)
 
 
-# %% book/08_gaussian_sites.md, code cell 13
+# %% book/08_gaussian_sites.md, code cell 14
 class _InverseSum:
     """SitePosterior's A = (K + T^-1)^-1: the quadratic forms k^T A k and the dense
     A."""
@@ -362,7 +375,7 @@ class _InverseSum:
         return A
 
 
-# %% book/08_gaussian_sites.md, code cell 14
+# %% book/08_gaussian_sites.md, code cell 15
 def _site_marginals(K, nu, tau, full=False, allow_improper=False):
     """Eqs (eq-sites-chol), (eq-sites-negative): the marginals of N(0, K) times the
     sites.
@@ -385,7 +398,7 @@ def _site_marginals(K, nu, tau, full=False, allow_improper=False):
     return plus, (mean, var, coef, logdet, Sigma), proper, M
 
 
-# %% book/08_gaussian_sites.md, code cell 15
+# %% book/08_gaussian_sites.md, code cell 16
 class SitePosterior(_InverseSum):
     """Eqs (eq-sites-posterior), (eq-sites-chol), (eq-sites-negative): N(0, K) times the
     sites.
@@ -427,7 +440,7 @@ class SitePosterior(_InverseSum):
         return cavities(self.mean, self.var, self.coef, self.tau)
 
 
-# %% book/08_gaussian_sites.md, code cell 18
+# %% book/08_gaussian_sites.md, code cell 19
 def site_change(d_nu, d_tau, var_cav):
     """Eq. (eq-sites-converged): the largest site change, max(|d tau| var_cav, |d nu|
     sqrt(var_cav))."""
@@ -454,7 +467,7 @@ def adapt_damping(eta, damping, history, patience=1):
     return min(1.25 * eta, damping) if rises == 0 and len(history) > 1 else eta
 
 
-# %% book/08_gaussian_sites.md, code cell 19
+# %% book/08_gaussian_sites.md, code cell 20
 class SiteProposal(NamedTuple):
     """The undamped update at the current sites (nu, tau): changes, cavity variances,
     refusals."""
@@ -483,7 +496,7 @@ class SiteIteration(NamedTuple):
     n_factorizations: int
 
 
-# %% book/08_gaussian_sites.md, code cell 20
+# %% book/08_gaussian_sites.md, code cell 21
 def _site_proposal(post, likelihood, y, nu, tau):
     """Steps 1-2: the undamped updates (eq-sites-update) of the sites (nu, tau) at the
     cavities of ``post``, as a SiteProposal."""
@@ -517,7 +530,7 @@ def _sites_converged(history, proposal, post, tol):
     return history[-1] < tol and proposal.n_refused == 0 and not post.single
 
 
-# %% book/08_gaussian_sites.md, code cell 21
+# %% book/08_gaussian_sites.md, code cell 22
 class _SiteMarginals:
     """The SitePosterior of sites (nu, tau) in the step rule's precision: single while
     ``step.single_precision(history)`` says so and the factorisation succeeds."""
@@ -561,7 +574,7 @@ def _halved_step(marginals, nu, tau, s_nu, s_tau, step=None):
     return None, scale, 40
 
 
-# %% book/08_gaussian_sites.md, code cell 22
+# %% book/08_gaussian_sites.md, code cell 23
 def _site_iteration(K, post, nu, tau, it, history, proposal, tol, n_fact):
     """The SiteIteration of a run that stopped after ``it`` iterations at the sites (nu,
     tau) and their posterior ``post``, in double precision."""
@@ -574,7 +587,7 @@ def _site_iteration(K, post, nu, tau, it, history, proposal, tol, n_fact):
     )
 
 
-# %% book/08_gaussian_sites.md, code cell 23
+# %% book/08_gaussian_sites.md, code cell 24
 def parallel_sites(
     K,
     y,
