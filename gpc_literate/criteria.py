@@ -415,15 +415,12 @@ def loo_moments(K, site_nu, site_tau, dK=None):
     (eq-sel-P).
     """
     post = SitePosterior(K, site_nu, site_tau)
-    nu, tau, m, s = post.nu, post.tau, post.mean, post.var  # s = diag(Sigma)
-    tau_cav = 1.0 / s - tau
-    if not np.all(tau_cav > 0.0):
+    m, s = post.mean, post.var  # s = diag(Sigma)
+    mean, var, proper = post.cavities()  # eq-sel-cavity, chapter 8's eq-sites-cavity
+    if not np.all(proper):
         raise ImproperPosteriorError(
-            f"{int(np.sum(~(tau_cav > 0.0)))} improper cavities "
-            "(non-positive cavity precision)"
+            f"{int(np.sum(~proper))} improper cavities (non-positive cavity precision)"
         )
-    var = 1.0 / tau_cav
-    mean = var * (m / s - nu)
     if dK is None:
         return LOOMoments(mean, var, None, None)
     P = -(np.asarray(K, dtype=float) @ post.inverse_sum())  # P = I - K A, eq-sel-P

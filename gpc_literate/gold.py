@@ -40,7 +40,7 @@ from gpc_literate.mcmc import (
     prior_cholesky,
 )
 from gpc_literate.meanfield import NaiveMeanField
-from gpc_literate.sites import positive_site_marginals
+from gpc_literate.sites import cavities, positive_site_marginals
 from gpc_literate.svm import KernelAdatron
 from gpc_literate.tap import TAP
 from gpc_literate.variational import VariationalGP
@@ -305,8 +305,9 @@ def gold_standard(
         y, q, ratio, ais_runs, ais_schedule, min_weight_ess, rng, progress
     )
     loo_prob, loo_se = exact_loo(run.samples, y, likelihood)
-    tau_cav = 1.0 / np.diag(q.cov) - ratio.site_tau  # q's cavities
-    reliable = (tau_cav > 0.0) & (1.0 < loo_variance_limit(likelihood) * tau_cav)
+    # q's cavities, chapter 8's eq-sites-cavity: only their variances are needed
+    _, var_cav, proper = cavities(q.mean, np.diag(q.cov), nu - tau * q.mean, tau)
+    reliable = proper & (var_cav < loo_variance_limit(likelihood))
     converged = bool(run.converged and ais.weight_ess >= min_weight_ess)
     return GoldStandard(run, ais, q, loo_prob, loo_se, reliable, converged)
 
