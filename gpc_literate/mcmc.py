@@ -39,7 +39,7 @@ from gpc_literate.base import (
 from gpc_literate.likelihoods import Likelihood
 
 __all__ = [
-    "JITTER",
+    "MCMC_RELATIVE_JITTER",
     "RHAT_MAX",
     "ESS_MIN",
     "check_generator",
@@ -62,7 +62,7 @@ __all__ = [
 
 
 # %% book/22_gold_standard.md, code cell 3
-JITTER = 1e-8  # relative jitter of eq-mcmc-jitter
+MCMC_RELATIVE_JITTER = 1e-8  # relative jitter of eq-mcmc-jitter
 RHAT_MAX = 1.01  # the chains pass when max R-hat <= RHAT_MAX ...
 ESS_MIN = 400.0  # ... and min ESS >= ESS_MIN (Vehtari et al. 2021)
 _TWO_PI = 2.0 * np.pi
@@ -89,7 +89,7 @@ def check_generator(rng, name="rng"):
 
 
 # %% book/22_gold_standard.md, code cell 5
-def prior_cholesky(K, jitter=JITTER):
+def prior_cholesky(K, jitter=MCMC_RELATIVE_JITTER):
     """Eq. (eq-mcmc-jitter): lower Cholesky factor of K + jitter * mean(diag K) * I.
 
     ``K`` must be a finite symmetric (n, n) matrix, n >= 1 (ValueError naming K
@@ -430,7 +430,7 @@ def elliptical_slice_sampling(
     thin=1,
     max_shrink=100,
     f0=None,
-    jitter=JITTER,
+    jitter=MCMC_RELATIVE_JITTER,
     rng=None,
     progress=False,
     rhat_max=RHAT_MAX,
@@ -670,7 +670,7 @@ def ais_log_evidence(
     schedule=1000,
     n_steps=1,
     max_shrink=100,
-    jitter=JITTER,
+    jitter=MCMC_RELATIVE_JITTER,
     rng=None,
     progress=False,
     min_weight_ess=10.0,
