@@ -24,12 +24,11 @@ from scipy.linalg import LinAlgError, cholesky, solve_triangular
 
 from gpc_literate.base import check_integer
 from gpc_literate.ep import ep_log_marginal
-from gpc_literate.ep_fast import ANDERSON_MEMORY
+from gpc_literate.ep_fast import ANDERSON_MEMORY, sound_site_updates
 from gpc_literate.sites import (
     ImproperPosteriorError,
     cavities,
     site_change,
-    site_update,
 )
 from gpc_literate.sparse_ep import (
     FITCPrior,
@@ -74,17 +73,12 @@ class _ShardProposal:
         """The undamped site updates at the marginals from (C, c): (largest change, R_s,
         U_s^T r_s) of eq-cluster-anderson (None and None without history); None when a
         marginal, cavity or site update is not sound."""
-        mean, var = self._marginals(C, c)
-        if not (np.all(np.isfinite(var) & (var > 0.0)) and np.all(np.isfinite(mean))):
-            return None
-        mu_cav, var_cav, proper = cavities(
-            mean, var, self.nu - self.tau * mean, self.tau
+        updates = sound_site_updates(
+            self.likelihood, self.y, *self._marginals(C, c), self.nu, self.tau
         )
-        if not proper.all():
+        if updates is None:
             return None
-        nu_new, tau_new, _, ok = site_update(self.likelihood, self.y, mu_cav, var_cav)
-        if not ok.all():
-            return None
+        nu_new, tau_new, var_cav = updates
         self.last, self.new = (self.nu, self.tau), (nu_new, tau_new)
         d_nu, d_tau = nu_new - self.nu, tau_new - self.tau
         w = np.concatenate([np.sqrt(var_cav), var_cav])  # as AndersonStep weights them

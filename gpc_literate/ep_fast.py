@@ -26,9 +26,8 @@ from gpc_literate.ep import check_sites, run_ep
 from gpc_literate.sites import (
     SELECTED_INVERSE_MIN,
     SitePosterior,
-    cavities,
+    marginal_site_updates,
     site_change,
-    site_update,
 )
 
 __all__ = [
@@ -38,6 +37,7 @@ __all__ = [
     "NewtonStep",
     "LOWRANK_TOL",
     "EP_METHODS",
+    "sound_site_updates",
     "ep_on_marginals",
     "lowrank_diag_marginals",
     "pivoted_cholesky",
@@ -164,6 +164,19 @@ def _newton_model(Sigma, P, post, nu, tau):
 
 
 # %% book/14_ep_fast.md, code cell 9
+def sound_site_updates(likelihood, y, mean, var, nu, tau):
+    """Chapter 8's marginal_site_updates (eq-sites-parallel) at model marginals (mean,
+    var) of the sites (nu, tau): (nu_new, tau_new, var_cav), or None unless every
+    marginal is finite with var > 0 and every cavity and update sound."""
+    if not (np.all(np.isfinite(var) & (var > 0.0)) and np.all(np.isfinite(mean))):
+        return None
+    nu_new, tau_new, var_cav, ok = marginal_site_updates(
+        likelihood, y, mean, var, nu - tau * mean, tau
+    )
+    return (nu_new, tau_new, var_cav) if ok.all() else None
+
+
+# %% book/14_ep_fast.md, code cell 10
 def ep_on_marginals(marginals, likelihood, y, nu, tau, eps, max_iter):
     """Anderson-accelerated parallel EP on a model of the marginals, from the sites (nu,
     tau).
@@ -176,17 +189,12 @@ def ep_on_marginals(marginals, likelihood, y, nu, tau, eps, max_iter):
     mixer, last = AndersonStep(), (nu, tau)
     for _ in range(max_iter):
         try:
-            mean, var = marginals(nu, tau)
+            updates = sound_site_updates(likelihood, y, *marginals(nu, tau), nu, tau)
         except LinAlgError:
             return last, False
-        if not (np.all(np.isfinite(var) & (var > 0.0)) and np.all(np.isfinite(mean))):
+        if updates is None:
             return last, False
-        mu_cav, var_cav, proper = cavities(mean, var, nu - tau * mean, tau)
-        if not proper.all():
-            return last, False
-        nu_new, tau_new, _, ok = site_update(likelihood, y, mu_cav, var_cav)
-        if not ok.all():
-            return last, False
+        nu_new, tau_new, var_cav = updates
         last = (nu, tau)
         d_nu, d_tau = nu_new - nu, tau_new - tau
         if site_change(d_nu, d_tau, var_cav) < eps:
@@ -196,7 +204,7 @@ def ep_on_marginals(marginals, likelihood, y, nu, tau, eps, max_iter):
     return (nu, tau), False
 
 
-# %% book/14_ep_fast.md, code cell 10
+# %% book/14_ep_fast.md, code cell 11
 class _NewtonProposal:
     """The step of Newton-type EP: EP on the linear-response model (eq-ep-newton)."""
 
@@ -218,7 +226,7 @@ class _NewtonProposal:
         return eta * (t_nu - nu), eta * (t_tau - tau)
 
 
-# %% book/14_ep_fast.md, code cell 11
+# %% book/14_ep_fast.md, code cell 12
 class NewtonStep(_NewtonProposal):
     """Newton-type EP (section sec-ep-newton), a step rule for parallel_sites.
 
@@ -248,7 +256,7 @@ class NewtonStep(_NewtonProposal):
         )
 
 
-# %% book/14_ep_fast.md, code cell 12
+# %% book/14_ep_fast.md, code cell 13
 LOWRANK_TOL = 1e-6  # use the start only if K is this close (relative) to low rank
 LOWRANK_MAX_FRACTION = 8  # ... at rank n / this at most
 LOWRANK_MAX_ITER = 100  # parallel EP iterations on the low-rank prior, at most
@@ -281,7 +289,7 @@ def pivoted_cholesky(K, rel_tol=LOWRANK_TOL, max_rank=None):
     return Qt, d
 
 
-# %% book/14_ep_fast.md, code cell 13
+# %% book/14_ep_fast.md, code cell 14
 def lowrank_diag_marginals(Qt, d, nu, tau, with_factor=False):
     """Eqs (eq-ep-lowrank), (eq-ep-lowrank-diag): mean and diag Sigma for N(0, diag(d) +
     Q Q^T) and sites.
@@ -301,7 +309,7 @@ def lowrank_diag_marginals(Qt, d, nu, tau, with_factor=False):
     return (mean, var, C) if with_factor else (mean, var)
 
 
-# %% book/14_ep_fast.md, code cell 14
+# %% book/14_ep_fast.md, code cell 15
 def _lowrank_levels(Qt, scale, reached, n, tau):
     """The levels (rank, eps) of EP on the pivoted-Cholesky prior of _lowrank_start, or
     None when it should not run."""
@@ -321,7 +329,7 @@ def _lowrank_levels(Qt, scale, reached, n, tau):
     return None
 
 
-# %% book/14_ep_fast.md, code cell 15
+# %% book/14_ep_fast.md, code cell 16
 def _lowrank_start(K, y, likelihood, nu, tau, tol=1e-8):
     """Sites of parallel EP on the pivoted-Cholesky prior D + Q Q^T
     (eq-ep-lowrank-diag), or None.
@@ -363,7 +371,7 @@ def _lowrank_start(K, y, likelihood, nu, tau, tol=1e-8):
     return ((nu, tau), reached <= LOWRANK_TOL) if np.all(tau >= 0.0) else None
 
 
-# %% book/14_ep_fast.md, code cell 24
+# %% book/14_ep_fast.md, code cell 25
 EP_METHODS = ("sequential", "parallel", "anderson", "newton")
 
 
@@ -377,7 +385,7 @@ def _accelerated_start(K, y, likelihood, nu, tau, method, tol, lowrank, single):
     return (nu, tau), NewtonStep(K, likelihood, y, tol, single, single_first=not close)
 
 
-# %% book/14_ep_fast.md, code cell 25
+# %% book/14_ep_fast.md, code cell 26
 def solve_ep(
     K,
     y,

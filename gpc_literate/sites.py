@@ -60,6 +60,7 @@ __all__ = [
     "adapt_damping",
     "SiteProposal",
     "SiteIteration",
+    "marginal_site_updates",
     "parallel_sites",
 ]
 
@@ -497,15 +498,29 @@ class SiteIteration(NamedTuple):
 
 
 # %% book/08_gaussian_sites.md, code cell 21
-def _site_proposal(post, likelihood, y, nu, tau):
-    """Steps 1-2: the undamped updates (eq-sites-update) of the sites (nu, tau) at the
-    cavities of ``post``, as a SiteProposal."""
-    mu_cav, var_cav, proper = post.cavities()
+def marginal_site_updates(likelihood, y, mean, var, coef, tau):
+    """Steps 1-2 of eq-sites-parallel at the marginals (mean, var) with coefficients
+    coef (eq-sites-coef) of the sites of precisions tau.
+
+    The cavities (eq-sites-cavity) and the site updates there (eq-sites-update).
+    Returns (nu_new, tau_new, var_cav, ok): ``ok`` False (the update refused, nu_new =
+    tau_new = 0 and var_cav = 1) where the cavity is improper or site_update refuses.
+    """
+    mu_cav, var_cav, proper = cavities(mean, var, coef, tau)
     v = np.where(proper, var_cav, 1.0)
     nu_new, tau_new, _, ok = site_update(
         likelihood, y, np.where(proper, mu_cav, 0.0), v
     )
-    ok &= proper
+    return nu_new, tau_new, v, ok & proper
+
+
+# %% book/08_gaussian_sites.md, code cell 22
+def _site_proposal(post, likelihood, y, nu, tau):
+    """Steps 1-2: the undamped updates (eq-sites-update) of the sites (nu, tau) at the
+    cavities of ``post``, as a SiteProposal."""
+    nu_new, tau_new, v, ok = marginal_site_updates(
+        likelihood, y, post.mean, post.var, post.coef, post.tau
+    )
     return SiteProposal(
         nu,
         tau,
@@ -530,7 +545,7 @@ def _sites_converged(history, proposal, post, tol):
     return history[-1] < tol and proposal.n_refused == 0 and not post.single
 
 
-# %% book/08_gaussian_sites.md, code cell 22
+# %% book/08_gaussian_sites.md, code cell 23
 class _SiteMarginals:
     """The SitePosterior of sites (nu, tau) in the step rule's precision: single while
     ``step.single_precision(history)`` says so and the factorisation succeeds."""
@@ -574,7 +589,7 @@ def _halved_step(marginals, nu, tau, s_nu, s_tau, step=None):
     return None, scale, 40
 
 
-# %% book/08_gaussian_sites.md, code cell 23
+# %% book/08_gaussian_sites.md, code cell 24
 def _site_iteration(K, post, nu, tau, it, history, proposal, tol, n_fact):
     """The SiteIteration of a run that stopped after ``it`` iterations at the sites (nu,
     tau) and their posterior ``post``, in double precision."""
@@ -587,7 +602,7 @@ def _site_iteration(K, post, nu, tau, it, history, proposal, tol, n_fact):
     )
 
 
-# %% book/08_gaussian_sites.md, code cell 24
+# %% book/08_gaussian_sites.md, code cell 25
 def parallel_sites(
     K,
     y,
