@@ -20,11 +20,17 @@ from types import SimpleNamespace
 from typing import NamedTuple
 
 import numpy as np
-from scipy.linalg import LinAlgError, cholesky, solve_triangular
+from scipy.linalg import LinAlgError
 
 from gpc_literate.base import check_integer
 from gpc_literate.ep import ep_log_marginal
-from gpc_literate.ep_fast import ANDERSON_MEMORY, sound_site_updates
+from gpc_literate.ep_fast import (
+    ANDERSON_MEMORY,
+    lowrank_factor,
+    lowrank_marginals,
+    lowrank_sums,
+    sound_site_updates,
+)
 from gpc_literate.sites import (
     ImproperPosteriorError,
     cavities,
@@ -64,10 +70,9 @@ class _ShardProposal:
     """A shard's marginals (eq-cluster-marginals) and its proposed site updates."""
 
     def _marginals(self, C, c):
-        """Eq. (eq-cluster-marginals): mean and variance at this shard's points."""
-        g = 1.0 / (1.0 + self.d * self.tau)
-        W = solve_triangular(C, self.Qt * g, lower=True, check_finite=False)
-        return self.d * g * self.nu + c @ W, self.d * g + np.einsum("ij,ij->j", W, W)
+        """Eq. (eq-cluster-marginals): mean and variance at this shard's points (chapter
+        14's lowrank_marginals)."""
+        return lowrank_marginals(self.Qt, self.d, self.nu, self.tau, C, c)
 
     def propose(self, C, c):
         """The undamped site updates at the marginals from (C, c): (largest change, R_s,
@@ -224,8 +229,7 @@ class SparseShard(_ShardProposal, _ShardStep, _ShardEvidence, _ShardGradient):
         improper here."""
         if np.any(1.0 + self.d * self.tau <= 0.0):
             return None
-        g = 1.0 / (1.0 + self.d * self.tau)
-        return (self.Qt * (self.tau * g)) @ self.Qt.T, self.Qt @ (g * self.nu)
+        return lowrank_sums(self.Qt, self.d, self.nu, self.tau)
 
     def sites(self):
         return self.nu, self.tau
@@ -366,15 +370,10 @@ def _factor(shards, moved=None):
     parts = _on_shards(shards, "sums", moved=moved)
     if any(p is None for p in parts):
         return None
-    A = sum(p[0] for p in parts)
-    A[np.diag_indices(len(A))] += 1.0
-    try:
-        C = cholesky(A, lower=True, check_finite=False)
+    try:  # chapter 14's lowrank_factor of the summed terms
+        return lowrank_factor(sum(p[0] for p in parts), sum(p[1] for p in parts))
     except LinAlgError:
         return None
-    return C, solve_triangular(
-        C, sum(p[1] for p in parts), lower=True, check_finite=False
-    )
 
 
 # %% book/27_sparse_ep_cluster.md, code cell 13

@@ -39,6 +39,9 @@ __all__ = [
     "EP_METHODS",
     "sound_site_updates",
     "ep_on_marginals",
+    "lowrank_sums",
+    "lowrank_factor",
+    "lowrank_marginals",
     "lowrank_diag_marginals",
     "pivoted_cholesky",
     "solve_ep",
@@ -290,6 +293,38 @@ def pivoted_cholesky(K, rel_tol=LOWRANK_TOL, max_rank=None):
 
 
 # %% book/14_ep_fast.md, code cell 14
+def lowrank_sums(Qt, d, nu, tau):
+    """Eq. (eq-ep-lowrank-diag): A - I = Q^T T G Q and b = Q^T G nu, G = (I + D T)^-1,
+    summed over the columns of Qt (so over any split of them); needs 1 + d tau > 0."""
+    g = 1.0 / (1.0 + d * tau)
+    return (Qt * (tau * g)) @ Qt.T, Qt @ (g * nu)
+
+
+# %% book/14_ep_fast.md, code cell 15
+def lowrank_factor(A_minus_I, b=None):
+    """Eq. (eq-ep-lowrank-diag): (C, c), C the Cholesky factor of A = I + A_minus_I
+    (formed in place) and c = C^-1 b = W nu, None without b. Raises LinAlgError when A
+    is not positive definite."""
+    A = A_minus_I
+    A[np.diag_indices(len(A))] += 1.0
+    C = cholesky(A, lower=True, check_finite=False)
+    return C, None if b is None else solve_triangular(
+        C, b, lower=True, check_finite=False
+    )
+
+
+# %% book/14_ep_fast.md, code cell 16
+def lowrank_marginals(Qt, d, nu, tau, C, c=None):
+    """Eq. (eq-ep-lowrank-diag): the mean and variance at the columns of Qt from (C, c)
+    of lowrank_factor; without c, W nu is formed from these columns (then all of
+    them)."""
+    g = 1.0 / (1.0 + d * tau)
+    W = solve_triangular(C, Qt * g, lower=True, check_finite=False)
+    c = W @ nu if c is None else c
+    return d * g * nu + c @ W, d * g + np.einsum("ij,ij->j", W, W)
+
+
+# %% book/14_ep_fast.md, code cell 17
 def lowrank_diag_marginals(Qt, d, nu, tau, with_factor=False):
     """Eqs (eq-ep-lowrank), (eq-ep-lowrank-diag): mean and diag Sigma for N(0, diag(d) +
     Q Q^T) and sites.
@@ -299,17 +334,12 @@ def lowrank_diag_marginals(Qt, d, nu, tau, with_factor=False):
     + Q^T T G Q is not positive definite. With ``with_factor``, also returns A's
     Cholesky factor C.
     """
-    g = 1.0 / (1.0 + d * tau)
-    A = (Qt * (tau * g)) @ Qt.T
-    A[np.diag_indices(len(A))] += 1.0
-    C = cholesky(A, lower=True, check_finite=False)
-    W = solve_triangular(C, Qt * g, lower=True, check_finite=False)
-    dg = d * g
-    mean, var = dg * nu + (W @ nu) @ W, dg + np.einsum("ij,ij->j", W, W)
+    C, _ = lowrank_factor(lowrank_sums(Qt, d, nu, tau)[0])
+    mean, var = lowrank_marginals(Qt, d, nu, tau, C)
     return (mean, var, C) if with_factor else (mean, var)
 
 
-# %% book/14_ep_fast.md, code cell 15
+# %% book/14_ep_fast.md, code cell 18
 def _lowrank_levels(Qt, scale, reached, n, tau):
     """The levels (rank, eps) of EP on the pivoted-Cholesky prior of _lowrank_start, or
     None when it should not run."""
@@ -329,7 +359,7 @@ def _lowrank_levels(Qt, scale, reached, n, tau):
     return None
 
 
-# %% book/14_ep_fast.md, code cell 16
+# %% book/14_ep_fast.md, code cell 19
 def _lowrank_start(K, y, likelihood, nu, tau, tol=1e-8):
     """Sites of parallel EP on the pivoted-Cholesky prior D + Q Q^T
     (eq-ep-lowrank-diag), or None.
@@ -371,7 +401,7 @@ def _lowrank_start(K, y, likelihood, nu, tau, tol=1e-8):
     return ((nu, tau), reached <= LOWRANK_TOL) if np.all(tau >= 0.0) else None
 
 
-# %% book/14_ep_fast.md, code cell 25
+# %% book/14_ep_fast.md, code cell 28
 EP_METHODS = ("sequential", "parallel", "anderson", "newton")
 
 
@@ -385,7 +415,7 @@ def _accelerated_start(K, y, likelihood, nu, tau, method, tol, lowrank, single):
     return (nu, tau), NewtonStep(K, likelihood, y, tol, single, single_first=not close)
 
 
-# %% book/14_ep_fast.md, code cell 26
+# %% book/14_ep_fast.md, code cell 29
 def solve_ep(
     K,
     y,
