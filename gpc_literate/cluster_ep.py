@@ -26,10 +26,15 @@ from gpc_literate.base import check_integer
 from gpc_literate.ep import ep_log_marginal
 from gpc_literate.ep_fast import (
     ANDERSON_MEMORY,
+    anderson_step,
+    anderson_system,
+    anderson_vectors,
+    anderson_weights,
     lowrank_factor,
     lowrank_marginals,
     lowrank_sums,
     sound_site_updates,
+    turns_negative,
 )
 from gpc_literate.sites import (
     ImproperPosteriorError,
@@ -86,18 +91,14 @@ class _ShardProposal:
         nu_new, tau_new, var_cav = updates
         self.last, self.new = (self.nu, self.tau), (nu_new, tau_new)
         d_nu, d_tau = nu_new - self.nu, tau_new - self.tau
-        w = np.concatenate([np.sqrt(var_cav), var_cav])  # as AndersonStep weights them
-        self.x, self.r = (
-            np.concatenate([self.nu, self.tau]),
-            np.concatenate([d_nu, d_tau]),
-        )
+        self.x, self.r, w = anderson_vectors(self.nu, self.tau, d_nu, d_tau, var_cav)
         R_s = rhs = None
         if self.past_x:
-            self.dX = (self.x - np.array(self.past_x)).T
-            self.dR = (self.r - np.array(self.past_r)).T
-            F = w[:, None] * self.dR
+            self.dX, self.dR, F, Wr = anderson_system(
+                self.x, self.r, w, self.past_x, self.past_r
+            )
             Q_s, R_s = np.linalg.qr(F)
-            rhs = Q_s.T @ (w * self.r)
+            rhs = Q_s.T @ Wr
         return site_change(d_nu, d_tau, var_cav), R_s, rhs
 
 
@@ -109,11 +110,11 @@ class _ShardStep:
         """Prepare the mixed step with weights gamma (the plain one if None); False
         if it would make a site precision negative that the plain step keeps
         non-negative."""
-        self.pending = self.r if gamma is None else self.r - (self.dX + self.dR) @ gamma
-        n = len(self.nu)
-        return not np.any(
-            (self.tau + self.pending[n:] < 0.0) & (self.tau + self.r[n:] >= 0.0)
+        self.pending = (
+            self.r if gamma is None else anderson_step(self.r, self.dX, self.dR, gamma)
         )
+        n = len(self.nu)
+        return not turns_negative(self.tau, self.pending[n:], self.r[n:])
 
     def commit(self, plain):
         """Take the prepared step, or with ``plain`` the plain step and forget the
@@ -404,9 +405,7 @@ def sharded_sparse_ep(shards, tol=1e-8, max_iter=200):
         gamma = None
         if props[0][1] is not None:  # eq-cluster-anderson
             stacked = np.vstack([p[1] for p in props])
-            gamma = np.linalg.lstsq(
-                stacked, np.concatenate([p[2] for p in props]), rcond=1e-12
-            )[0]
+            gamma = anderson_weights(stacked, np.concatenate([p[2] for p in props]))
         sound = all(_on_shards(shards, "step", gamma, moved=moved))
         _on_shards(shards, "commit", not sound, moved=moved)
         most = max(most, moved[0])

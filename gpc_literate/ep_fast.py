@@ -5,11 +5,15 @@
 """Faster EP: accelerations of the parallel site iteration (chapter 14 of the book).
 
 Built from book/14_ep_fast.md, which derives every formula: Anderson mixing
-(eq-ep-anderson), Newton-type EP from the linear response of the marginals
-(eq-ep-linear-response, eq-ep-newton, with Sigma from the triangular inverse,
-eq-ep-sigma-inverse), and a start from EP on a pivoted-Cholesky approximation of K
-(eq-ep-pivoted-cholesky, eq-ep-lowrank). None of them is in the papers; they change the
-speed of EP, not its fixed point. ``solve_ep`` runs EP by any of the four methods.
+(eq-ep-anderson, in the steps ``anderson_vectors``, ``anderson_system``,
+``anderson_weights``, ``anderson_step``), Newton-type EP from the linear response of the
+marginals (eq-ep-linear-response, eq-ep-newton, with Sigma from the triangular inverse,
+eq-ep-sigma-inverse) by parallel EP on a model of the marginals (``ep_on_marginals``,
+``sound_site_updates``), and a start from EP on a pivoted-Cholesky approximation of K
+(eq-ep-pivoted-cholesky, eq-ep-lowrank, eq-ep-lowrank-diag in the steps
+``lowrank_sums``, ``lowrank_factor``, ``lowrank_marginals``). None of them is in the
+papers; they change the speed of EP, not its fixed point. ``solve_ep`` runs EP by any of
+the four methods.
 
 Names as in gpc_literate.sites: sites exp(nu f - tau f^2 / 2) (``nu``, ``tau``), the
 posterior mean K @ coef, cavities ``mu_cav``, ``var_cav``.
@@ -32,6 +36,12 @@ from gpc_literate.sites import (
 
 __all__ = [
     "ANDERSON_MEMORY",
+    "ANDERSON_RCOND",
+    "anderson_vectors",
+    "anderson_system",
+    "anderson_weights",
+    "anderson_step",
+    "turns_negative",
     "AndersonStep",
     "NEWTON_INNER",
     "NewtonStep",
@@ -50,8 +60,46 @@ __all__ = [
 
 # %% book/14_ep_fast.md, code cell 4
 ANDERSON_MEMORY = 5
+ANDERSON_RCOND = 1e-12  # least squares: singular values below this (relative) are cut
 
 
+def anderson_vectors(nu, tau, d_nu, d_tau, var_cav):
+    """Eq. (eq-ep-anderson): the iterate x = (nu, tau), the residual r = (d_nu, d_tau)
+    and the weights w = (sigma_cav, sigma_cav^2) of eq-sites-converged."""
+    w = np.concatenate([np.sqrt(var_cav), var_cav])
+    return np.concatenate([nu, tau]), np.concatenate([d_nu, d_tau]), w
+
+
+# %% book/14_ep_fast.md, code cell 5
+def anderson_system(x, r, w, past_x, past_r):
+    """Eq. (eq-ep-anderson): Delta X, Delta R (columns x_k - x_j, r_k - r_j over the
+    stored j) and the least-squares problem (F, rhs) = (W Delta R, W r)."""
+    dX = (x - np.array(past_x)).T
+    dR = (r - np.array(past_r)).T
+    return dX, dR, w[:, None] * dR, w * r
+
+
+# %% book/14_ep_fast.md, code cell 6
+def anderson_weights(F, rhs):
+    """Eq. (eq-ep-anderson): gamma minimising ||F gamma - rhs||, by SVD with the
+    cut-off ANDERSON_RCOND."""
+    return np.linalg.lstsq(F, rhs, rcond=ANDERSON_RCOND)[0]
+
+
+# %% book/14_ep_fast.md, code cell 7
+def anderson_step(r, dX, dR, gamma, eta=1.0):
+    """Eq. (eq-ep-anderson): the mixed step eta r - (Delta X + eta Delta R) gamma."""
+    return eta * r - (dX + eta * dR) @ gamma
+
+
+# %% book/14_ep_fast.md, code cell 8
+def turns_negative(tau, s_tau, plain_tau):
+    """Whether the step s_tau makes a site precision negative that the plain step
+    plain_tau keeps non-negative."""
+    return bool(np.any((tau + s_tau < 0.0) & (tau + plain_tau >= 0.0)))
+
+
+# %% book/14_ep_fast.md, code cell 9
 class _AndersonMixing:
     """The step of eq. (eq-ep-anderson) from the stored iterates and residuals."""
 
@@ -61,26 +109,23 @@ class _AndersonMixing:
         if refused:
             self.reset()
             return plain
-        w = np.concatenate([np.sqrt(v), v])
-        x, r = np.concatenate([nu, tau]), np.concatenate([d_nu, d_tau])
+        x, r, w = anderson_vectors(nu, tau, d_nu, d_tau, v)
         step = eta * r
         if self.past_x:
-            dX = (x - np.array(self.past_x)).T  # columns x_k - x_j
-            dR = (r - np.array(self.past_r)).T
-            gamma = np.linalg.lstsq(w[:, None] * dR, w * r, rcond=1e-12)[0]
-            step = step - (dX + eta * dR) @ gamma
+            dX, dR, F, rhs = anderson_system(x, r, w, self.past_x, self.past_r)
+            step = anderson_step(r, dX, dR, anderson_weights(F, rhs), eta)
         self.past_x, self.past_r = (
             (self.past_x + [x])[-self.memory :],
             (self.past_r + [r])[-self.memory :],
         )
         s_nu, s_tau = step[: len(nu)], step[len(nu) :]
-        if np.any((tau + s_tau < 0.0) & (tau + plain[1] >= 0.0)):
+        if turns_negative(tau, s_tau, plain[1]):
             self.reset()
             return plain
         return s_nu, s_tau
 
 
-# %% book/14_ep_fast.md, code cell 5
+# %% book/14_ep_fast.md, code cell 10
 class AndersonStep(_AndersonMixing):
     """Eq. (eq-ep-anderson): Anderson mixing of the last ``memory`` iterates, a step
     rule for parallel_sites.
@@ -105,7 +150,7 @@ class AndersonStep(_AndersonMixing):
         return False
 
 
-# %% book/14_ep_fast.md, code cell 7
+# %% book/14_ep_fast.md, code cell 12
 NEWTON_INNER = 100  # inner (model) iterations per outer iteration, at most
 # the model's Sigma by eq-ep-sigma-inverse where tau Sigma >= this
 NEWTON_SIGMA_MIN = 1e-10
@@ -147,7 +192,7 @@ def _sigma_lower(K, post, rel=SELECTED_INVERSE_MIN, overwrite=False):
     return Sigma
 
 
-# %% book/14_ep_fast.md, code cell 8
+# %% book/14_ep_fast.md, code cell 13
 def _newton_model(Sigma, P, post, nu, tau):
     """Eq. (eq-ep-newton): the model's marginals (mean, var) at the sites (nu, tau).
 
@@ -166,7 +211,7 @@ def _newton_model(Sigma, P, post, nu, tau):
     return post.mean + symv(1.0, Sigma, shift, lower=1), var
 
 
-# %% book/14_ep_fast.md, code cell 9
+# %% book/14_ep_fast.md, code cell 14
 def sound_site_updates(likelihood, y, mean, var, nu, tau):
     """Chapter 8's marginal_site_updates (eq-sites-parallel) at model marginals (mean,
     var) of the sites (nu, tau): (nu_new, tau_new, var_cav), or None unless every
@@ -179,7 +224,7 @@ def sound_site_updates(likelihood, y, mean, var, nu, tau):
     return (nu_new, tau_new, var_cav) if ok.all() else None
 
 
-# %% book/14_ep_fast.md, code cell 10
+# %% book/14_ep_fast.md, code cell 15
 def ep_on_marginals(marginals, likelihood, y, nu, tau, eps, max_iter):
     """Anderson-accelerated parallel EP on a model of the marginals, from the sites (nu,
     tau).
@@ -207,7 +252,7 @@ def ep_on_marginals(marginals, likelihood, y, nu, tau, eps, max_iter):
     return (nu, tau), False
 
 
-# %% book/14_ep_fast.md, code cell 11
+# %% book/14_ep_fast.md, code cell 16
 class _NewtonProposal:
     """The step of Newton-type EP: EP on the linear-response model (eq-ep-newton)."""
 
@@ -229,7 +274,7 @@ class _NewtonProposal:
         return eta * (t_nu - nu), eta * (t_tau - tau)
 
 
-# %% book/14_ep_fast.md, code cell 12
+# %% book/14_ep_fast.md, code cell 17
 class NewtonStep(_NewtonProposal):
     """Newton-type EP (section sec-ep-newton), a step rule for parallel_sites.
 
@@ -259,7 +304,7 @@ class NewtonStep(_NewtonProposal):
         )
 
 
-# %% book/14_ep_fast.md, code cell 13
+# %% book/14_ep_fast.md, code cell 18
 LOWRANK_TOL = 1e-6  # use the start only if K is this close (relative) to low rank
 LOWRANK_MAX_FRACTION = 8  # ... at rank n / this at most
 LOWRANK_MAX_ITER = 100  # parallel EP iterations on the low-rank prior, at most
@@ -292,7 +337,7 @@ def pivoted_cholesky(K, rel_tol=LOWRANK_TOL, max_rank=None):
     return Qt, d
 
 
-# %% book/14_ep_fast.md, code cell 14
+# %% book/14_ep_fast.md, code cell 19
 def lowrank_sums(Qt, d, nu, tau):
     """Eq. (eq-ep-lowrank-diag): A - I = Q^T T G Q and b = Q^T G nu, G = (I + D T)^-1,
     summed over the columns of Qt (so over any split of them); needs 1 + d tau > 0."""
@@ -300,7 +345,7 @@ def lowrank_sums(Qt, d, nu, tau):
     return (Qt * (tau * g)) @ Qt.T, Qt @ (g * nu)
 
 
-# %% book/14_ep_fast.md, code cell 15
+# %% book/14_ep_fast.md, code cell 20
 def lowrank_factor(A_minus_I, b=None):
     """Eq. (eq-ep-lowrank-diag): (C, c), C the Cholesky factor of A = I + A_minus_I
     (formed in place) and c = C^-1 b = W nu, None without b. Raises LinAlgError when A
@@ -313,7 +358,7 @@ def lowrank_factor(A_minus_I, b=None):
     )
 
 
-# %% book/14_ep_fast.md, code cell 16
+# %% book/14_ep_fast.md, code cell 21
 def lowrank_marginals(Qt, d, nu, tau, C, c=None):
     """Eq. (eq-ep-lowrank-diag): the mean and variance at the columns of Qt from (C, c)
     of lowrank_factor; without c, W nu is formed from these columns (then all of
@@ -324,7 +369,7 @@ def lowrank_marginals(Qt, d, nu, tau, C, c=None):
     return d * g * nu + c @ W, d * g + np.einsum("ij,ij->j", W, W)
 
 
-# %% book/14_ep_fast.md, code cell 17
+# %% book/14_ep_fast.md, code cell 22
 def lowrank_diag_marginals(Qt, d, nu, tau, with_factor=False):
     """Eqs (eq-ep-lowrank), (eq-ep-lowrank-diag): mean and diag Sigma for N(0, diag(d) +
     Q Q^T) and sites.
@@ -339,7 +384,7 @@ def lowrank_diag_marginals(Qt, d, nu, tau, with_factor=False):
     return (mean, var, C) if with_factor else (mean, var)
 
 
-# %% book/14_ep_fast.md, code cell 18
+# %% book/14_ep_fast.md, code cell 23
 def _lowrank_levels(Qt, scale, reached, n, tau):
     """The levels (rank, eps) of EP on the pivoted-Cholesky prior of _lowrank_start, or
     None when it should not run."""
@@ -359,7 +404,7 @@ def _lowrank_levels(Qt, scale, reached, n, tau):
     return None
 
 
-# %% book/14_ep_fast.md, code cell 19
+# %% book/14_ep_fast.md, code cell 24
 def _lowrank_start(K, y, likelihood, nu, tau, tol=1e-8):
     """Sites of parallel EP on the pivoted-Cholesky prior D + Q Q^T
     (eq-ep-lowrank-diag), or None.
@@ -401,7 +446,7 @@ def _lowrank_start(K, y, likelihood, nu, tau, tol=1e-8):
     return ((nu, tau), reached <= LOWRANK_TOL) if np.all(tau >= 0.0) else None
 
 
-# %% book/14_ep_fast.md, code cell 28
+# %% book/14_ep_fast.md, code cell 33
 EP_METHODS = ("sequential", "parallel", "anderson", "newton")
 
 
@@ -415,7 +460,7 @@ def _accelerated_start(K, y, likelihood, nu, tau, method, tol, lowrank, single):
     return (nu, tau), NewtonStep(K, likelihood, y, tol, single, single_first=not close)
 
 
-# %% book/14_ep_fast.md, code cell 29
+# %% book/14_ep_fast.md, code cell 34
 def solve_ep(
     K,
     y,
