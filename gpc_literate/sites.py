@@ -12,10 +12,10 @@ kernel expansion (eq-sites-coef), its cavities (eq-sites-cavity, ``cavities``,
 ``site_update``), and the Gaussian itself as ``SitePosterior``, computed by Cholesky
 factorisations without inverting K for site precisions of either sign (eq-sites-chol,
 with the factor of B = I + S K S as ``factor_b``, eq-sites-diag-selected,
-eq-sites-negative), with improper posteriors detected and the
-matrix (K + T^-1)^-1 of predictions and gradients (eq-sites-inverse-sum), and the damped
-parallel site iteration ``parallel_sites`` that solves for sites equal to their own
-update (eq-sites-parallel), with its convergence test (eq-sites-converged,
+eq-sites-negative), with improper posteriors detected and the matrix (K + T^-1)^-1 of
+predictions and gradients (eq-sites-inverse-sum), and the damped parallel site iteration
+``parallel_sites`` (its body ``marginal_site_updates``) that solves for sites equal to
+their own update (eq-sites-parallel), with its convergence test (eq-sites-converged,
 ``site_change``) and adaptive damping (eq-sites-adaptive-damping, ``adapt_damping``).
 Naive mean field (chapter 9), TAP (chapter 10) and expectation propagation (chapter 13)
 are built on it.
