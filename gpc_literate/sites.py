@@ -503,8 +503,9 @@ def marginal_site_updates(likelihood, y, mean, var, coef, tau):
     coef (eq-sites-coef) of the sites of precisions tau.
 
     The cavities (eq-sites-cavity) and the site updates there (eq-sites-update).
-    Returns (nu_new, tau_new, var_cav, ok): ``ok`` False (the update refused, nu_new =
-    tau_new = 0 and var_cav = 1) where the cavity is improper or site_update refuses.
+    Returns (nu_new, tau_new, var_cav, ok): ``ok`` False where the update is refused,
+    the cavity improper (var_cav set to 1 there) or site_update refusing; nu_new and
+    tau_new are meaningless there.
     """
     mu_cav, var_cav, proper = cavities(mean, var, coef, tau)
     v = np.where(proper, var_cav, 1.0)
