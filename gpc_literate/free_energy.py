@@ -37,7 +37,7 @@ from scipy.special import (
 from gpc_literate.kernels import RBF
 
 __all__ = [
-    "JITTER",
+    "LATENT_NOISE",
     "LOSSES",
     "std_normal_pdf",
     "expected_hinge",
@@ -60,7 +60,7 @@ LOSSES = ("logistic", "svc")
 
 
 # %% book/19_variational.md, code cell 3
-JITTER = 0.1  # latent white noise added to the diagonal of K (see sec-var-jitter)
+LATENT_NOISE = 0.1  # latent white noise added to the diagonal of K (see sec-var-jitter)
 # log V is kept within these bounds by the inner optimiser: the optimal V_ii lies
 # between 1 / ((K^-1)_ii + 1) >= jitter / 2 and K_ii, far inside them for any jitter >=
 # 1e-9, but a trial step of the line search must not reach V = 0 (overflow of V^-1) or V
@@ -90,7 +90,7 @@ class PriorFactor(NamedTuple):
     log_det: float
 
 
-def factor_prior(K, jitter=JITTER):
+def factor_prior(K, jitter=LATENT_NOISE):
     """Eq. (eq-var-trace): factorise K + jitter I once: L, diag(K^-1) = column norms of
     L^-1, log|K|.
 
@@ -98,7 +98,7 @@ def factor_prior(K, jitter=JITTER):
     ----------
     K : array_like of shape (n, n)
         Not changed.
-    jitter : float, default JITTER
+    jitter : float, default LATENT_NOISE
         Latent white noise added to the diagonal (sec-var-jitter).
 
     Returns

@@ -462,7 +462,7 @@ def elliptical_slice_sampling(
         Cap on the proposals of a step.
     f0 : None or array_like of shape (n,) or (n_chains, n), default None
         Starting states, every chain's or one per chain; None: those of eq-mcmc-init.
-    jitter : float, default JITTER (1e-8)
+    jitter : float, default MCMC_RELATIVE_JITTER (1e-8)
         Relative jitter of eq-mcmc-jitter.
     rng : None, int or Generator, default None
         A Generator or seed.
@@ -694,7 +694,7 @@ def ais_log_evidence(
         Elliptical slice steps per temperature.
     max_shrink : int >= 1, default 100
         Cap on the proposals of a step.
-    jitter : float, default JITTER (1e-8)
+    jitter : float, default MCMC_RELATIVE_JITTER (1e-8)
         Relative jitter of eq-mcmc-jitter.
     rng : None, int or Generator, default None
         A Generator or seed.

@@ -55,7 +55,7 @@ from gpc_literate.sites import (
 )
 
 __all__ = [
-    "JITTER",
+    "KUU_JITTER",
     "FITCPrior",
     "fitc_prior",
     "fitc_marginals",
@@ -89,7 +89,7 @@ __all__ = [
 
 
 # %% book/25_sparse_ep.md, code cell 3
-JITTER = 1e-8  # eq-sparse-jitter: L L^T = K_uu + JITTER diag(K_uu)
+KUU_JITTER = 1e-8  # eq-sparse-jitter: L L^T = K_uu + KUU_JITTER diag(K_uu)
 
 
 class FITCPrior(NamedTuple):
@@ -132,7 +132,7 @@ def fitc_prior(kernel, X, Z):
         When the jittered K_uu is not positive definite.
     """
     K_uu = kernel(Z)
-    K_uu[np.diag_indices(len(K_uu))] *= 1.0 + JITTER
+    K_uu[np.diag_indices(len(K_uu))] *= 1.0 + KUU_JITTER
     L = cholesky(K_uu, lower=True, check_finite=False)
     Qt = solve_triangular(L, kernel(Z, X), lower=True, check_finite=False)
     d = np.maximum(kernel.diag(X) - np.einsum("ij,ij->j", Qt, Qt), 0.0)  # clip rounding
@@ -505,7 +505,7 @@ def assemble_gradient(kernel, Z, theta_fu, z_fu, G, g_sum):
     d_Z : ndarray of shape (M, d)
     """
     theta_uu, z_uu_left, z_uu_right = rbf_cross_vjp(kernel, Z, Z, G)
-    theta_diag = rbf_diag_vjp(kernel, g_sum + JITTER * np.trace(G))
+    theta_diag = rbf_diag_vjp(kernel, g_sum + KUU_JITTER * np.trace(G))
     return theta_fu + theta_uu + theta_diag, z_fu + z_uu_left + z_uu_right
 
 
@@ -578,7 +578,7 @@ def choose_inducing(kernel, X, n_inducing, inducing, rng):
     n_inducing : int
     inducing : {"pivots", "random"} or ndarray
         "pivots" returns fewer than ``n_inducing`` rows when every other candidate's
-        residual variance is below JITTER times the largest; an array is returned as
+        residual variance is below KUU_JITTER times the largest; an array is returned as
         it is.
     rng : numpy RandomState
 
@@ -594,7 +594,7 @@ def choose_inducing(kernel, X, n_inducing, inducing, rng):
     if inducing == "random":
         return X[np.sort(rng.choice(n, M, replace=False))]
     subset = np.sort(rng.choice(n, min(n, max(PIVOT_SUBSET, 2 * M)), replace=False))
-    Qt, _ = pivoted_cholesky(kernel(X[subset]), JITTER, max_rank=M)
+    Qt, _ = pivoted_cholesky(kernel(X[subset]), KUU_JITTER, max_rank=M)
     pivots = np.argmax(np.abs(Qt), axis=1)  # row k's largest entry is its pivot
     return X[subset[pivots]]
 

@@ -49,7 +49,7 @@ from gpc_literate.kernels import default_kernel, input_scale
 from gpc_literate.likelihoods import Probit
 from gpc_literate.sites import cavities, site_from_derivatives
 from gpc_literate.sparse_ep import (
-    JITTER,
+    KUU_JITTER,
     check_inducing_options,
     choose_inducing,
     fitc_predict,
@@ -449,7 +449,7 @@ def frozen_site_gradient(kernel, X, Z, L, Bt, m_cav, Sb_cav, d1, d2):
     G = chol_adjoint(L, -np.tril(W @ Bt.T))  # adjoint of the jittered K_uu
     theta_ub, _, z_ub = rbf_cross_vjp(kernel, X, Z, W.T)
     theta_uu, z_left, z_right = rbf_cross_vjp(kernel, Z, Z, G)
-    theta_diag = rbf_diag_vjp(kernel, e.sum() + JITTER * np.trace(G))
+    theta_diag = rbf_diag_vjp(kernel, e.sum() + KUU_JITTER * np.trace(G))
     return theta_ub + theta_uu + theta_diag, z_ub + z_left + z_right
 
 

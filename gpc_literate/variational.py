@@ -35,7 +35,7 @@ from gpc_literate.base import (
     search_box,
 )
 from gpc_literate.free_energy import (
-    JITTER,
+    LATENT_NOISE,
     LOSSES,
     factor_prior,
     free_energy_theta_gradient,
@@ -62,7 +62,7 @@ def variational_objective(
     n_factors=2,
     *,
     start=None,
-    jitter=JITTER,
+    jitter=LATENT_NOISE,
     max_iter=500,
     tol=1e-8,
 ):
@@ -86,7 +86,7 @@ def variational_objective(
         Columns of C in the default start.
     start : (mu, log_v, C) or None, default None
         Start of the inner loop; None: initial_p(prior, n_factors, default_rng(0)).
-    jitter : float, default JITTER
+    jitter : float, default LATENT_NOISE
         As in ``factor_prior``.
     max_iter : int, default 500
     tol : float, default 1e-8
@@ -572,11 +572,11 @@ class VariationalGP(_VariationalFit):
     record of the search, None for a fixed kernel) and ``optimizer_result_`` (scipy's),
     ``X_train_``, ``y_train_``.
 
-    The class attribute ``_jitter`` (default JITTER) is the latent white noise added to
-    K.
+    The class attribute ``_jitter`` (default LATENT_NOISE) is the latent white noise
+    added to K.
     """
 
-    _jitter = JITTER
+    _jitter = LATENT_NOISE
 
     def __init__(
         self,

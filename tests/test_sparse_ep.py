@@ -48,7 +48,7 @@ def test_inducing_inputs_equal_to_the_training_inputs_give_full_ep(kernel):
         X, Y
     )
     assert sparse.converged_ and full.converged_
-    # the jitter moves the prior by at most JITTER * max k(x, x) (chapter 25), hence 1e-6
+    # the jitter moves the prior by at most KUU_JITTER * max k(x, x) (chapter 25), hence 1e-6
     assert abs(sparse.log_marginal_likelihood_ - full.log_marginal_likelihood_) < 1e-6
     for name in (
         "site_nu_",

@@ -15,7 +15,7 @@ from gpc_literate.kernels import RBF, ArcSin
 from gpc_literate.laplace import Logistic, laplace_log_evidence, laplace_mode
 from gpc_literate.svm import KernelAdatron
 from gpc_literate.free_energy import (
-    JITTER,
+    LATENT_NOISE,
     expected_hinge,
     expected_log_z_svc,
     expected_logistic,
@@ -162,7 +162,7 @@ def test_prior_factor_matches_dense(toy):
     X, *_ = toy
     K = toy[2](X)
     prior = factor_prior(K)
-    assert np.allclose(prior.K, K + JITTER * np.eye(len(K)))
+    assert np.allclose(prior.K, K + LATENT_NOISE * np.eye(len(K)))
     assert (
         rel_err(prior.diag_inv, np.diag(cho_solve(cho_factor(prior.K), np.eye(len(K)))))
         < 1e-9
@@ -579,13 +579,13 @@ def test_fitted_attributes(fitted, synth_small):
 def test_mean_prediction_is_k_kinv_mu(fitted, synth_small):
     X, _, X_test, _ = synth_small
     gp = fitted[0]
-    K = gp.kernel_(X) + JITTER * np.eye(len(X))
+    K = gp.kernel_(X) + LATENT_NOISE * np.eye(len(X))
     expected = gp.kernel_(X_test, X) @ np.linalg.solve(K, gp.mean_)
     assert np.allclose(gp.decision_function(X_test), expected, atol=1e-8)
     # at the training inputs: k(X, X) K^-1 mu = mu - jitter K^-1 mu
     assert np.allclose(
         gp.decision_function(X),
-        gp.mean_ - JITTER * np.linalg.solve(K, gp.mean_),
+        gp.mean_ - LATENT_NOISE * np.linalg.solve(K, gp.mean_),
         atol=1e-8,
     )
 
@@ -593,7 +593,7 @@ def test_mean_prediction_is_k_kinv_mu(fitted, synth_small):
 def test_mode_predictions_are_the_original_architectures(fitted, synth_small):
     X, y, X_test, _ = synth_small
     gp, svm = fitted
-    K = gp.kernel_(X) + JITTER * np.eye(len(X))
+    K = gp.kernel_(X) + LATENT_NOISE * np.eye(len(X))
     mode = laplace_mode(K, y, Logistic(), tol=1e-10)
     assert np.allclose(
         gp.decision_function(X_test, use="mode"),
@@ -601,7 +601,7 @@ def test_mode_predictions_are_the_original_architectures(fitted, synth_small):
         atol=1e-6,
     )
     # the SVM: alpha = y * coef in the box [0, 1], Kuhn-Tucker conditions of the hinge dual
-    K = svm.kernel_(X) + JITTER * np.eye(len(X))
+    K = svm.kernel_(X) + LATENT_NOISE * np.eye(len(X))
     alpha = y * svm.mode_coef_
     assert np.all((alpha >= 0) & (alpha <= 1))
     margin = y * (K @ svm.mode_coef_)
@@ -615,7 +615,7 @@ def test_mode_predictions_are_the_original_architectures(fitted, synth_small):
     ka = KernelAdatron(
         kernel=svm.kernel_,
         C=1.0,
-        v=JITTER,
+        v=LATENT_NOISE,
         max_iter=200000,
         tol=1e-4,
         compute_loo=False,
