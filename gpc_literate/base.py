@@ -49,6 +49,7 @@ __all__ = [
     "warn_bound_hits",
     "warn_start_outside",
     "maximize_criterion",
+    "check_learning",
     "LearnsHyperparameters",
     "AlphaWarmStartMixin",
     "central_difference",
@@ -1079,29 +1080,47 @@ def maximize_criterion(
 
 
 # %% book/01_gp_classification.md, code cell 48
+def check_learning(estimator, optimizers=("fmin_l_bfgs_b", "nelder-mead")):
+    """Check the learning parameters of an estimator, before the data are touched.
+
+    Parameters
+    ----------
+    estimator : object
+        Has ``optimizer``, ``n_restarts_optimizer``, ``random_state``,
+        ``hyperparameter_bounds`` and ``verbose``.
+    optimizers : tuple of str
+        The values of ``optimizer`` it supports (besides None, keep the kernel).
+
+    Raises
+    ------
+    TypeError, ValueError
+        Naming the parameter that is refused.
+    """
+    optimizer = estimator.optimizer
+    if optimizer is not None and optimizer not in optimizers:
+        raise ValueError(
+            f"optimizer must be one of {optimizers} or None (keep the kernel fixed); "
+            f"got {optimizer!r}"
+        )
+    check_integer(estimator.n_restarts_optimizer, "n_restarts_optimizer", low=0)
+    check_bool(estimator.verbose, "verbose")
+    search_box(estimator.hyperparameter_bounds, [])
+    try:
+        check_random_state(estimator.random_state)
+    except ValueError:
+        raise ValueError(
+            "random_state must be None, an integer or a numpy Generator or "
+            f"RandomState; got {estimator.random_state!r}"
+        ) from None
+
+
 class _LearningChecks:
     """Checks of the learning parameters of LearnsHyperparameters."""
 
     _optimizers = ("fmin_l_bfgs_b", "nelder-mead")
 
     def _validate_learning(self):
-        """Check optimizer, n_restarts_optimizer, random_state,
-        hyperparameter_bounds and verbose."""
-        if self.optimizer is not None and self.optimizer not in self._optimizers:
-            raise ValueError(
-                f"optimizer must be one of {self._optimizers} or None (keep the "
-                f"kernel fixed); got {self.optimizer!r}"
-            )
-        check_integer(self.n_restarts_optimizer, "n_restarts_optimizer", low=0)
-        check_bool(self.verbose, "verbose")
-        search_box(self.hyperparameter_bounds, [])
-        try:
-            check_random_state(self.random_state)
-        except ValueError:
-            raise ValueError(
-                "random_state must be None, an integer or a numpy Generator or "
-                f"RandomState; got {self.random_state!r}"
-            ) from None
+        check_learning(self, self._optimizers)
 
 
 # %% book/01_gp_classification.md, code cell 49

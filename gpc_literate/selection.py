@@ -31,8 +31,8 @@ from tqdm import tqdm
 from gpc_literate.base import (
     ConvergenceWarning,
     GPClassifierBase,
-    _LearningChecks,
     check_integer,
+    check_learning,
     check_scalar,
     check_X_y,
     encode_labels,
@@ -694,10 +694,8 @@ def _lscv_criterion(kernel, X, y_pm, lam, free_lam):
 
 
 # %% book/17_loo_model_selection.md, code cell 24
-class _LSCVChecks(_LearningChecks):
+class _LSCVChecks:
     """The parameter checks of LSCV."""
-
-    _optimizers = ("fmin_l_bfgs_b",)
 
     def _validate_params(self):
         check_kernel(self.kernel)
@@ -709,7 +707,7 @@ class _LSCVChecks(_LearningChecks):
                     "noise_var_bounds must satisfy 0 < low <= noise_var <= high; "
                     f"got {self.noise_var_bounds!r} with noise_var={lam}"
                 )
-        self._validate_learning()
+        check_learning(self, ("fmin_l_bfgs_b",))
         check_integer(self.max_iter, "max_iter")
         check_scalar(self.tol, "tol", low=0.0, low_inclusive=False)
 

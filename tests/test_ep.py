@@ -558,6 +558,7 @@ def test_get_set_params_and_defaults():
         n_restarts_optimizer=0,
         random_state=None,
         hyperparameter_bounds="auto",
+        verbose=False,
     )
     assert EP().optimizer == "fmin_l_bfgs_b"
     X, y = toy(20)
