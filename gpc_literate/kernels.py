@@ -999,6 +999,7 @@ class _SklearnKernelParams:
         return f"SklearnKernel({self.kernel!r})"
 
 
+# %% book/03_covariance_functions.md, code cell 47
 class _SklearnKernelEvaluation:
     """K, its diagonal and dK/dtheta of SklearnKernel, by scikit-learn."""
 
@@ -1018,7 +1019,7 @@ class _SklearnKernelEvaluation:
         return np.moveaxis(self.kernel(X, eval_gradient=True)[1], -1, 0)
 
 
-# %% book/03_covariance_functions.md, code cell 47
+# %% book/03_covariance_functions.md, code cell 48
 class SklearnKernel(_SklearnKernelParams, _SklearnKernelEvaluation, Kernel):
     """A scikit-learn kernel used as a kernel of this chapter (sec-kern-sklearn).
 
