@@ -71,6 +71,15 @@ def cavity_mean(mean, var_cav, coef):
 
     With the prior variance K_ii as ``var_cav`` it is the cavity field of naive mean
     field, eq-mf-alpha.
+
+    Parameters
+    ----------
+    mean, var_cav, coef : float or ndarray of shape (n,)
+        Posterior means m, cavity variances and coefficients c (eq-sites-coef).
+
+    Returns
+    -------
+    mu_cav : float or ndarray of shape (n,)
     """
     return mean - var_cav * coef
 
@@ -79,9 +88,23 @@ def cavities(mean, var, coef, tau):
     """Eq. (eq-sites-cavity): cavity means and variances from the marginals (mean, var),
     coef and tau.
 
-    Returns (mu_cav, var_cav, proper), for arrays or scalars. Where the cavity precision
-    1/var - tau is not positive the cavity is improper: its variance is reported as inf
-    and its mean as the posterior mean.
+    Where the cavity precision 1/var - tau is not positive the cavity is improper: its
+    variance is reported as inf and its mean as the posterior mean.
+
+    Parameters
+    ----------
+    mean, var : float or ndarray of shape (n,)
+        Posterior marginal means and variances.
+    coef : float or ndarray of shape (n,)
+        Coefficients of the posterior mean, eq-sites-coef.
+    tau : float or ndarray of shape (n,)
+        Site precisions.
+
+    Returns
+    -------
+    mu_cav, var_cav : float or ndarray of shape (n,)
+    proper : bool or ndarray of bool of shape (n,)
+        Whether the cavity precision is positive.
     """
     tau_cav = 1.0 / var - tau
     proper = tau_cav > 0.0
@@ -103,7 +126,21 @@ def cavities(mean, var, coef, tau):
 # %% book/08_gaussian_sites.md, code cell 4
 def tilted_moments(likelihood, y, mu_cav, var_cav):
     """Eq. (eq-noise-tilted-moments): (log Z, mean, variance) of p(y|f) N(f; mu_cav,
-    var_cav) / Z."""
+    var_cav) / Z.
+
+    Parameters
+    ----------
+    likelihood : Likelihood
+        A likelihood of chapter 2 (its ``log_Z``).
+    y : float or array_like of shape (n,)
+        Labels, -1 or +1.
+    mu_cav, var_cav : float or array_like of shape (n,)
+        Cavity means and variances.
+
+    Returns
+    -------
+    log_z, mean, var : float or ndarray of shape (n,)
+    """
     log_z, d1, d2 = likelihood.log_Z(y, mu_cav, var_cav)
     return log_z, mu_cav + var_cav * d1, var_cav * (1.0 + var_cav * d2)
 
@@ -113,9 +150,23 @@ def site_from_derivatives(mu_cav, var_cav, d1, d2):
     tau, ok).
 
     For arrays or scalars (sequential EP updates one example at a time, and plain floats
-    keep that loop fast). ``ok`` is False (and nu = tau = 0) wherever the tilted
-    variance var_cav (1 + var_cav d2) is not a positive finite number, so that no NaN
-    can reach the sites.
+    keep that loop fast).
+
+    Parameters
+    ----------
+    mu_cav, var_cav : float or ndarray of shape (n,)
+        Cavity means and variances.
+    d1, d2 : float or ndarray of shape (n,)
+        First and second derivatives of log Z in mu_cav.
+
+    Returns
+    -------
+    nu, tau : float or ndarray of shape (n,)
+        The site's natural parameters.
+    ok : bool or ndarray of bool of shape (n,)
+        False (and nu = tau = 0) wherever the tilted variance var_cav (1 + var_cav d2)
+        is not a positive finite number (or d1 is not finite), so that no NaN can reach
+        the sites.
     """
     ratio = 1.0 + var_cav * d2  # tilted variance / cavity variance
     ok = (ratio > 0.0) & np.isfinite(ratio) & np.isfinite(d1)
@@ -130,8 +181,23 @@ def site_update(likelihood, y, mu_cav, var_cav):
     """Eq. (eq-sites-update): the site (nu, tau) that makes cavity x site match the
     tilted moments.
 
-    Returns (nu, tau, log_Z, ok); ``ok`` as in ``site_from_derivatives``, and also False
-    where log Z is not finite.
+    Parameters
+    ----------
+    likelihood : Likelihood
+        A likelihood of chapter 2 (its ``log_Z``).
+    y : float or array_like of shape (n,)
+        Labels, -1 or +1.
+    mu_cav, var_cav : float or array_like of shape (n,)
+        Cavity means and variances.
+
+    Returns
+    -------
+    nu, tau : ndarray
+        The new sites; 0 where ``ok`` is False.
+    log_Z : float or ndarray
+        log Z of eq-noise-tilted-moments at the cavity.
+    ok : bool or ndarray of bool
+        As in ``site_from_derivatives``, and also False where log Z is not finite.
     """
     log_z, d1, d2 = likelihood.log_Z(y, mu_cav, var_cav)
     nu, tau, ok = site_from_derivatives(mu_cav, var_cav, d1, d2)
@@ -155,8 +221,25 @@ def selected_variances(K, Linv, s, pos, rel=SELECTED_INVERSE_MIN):
     K S = L L^T).
 
     Sigma_ii = (1 - (B^-1)_ii) / tau_i where tau_i Sigma_ii >= rel; the other columns
-    (and the zero sites) exactly as K_ii - ||L^-1 S k_i||^2. ``pos`` indexes the
-    positive sites, ``s`` their square roots; L^-1 is read from its lower triangle.
+    (and the zero sites) exactly as K_ii - ||L^-1 S k_i||^2.
+
+    Parameters
+    ----------
+    K : ndarray of shape (n, n)
+        Prior covariance.
+    Linv : ndarray of shape (p, p)
+        L^-1, read from its lower triangle.
+    s : ndarray of shape (p,)
+        Square roots of the positive site precisions.
+    pos : ndarray of int of shape (p,)
+        Indices of the positive sites.
+    rel : float, default SELECTED_INVERSE_MIN
+        Smallest tau_i Sigma_ii for which the selected inverse is used.
+
+    Returns
+    -------
+    var : ndarray of shape (n,)
+        diag Sigma.
     """
     var = np.diag(K).astype(float)
     tau_var = 1.0 - np.einsum("ij,ij->j", Linv, Linv).astype(float)  # = tau_i Sigma_ii
@@ -176,8 +259,31 @@ def selected_variances(K, Linv, s, pos, rel=SELECTED_INVERSE_MIN):
 
 # %% book/08_gaussian_sites.md, code cell 7
 class PositiveSites(NamedTuple):
-    """Output of ``positive_site_marginals``: the Gaussian Sigma_+ of the sites tau >
-    0."""
+    """Output of ``positive_site_marginals``: the Gaussian Sigma_+ of the sites tau > 0.
+
+    Attributes
+    ----------
+    pos : ndarray of int
+        Indices of the positive sites.
+    s : ndarray
+        Their square roots.
+    L : ndarray
+        Cholesky factor of B = I + S K S.
+    V : ndarray or None
+        L^-1 S K.
+    Linv : ndarray or None
+        L^-1.
+    mean : ndarray
+        Sigma_+ nu.
+    var : ndarray
+        diag Sigma_+.
+    coef : ndarray
+        nu - T_+ mean, so that mean = K coef (eq-sites-coef).
+    logdet : float
+        log det B.
+    Sigma : ndarray or None
+        Sigma_+ (Fortran order).
+    """
 
     pos: np.ndarray  # indices of the positive sites
     s: np.ndarray  # their square roots
@@ -201,8 +307,26 @@ def factor_b(K, sqrt_s, check_finite=False):
     """Eq. (eq-sites-chol): the lower Cholesky factor L of B = I + S K S, S =
     diag(sqrt_s) >= 0.
 
-    In the precision of K; raises LinAlgError if B is not positive definite (K not
-    positive semi-definite) and, with ``check_finite``, ValueError if B is not finite.
+    Parameters
+    ----------
+    K : ndarray of shape (p, p)
+        Prior covariance (of the sites in ``sqrt_s``).
+    sqrt_s : ndarray of shape (p,)
+        Square roots of the site precisions.
+    check_finite : bool, default False
+        Passed to ``scipy.linalg.cholesky``.
+
+    Returns
+    -------
+    L : ndarray of shape (p, p)
+        In the precision of K.
+
+    Raises
+    ------
+    LinAlgError
+        If B is not positive definite (K not positive semi-definite).
+    ValueError
+        With ``check_finite``, if B is not finite.
     """
     B = K * sqrt_s  # S K S, in one new array
     B *= sqrt_s[:, None]
@@ -225,9 +349,28 @@ def positive_site_marginals(K, nu, tau, *, with_V=False, full=False):
     """Eq. (eq-sites-chol) for the sites tau > 0 (negative ones are left for
     eq-sites-negative).
 
-    V = L^-1 S K is formed if ``with_V`` or ``full``, else L^-1 (selected inverse);
-    Sigma_+ if ``full``. The coefficients are computed as nu - S B^-1 S K nu, not as nu
-    - T mean, which loses the digits of large site precisions. Returns a PositiveSites.
+    The coefficients are computed as nu - S B^-1 S K nu, not as nu - T mean, which loses
+    the digits of large site precisions.
+
+    Parameters
+    ----------
+    K : ndarray of shape (n, n)
+        Prior covariance, float64 or float32 (single precision).
+    nu, tau : ndarray of shape (n,)
+        Site natural parameters; sites with tau <= 0 are left out.
+    with_V : bool, default False
+        Form V = L^-1 S K (also if ``full``); otherwise L^-1 (selected inverse).
+    full : bool, default False
+        Also form Sigma_+.
+
+    Returns
+    -------
+    PositiveSites
+
+    Raises
+    ------
+    LinAlgError
+        If B is not positive definite (``factor_b``) or L cannot be inverted.
     """
     pos = np.flatnonzero(tau > 0.0)  # zero sites carry no information: left out
     dtype = K.dtype  # float64, or float32 for single precision
@@ -292,12 +435,39 @@ def _factor_correction(C, allow_improper=False):
 def negative_site_correction(K, tau, pos, s, L, V, allow_improper=False):
     """Eq. (eq-sites-negative): the m negative sites as a rank-m correction of Sigma_+.
 
-    ``V`` = L^-1 S K[pos] of eq-sites-chol. Returns (C_logdet, proper, pair, RSp, M),
-    where ``pair(B)`` returns (left, right) with left^T right = B^T (R C^-1 R-weighted)
-    B, i.e. (Lc^-1 B, Lc^-1 B) when C = I - R Sigma_+ R = Lc Lc^T, or (B, C^-1 B) by LU
-    when C is indefinite and ``allow_improper``; RSp = R Sigma_+[neg, :] and M = R (I -
-    K A_+)[neg, :]. Raises ImproperPosteriorError when C is not positive definite and
-    not ``allow_improper``.
+    Parameters
+    ----------
+    K : ndarray of shape (n, n)
+        Prior covariance.
+    tau : ndarray of shape (n,)
+        Site precisions; the m with tau < 0 are corrected for.
+    pos, s, L : ndarray
+        The positive sites, their square roots and the factor L of eq-sites-chol
+        (``PositiveSites``).
+    V : ndarray of shape (p, n)
+        L^-1 S K[pos] of eq-sites-chol.
+    allow_improper : bool, default False
+        Factorise an indefinite C by LU instead of raising.
+
+    Returns
+    -------
+    C_logdet : float
+        log |det C|.
+    proper : bool
+        Whether C is positive definite.
+    pair : callable
+        ``pair(B)`` returns (left, right) with left^T right = B^T (R C^-1 R-weighted) B,
+        i.e. (Lc^-1 B, Lc^-1 B) when C = I - R Sigma_+ R = Lc Lc^T, or (B, C^-1 B) by LU
+        when C is indefinite and ``allow_improper``.
+    RSp : ndarray of shape (m, n)
+        R Sigma_+[neg, :].
+    M : ndarray of shape (m, n)
+        R (I - K A_+)[neg, :].
+
+    Raises
+    ------
+    ImproperPosteriorError
+        When C is not positive definite and not ``allow_improper``.
     """
     n, neg = len(tau), np.flatnonzero(tau < 0.0)
     r = np.sqrt(-tau[neg])
@@ -405,14 +575,44 @@ class SitePosterior(_InverseSum):
     sites.
 
     q(f) = N(mean, Sigma), Sigma = (K^-1 + T)^-1, mean = Sigma nu = K coef, for site
-    precisions ``site_tau`` of either sign, without inverting K. Raises
-    ImproperPosteriorError when K^-1 + T is not positive definite, unless
-    ``allow_improper`` (then ``proper`` is False and the same formulas are evaluated by
-    LU). Attributes: ``mean``, ``var`` (diag Sigma), ``coef`` (= nu - T mean,
-    eq-sites-coef), ``logdet`` (log |det(I + K T)|), ``nu``, ``tau``, ``proper``,
-    ``Sigma`` when ``full``, ``Linv`` (L^-1 of B = I + S K S) when ``keep_inverse`` and
-    it was computed (no negative sites, not ``full``), else None; ``single``: K was
-    given in single precision (float32), and so computed.
+    precisions ``site_tau`` of either sign, without inverting K.
+
+    Parameters
+    ----------
+    K : array_like of shape (n, n)
+        Prior covariance; float32 computes in single precision.
+    site_nu, site_tau : array_like of shape (n,)
+        Site natural parameters.
+    full : bool, default False
+        Also form Sigma.
+    keep_inverse : bool, default False
+        Keep L^-1 as ``Linv`` when it is computed.
+    allow_improper : bool, default False
+        When K^-1 + T is not positive definite, set ``proper`` to False and evaluate
+        the same formulas by LU instead of raising.
+
+    Attributes
+    ----------
+    mean, var : ndarray of shape (n,)
+        Mean and diag Sigma.
+    coef : ndarray of shape (n,)
+        nu - T mean, eq-sites-coef.
+    logdet : float
+        log |det(I + K T)|.
+    nu, tau : ndarray of shape (n,)
+    proper : bool
+    Sigma : ndarray of shape (n, n) or None
+        When ``full``.
+    Linv : ndarray or None
+        L^-1 of B = I + S K S when ``keep_inverse`` and it was computed (no negative
+        sites, not ``full``).
+    single : bool
+        K was given in single precision (float32), and so computed.
+
+    Raises
+    ------
+    ImproperPosteriorError
+        When K^-1 + T is not positive definite, unless ``allow_improper``.
     """
 
     def __init__(
@@ -444,7 +644,19 @@ class SitePosterior(_InverseSum):
 # %% book/08_gaussian_sites.md, code cell 19
 def site_change(d_nu, d_tau, var_cav):
     """Eq. (eq-sites-converged): the largest site change, max(|d tau| var_cav, |d nu|
-    sqrt(var_cav))."""
+    sqrt(var_cav)).
+
+    Parameters
+    ----------
+    d_nu, d_tau : float or ndarray of shape (n,)
+        Site changes.
+    var_cav : float or ndarray of shape (n,)
+        Cavity variances.
+
+    Returns
+    -------
+    float
+    """
     change = np.maximum(np.abs(d_tau) * var_cav, np.abs(d_nu) * np.sqrt(var_cav))
     return float(np.max(change) if np.ndim(change) else change)
 
@@ -459,6 +671,20 @@ def adapt_damping(eta, damping, history, patience=1):
     Halved (down to damping * DAMPING_FLOOR) when the measure has grown in each of the
     last ``patience`` iterations (counted again after each halving), raised by a quarter
     (up to ``damping``) when it fell, else kept.
+
+    Parameters
+    ----------
+    eta : float
+        Current step size.
+    damping : float
+        Largest step size.
+    history : sequence of float
+        Progress measures of the iterations so far.
+    patience : int >= 1, default 1
+
+    Returns
+    -------
+    float
     """
     rises = 0
     while rises + 1 < len(history) and history[-1 - rises] > history[-2 - rises]:
@@ -471,7 +697,19 @@ def adapt_damping(eta, damping, history, patience=1):
 # %% book/08_gaussian_sites.md, code cell 20
 class SiteProposal(NamedTuple):
     """The undamped update at the current sites (nu, tau): changes, cavity variances,
-    refusals."""
+    refusals.
+
+    Attributes
+    ----------
+    nu, tau : ndarray
+        The current sites.
+    d_nu, d_tau : ndarray
+        Undamped changes (0 where refused).
+    var_cav : ndarray
+        Cavity variances (1 where the cavity is improper).
+    n_refused : int
+        Site updates refused.
+    """
 
     nu: np.ndarray
     tau: np.ndarray
@@ -484,9 +722,18 @@ class SiteProposal(NamedTuple):
 class SiteIteration(NamedTuple):
     """Output of ``parallel_sites`` (and of chapter 13's ``run_ep``).
 
-    ``posterior`` the SitePosterior of the final sites, ``n_iter`` iterations (sweeps),
-    ``converged``, ``n_refused`` site updates refused in the last one, ``history`` the
-    undamped change delta of every iteration (eq-sites-converged), ``n_factorizations``.
+    Attributes
+    ----------
+    posterior : SitePosterior
+        Of the final sites.
+    n_iter : int
+        Iterations (sweeps).
+    converged : bool
+    n_refused : int
+        Site updates refused in the last iteration.
+    history : ndarray
+        The undamped change delta of every iteration (eq-sites-converged).
+    n_factorizations : int
     """
 
     posterior: SitePosterior
@@ -503,9 +750,22 @@ def marginal_site_updates(likelihood, y, mean, var, coef, tau):
     coef (eq-sites-coef) of the sites of precisions tau.
 
     The cavities (eq-sites-cavity) and the site updates there (eq-sites-update).
-    Returns (nu_new, tau_new, var_cav, ok): ``ok`` False where the update is refused,
-    the cavity improper (var_cav set to 1 there) or site_update refusing; nu_new and
-    tau_new are meaningless there.
+
+    Parameters
+    ----------
+    likelihood : Likelihood
+    y : ndarray of shape (n,)
+        Labels, -1 or +1.
+    mean, var, coef, tau : ndarray of shape (n,)
+
+    Returns
+    -------
+    nu_new, tau_new : ndarray of shape (n,)
+        Meaningless where ``ok`` is False.
+    var_cav : ndarray of shape (n,)
+        Set to 1 where the cavity is improper.
+    ok : ndarray of bool of shape (n,)
+        False where the update is refused: the cavity improper or site_update refusing.
     """
     mu_cav, var_cav, proper = cavities(mean, var, coef, tau)
     v = np.where(proper, var_cav, 1.0)
@@ -622,14 +882,41 @@ def parallel_sites(
     """Eqs (eq-sites-parallel), (eq-sites-converged): damped parallel site updates from
     (site_nu, site_tau).
 
-    Every site is moved towards eq-sites-update at the cavities of one SitePosterior;
-    the step is ``damping`` times the proposal, adapted by eq-sites-adaptive-damping
-    (with ``patience``) unless ``adaptive_damping`` is False, or what ``step(posterior,
-    proposal, eta)`` returns (an object with ``adapts_damping``, ``keep_inverse``,
-    ``reset()`` and ``single_precision(history)``, whether the next marginals may be
-    computed in single precision; the iteration never stops on those). Halves a step
-    that would make the posterior improper. Returns a SiteIteration, its posterior in
-    double precision.
+    Every site is moved towards eq-sites-update at the cavities of one SitePosterior.
+    Halves a step that would make the posterior improper.
+
+    Parameters
+    ----------
+    K : array_like of shape (n, n)
+    y : array_like of shape (n,)
+        Labels, -1 or +1.
+    likelihood : Likelihood
+    site_nu, site_tau : array_like of shape (n,)
+        Starting sites.
+    damping : float, default 1.0
+        The step is ``damping`` times the proposal, adapted by
+        eq-sites-adaptive-damping.
+    max_iter : int, default 100
+    tol : float, default 1e-8
+        Converged when the progress measure is below ``tol``, no update is refused and
+        the marginals are in double precision.
+    adaptive_damping : bool, default True
+        False keeps the step size fixed.
+    patience : int >= 1, default 1
+        Of eq-sites-adaptive-damping.
+    step : callable or None, default None
+        ``step(posterior, proposal, eta)`` returns the step (d nu, d tau) instead; an
+        object with ``adapts_damping``, ``keep_inverse``, ``reset()`` and
+        ``single_precision(history)``, whether the next marginals may be computed in
+        single precision; the iteration never stops on those.
+    residual : callable or None, default None
+        ``residual(posterior, proposal)``, the progress measure in place of delta of
+        eq-sites-converged.
+
+    Returns
+    -------
+    SiteIteration
+        Its posterior in double precision.
     """
     K, y = np.asarray(K, dtype=float), np.asarray(y, dtype=float)
     nu, tau = np.array(site_nu, dtype=float), np.array(site_tau, dtype=float)
