@@ -68,6 +68,17 @@ def embedding_strength(z, kappa=0.0):
 
     The embedding strength as a function of the scaled cavity field z (Figure 17.1); it
     is d log Z / d mu of the step-flip likelihood at y = 1, mu = z, var = 1.
+
+    Parameters
+    ----------
+    z : float or array_like
+        Scaled cavity fields.
+    kappa : float, default 0.0
+        The label-flip probability of ``StepFlip``.
+
+    Returns
+    -------
+    float or ndarray
     """
     return StepFlip(kappa).log_Z(1.0, np.asarray(z, dtype=float), 1.0)[1]
 
@@ -88,7 +99,22 @@ def _naive_update(K, k_diag, y, alpha, likelihood):
 # %% book/09_naive_mean_field.md, code cell 8
 def naive_residual(K, y, likelihood, alpha):
     """max_i |alpha_i - (right side of eq-mf-alpha)|: how far alpha is from the naive
-    fixed point."""
+    fixed point.
+
+    Parameters
+    ----------
+    K : array_like of shape (n, n)
+    y : array_like of shape (n,)
+        Labels +-1.
+    likelihood : Likelihood
+        An object with ``log_Z`` (e.g. StepFlip(kappa)).
+    alpha : array_like of shape (n,)
+        Embedding strengths.
+
+    Returns
+    -------
+    float
+    """
     K = np.asarray(K, dtype=float)
     y = np.asarray(y, dtype=float)
     _, _, target, _ = _naive_update(
@@ -174,12 +200,24 @@ _NO_SOLUTION = (
 class NaiveMFResult:
     """Output of ``naive_mean_field``.
 
-    ``alpha`` (n,) the embedding strengths, ``mean`` = K (y alpha) the posterior mean of
-    the latent at the training points, ``n_iter`` the iterations done, ``converged``
-    whether max_i |delta alpha_i| < tol was reached, ``residual`` that maximum at the
-    returned alpha, ``learning_rate`` the last step size, ``history`` the residual of
-    every iteration, ``message`` why the iteration stopped early ("" if it converged or
-    ran to max_iter).
+    Attributes
+    ----------
+    alpha : ndarray of shape (n,)
+        The embedding strengths.
+    mean : ndarray of shape (n,)
+        K (y alpha), the posterior mean of the latent at the training points.
+    n_iter : int
+        The iterations done.
+    converged : bool
+        Whether max_i |delta alpha_i| < tol was reached.
+    residual : float
+        That maximum at the returned alpha.
+    learning_rate : float
+        The last step size.
+    history : ndarray
+        The residual of every iteration.
+    message : str, default ""
+        Why the iteration stopped early ("" if it converged or ran to max_iter).
     """
 
     alpha: np.ndarray
@@ -284,23 +322,48 @@ def naive_mean_field(
     """Solve eq-mf-alpha by Newton's method (eq-mf-newton, default) or O&W's Algorithm
     17.1 (eq-mf-update).
 
-    ``K`` (n, n) is the covariance matrix of the latent process the likelihood acts on
-    (for input noise v the noisy process, K + v I), ``y`` labels +-1, ``likelihood`` an
-    object with ``log_Z`` (e.g. StepFlip(kappa)).  Both methods start from
-    ``alpha_init`` (default 0, tabula rasa), compute delta alpha = (right side of
+    Both methods start from ``alpha_init``, compute delta alpha = (right side of
     eq-mf-alpha) - alpha for all i at once, and stop when max_i |delta alpha_i| < tol
-    (O&W's ftol = 1e-5 bounds the square: tol = 3.2e-3) or after ``max_iter``
-    iterations.
+    or after ``max_iter`` iterations.  ``method="adaptive"``: Algorithm 17.1, alpha +=
+    eta delta alpha at one O(n^2) product per iteration; eta starts at
+    ``learning_rate``, grows by 1.1 when sum_i delta alpha_i^2 decreased and halves
+    otherwise.  ``method="newton"``: the Newton step of eq-mf-newton (one O(n^3)
+    factorisation per iteration), halved until sum_i delta alpha_i^2 decreases.  For the
+    noise-free likelihood StepFlip(0), a Newton iteration not converged after 30
+    iterations solves the linear program eq-mf-feasible; if no alpha >= 0 classifies
+    every example correctly, the equations have no solution and it stops at once.
 
-    ``method="adaptive"``: Algorithm 17.1, alpha += eta delta alpha at one O(n^2)
-    product per iteration; eta starts at ``learning_rate``, grows by 1.1 when sum_i
-    delta alpha_i^2 decreased and halves otherwise.  ``method="newton"``: the Newton
-    step of eq-mf-newton (one O(n^3) factorisation per iteration), halved until sum_i
-    delta alpha_i^2 decreases; ``learning_rate`` is not used.  For the noise-free
-    likelihood StepFlip(0), a Newton iteration not converged after 30 iterations solves
-    the linear program eq-mf-feasible; if no alpha >= 0 classifies every example
-    correctly, the equations have no solution and it stops at once with a
-    ConvergenceWarning saying so.  Returns a ``NaiveMFResult``.
+    Parameters
+    ----------
+    K : array_like of shape (n, n)
+        The covariance matrix of the latent process the likelihood acts on (for input
+        noise v the noisy process, K + v I).
+    y : array_like of shape (n,)
+        Labels +-1.
+    likelihood : Likelihood
+        An object with ``log_Z`` (e.g. StepFlip(kappa)).
+    alpha_init : array_like of shape (n,) or None, default None
+        The start, finite (None: 0, tabula rasa).
+    max_iter : int, default 10000
+    tol : float, default 1e-6
+        O&W's ftol = 1e-5 bounds the square: tol = 3.2e-3.
+    learning_rate : float, default 0.05
+        The first eta of ``method="adaptive"``; not used by Newton's method.
+    method : {"newton", "adaptive"}, default "newton"
+
+    Returns
+    -------
+    NaiveMFResult
+
+    Raises
+    ------
+    ValueError
+        If ``method`` is unknown, or ``alpha_init`` is not finite of shape (n,).
+
+    Warns
+    -----
+    ConvergenceWarning
+        When the noise-free equations have no solution, saying so.
     """
     if method not in ("newton", "adaptive"):
         raise ValueError(f"method must be 'newton' or 'adaptive', got {method!r}")
@@ -322,13 +385,28 @@ def naive_loo(K, y, alpha, likelihood):
     """Eqs (eq-mf-loo), (eq-mf-loo-stable), O&W 17.41-17.42: linear-response
     leave-one-out activations.
 
-    For the naive mean-field solution ``alpha`` of ``naive_mean_field(K, y,
-    likelihood)`` returns (f_loo, var_loo, posterior): f_loo[i] estimates the activation
-    at x_i of the solution trained without example i. They are the cavities
-    (eq-sites-cavity) of the linear-response Gaussian ``posterior``, the SitePosterior
-    with precisions 1 / Omega_i (eq-sites-update at cavity variance k_ii); var_loo[i] =
-    1 / [(K + Omega)^{-1}]_ii - Omega_i, inf where that is not positive.  One O(n^3)
-    factorisation.  The estimated leave-one-out error is mean(y * f_loo <= 0).
+    f_loo[i] estimates the activation at x_i of the solution trained without example i.
+    They are the cavities (eq-sites-cavity) of the linear-response Gaussian
+    ``posterior``, the SitePosterior with precisions 1 / Omega_i (eq-sites-update at
+    cavity variance k_ii).  One O(n^3) factorisation.  The estimated leave-one-out error
+    is mean(y * f_loo <= 0).
+
+    Parameters
+    ----------
+    K : array_like of shape (n, n)
+    y : array_like of shape (n,)
+        Labels +-1.
+    alpha : array_like of shape (n,)
+        The naive mean-field solution of ``naive_mean_field(K, y, likelihood)``.
+    likelihood : Likelihood
+
+    Returns
+    -------
+    f_loo : ndarray of shape (n,)
+    var_loo : ndarray of shape (n,)
+        1 / [(K + Omega)^{-1}]_ii - Omega_i, inf where that is not positive.
+    posterior : SitePosterior
+        Built with ``allow_improper=True``.
     """
     K = np.asarray(K, dtype=float)
     y = np.asarray(y, dtype=float)
@@ -367,9 +445,24 @@ def check_no_conflicting_pair(K, y, likelihood_name, fix, rel=1e-12):
 
     Var(f_i - f_j) = K_ii + K_jj - 2 K_ij <= rel (K_ii + K_jj): identical inputs, or
     inputs the kernel cannot tell apart in floating point.  A noise-free likelihood
-    gives such a pair probability zero, so no posterior exists; the message names the
-    pair, the likelihood (``likelihood_name``) and the ``fix``.  TAP (chapter 10) and
+    gives such a pair probability zero, so no posterior exists.  TAP (chapter 10) and
     the EP classifier (chapter 15) use it too.
+
+    Parameters
+    ----------
+    K : ndarray of shape (n, n)
+    y : ndarray of shape (n,)
+        Labels.
+    likelihood_name : str
+        Named in the message.
+    fix : str
+        The remedy, named in the message.
+    rel : float, default 1e-12
+
+    Raises
+    ------
+    ValueError
+        Naming the pair, the likelihood and the ``fix``.
     """
     d = np.diag(K)
     gap = d[:, None] + d[None, :] - 2.0 * K
@@ -483,9 +576,21 @@ def latent_moments(kernel, X_train, coef, posterior, X):
     """Eq. (eq-mf-predictive): mean <f(x)> = k(x)^T coef and Var f(x), noise-free, at
     rows of X.
 
-    ``coef`` = y * alpha and ``posterior`` the Gaussian (a SitePosterior) on ``X_train``
-    of a mean-field solution (naive or TAP). Returns (mean, var), the variance floored
-    at the smallest positive float (rounding at a training input).
+    Parameters
+    ----------
+    kernel : Kernel
+    X_train : ndarray of shape (n, n_features)
+    coef : ndarray of shape (n,)
+        y * alpha of a mean-field solution (naive or TAP).
+    posterior : SitePosterior
+        The Gaussian of that solution on ``X_train``.
+    X : ndarray of shape (m, n_features)
+
+    Returns
+    -------
+    mean, var : ndarray of shape (m,)
+        The variance floored at the smallest positive float (rounding at a training
+        input).
     """
     K_cross = kernel(X, X_train)
     var = posterior.predictive_var(K_cross, kernel.diag(X))
@@ -493,8 +598,22 @@ def latent_moments(kernel, X_train, coef, posterior, X):
 
 
 def predictive_probability(kernel, X_train, coef, posterior, kappa, v, X):
-    """Eq. (eq-mf-predictive): kappa + (1 - 2 kappa) Phi(<f(x)> / sqrt(Var f(x) +
-    v)) at rows of X, from the Gaussian ``posterior`` of the sites on ``X_train``."""
+    """Eq. (eq-mf-predictive): kappa + (1 - 2 kappa) Phi(<f(x)> / sqrt(Var f(x) + v)) at
+    rows of X, from the Gaussian ``posterior`` of the sites on ``X_train``.
+
+    Parameters
+    ----------
+    kernel, X_train, coef, posterior, X
+        As in ``latent_moments``.
+    kappa : float
+        The label-flip probability.
+    v : float
+        Variance of the Gaussian input noise.
+
+    Returns
+    -------
+    ndarray of shape (m,)
+    """
     mean, var = latent_moments(kernel, X_train, coef, posterior, X)
     return StepFlip(float(kappa)).predictive(mean, var + float(v))
 
