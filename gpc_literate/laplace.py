@@ -193,12 +193,29 @@ class Logistic(Likelihood):
 class LaplaceMode(NamedTuple):
     """The posterior mode and what the evidence, its gradient and the predictions reuse.
 
-    ``f`` the mode; ``alpha`` = K^{-1} f (= grad log p(y|f) at convergence); ``sqrt_w``
-    = W^1/2; ``L`` the lower Cholesky factor of B = I + W^1/2 K W^1/2 at ``f``; ``d3``
-    the third f-derivatives of log p(y|f); ``log_lik`` = log p(y|f); ``n_iter`` Newton
-    steps; ``converged``; ``residual`` = max |grad log p(y|f) - alpha|; ``objective``
-    Psi at each iterate (without its constant terms); ``step_sizes`` the accepted step
-    of each iteration.
+    Attributes
+    ----------
+    f : ndarray of shape (n,)
+        The mode.
+    alpha : ndarray of shape (n,)
+        K^{-1} f (= grad log p(y|f) at convergence).
+    sqrt_w : ndarray of shape (n,)
+        W^1/2.
+    L : ndarray of shape (n, n)
+        The lower Cholesky factor of B = I + W^1/2 K W^1/2 at ``f``.
+    d3 : ndarray of shape (n,)
+        The third f-derivatives of log p(y|f).
+    log_lik : float
+        log p(y|f).
+    n_iter : int
+        Newton steps.
+    converged : bool
+    residual : float
+        max |grad log p(y|f) - alpha|.
+    objective : ndarray
+        Psi at each iterate (without its constant terms).
+    step_sizes : ndarray
+        The accepted step of each iteration.
     """
 
     f: np.ndarray
@@ -342,9 +359,38 @@ def laplace_mode(K, y, likelihood, *, alpha_init=None, max_iter=100, tol=1e-8):
     Maximises Psi = log p(y|f) - f^T K^{-1} f / 2 over f = K alpha.  Each iterate
     factors B = I + W^1/2 K W^1/2 once; the iteration stops when max |grad log p(y|f) -
     alpha| < tol, otherwise takes the Newton step, halved until Armijo's condition
-    holds.  After ``max_iter`` steps without reaching ``tol`` it warns with
-    ConvergenceWarning.  ``y`` holds the labels (+-1, or real targets for a Gaussian
-    likelihood).  Returns a LaplaceMode.
+    holds.
+
+    Parameters
+    ----------
+    K : array_like of shape (n, n)
+    y : array_like of shape (n,)
+        The labels (+-1, or real targets for a Gaussian likelihood).
+    likelihood : Likelihood
+        Twice differentiable (``log_prob_derivatives``) and log-concave (kappa = 0).
+    alpha_init : array_like of shape (n,) or None, default None
+        A warm start, finite, kept only if its Psi is higher than at alpha = 0.
+    max_iter : int >= 1, default 100
+    tol : float > 0, default 1e-8
+
+    Returns
+    -------
+    LaplaceMode
+
+    Raises
+    ------
+    TypeError
+        If ``likelihood`` is not a likelihood with f-derivatives, or ``max_iter`` or
+        ``tol`` is not a number of its type.
+    ValueError
+        If the likelihood has label flips (kappa > 0) or negative curvature, K does not
+        match y, ``max_iter`` < 1, ``tol`` <= 0, or ``alpha_init`` is not finite of
+        shape (n,).
+
+    Warns
+    -----
+    ConvergenceWarning
+        After ``max_iter`` steps without reaching ``tol``.
     """
     K, y, max_iter, tol = _check_mode_arguments(K, y, likelihood, max_iter, tol)
     a, f, ell, obj = _newton_start(K, y, likelihood, alpha_init)
@@ -403,11 +449,29 @@ def laplace_log_evidence(mode, K=None, dK=None):
     """Eqs (eq-lap-evidence), (eq-lap-grad): the Laplace log evidence and, with dK, its
     gradient.
 
-    log q(y) = log p(y|f) - alpha^T f / 2 - sum log diag(L), from a LaplaceMode.  With
-    the kernel matrix ``K`` (n, n) and ``dK`` (n, n, p) = dK/dtheta, returns (value,
-    gradient of shape (p,)): the explicit term (eq-lap-grad-explicit) plus the implicit
-    term through the mode (eqs eq-lap-dfdmode, eq-lap-dfdtheta).  O(n^3): B^{-1} from L
-    (LAPACK potri) and V = L^{-1} W^1/2 K; then O(n^2) per hyperparameter.
+    log q(y) = log p(y|f) - alpha^T f / 2 - sum log diag(L), from a LaplaceMode.  The
+    gradient is the explicit term (eq-lap-grad-explicit) plus the implicit term through
+    the mode (eqs eq-lap-dfdmode, eq-lap-dfdtheta).  O(n^3): B^{-1} from L (LAPACK
+    potri) and V = L^{-1} W^1/2 K; then O(n^2) per hyperparameter.
+
+    Parameters
+    ----------
+    mode : LaplaceMode
+    K : array_like of shape (n, n) or None, default None
+        The kernel matrix, needed with ``dK``.
+    dK : array_like of shape (n, n, p) or None, default None
+        dK/dtheta; None: the value only.
+
+    Returns
+    -------
+    value : float
+    gradient : ndarray of shape (p,)
+        Only when ``dK`` is given.
+
+    Raises
+    ------
+    ValueError
+        If K or dK has the wrong shape.
     """
     value = (
         mode.log_lik
