@@ -65,7 +65,21 @@ ANDERSON_RCOND = 1e-12  # least squares: singular values below this (relative) a
 
 def anderson_vectors(nu, tau, d_nu, d_tau, var_cav):
     """Eq. (eq-ep-anderson): the iterate x = (nu, tau), the residual r = (d_nu, d_tau)
-    and the weights w = (sigma_cav, sigma_cav^2) of eq-sites-converged."""
+    and the weights w = (sigma_cav, sigma_cav^2) of eq-sites-converged.
+
+    Parameters
+    ----------
+    nu, tau : ndarray of shape (n,)
+        The sites.
+    d_nu, d_tau : ndarray of shape (n,)
+        Their undamped changes.
+    var_cav : ndarray of shape (n,)
+        Cavity variances.
+
+    Returns
+    -------
+    x, r, w : ndarray of shape (2 n,)
+    """
     w = np.concatenate([np.sqrt(var_cav), var_cav])
     return np.concatenate([nu, tau]), np.concatenate([d_nu, d_tau]), w
 
@@ -73,7 +87,20 @@ def anderson_vectors(nu, tau, d_nu, d_tau, var_cav):
 # %% book/14_ep_fast.md, code cell 5
 def anderson_system(x, r, w, past_x, past_r):
     """Eq. (eq-ep-anderson): Delta X, Delta R (columns x_k - x_j, r_k - r_j over the
-    stored j) and the least-squares problem (F, rhs) = (W Delta R, W r)."""
+    stored j) and the least-squares problem (F, rhs) = (W Delta R, W r).
+
+    Parameters
+    ----------
+    x, r, w : ndarray of shape (2 n,)
+        As returned by ``anderson_vectors``.
+    past_x, past_r : list of ndarray of shape (2 n,)
+        The m stored iterates and residuals.
+
+    Returns
+    -------
+    dX, dR, F : ndarray of shape (2 n, m)
+    rhs : ndarray of shape (2 n,)
+    """
     dX = (x - np.array(past_x)).T
     dR = (r - np.array(past_r)).T
     return dX, dR, w[:, None] * dR, w * r
@@ -81,21 +108,55 @@ def anderson_system(x, r, w, past_x, past_r):
 
 # %% book/14_ep_fast.md, code cell 6
 def anderson_weights(F, rhs):
-    """Eq. (eq-ep-anderson): gamma minimising ||F gamma - rhs||, by SVD with the
-    cut-off ANDERSON_RCOND."""
+    """Eq. (eq-ep-anderson): gamma minimising ||F gamma - rhs||, by SVD with the cut-off
+    ANDERSON_RCOND.
+
+    Parameters
+    ----------
+    F : ndarray of shape (2 n, m)
+    rhs : ndarray of shape (2 n,)
+
+    Returns
+    -------
+    gamma : ndarray of shape (m,)
+    """
     return np.linalg.lstsq(F, rhs, rcond=ANDERSON_RCOND)[0]
 
 
 # %% book/14_ep_fast.md, code cell 7
 def anderson_step(r, dX, dR, gamma, eta=1.0):
-    """Eq. (eq-ep-anderson): the mixed step eta r - (Delta X + eta Delta R) gamma."""
+    """Eq. (eq-ep-anderson): the mixed step eta r - (Delta X + eta Delta R) gamma.
+
+    Parameters
+    ----------
+    r : ndarray of shape (2 n,)
+        The residual.
+    dX, dR : ndarray of shape (2 n, m)
+    gamma : ndarray of shape (m,)
+    eta : float, default 1.0
+        The damping.
+
+    Returns
+    -------
+    ndarray of shape (2 n,)
+        The step in (nu, tau).
+    """
     return eta * r - (dX + eta * dR) @ gamma
 
 
 # %% book/14_ep_fast.md, code cell 8
 def turns_negative(tau, s_tau, plain_tau):
     """Whether the step s_tau makes a site precision negative that the plain step
-    plain_tau keeps non-negative."""
+    plain_tau keeps non-negative.
+
+    Parameters
+    ----------
+    tau, s_tau, plain_tau : ndarray of shape (n,)
+
+    Returns
+    -------
+    bool
+    """
     return bool(np.any((tau + s_tau < 0.0) & (tau + plain_tau >= 0.0)))
 
 
@@ -135,6 +196,11 @@ class AndersonStep(_AndersonMixing):
     a refused update, an improper proposal (``reset``), or when the mixed step would
     make a site precision negative that the plain step keeps non-negative. Uses a fixed
     damping.
+
+    Parameters
+    ----------
+    memory : int, default ANDERSON_MEMORY
+        How many past iterates and residuals are stored.
     """
 
     adapts_damping = False
@@ -214,8 +280,23 @@ def _newton_model(Sigma, P, post, nu, tau):
 # %% book/14_ep_fast.md, code cell 14
 def sound_site_updates(likelihood, y, mean, var, nu, tau):
     """Chapter 8's marginal_site_updates (eq-sites-parallel) at model marginals (mean,
-    var) of the sites (nu, tau): (nu_new, tau_new, var_cav), or None unless every
-    marginal is finite with var > 0 and every cavity and update sound."""
+    var) of the sites (nu, tau).
+
+    Parameters
+    ----------
+    likelihood : Likelihood
+    y : ndarray of shape (n,)
+    mean, var : ndarray of shape (n,)
+        The model's marginals.
+    nu, tau : ndarray of shape (n,)
+        The sites.
+
+    Returns
+    -------
+    (nu_new, tau_new, var_cav) or None
+        None unless every marginal is finite with var > 0 and every cavity and update
+        sound.
+    """
     if not (np.all(np.isfinite(var) & (var > 0.0)) and np.all(np.isfinite(mean))):
         return None
     nu_new, tau_new, var_cav, ok = marginal_site_updates(
@@ -229,10 +310,25 @@ def ep_on_marginals(marginals, likelihood, y, nu, tau, eps, max_iter):
     """Anderson-accelerated parallel EP on a model of the marginals, from the sites (nu,
     tau).
 
-    ``marginals(nu, tau)`` returns (mean, var) and may raise LinAlgError. Returns
-    (sites, converged): the sites at which the change falls below ``eps``; else the last
-    iterate whose marginals, cavities and site updates were sound (the start if none
-    was), or the iterate reached after ``max_iter`` iterations.
+    Parameters
+    ----------
+    marginals : callable
+        ``marginals(nu, tau)`` returns (mean, var) and may raise LinAlgError.
+    likelihood : Likelihood
+    y : ndarray of shape (n,)
+    nu, tau : ndarray of shape (n,)
+        The starting sites.
+    eps : float
+        Converged when the change (eq-sites-converged) falls below ``eps``.
+    max_iter : int
+
+    Returns
+    -------
+    sites : (nu, tau)
+        The sites at which the change falls below ``eps``; else the last iterate whose
+        marginals, cavities and site updates were sound (the start if none was), or the
+        iterate reached after ``max_iter`` iterations.
+    converged : bool
     """
     mixer, last = AndersonStep(), (nu, tau)
     for _ in range(max_iter):
@@ -281,9 +377,21 @@ class NewtonStep(_NewtonProposal):
     The step towards the fixed point of EP on the linear-response model eq-ep-newton
     around the current posterior, found by ``ep_on_marginals`` from the plain proposal
     to a change of max(tol, r^2) / 100 (r the current change); the plain damped step
-    after a refused update or from the prior. With ``single``, asks for the marginals in
-    single precision while the change exceeds SINGLE_ABOVE (for the first ones, if
-    ``single_first``), and never again once the change has failed to fall.
+    after a refused update or from the prior.
+
+    Parameters
+    ----------
+    K : ndarray of shape (n, n)
+    likelihood : Likelihood
+    y : ndarray of shape (n,)
+        Labels -1/+1.
+    tol : float
+        The tolerance of the outer iteration.
+    single : bool, default True
+        Ask for the marginals in single precision while the change exceeds SINGLE_ABOVE,
+        and never again once the change has failed to fall.
+    single_first : bool, default False
+        Also for the first ones.
     """
 
     adapts_damping = True
@@ -314,11 +422,24 @@ FITC_START_MIN_N = 500  # ... and only from this n (below, the overhead dominate
 
 
 def pivoted_cholesky(K, rel_tol=LOWRANK_TOL, max_rank=None):
-    """Eq. (eq-ep-pivoted-cholesky): K ~ Q Q^T by diagonal pivoting; returns Q^T (r, n),
-    residual diagonal.
+    """Eq. (eq-ep-pivoted-cholesky): K ~ Q Q^T by diagonal pivoting.
 
     Stops when the largest residual variance is at most rel_tol * max(diag K), or after
-    ``max_rank`` columns (default n), whichever comes first.
+    ``max_rank`` columns, whichever comes first.
+
+    Parameters
+    ----------
+    K : ndarray of shape (n, n)
+    rel_tol : float, default LOWRANK_TOL
+    max_rank : int or None, default None
+        None: n.
+
+    Returns
+    -------
+    Qt : ndarray of shape (r, n)
+        Q^T.
+    d : ndarray of shape (n,)
+        The residual diagonal.
     """
     n = len(K)
     max_rank = n if max_rank is None else max_rank
@@ -340,7 +461,22 @@ def pivoted_cholesky(K, rel_tol=LOWRANK_TOL, max_rank=None):
 # %% book/14_ep_fast.md, code cell 19
 def lowrank_sums(Qt, d, nu, tau):
     """Eq. (eq-ep-lowrank-diag): A - I = Q^T T G Q and b = Q^T G nu, G = (I + D T)^-1,
-    summed over the columns of Qt (so over any split of them); needs 1 + d tau > 0."""
+    summed over the columns of Qt (so over any split of them); needs 1 + d tau > 0.
+
+    Parameters
+    ----------
+    Qt : ndarray of shape (r, n)
+        Q^T.
+    d : ndarray of shape (n,)
+        The diagonal D.
+    nu, tau : ndarray of shape (n,)
+        The sites.
+
+    Returns
+    -------
+    A_minus_I : ndarray of shape (r, r)
+    b : ndarray of shape (r,)
+    """
     g = 1.0 / (1.0 + d * tau)
     return (Qt * (tau * g)) @ Qt.T, Qt @ (g * nu)
 
@@ -348,8 +484,26 @@ def lowrank_sums(Qt, d, nu, tau):
 # %% book/14_ep_fast.md, code cell 20
 def lowrank_factor(A_minus_I, b=None):
     """Eq. (eq-ep-lowrank-diag): (C, c), C the Cholesky factor of A = I + A_minus_I
-    (formed in place) and c = C^-1 b = W nu, None without b. Raises LinAlgError when A
-    is not positive definite."""
+    (formed in place) and c = C^-1 b = W nu.
+
+    Parameters
+    ----------
+    A_minus_I : ndarray of shape (r, r)
+        Overwritten by A.
+    b : ndarray of shape (r,) or None, default None
+
+    Returns
+    -------
+    C : ndarray of shape (r, r)
+        Lower triangular.
+    c : ndarray of shape (r,) or None
+        None without b.
+
+    Raises
+    ------
+    LinAlgError
+        When A is not positive definite.
+    """
     A = A_minus_I
     A[np.diag_indices(len(A))] += 1.0
     C = cholesky(A, lower=True, check_finite=False)
@@ -361,8 +515,22 @@ def lowrank_factor(A_minus_I, b=None):
 # %% book/14_ep_fast.md, code cell 21
 def lowrank_marginals(Qt, d, nu, tau, C, c=None):
     """Eq. (eq-ep-lowrank-diag): the mean and variance at the columns of Qt from (C, c)
-    of lowrank_factor; without c, W nu is formed from these columns (then all of
-    them)."""
+    of lowrank_factor.
+
+    Parameters
+    ----------
+    Qt : ndarray of shape (r, m)
+        Q^T at these columns.
+    d, nu, tau : ndarray of shape (m,)
+        Diagonal and sites at these columns.
+    C : ndarray of shape (r, r)
+    c : ndarray of shape (r,) or None, default None
+        Without c, W nu is formed from these columns (then all of them).
+
+    Returns
+    -------
+    mean, var : ndarray of shape (m,)
+    """
     g = 1.0 / (1.0 + d * tau)
     W = solve_triangular(C, Qt * g, lower=True, check_finite=False)
     c = W @ nu if c is None else c
@@ -374,10 +542,29 @@ def lowrank_diag_marginals(Qt, d, nu, tau, with_factor=False):
     """Eqs (eq-ep-lowrank), (eq-ep-lowrank-diag): mean and diag Sigma for N(0, diag(d) +
     Q Q^T) and sites.
 
-    ``Qt`` is Q^T (r, n), ``d`` the n diagonal entries (zero: eq-ep-lowrank), ``nu``,
-    ``tau`` the sites; needs 1 + d_i tau_i > 0. O(n r^2). Raises LinAlgError when A = I
-    + Q^T T G Q is not positive definite. With ``with_factor``, also returns A's
-    Cholesky factor C.
+    Needs 1 + d_i tau_i > 0. O(n r^2).
+
+    Parameters
+    ----------
+    Qt : ndarray of shape (r, n)
+        Q^T.
+    d : ndarray of shape (n,)
+        The diagonal entries (zero: eq-ep-lowrank).
+    nu, tau : ndarray of shape (n,)
+        The sites.
+    with_factor : bool, default False
+        Also return A's Cholesky factor C.
+
+    Returns
+    -------
+    mean, var : ndarray of shape (n,)
+    C : ndarray of shape (r, r)
+        With ``with_factor`` only.
+
+    Raises
+    ------
+    LinAlgError
+        When A = I + Q^T T G Q is not positive definite.
     """
     C, _ = lowrank_factor(lowrank_sums(Qt, d, nu, tau)[0])
     mean, var = lowrank_marginals(Qt, d, nu, tau, C)
@@ -480,11 +667,34 @@ def solve_ep(
 
     "sequential" and "parallel" are run_ep's; "anderson" is parallel EP with
     AndersonStep (eq-ep-anderson); "newton" is parallel EP with NewtonStep
-    (eq-ep-newton), first run, with ``lowrank_start``, on a low-rank approximation of K
-    (eq-ep-lowrank), and, with ``single_precision``, with the marginals in single
-    precision while its change exceeds SINGLE_ABOVE (section sec-ep-floor). ``damping``,
-    ``max_iter`` and ``tol`` as in run_ep. Returns a SiteIteration, whose last
-    marginals are in double precision.
+    (eq-ep-newton).
+
+    Parameters
+    ----------
+    K : array_like of shape (n, n)
+    y : array_like of shape (n,)
+        Labels -1/+1.
+    likelihood : Likelihood
+    site_nu, site_tau : array_like of shape (n,) or None, default None
+        The starting sites.
+    method : {"sequential", "parallel", "anderson", "newton"}, default "newton"
+    damping, max_iter, tol
+        As in run_ep (defaults 1.0, 100, 1e-8).
+    lowrank_start : bool, default True
+        "newton" is first run on a low-rank approximation of K (eq-ep-lowrank).
+    single_precision : bool, default True
+        "newton" computes the marginals in single precision while its change exceeds
+        SINGLE_ABOVE (section sec-ep-floor).
+
+    Returns
+    -------
+    SiteIteration
+        Its last marginals in double precision.
+
+    Raises
+    ------
+    ValueError
+        For another method, or starting sites of a wrong shape.
     """
     if method not in EP_METHODS:
         raise ValueError(f"method must be one of {EP_METHODS}; got {method!r}")
