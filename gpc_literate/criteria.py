@@ -51,9 +51,25 @@ def loo_log_predictive(y, mean, var, likelihood, gamma=0.0):
     """Eqs (eq-sel-loo-pred), (eq-sel-heat): log p(y_i | x_i, D without i) and its
     derivatives.
 
-    log Z_i(mean_i + gamma, var_i) from ``likelihood.log_Z`` for labels y (+-1), cavity
-    means and variances. Returns three arrays: log_p, dlog_p/dmean (= dlog_p/dgamma) and
-    dlog_p/dvar = (d2 + d1**2) / 2 by the heat equation.
+    log Z_i(mean_i + gamma, var_i) from ``likelihood.log_Z``.
+
+    Parameters
+    ----------
+    y : array_like of shape (n,)
+        Labels +-1.
+    mean, var : array_like of shape (n,)
+        Cavity means and variances.
+    likelihood : Likelihood
+    gamma : float, default 0.0
+        The bias.
+
+    Returns
+    -------
+    log_p : ndarray of shape (n,)
+    dlog_p_dmean : ndarray of shape (n,)
+        dlog_p/dmean (= dlog_p/dgamma).
+    dlog_p_dvar : ndarray of shape (n,)
+        (d2 + d1**2) / 2 by the heat equation.
     """
     log_p, d1, d2 = likelihood.log_Z(y, np.asarray(mean, dtype=float) + gamma, var)
     log_p, d1, d2 = (np.atleast_1d(np.asarray(t, dtype=float)) for t in (log_p, d1, d2))
@@ -65,8 +81,22 @@ class ShiftedLikelihood(Likelihood):
     """Eq. (eq-sel-shift): p(y | f) = base(y | f + gamma), S&K's likelihood with the
     bias gamma.
 
-    Every method of ``base`` (default Probit(noise_var=1.0)) is evaluated at the shifted
-    latent value, so ``predictive(mu, var)`` is P(y = +1) for f ~ N(mu, var).
+    Every method of ``base`` is evaluated at the shifted latent value, so
+    ``predictive(mu, var)`` is P(y = +1) for f ~ N(mu, var).
+
+    Parameters
+    ----------
+    base : Likelihood or None, default None
+        None: Probit(noise_var=1.0).
+    gamma : float, default 0.0
+        The bias.
+
+    Raises
+    ------
+    TypeError
+        If ``base`` is not a gpc_literate likelihood, or gamma not a real number.
+    ValueError
+        If gamma is not finite.
     """
 
     _param_names = ("base", "gamma")
@@ -282,7 +312,27 @@ _DEFAULT_PARAMS = {
 # %% book/16_loo_criteria.md, code cell 15
 def check_criterion(criterion, criterion_params=None):
     """Return (criterion, its parameters with defaults); ValueError naming what is
-    wrong."""
+    wrong.
+
+    Parameters
+    ----------
+    criterion : {"evidence", "nlp", "f-measure", "wer", "auc"}
+    criterion_params : dict or None, default None
+        "f-measure": zeta, default 0.5; "wer": tau, default 1.0; each in [0, 1].
+
+    Returns
+    -------
+    criterion : str
+    params : dict
+
+    Raises
+    ------
+    ValueError
+        For another criterion, a parameter it does not have, or a weight outside
+        [0, 1].
+    TypeError
+        If a weight is not a real number.
+    """
     if not isinstance(criterion, str) or criterion not in CRITERIA:
         raise ValueError(f"criterion must be one of {CRITERIA}; got {criterion!r}")
     params = dict(_DEFAULT_PARAMS[criterion])
@@ -314,8 +364,27 @@ def measure_from_counts(criterion, y, q, params):
     """Eqs (eq-sel-fs), (eq-sel-wer), (eq-sel-auc) and their derivatives in q_i = P(y_i
     = +1) (eq-sel-df for the F-measure).
 
-    Returns (value, d value / d q) from the smoothed counts (eq-sel-counts); hard 0/1
-    values of q give the true counts.
+    From the smoothed counts (eq-sel-counts); hard 0/1 values of q give the true counts.
+
+    Parameters
+    ----------
+    criterion : {"f-measure", "wer", "auc"}
+    y : ndarray of shape (n,)
+        Labels -1/+1.
+    q : ndarray of shape (n,)
+        P(y_i = +1).
+    params : dict
+        As returned by ``check_criterion``.
+
+    Returns
+    -------
+    value : float
+    dvalue_dq : ndarray of shape (n,)
+
+    Raises
+    ------
+    ValueError
+        For another criterion.
     """
     pos = y > 0
     A, C = q[pos].sum(), q[~pos].sum()
@@ -351,7 +420,26 @@ def _labels_and_probabilities(y, prob_pos):
 
 def negative_log_predictive(y, prob_pos):
     """Eq. (eq-sel-nlp), S&K eq. 6: -mean log p(y_i), p(+1) = prob_pos, p(-1) = 1 -
-    prob_pos."""
+    prob_pos.
+
+    Parameters
+    ----------
+    y : array_like of shape (n,)
+        Labels -1/+1, both present.
+    prob_pos : array_like of shape (n,)
+        P(y_i = +1) for each example, in [0, 1].
+
+    Returns
+    -------
+    float
+        inf if an observed label has probability 0.
+
+    Raises
+    ------
+    ValueError
+        If y is not 1-D of both labels -1 and +1, or prob_pos is not of probabilities
+        of the shape of y.
+    """
     y, q = _labels_and_probabilities(y, prob_pos)
     with np.errstate(divide="ignore"):
         return float(-np.mean(np.log(np.where(y > 0, q, 1.0 - q))))
@@ -361,9 +449,26 @@ def negative_log_predictive(y, prob_pos):
 def f_measure(y, prob_pos, zeta=0.5):
     """Eqs (eq-sel-f), (eq-sel-fs), S&K eqs 7 and 10: F = A / (zeta n+ + (1 - zeta) m+).
 
-    y: labels -1/+1; prob_pos: P(y_i = +1) for each example. Predictive probabilities
-    give the smoothed F-measure, hard 0/1 predictions (e.g. ``predict(X) == 1``) the
-    true one.
+    Predictive probabilities give the smoothed F-measure, hard 0/1 predictions (e.g.
+    ``predict(X) == 1``) the true one.
+
+    Parameters
+    ----------
+    y : array_like of shape (n,)
+        Labels -1/+1, both present.
+    prob_pos : array_like of shape (n,)
+        P(y_i = +1) for each example, in [0, 1].
+    zeta : float in [0, 1], default 0.5
+
+    Returns
+    -------
+    float
+
+    Raises
+    ------
+    ValueError
+        If y is not 1-D of both labels -1 and +1, or prob_pos is not of probabilities
+        of the shape of y. Also if zeta is outside [0, 1].
     """
     zeta = check_scalar(zeta, "zeta", low=0.0, high=1.0)
     return float(
@@ -374,8 +479,26 @@ def f_measure(y, prob_pos, zeta=0.5):
 
 
 def weighted_error_rate(y, prob_pos, tau=1.0):
-    """Eq. (eq-sel-wer), S&K eq. 11: (n+ (1 - TP) + tau n- FP) / (n+ + tau n-), tau
-    in [0, 1]."""
+    """Eq. (eq-sel-wer), S&K eq. 11: (n+ (1 - TP) + tau n- FP) / (n+ + tau n-).
+
+    Parameters
+    ----------
+    y : array_like of shape (n,)
+        Labels -1/+1, both present.
+    prob_pos : array_like of shape (n,)
+        P(y_i = +1) for each example, in [0, 1].
+    tau : float in [0, 1], default 1.0
+
+    Returns
+    -------
+    float
+
+    Raises
+    ------
+    ValueError
+        If y is not 1-D of both labels -1 and +1, or prob_pos is not of probabilities
+        of the shape of y. Also if tau is outside [0, 1].
+    """
     tau = check_scalar(tau, "tau", low=0.0, high=1.0)
     return float(
         measure_from_counts(
@@ -385,7 +508,25 @@ def weighted_error_rate(y, prob_pos, tau=1.0):
 
 
 def auc_estimate(y, prob_pos):
-    """Eq. (eq-sel-auc), S&K eq. 12 after Hong et al. (2007): (1 + TP - FP) / 2."""
+    """Eq. (eq-sel-auc), S&K eq. 12 after Hong et al. (2007): (1 + TP - FP) / 2.
+
+    Parameters
+    ----------
+    y : array_like of shape (n,)
+        Labels -1/+1, both present.
+    prob_pos : array_like of shape (n,)
+        P(y_i = +1) for each example, in [0, 1].
+
+    Returns
+    -------
+    float
+
+    Raises
+    ------
+    ValueError
+        If y is not 1-D of both labels -1 and +1, or prob_pos is not of probabilities
+        of the shape of y.
+    """
     return float(
         measure_from_counts("auc", *_labels_and_probabilities(y, prob_pos), {})[0]
     )
@@ -394,7 +535,13 @@ def auc_estimate(y, prob_pos):
 # %% book/16_loo_criteria.md, code cell 22
 class LOOMoments(NamedTuple):
     """Eqs (eq-sel-cavity), (eq-sel-dcavity): cavity means, variances, their
-    theta-derivatives."""
+    theta-derivatives.
+
+    Attributes
+    ----------
+    mean, var : ndarray of shape (n,)
+    dmean, dvar : ndarray of shape (n, p) or None
+    """
 
     mean: np.ndarray
     var: np.ndarray
@@ -407,12 +554,26 @@ def loo_moments(K, site_nu, site_tau, dK=None):
     """Eqs (eq-sel-cavity), (eq-sel-dsigma), (eq-sel-dcavity), S&K eq. 4, appendix:
     fixed sites.
 
-    K (n, n): the covariance at the current hyperparameters; site_nu, site_tau: EP's
-    natural site parameters (either sign), held fixed; dK (n, n, p): dK/dtheta_j
-    (Kernel.gradient). Returns LOOMoments(mean, var, dmean, dvar), dmean and dvar None
-    without dK. Raises ImproperPosteriorError if K^-1 + T is not positive definite or a
-    cavity is improper. The derivatives go through P = (I + K T)^-1 = I - K A
-    (eq-sel-P).
+    The derivatives go through P = (I + K T)^-1 = I - K A (eq-sel-P).
+
+    Parameters
+    ----------
+    K : array_like of shape (n, n)
+        The covariance at the current hyperparameters.
+    site_nu, site_tau : array_like of shape (n,)
+        EP's natural site parameters (either sign), held fixed.
+    dK : array_like of shape (n, n, p) or None, default None
+        dK/dtheta_j (Kernel.gradient).
+
+    Returns
+    -------
+    LOOMoments
+        (mean, var, dmean, dvar), dmean and dvar None without dK.
+
+    Raises
+    ------
+    ImproperPosteriorError
+        If K^-1 + T is not positive definite or a cavity is improper.
     """
     post = SitePosterior(K, site_nu, site_tau)
     m, s = post.mean, post.var  # s = diag(Sigma)
@@ -441,10 +602,28 @@ def criterion_terms(criterion, y, log_p, criterion_params=None):
     """Eqs (eq-sel-nlp)-(eq-sel-dwer), S&K eqs 6-12, 15-16: a LOO criterion and J_i =
     dJ/dlog p_i.
 
-    ``log_p``: log LOO predictive probabilities of the observed labels y (-1/+1).
-    criterion "nlp", "f-measure" (criterion_params zeta), "wer" (tau) or "auc". Returns
-    (value, J) in the criterion's own units and sign (NLP and WER are minimised, F and
-    AUC maximised).
+    Parameters
+    ----------
+    criterion : {"nlp", "f-measure", "wer", "auc"}
+    y : array_like of shape (n,)
+        The observed labels (-1/+1).
+    log_p : array_like of shape (n,)
+        Log LOO predictive probabilities of the observed labels.
+    criterion_params : dict or None, default None
+        zeta ("f-measure") or tau ("wer").
+
+    Returns
+    -------
+    value : float
+    J : ndarray of shape (n,)
+        In the criterion's own units and sign (NLP and WER are minimised, F and AUC
+        maximised).
+
+    Raises
+    ------
+    ValueError
+        For "evidence" or another unknown criterion, bad criterion_params, or labels
+        that are not -1/+1 with both present.
     """
     criterion, params = check_criterion(criterion, criterion_params)
     if criterion == "evidence":
@@ -474,9 +653,30 @@ def loo_objective(
     """Eqs (eq-sel-chain), (eq-sel-dgamma): a LOO criterion at fixed sites (the M-step
     objective).
 
-    ``likelihood`` is the base likelihood (without gamma). Without ``dK`` returns the
-    value; with dK (n, n, p) returns (value, gradient), the gradient of length p + 1:
-    d/dtheta_j, then d/dgamma.
+    Parameters
+    ----------
+    K : array_like of shape (n, n)
+    y : array_like of shape (n,)
+        Labels -1/+1.
+    site_nu, site_tau : array_like of shape (n,)
+        The sites, held fixed.
+    likelihood : Likelihood
+        The base likelihood (without gamma).
+    gamma : float, default 0.0
+    criterion : {"nlp", "f-measure", "wer", "auc"}, default "nlp"
+    criterion_params : dict or None, default None
+    dK : array_like of shape (n, n, p) or None, default None
+
+    Returns
+    -------
+    value : float
+    gradient : ndarray of shape (p + 1,)
+        With dK only: d/dtheta_j, then d/dgamma.
+
+    Raises
+    ------
+    ImproperPosteriorError, ValueError
+        As ``loo_moments`` and ``criterion_terms``.
     """
     mom = loo_moments(K, site_nu, site_tau, dK)
     log_p, d_mean, d_var = loo_log_predictive(y, mom.mean, mom.var, likelihood, gamma)
