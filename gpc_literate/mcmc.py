@@ -72,7 +72,20 @@ _TWO_PI = 2.0 * np.pi
 def check_generator(rng, name="rng"):
     """Return a numpy Generator from ``rng`` (None, an integer seed or a Generator).
 
-    TypeError, naming ``name``, for anything else (a float, a string, a RandomState).
+    Parameters
+    ----------
+    rng : None, int or Generator
+    name : str, default "rng"
+        Named in the error message.
+
+    Returns
+    -------
+    numpy.random.Generator
+
+    Raises
+    ------
+    TypeError
+        Naming ``name``, for anything else (a float, a string, a RandomState).
     """
     if isinstance(rng, (bool, np.bool_, float, str)) or isinstance(
         rng, np.random.RandomState
@@ -92,8 +105,22 @@ def check_generator(rng, name="rng"):
 def prior_cholesky(K, jitter=MCMC_RELATIVE_JITTER):
     """Eq. (eq-mcmc-jitter): lower Cholesky factor of K + jitter * mean(diag K) * I.
 
-    ``K`` must be a finite symmetric (n, n) matrix, n >= 1 (ValueError naming K
-    otherwise), positive definite once the jitter is added.
+    Parameters
+    ----------
+    K : array_like of shape (n, n)
+        Finite and symmetric, n >= 1, positive definite once the jitter is added.
+    jitter : float >= 0, default MCMC_RELATIVE_JITTER
+
+    Returns
+    -------
+    L : ndarray of shape (n, n)
+
+    Raises
+    ------
+    ValueError
+        Naming K, if it is not such a matrix; or if jitter < 0 or not finite.
+    TypeError
+        If jitter is not a real number.
     """
     K = np.asarray(K, dtype=float)
     if K.ndim != 2 or K.shape[0] != K.shape[1] or K.shape[0] == 0:
@@ -147,12 +174,37 @@ def elliptical_slice_step(
 ):
     """Eqs (eq-mcmc-ellipse), (eq-mcmc-shrink): one elliptical slice step per row of f.
 
-    ``f`` (chains, n) current states with finite untempered log-likelihoods ``log_lik``
-    (chains,); ``L`` the prior's Cholesky factor (prior_cholesky); the target is the
-    tempered posterior eq-mcmc-tempered with ``beta`` in (0, 1].  At most ``max_shrink``
-    proposals per chain: a chain that reaches it keeps its state (still exact by
-    eq-mcmc-balance).  Returns (f, log_lik, n_proposals, capped), the last two per
-    chain.
+    The target is the tempered posterior eq-mcmc-tempered.  A chain that reaches
+    ``max_shrink`` proposals keeps its state (still exact by eq-mcmc-balance).
+
+    Parameters
+    ----------
+    f : ndarray of shape (chains, n)
+        Current states.
+    log_lik : ndarray of shape (chains,)
+        Their finite untempered log-likelihoods.
+    L : ndarray of shape (n, n)
+        The prior's Cholesky factor (prior_cholesky).
+    likelihood : Likelihood
+    y : ndarray of shape (n,)
+    rng : numpy.random.Generator
+    beta : float in (0, 1], default 1.0
+        The inverse temperature.
+    max_shrink : int, default 100
+        At most this many proposals per chain.
+
+    Returns
+    -------
+    f : ndarray of shape (chains, n)
+    log_lik : ndarray of shape (chains,)
+    n_proposals : ndarray of int of shape (chains,)
+    capped : ndarray of bool of shape (chains,)
+        The chains that reached ``max_shrink``.
+
+    Raises
+    ------
+    ValueError
+        If beta is outside (0, 1].
     """
     beta = check_scalar(beta, "beta", low=0.0, high=1.0, low_inclusive=False)
     n_chains = f.shape[0]
@@ -185,10 +237,29 @@ def elliptical_slice_step(
 def initial_state(L, likelihood, y, n_chains, rng, f0=None):
     """Eq. (eq-mcmc-init): starting states (n_chains, n) with finite log-likelihoods.
 
-    Without ``f0``: independent prior draws f = L z, and where log L(f) = -inf the
-    reflection f_i <- y_i |f_i| (every label satisfied).  ``f0`` of shape (n,) (every
-    chain) or (n_chains, n) is used as given.  Returns (f, log_lik); ValueError, naming
-    f0, if a state has a log-likelihood of -inf or NaN.
+    Parameters
+    ----------
+    L : ndarray of shape (n, n)
+        The prior's Cholesky factor.
+    likelihood : Likelihood
+    y : ndarray of shape (n,)
+    n_chains : int
+    rng : numpy.random.Generator
+    f0 : array_like of shape (n,) or (n_chains, n), or None, default None
+        Used as given, for every chain or one row per chain.  None: independent prior
+        draws f = L z, and where log L(f) = -inf the reflection f_i <- y_i |f_i| (every
+        label satisfied).
+
+    Returns
+    -------
+    f : ndarray of shape (n_chains, n)
+    log_lik : ndarray of shape (n_chains,)
+
+    Raises
+    ------
+    ValueError
+        If ``f0`` is not finite of one of those shapes, or a state has a log-likelihood
+        of -inf or NaN (naming f0 when it was given).
     """
     n = L.shape[0]
     if f0 is None:
@@ -219,6 +290,14 @@ def split_chains(draws):
     """Cut each chain in two (eq-mcmc-rhat): (M, N, ...) -> (2M, N // 2, ...).
 
     With N odd the middle draw is dropped.
+
+    Parameters
+    ----------
+    draws : array_like of shape (M, N, ...)
+
+    Returns
+    -------
+    ndarray of shape (2 M, N // 2, ...)
     """
     draws = np.asarray(draws, dtype=float)
     half = draws.shape[1] // 2
@@ -229,8 +308,14 @@ def split_chains(draws):
 def rank_normalize(draws):
     """Eq. (eq-mcmc-rank): normal scores of the ranks over all chains and draws.
 
-    ``draws`` (M, N, ...): each trailing coordinate is ranked separately (ties
-    averaged).
+    Parameters
+    ----------
+    draws : array_like of shape (M, N, ...)
+        Each trailing coordinate is ranked separately (ties averaged).
+
+    Returns
+    -------
+    ndarray of shape (M, N, ...)
     """
     draws = np.asarray(draws, dtype=float)
     flat = draws.reshape(draws.shape[0] * draws.shape[1], -1)
@@ -252,9 +337,18 @@ def split_rhat(draws):
     """Eqs (eq-mcmc-rhat), (eq-mcmc-rank): rank-normalised split R-hat of each
     coordinate.
 
-    ``draws`` (M, N, ...) with M >= 1 chains of N >= 4 draws; the larger of the R-hats
-    of the location (ranks of the draws) and of the scale (ranks of |draws - median|). A
-    coordinate constant within every half chain gets inf.
+    The larger of the R-hats of the location (ranks of the draws) and of the scale
+    (ranks of |draws - median|).
+
+    Parameters
+    ----------
+    draws : array_like of shape (M, N, ...)
+        M >= 1 chains of N >= 4 draws.
+
+    Returns
+    -------
+    ndarray of shape (...)
+        inf for a coordinate constant within every half chain.
     """
     x = split_chains(draws)
     folded = np.abs(x - np.median(x.reshape(-1, *x.shape[2:]), axis=0))
@@ -276,10 +370,20 @@ def effective_sample_size(draws, *, rank_normalized=False):
     """Eqs (eq-mcmc-autocorr), (eq-mcmc-geyer): effective sample size of each
     coordinate.
 
-    ``draws`` (M, N, ...) from M >= 1 chains of N >= 4 draws, split in halves first;
-    ``rank_normalized=True`` gives the bulk ESS of the ranks (eq-mcmc-rank).  Geyer's
-    initial monotone sequence; tau is kept >= 1 / log10(M N).  NaN where all draws are
-    equal.
+    The chains are split in halves first; Geyer's initial monotone sequence; tau is
+    kept >= 1 / log10(M N).
+
+    Parameters
+    ----------
+    draws : array_like of shape (M, N, ...)
+        M >= 1 chains of N >= 4 draws.
+    rank_normalized : bool, default False
+        True gives the bulk ESS of the ranks (eq-mcmc-rank).
+
+    Returns
+    -------
+    ndarray of shape (...)
+        NaN where all draws are equal.
     """
     x = split_chains(draws)
     if rank_normalized:
@@ -303,8 +407,16 @@ def effective_sample_size(draws, *, rank_normalized=False):
 
 # %% book/22_gold_standard.md, code cell 14
 def monte_carlo_mean(draws):
-    """Eq. (eq-mcmc-mcse): (mean, standard error, ESS) of each coordinate of draws
-    (M, N, ...)."""
+    """Eq. (eq-mcmc-mcse): (mean, standard error, ESS) of each coordinate of draws.
+
+    Parameters
+    ----------
+    draws : array_like of shape (M, N, ...)
+
+    Returns
+    -------
+    mean, se, ess : ndarray of shape (...)
+    """
     draws = np.asarray(draws, dtype=float)
     ess = effective_sample_size(draws)
     var = draws.reshape(-1, *draws.shape[2:]).var(axis=0, ddof=1)
@@ -316,14 +428,32 @@ def monte_carlo_mean(draws):
 class MCMCResult:
     """Draws of f from elliptical_slice_sampling and their diagnostics.
 
-    ``samples`` (chains, draws, n) and ``log_lik`` (chains, draws) the kept states and
-    their log-likelihoods; ``mean``, ``var`` (n,) the posterior mean and variance of f
-    with their Monte Carlo standard errors ``mean_se``, ``var_se`` (eq-mcmc-mcse);
-    ``ess`` (bulk, eq-mcmc-geyer) and ``rhat`` (eq-mcmc-rhat) per coordinate,
-    ``min_ess`` and ``max_rhat`` over them; ``converged``: max_rhat <= rhat_max and
-    min_ess >= ess_min; ``proposals_per_step`` (mean over chains and steps),
-    ``n_capped`` (steps that hit max_shrink); ``chol`` the Cholesky factor used
-    (eq-mcmc-jitter), for predictions; ``seconds`` the wall time.
+    Attributes
+    ----------
+    samples : ndarray of shape (chains, draws, n)
+        The kept states.
+    log_lik : ndarray of shape (chains, draws)
+        Their log-likelihoods.
+    mean, var : ndarray of shape (n,)
+        The posterior mean and variance of f.
+    mean_se, var_se : ndarray of shape (n,)
+        Their Monte Carlo standard errors (eq-mcmc-mcse).
+    ess : ndarray of shape (n,)
+        Bulk ESS per coordinate (eq-mcmc-geyer).
+    rhat : ndarray of shape (n,)
+        R-hat per coordinate (eq-mcmc-rhat).
+    min_ess, max_rhat : float
+        Over the coordinates.
+    converged : bool
+        max_rhat <= rhat_max and min_ess >= ess_min.
+    proposals_per_step : float
+        Mean over chains and steps.
+    n_capped : int
+        Steps that hit max_shrink.
+    chol : ndarray of shape (n, n)
+        The Cholesky factor used (eq-mcmc-jitter), for predictions.
+    seconds : float
+        The wall time.
     """
 
     samples: np.ndarray
@@ -504,9 +634,14 @@ def elliptical_slice_sampling(
 class MCMCPredictive(NamedTuple):
     """Predictions at m test inputs from posterior draws (eq-mcmc-rb).
 
-    ``prob``, ``prob_se`` P(y* = +1) and its Monte Carlo standard error; ``mean``,
-    ``mean_se`` the predictive mean of f* and its error; ``var`` the predictive variance
-    of f*.
+    Attributes
+    ----------
+    prob, prob_se : ndarray of shape (m,)
+        P(y* = +1) and its Monte Carlo standard error.
+    mean, mean_se : ndarray of shape (m,)
+        The predictive mean of f* and its error.
+    var : ndarray of shape (m,)
+        The predictive variance of f*.
     """
 
     prob: np.ndarray
@@ -524,10 +659,27 @@ def predictive_probabilities(result, K_cross, k_test_diag, likelihood, *, thin=1
     """Eqs (eq-mcmc-conditional), (eq-mcmc-rb): Rao-Blackwellised predictions from MCMC
     draws.
 
-    ``result`` an MCMCResult; ``K_cross`` (m, n) prior covariances of m test inputs with
-    the n training inputs, ``k_test_diag`` (m,) their prior variances; ``likelihood``
-    provides ``predictive(mu, var)``, called on at most _PREDICTIVE_CHUNK averages at a
-    time; every ``thin``-th draw is used.  Returns an MCMCPredictive.
+    Parameters
+    ----------
+    result : MCMCResult
+    K_cross : array_like of shape (m, n)
+        Prior covariances of m test inputs with the n training inputs.
+    k_test_diag : array_like of shape (m,)
+        Their prior variances.
+    likelihood : Likelihood
+        Provides ``predictive(mu, var)``, called on at most _PREDICTIVE_CHUNK averages
+        at a time.
+    thin : int >= 1, default 1
+        Every ``thin``-th draw is used.
+
+    Returns
+    -------
+    MCMCPredictive
+
+    Raises
+    ------
+    ValueError
+        If K_cross or k_test_diag has the wrong shape.
     """
     thin = check_integer(thin, "thin", low=1)
     L = result.chol
@@ -557,8 +709,23 @@ def predictive_probabilities(result, K_cross, k_test_diag, likelihood, *, thin=1
 
 # %% book/22_gold_standard.md, code cell 23
 def ais_schedule(n_temperatures, power=4.0):
-    """Eq. (eq-mcmc-schedule): beta_t = (t / T)^power, t = 0..T, with T =
-    n_temperatures >= 1."""
+    """Eq. (eq-mcmc-schedule): beta_t = (t / T)^power, t = 0..T.
+
+    Parameters
+    ----------
+    n_temperatures : int >= 1
+        T.
+    power : float > 0, default 4.0
+
+    Returns
+    -------
+    ndarray of shape (T + 1,)
+
+    Raises
+    ------
+    TypeError, ValueError
+        If n_temperatures is not an integer >= 1 or power not a number > 0.
+    """
     n_temperatures = check_integer(n_temperatures, "n_temperatures", low=1)
     power = check_scalar(power, "power", low=0.0, low_inclusive=False)
     return (np.arange(n_temperatures + 1) / n_temperatures) ** power
@@ -593,10 +760,21 @@ class AISResult:
     """log p(y) by annealed importance sampling (eq-mcmc-ais-estimate) and what it rests
     on.
 
-    ``log_evidence`` and its standard error ``log_evidence_se`` (delta method over the
-    runs); ``log_weights`` (runs,) eq-mcmc-ais-weight; ``weight_ess`` the effective
-    number of runs; ``betas`` the schedule; ``f`` (runs, n) the last states; ``seconds``
-    the wall time.
+    Attributes
+    ----------
+    log_evidence : float
+    log_evidence_se : float
+        Its standard error (delta method over the runs).
+    log_weights : ndarray of shape (runs,)
+        eq-mcmc-ais-weight.
+    weight_ess : float
+        The effective number of runs.
+    betas : ndarray
+        The schedule.
+    f : ndarray of shape (runs, n)
+        The last states.
+    seconds : float
+        The wall time.
     """
 
     log_evidence: float
