@@ -75,14 +75,36 @@ METHODS = {
 # %% book/23_approximations_vs_gold.md, code cell 4
 def family_likelihood(family):
     """The likelihood of a family: "probit" Probit(noise_var=1.0), "logistic"
-    Logistic()."""
+    Logistic().
+
+    Parameters
+    ----------
+    family : {"probit", "logistic"}
+
+    Returns
+    -------
+    Likelihood
+
+    Raises
+    ------
+    ValueError
+        For another family.
+    """
     if family not in FAMILIES:
         raise ValueError(f"family must be one of {FAMILIES}; got {family!r}")
     return Probit(noise_var=1.0) if family == "probit" else Logistic()
 
 
 class SiteGaussian(NamedTuple):
-    """Eq. (eq-gold-q): q = N(mean, cov) and log Z_q (eq-gold-evidence)."""
+    """Eq. (eq-gold-q): q = N(mean, cov) and log Z_q (eq-gold-evidence).
+
+    Attributes
+    ----------
+    mean : ndarray of shape (n,)
+    cov : ndarray of shape (n, n)
+    log_norm : float
+        log Z_q.
+    """
 
     mean: np.ndarray
     cov: np.ndarray
@@ -94,9 +116,23 @@ def site_gaussian(K, site_tau, site_nu):
     """Eqs (eq-gold-q), (eq-gold-evidence): the Gaussian of sites tau >= 0 and its log
     Z_q.
 
-    ``K`` (n, n) the prior covariance, finite and n >= 1; ``site_tau``, ``site_nu`` (n,)
-    finite, tau >= 0 (ValueError naming the argument otherwise). Chapter 8's
-    positive_site_marginals (eq-sites-chol) gives m, S and log det B.
+    Chapter 8's positive_site_marginals (eq-sites-chol) gives m, S and log det B.
+
+    Parameters
+    ----------
+    K : array_like of shape (n, n)
+        The prior covariance, finite, symmetric and positive semi-definite, n >= 1.
+    site_tau, site_nu : array_like of shape (n,)
+        Finite, tau >= 0.
+
+    Returns
+    -------
+    SiteGaussian
+
+    Raises
+    ------
+    ValueError
+        Naming the argument that is not as described.
     """
     K = np.asarray(K, dtype=float)
     tau = np.asarray(site_tau, dtype=float)
@@ -134,8 +170,16 @@ class SiteRatio(Likelihood):
     """Eq. (eq-gold-ratio): log p(y_i | m_i + g_i) - log t_i(m_i + g_i), for the sampler
     of g.
 
-    ``likelihood`` the model's, ``site_tau``, ``site_nu`` the sites and ``mean`` = m of
-    q. Only ``log_prob`` is defined: it is all elliptical slice sampling and AIS use.
+    Only ``log_prob`` is defined: it is all elliptical slice sampling and AIS use.
+
+    Parameters
+    ----------
+    likelihood : Likelihood
+        The model's.
+    site_tau, site_nu : ndarray of shape (n,)
+        The sites.
+    mean : ndarray of shape (n,)
+        m of q.
     """
 
     _param_names = ()
@@ -158,9 +202,25 @@ def exact_loo(draws, y, likelihood):
     """Eq. (eq-gold-loo): p(y_i | D without i) from posterior draws of f, with its
     error.
 
-    ``draws`` (chains, draws, n) of f from the full posterior, ``y`` (n,) labels.
-    Returns (prob, se): 1 / mean of 1 / p(y_i | f_i), and the delta-method standard
-    error.
+    Parameters
+    ----------
+    draws : array_like of shape (chains, draws, n)
+        Draws of f from the full posterior.
+    y : array_like of shape (n,)
+        Labels.
+    likelihood : Likelihood
+
+    Returns
+    -------
+    prob : ndarray of shape (n,)
+        1 / mean of 1 / p(y_i | f_i).
+    se : ndarray of shape (n,)
+        The delta-method standard error.
+
+    Raises
+    ------
+    ValueError
+        If draws has another shape.
     """
     draws = np.asarray(draws, dtype=float)
     if draws.ndim != 3 or draws.shape[-1] != len(y):
@@ -176,8 +236,16 @@ def loo_variance_limit(likelihood):
     """Eq. (eq-gold-loo-finite): the cavity variance below which eq-gold-loo has finite
     variance.
 
-    The noise variance nu for Gaussian and for Probit without flips; inf (no limit) for
-    the other likelihoods of the package (logistic, or bounded away from zero by flips).
+    Parameters
+    ----------
+    likelihood : Likelihood
+
+    Returns
+    -------
+    float
+        The noise variance nu for Gaussian and for Probit without flips; inf (no limit)
+        for the other likelihoods of the package (logistic, or bounded away from zero by
+        flips).
     """
     if isinstance(likelihood, Gaussian) or (
         isinstance(likelihood, Probit) and likelihood.kappa == 0.0
@@ -192,12 +260,21 @@ class GoldStandard:
     """The posterior by MCMC and the evidence by AIS around Gaussian sites
     (eq-gold-ratio).
 
-    ``mcmc`` an MCMCResult in f (draws, moments, diagnostics); ``ais`` an AISResult
-    whose log evidence includes log Z_q; ``base`` the SiteGaussian q; ``loo_prob``,
-    ``loo_prob_se`` exact leave-one-out probabilities of the observed labels
-    (eq-gold-loo) and their errors; ``loo_reliable`` where q's cavity variance satisfies
-    eq-gold-loo-finite; ``converged``: the chains passed their diagnostics and the AIS
-    weights are not degenerate.
+    Attributes
+    ----------
+    mcmc : MCMCResult
+        In f (draws, moments, diagnostics).
+    ais : AISResult
+        Its log evidence includes log Z_q.
+    base : SiteGaussian
+        q.
+    loo_prob, loo_prob_se : ndarray of shape (n,)
+        Exact leave-one-out probabilities of the observed labels (eq-gold-loo) and their
+        errors.
+    loo_reliable : ndarray of bool of shape (n,)
+        Where q's cavity variance satisfies eq-gold-loo-finite.
+    converged : bool
+        The chains passed their diagnostics and the AIS weights are not degenerate.
     """
 
     mcmc: MCMCResult
@@ -285,13 +362,38 @@ def gold_standard(
     """Eqs (eq-gold-ratio), (eq-gold-evidence): exact posterior draws and log p(y)
     around sites.
 
-    ``K``, ``y``, ``likelihood`` as for elliptical_slice_sampling; ``site_tau`` >= 0 and
-    ``site_nu`` the sites of a Gaussian approximation (EP's or Laplace's: any finite
-    values give exact answers, close ones give fast mixing). ``n_samples``,
-    ``n_chains``, ``burn_in``, ``thin`` go to elliptical_slice_sampling, ``ais_runs``,
-    ``ais_schedule``, ``min_weight_ess`` to ais_log_evidence; ``rng`` a Generator or
-    seed. Returns a GoldStandard; the two estimators warn (ConvergenceWarning) when
-    their diagnostics fail.
+    Parameters
+    ----------
+    K, y, likelihood
+        As for elliptical_slice_sampling.
+    site_tau, site_nu : array_like of shape (n,)
+        The sites of a Gaussian approximation, tau >= 0 (EP's or Laplace's: any finite
+        values give exact answers, close ones give fast mixing).
+    n_samples, n_chains, burn_in, thin
+        To elliptical_slice_sampling (defaults 4000, 4, 200, 1).
+    ais_runs, ais_schedule, min_weight_ess
+        To ais_log_evidence as n_runs, schedule, min_weight_ess (defaults 64, 200,
+        10.0).
+    rng : None, int or Generator, default None
+        A Generator or seed.
+    progress : bool, default False
+        Show progress bars.
+
+    Returns
+    -------
+    GoldStandard
+
+    Raises
+    ------
+    ValueError
+        If K or the sites are not as site_gaussian needs.
+    TypeError
+        If rng is not None, an integer seed or a Generator.
+
+    Warns
+    -----
+    ConvergenceWarning
+        From either estimator when its diagnostics fail.
     """
     rng = check_generator(rng)
     y = np.asarray(y, dtype=float)
@@ -316,10 +418,23 @@ def gold_standard(
 class Approximation(NamedTuple):
     """One method's answers at a fixed kernel; NaN where the method has none.
 
-    ``mean``, ``var`` (n,) the posterior marginals of f at the training inputs; ``prob``
-    (m,) P(y* = +1) at the test inputs; ``decision`` (m,) the sign that classifies them;
-    ``log_evidence``; ``loo_prob`` (n,) p(y_i | D without i); ``loo_decision`` (n,) the
-    leave-one-out activations; ``seconds`` the fit; ``converged`` the fit's flag.
+    Attributes
+    ----------
+    mean, var : ndarray of shape (n,)
+        The posterior marginals of f at the training inputs.
+    prob : ndarray of shape (m,)
+        P(y* = +1) at the test inputs.
+    decision : ndarray of shape (m,)
+        The sign that classifies them.
+    log_evidence : float
+    loo_prob : ndarray of shape (n,)
+        p(y_i | D without i).
+    loo_decision : ndarray of shape (n,)
+        The leave-one-out activations.
+    seconds : float
+        The fit.
+    converged : bool
+        The fit's flag.
     """
 
     mean: np.ndarray
@@ -392,9 +507,28 @@ _ADAPTERS = {
 def approximate(method, kernel, X, y, X_test, family="probit"):
     """One method of METHODS[family] at a fixed ``kernel``, as an Approximation.
 
-    ``X`` (n, d), ``y`` (n,) labels +-1, ``X_test`` (m, d). ConvergenceWarnings of the
-    fit are recorded in ``converged`` rather than raised (the caller decides what to
-    show).
+    ConvergenceWarnings of the fit are recorded in ``converged`` rather than raised (the
+    caller decides what to show).
+
+    Parameters
+    ----------
+    method : str
+        One of METHODS[family].
+    kernel : Kernel
+    X : array_like of shape (n, d)
+    y : array_like of shape (n,)
+        Labels +-1.
+    X_test : array_like of shape (m, d)
+    family : {"probit", "logistic"}, default "probit"
+
+    Returns
+    -------
+    Approximation
+
+    Raises
+    ------
+    ValueError
+        For another family or method.
     """
     return _approximate(method, kernel, X, y, X_test, family)[0]
 
@@ -440,8 +574,20 @@ def _approximate(method, kernel, X, y, X_test, family):
 
 # %% book/23_approximations_vs_gold.md, code cell 21
 def information_bits(y, prob):
-    """Eq. (eq-gold-bits): 1 + mean log2 p(y_j | x_j) for labels +-1 and prob = P(y =
-    +1)."""
+    """Eq. (eq-gold-bits): 1 + mean log2 p(y_j | x_j).
+
+    Parameters
+    ----------
+    y : array_like of shape (m,)
+        Labels +-1.
+    prob : array_like of shape (m,)
+        P(y = +1).
+
+    Returns
+    -------
+    float
+        Each p(y_j | x_j) is clipped below at 1e-300.
+    """
     y = np.asarray(y, dtype=float)
     prob = np.asarray(prob, dtype=float)
     p = np.clip(np.where(y > 0, prob, 1.0 - prob), 1e-300, 1.0)
@@ -489,8 +635,15 @@ class Comparison(NamedTuple):
     """compare_methods' result: the gold standard, its predictions, each method and
     measures.
 
-    ``measures``: {"gold": {...}, method: {...}} (sec-gold-measures);
-    ``approximations``: {method: Approximation}.
+    Attributes
+    ----------
+    gold : GoldStandard
+    predictive : MCMCPredictive
+        The gold standard's predictions at the test inputs.
+    approximations : dict
+        {method: Approximation}.
+    measures : dict
+        {"gold": {...}, method: {...}} (sec-gold-measures).
     """
 
     gold: GoldStandard
@@ -572,11 +725,33 @@ def compare_methods(
     """Every method of METHODS[family] (or ``methods``) against the gold standard at
     ``kernel``.
 
-    The gold standard is gold_standard around EP's sites with ``gold_settings``
-    (n_samples, burn_in, ais_runs, ...); its ConvergenceWarnings are recorded in the
-    measures ("converged", "min_ess", "max_rhat", "weight_ess"), not raised. A method
-    whose fit raises (ValueError, ArithmeticError, LinAlgError) gets {"failed": message}
-    as its measures. Returns a Comparison.
+    The gold standard is gold_standard around EP's sites; its ConvergenceWarnings are
+    recorded in the measures ("converged", "min_ess", "max_rhat", "weight_ess"), not
+    raised. A method whose fit raises (ValueError, ArithmeticError, LinAlgError) gets
+    {"failed": message} as its measures.
+
+    Parameters
+    ----------
+    kernel : Kernel
+    X, y : array_like of shape (n, d), (n,)
+        Training inputs and labels +-1.
+    X_test, y_test : array_like of shape (m, d), (m,)
+        Test inputs and labels.
+    family : {"probit", "logistic"}, default "probit"
+    methods : iterable of str or None, default None
+        None: METHODS[family].
+    rng : None, int or Generator, default None
+    **gold_settings
+        To gold_standard (n_samples, burn_in, ais_runs, ...).
+
+    Returns
+    -------
+    Comparison
+
+    Raises
+    ------
+    ValueError
+        For another family.
     """
     likelihood = family_likelihood(family)
     methods = METHODS[family] if methods is None else tuple(methods)
