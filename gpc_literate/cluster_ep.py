@@ -205,6 +205,19 @@ class SparseShard(_ShardProposal, _ShardStep, _ShardEvidence, _ShardGradient):
     Made from the shard's inputs X and labels y in {-1, +1}, the kernel, likelihood and
     inducing inputs Z (chapter 25's fitc_prior, on the shard's worker). Its methods are
     the shard's part of one iteration of sharded_sparse_ep.
+
+    Parameters
+    ----------
+    X : ndarray of shape (n_s, d)
+        The shard's inputs.
+    y : array_like of shape (n_s,)
+        Their labels in {-1, +1}.
+    kernel : RBF
+    likelihood : Likelihood
+    Z : ndarray of shape (M, d)
+        Inducing inputs.
+    nu, tau : array_like of shape (n_s,) or None, default None
+        The starting sites (None: zero).
     """
 
     def __init__(self, X, y, kernel, likelihood, Z, nu=None, tau=None):
@@ -239,7 +252,18 @@ class SparseShard(_ShardProposal, _ShardStep, _ShardEvidence, _ShardGradient):
 # %% book/27_sparse_ep_cluster.md, code cell 8
 class ShardedFit(NamedTuple):
     """Output of sharded_sparse_ep: iterations, convergence, last change, and the bytes
-    exchanged with the shards in the costliest iteration."""
+    exchanged with the shards in the costliest iteration.
+
+    Attributes
+    ----------
+    n_iter : int
+    converged : bool
+    change : float
+        The largest undamped site change of the last iteration (inf if none was
+        computed).
+    bytes_per_iter : float
+        The bytes exchanged with the shards in the costliest iteration.
+    """
 
     n_iter: int
     converged: bool
@@ -326,8 +350,38 @@ def make_shards(
     X, y, kernel, likelihood, Z, *, client=None, n_shards=None, nu=None, tau=None
 ):
     """SparseShards of (X, y) in contiguous blocks: Dask actors, one per worker of
-    ``client``, or ``n_shards`` (default 1) local objects without one. y in {-1, +1};
-    the sites start at (nu, tau), default zero."""
+    ``client``, or ``n_shards`` local objects without one.
+
+    Parameters
+    ----------
+    X : array_like of shape (n, d)
+    y : array_like of shape (n,)
+        Labels in {-1, +1}.
+    kernel : RBF
+    likelihood : Likelihood
+    Z : ndarray of shape (M, d)
+        Inducing inputs.
+    client : dask.distributed.Client or None, default None
+    n_shards : int >= 1 or None, default None
+        Without a client; None: 1.
+    nu, tau : ndarray of shape (n,) or None, default None
+        The starting sites (None: zero).
+
+    Returns
+    -------
+    list of SparseShard
+        Or of their Dask actors.
+
+    Raises
+    ------
+    ValueError
+        If X is not 2-D with one row per label or y is not in {-1, +1}; or the client
+        is not running, cannot reach its scheduler or has no workers.
+    TypeError
+        If client is not a dask.distributed Client.
+    WorkerLostError
+        When a worker is lost.
+    """
     X, y = np.asarray(X, dtype=float), np.asarray(y, dtype=float)
     if X.ndim != 2 or len(X) != len(y) or not np.all(np.abs(y) == 1.0):
         raise ValueError(
@@ -379,12 +433,28 @@ def _factor(shards, moved=None):
 
 # %% book/27_sparse_ep_cluster.md, code cell 13
 def sharded_sparse_ep(shards, tol=1e-8, max_iter=200):
-    """Anderson-mixed parallel EP on the FITC prior, the points in ``shards``: a
-    ShardedFit.
+    """Anderson-mixed parallel EP on the FITC prior, the points in ``shards``.
 
     The iteration of chapter 25 (run_fitc_ep) with eq-cluster-sums, eq-cluster-marginals
     and eq-cluster-anderson. On a failed marginal, cavity or site update the shards go
     back to their last sound sites and the fit stops, not converged.
+
+    Parameters
+    ----------
+    shards : list of SparseShard
+        From make_shards; their sites are updated.
+    tol : float, default 1e-8
+        Converged when the largest undamped site change is below ``tol``.
+    max_iter : int, default 200
+
+    Returns
+    -------
+    ShardedFit
+
+    Raises
+    ------
+    WorkerLostError
+        When the worker of an actor is lost.
     """
     change, most = np.inf, 0
     for it in range(1, max_iter + 1):
@@ -414,9 +484,19 @@ def sharded_sparse_ep(shards, tol=1e-8, max_iter=200):
 
 # %% book/27_sparse_ep_cluster.md, code cell 14
 def sharded_log_evidence(shards, factor=None):
-    """Eqs (eq-ep-logz-stable), (eq-cluster-evidence): log Z_EP at the shards' sites;
-    -inf when q or a cavity is improper. ``factor``: (C, c) if already computed at these
-    sites."""
+    """Eqs (eq-ep-logz-stable), (eq-cluster-evidence): log Z_EP at the shards' sites.
+
+    Parameters
+    ----------
+    shards : list of SparseShard
+    factor : (C, c) or None, default None
+        If already computed at these sites.
+
+    Returns
+    -------
+    float
+        -inf when q or a cavity is improper.
+    """
     factor = _factor(shards) if factor is None else factor
     if factor is None:
         return -np.inf
@@ -427,17 +507,39 @@ def sharded_log_evidence(shards, factor=None):
 
 
 def gather_sites(shards):
-    """The sites (nu, tau) of all points, in the order of the rows given to
-    make_shards."""
+    """The sites (nu, tau) of all points, in the order of the rows given to make_shards.
+
+    Parameters
+    ----------
+    shards : list of SparseShard
+
+    Returns
+    -------
+    nu, tau : ndarray of shape (n,)
+    """
     parts = _on_shards(shards, "sites")
     return np.concatenate([p[0] for p in parts]), np.concatenate([p[1] for p in parts])
 
 
 # %% book/27_sparse_ep_cluster.md, code cell 18
 def sharded_gradient(shards, kernel, Z, factor):
-    """Eqs (eq-sparse-gradient), (eq-cluster-gradient): d log Z_EP / d theta and d /
-    d Z at the shards' sites, ``factor`` = (C, c) there; the shards' prior is at
-    (kernel, Z)."""
+    """Eqs (eq-sparse-gradient), (eq-cluster-gradient): d log Z_EP / d theta and d / d Z
+    at the shards' sites.
+
+    Parameters
+    ----------
+    shards : list of SparseShard
+        Their prior is at (kernel, Z).
+    kernel : RBF
+    Z : ndarray of shape (M, d)
+    factor : (C, c)
+        At the shards' sites.
+
+    Returns
+    -------
+    d_theta : ndarray of shape (p,)
+    d_Z : ndarray of shape (M, d)
+    """
     C, c = factor
     sums = _on_shards(shards, "adjoint_sums", C, c)
     Bc, RBt = sum(p[0] for p in sums), sum(p[1] for p in sums)
@@ -457,9 +559,35 @@ def sharded_gradient(shards, kernel, Z, factor):
 def learn_on_shards(
     shards, kernel, Z, *, learn_inducing, bounds, tol, max_iter, verbose=False
 ):
-    """Chapter 25's search_fitc with EP and the gradient on the shards: (kernel, Z,
-    LearnedHyperparameters) at the best point found. Each run starts from the sites of
-    the last one whose evidence was finite; the shards end at those sites."""
+    """Chapter 25's search_fitc with EP and the gradient on the shards.
+
+    Each run starts from the sites of the last one whose evidence was finite; the shards
+    end at those sites.
+
+    Parameters
+    ----------
+    shards : list of SparseShard
+    kernel : RBF
+        The start of theta.
+    Z : ndarray of shape (M, d)
+        The inducing inputs (the start, if learned).
+    learn_inducing, bounds, verbose
+        As in search_fitc.
+    tol, max_iter
+        Of sharded_sparse_ep at each point.
+
+    Returns
+    -------
+    kernel : Kernel
+    Z : ndarray of shape (M, d)
+    learned : LearnedHyperparameters
+        At the best point found.
+
+    Warns
+    -----
+    ConvergenceWarning
+        As search_fitc.
+    """
 
     def evaluate(kern, Z_x):
         try:
@@ -487,9 +615,31 @@ def learn_on_shards(
 
 # %% book/27_sparse_ep_cluster.md, code cell 20
 def gather_fit(shards, kernel, Z, likelihood, y, run):
-    """Chapter 25's FITCFit of the shards' sites, with beta of eq-sparse-predict;
-    ``run`` the ShardedFit that reached them. Its prior holds L and d; Q^T stays on the
-    shards (None). Raises ImproperPosteriorError when the sites make q improper."""
+    """Chapter 25's FITCFit of the shards' sites, with beta of eq-sparse-predict.
+
+    Its prior holds L and d; Q^T stays on the shards (None).
+
+    Parameters
+    ----------
+    shards : list of SparseShard
+    kernel : RBF
+    Z : ndarray of shape (M, d)
+    likelihood : Likelihood
+    y : ndarray of shape (n,)
+        All labels, in the order of the rows given to make_shards.
+    run : ShardedFit
+        The run that reached the sites.
+
+    Returns
+    -------
+    fit : FITCFit
+    beta : ndarray of shape (M,)
+
+    Raises
+    ------
+    ImproperPosteriorError
+        When the sites make q improper.
+    """
     factor = _factor(shards)
     if factor is None:
         raise ImproperPosteriorError(
@@ -544,10 +694,35 @@ def fit_on_cluster(
     max_iter,
     verbose=False,
 ):
-    """SparseEP's fit with the points in shards on the workers of the Dask
-    ``client``: EP from (nu, tau), then the search unless ``bounds`` is None, as chapter
-    25's fit_in_process. Returns (kernel, Z, LearnedHyperparameters or None, FITCFit,
-    beta)."""
+    """SparseEP's fit with the points in shards on the workers of the Dask ``client``:
+    EP from (nu, tau), then the search unless ``bounds`` is None, as chapter 25's
+    fit_in_process.
+
+    Parameters
+    ----------
+    kernel, X, y, likelihood, Z, nu, tau
+        As in fit_in_process.
+    client : dask.distributed.Client
+    bounds : (low, high) or None
+        None: keep the kernel fixed.
+    learn_inducing, tol, max_iter, verbose
+        As in fit_in_process.
+
+    Returns
+    -------
+    kernel : Kernel
+    Z : ndarray of shape (M, d)
+    learned : LearnedHyperparameters or None
+    fit : FITCFit
+    beta : ndarray of shape (M,)
+
+    Raises
+    ------
+    ImproperPosteriorError
+        When the sites at the start of the search or at the end make q improper.
+    WorkerLostError
+        When a worker that held a shard is lost.
+    """
     shards = make_shards(X, y, kernel, likelihood, Z, client=client, nu=nu, tau=tau)
     run, learned = sharded_sparse_ep(shards, tol, max_iter), None
     if bounds is not None:
