@@ -369,11 +369,17 @@ def gold_standard(
     site_tau, site_nu : array_like of shape (n,)
         The sites of a Gaussian approximation, tau >= 0 (EP's or Laplace's: any finite
         values give exact answers, close ones give fast mixing).
-    n_samples, n_chains, burn_in, thin
-        To elliptical_slice_sampling (defaults 4000, 4, 200, 1).
-    ais_runs, ais_schedule, min_weight_ess
-        To ais_log_evidence as n_runs, schedule, min_weight_ess (defaults 64, 200,
-        10.0).
+    n_samples : int, default 4000
+    n_chains : int, default 4
+    burn_in : int, default 200
+    thin : int, default 1
+        These four go to elliptical_slice_sampling.
+    ais_runs : int, default 64
+        To ais_log_evidence as n_runs.
+    ais_schedule : int or array_like, default 200
+        To ais_log_evidence as schedule.
+    min_weight_ess : float, default 10.0
+        To ais_log_evidence.
     rng : None, int or Generator, default None
         A Generator or seed.
     progress : bool, default False
