@@ -242,8 +242,8 @@ class TAPResult:
 
 # %% book/10_tap.md, code cell 12
 def tap_alpha_residual(y, likelihood, posterior, proposal=None):
-    """max_i |d log Z_i / d mu - y_i alpha_i| at the cavities of ``posterior``: eq-tap-
-    alpha's residual.
+    """max_i |d log Z_i / d mu - y_i alpha_i| at the cavities of ``posterior``: the
+    residual of eq-tap-alpha.
 
     The progress measure of TAP's iteration (``residual`` of ``parallel_sites``).
 
