@@ -138,6 +138,25 @@ def stratified_folds(y, k: int = 10, seed: int = 0) -> np.ndarray:
     The examples of each class are shuffled (``seed``) and dealt round robin over the
     folds, class after class, so fold sizes differ by at most one and the first ``len(y)
     % k`` folds hold one example more.
+
+    Parameters
+    ----------
+    y : array_like of shape (n,)
+        Class labels.
+    k : int, default 10
+        Number of folds, 2 <= k <= n.
+    seed : None, int or numpy Generator, default 0
+
+    Returns
+    -------
+    ndarray of int64, shape (n,)
+
+    Raises
+    ------
+    TypeError
+        If ``k`` is not an integer (booleans are refused).
+    ValueError
+        If ``k`` is not between 2 and n.
     """
     y = np.asarray(y)
     if isinstance(k, bool) or not isinstance(k, (int, np.integer)):
@@ -1480,8 +1499,24 @@ def make_twonorm(n, *, random_state=None):
     """Breiman's twonorm: ``n`` points x | y ~ N(y a 1, I) in 20 dimensions, a = 2 /
     sqrt(20).
 
-    Labels are +1 or -1 with probability 1/2. ``random_state``: None, an int seed or a
-    numpy Generator. Returns (X, y), X of shape (n, 20).
+    Labels are +1 or -1 with probability 1/2.
+
+    Parameters
+    ----------
+    n : int >= 1
+    random_state : None, int or numpy Generator, default None
+        The seed or generator of the draw.
+
+    Returns
+    -------
+    X : ndarray of shape (n, 20)
+    y : ndarray of shape (n,)
+        Labels -1.0 or +1.0.
+
+    Raises
+    ------
+    TypeError, ValueError
+        If ``n`` is not an integer >= 1.
     """
     n, rng, y = _breiman_draw(n, random_state)
     return rng.standard_normal((n, BREIMAN_DIM)) + TWONORM_SHIFT * y[:, None], y
@@ -1491,7 +1526,24 @@ def make_ringnorm(n, *, random_state=None):
     """Breiman's ringnorm: x | +1 ~ N(0, 4 I), x | -1 ~ N(a 1, I) in 20 dimensions, a =
     1 / sqrt(20).
 
-    As ``make_twonorm``: labels +1 or -1 with probability 1/2; returns (X, y).
+    As ``make_twonorm``: labels +1 or -1 with probability 1/2.
+
+    Parameters
+    ----------
+    n : int >= 1
+    random_state : None, int or numpy Generator, default None
+        The seed or generator of the draw.
+
+    Returns
+    -------
+    X : ndarray of shape (n, 20)
+    y : ndarray of shape (n,)
+        Labels -1.0 or +1.0.
+
+    Raises
+    ------
+    TypeError, ValueError
+        If ``n`` is not an integer >= 1.
     """
     n, rng, y = _breiman_draw(n, random_state)
     Z = rng.standard_normal((n, BREIMAN_DIM))
@@ -1501,7 +1553,23 @@ def make_ringnorm(n, *, random_state=None):
 # %% book/04_data.md, code cell 55
 def bayes_proba(name, X):
     """Eq. (eq-data-breiman-bayes): P(y = +1 | x) of Breiman's ``name`` ("twonorm" or
-    "ringnorm")."""
+    "ringnorm").
+
+    Parameters
+    ----------
+    name : {"twonorm", "ringnorm"}
+    X : array_like of shape (n, 20)
+
+    Returns
+    -------
+    ndarray of shape (n,)
+        The Bayes-optimal probability of class +1 at each row of ``X``.
+
+    Raises
+    ------
+    ValueError
+        If ``X`` does not have 20 columns or ``name`` is neither data set.
+    """
     X = check_array(X, "X")
     if X.shape[1] != BREIMAN_DIM:
         raise ValueError(f"X must have {BREIMAN_DIM} columns; got {X.shape[1]}")
@@ -1521,7 +1589,21 @@ def bayes_proba(name, X):
 # %% book/04_data.md, code cell 57
 def make_noisy_linear(n, d=2, noise=0.7, seed=0):
     """``n`` Gaussian inputs in ``d`` dimensions with labels sign(x_1 - x_d / 2 + noise
-    * e), e ~ N(0, 1): (X, y), y in {-1, +1} (ints)."""
+    * e), e ~ N(0, 1).
+
+    Parameters
+    ----------
+    n : int
+    d : int, default 2
+    noise : float, default 0.7
+    seed : None, int or numpy Generator, default 0
+
+    Returns
+    -------
+    X : ndarray of shape (n, d)
+    y : ndarray of shape (n,)
+        Labels -1 or +1 (ints).
+    """
     r = np.random.default_rng(seed)
     X = r.standard_normal((n, d))
     y = np.where(X[:, 0] - 0.5 * X[:, -1] + noise * r.standard_normal(n) > 0, 1, -1)
@@ -1529,8 +1611,20 @@ def make_noisy_linear(n, d=2, noise=0.7, seed=0):
 
 
 def make_noisy_parabola(n, seed):
-    """``n`` Gaussian inputs in 3 dimensions with labels sign(x_1 + x_2^2 / 2 - 0.6 +
-    e / 2), e ~ N(0, 1): (X, y), y in {-1.0, +1.0}."""
+    """``n`` Gaussian inputs in 3 dimensions with labels sign(x_1 + x_2^2 / 2 - 0.6 + e
+    / 2), e ~ N(0, 1).
+
+    Parameters
+    ----------
+    n : int
+    seed : None, int or numpy Generator
+
+    Returns
+    -------
+    X : ndarray of shape (n, 3)
+    y : ndarray of shape (n,)
+        Labels -1.0 or +1.0.
+    """
     rng = np.random.default_rng(seed)
     X = rng.normal(size=(n, 3))
     f = X[:, 0] + 0.5 * X[:, 1] ** 2 - 0.6
