@@ -53,6 +53,15 @@ def svm_groups(alpha, C=np.inf):
     Non-support vectors have alpha == 0, bound support vectors alpha == C, margin
     support vectors everything in between (exact comparisons: the Adatron projects onto
     the bounds).
+
+    Parameters
+    ----------
+    alpha : array_like of shape (n,)
+    C : float, default inf
+
+    Returns
+    -------
+    non_sv, margin_sv, bound_sv : ndarray of bool, shape (n,)
     """
     alpha = np.asarray(alpha, dtype=float)
     non_sv = alpha <= 0.0
@@ -65,9 +74,16 @@ def svm_groups(alpha, C=np.inf):
 class KKTCheck:
     """Violations of the Kuhn-Tucker conditions eq-svm-kkt at a candidate solution.
 
-    ``margin``: largest violation of the three margin conditions, in margin units;
-    ``box``: largest violation of 0 <= alpha <= C; ``equality``: |sum_i y_i alpha_i| (0
-    when there is no bias). ``worst`` is the largest of the three.
+    Attributes
+    ----------
+    margin : float
+        Largest violation of the three margin conditions, in margin units.
+    box : float
+        Largest violation of 0 <= alpha <= C.
+    equality : float
+        |sum_i y_i alpha_i| (0 when there is no bias).
+    worst : float
+        The largest of the three (a property).
     """
 
     margin: float
@@ -84,8 +100,25 @@ def kkt_violation(K, y, alpha, bias=0.0, *, C=np.inf, v=0.0, fit_bias=False):
     """Violation of the Kuhn-Tucker conditions eq-svm-kkt (Opper & Winther eqs 17.20,
     17.22).
 
-    K is the kernel matrix without the noise variance v; the margins are those of the
-    noisy process, m_i = y_i (sum_j (K + v I)_ij y_j alpha_j + bias).
+    The margins are those of the noisy process, m_i = y_i (sum_j (K + v I)_ij y_j
+    alpha_j + bias).
+
+    Parameters
+    ----------
+    K : ndarray of shape (n, n)
+        Kernel matrix without the noise variance v.
+    y : array_like of shape (n,)
+        Labels in {-1, +1}.
+    alpha : array_like of shape (n,)
+    bias : float, default 0.0
+    C : float, default inf
+    v : float, default 0.0
+    fit_bias : bool, default False
+        Whether the equality sum_i y_i alpha_i = 0 is checked.
+
+    Returns
+    -------
+    KKTCheck
     """
     y = np.asarray(y, dtype=float)
     alpha = np.asarray(alpha, dtype=float)
@@ -144,9 +177,26 @@ def _projection_root_by_sorting(z, y, C):
 def project_box_hyperplane(z, y, C=np.inf, lam0=0.0):
     """Projection onto {0 <= alpha <= C, y . alpha = 0}, eq-svm-projection.
 
-    Returns ``(alpha, lam)`` with alpha = clip(z - lam * y, 0, C) and sum(y * alpha) = 0
-    up to rounding. ``lam0`` is a starting guess (the Adatron passes the previous one).
-    Both labels +1 and -1 must occur in ``y``.
+    Parameters
+    ----------
+    z : array_like of shape (n,)
+        The point to project.
+    y : array_like of shape (n,)
+        Labels in {-1, +1}; both must occur.
+    C : float, default inf
+    lam0 : float, default 0.0
+        A starting guess for lam (the Adatron passes the previous one).
+
+    Returns
+    -------
+    alpha : ndarray of shape (n,)
+        clip(z - lam * y, 0, C), with sum(y * alpha) = 0 up to rounding.
+    lam : float
+
+    Raises
+    ------
+    ValueError
+        If ``y`` lacks a label +1 or -1.
     """
     z = np.asarray(z, dtype=float)
     y = np.asarray(y, dtype=float)
@@ -180,7 +230,15 @@ def largest_eigenvalue(K):
     eq-svm-learning-rate.
 
     Lanczos (``eigsh``, started from the vector of ones) for n > 64, falling back to the
-    dense ``eigh`` when it does not converge; dense for smaller K. Returns a float.
+    dense ``eigh`` when it does not converge; dense for smaller K.
+
+    Parameters
+    ----------
+    K : ndarray of shape (n, n)
+
+    Returns
+    -------
+    float
     """
     n = K.shape[0]
     if n > 64:
@@ -205,8 +263,19 @@ def largest_eigenvalue(K):
 class AdatronResult:
     """Output of ``kernel_adatron``: the solution and how it was reached.
 
-    ``step`` is the last residual max_i |delta alpha_i| / eta (Kuhn-Tucker violation in
-    margin units), ``eta`` the step size of eq-svm-learning-rate.
+    Attributes
+    ----------
+    alpha : ndarray of shape (n,)
+        The dual variables.
+    bias : float
+        The bias of eq-svm-bias (0 without a bias).
+    n_iter : int
+    converged : bool
+    step : float
+        The last residual max_i |delta alpha_i| / eta (Kuhn-Tucker violation in margin
+        units).
+    eta : float
+        The step size of eq-svm-learning-rate.
     """
 
     alpha: np.ndarray
@@ -223,8 +292,37 @@ def adatron_start(
 ):
     """Start of an iteration on the SVM dual eq-svm-dual: ``(K, y, eta, alpha)``.
 
-    K and y as float arrays (checked), the step size eta of eq-svm-learning-rate and
-    the starting alpha: zeros, or ``alpha_init`` clipped into the box [0, C].
+    Parameters
+    ----------
+    K : array_like of shape (n, n)
+        Kernel matrix without the noise variance ``v``.
+    y : array_like of shape (n,)
+        Labels in {-1, +1}.
+    C : float, default inf
+        Upper end of the box [0, C].
+    v : float, default 0.0
+        Noise variance, added to the diagonal of K.
+    fit_bias : bool, default False
+    learning_rate : float, default 1.0
+        eta = learning_rate / (largest eigenvalue of K + v), eq-svm-learning-rate.
+    alpha_init : array_like of shape (n,) or None, default None
+        Starting alpha, clipped into the box [0, C]; None starts from zeros.
+
+    Returns
+    -------
+    K : ndarray of shape (n, n)
+        Float array.
+    y : ndarray of shape (n,)
+        Float array.
+    eta : float
+        The step size of eq-svm-learning-rate.
+    alpha : ndarray of shape (n,)
+
+    Raises
+    ------
+    ValueError
+        If K is not (n, n), if ``fit_bias`` and y lacks a label +1 or -1, if K + v I has
+        no positive eigenvalue, or if ``alpha_init`` is not finite of shape (n,).
     """
     K = np.asarray(K, dtype=float)
     y = np.asarray(y, dtype=float)
@@ -249,10 +347,29 @@ def adatron_start(
 def adatron_step(K, y, alpha, eta, *, C=np.inf, v=0.0, fit_bias=False, lam=0.0):
     """One projected ascent step eq-svm-adatron on the SVM dual eq-svm-dual from alpha.
 
-    K is the kernel matrix without the noise variance v, eta the step size, ``lam`` the
-    starting guess for the multiplier of eq-svm-projection (used with ``fit_bias``).
-    Returns ``(new_alpha, lam, step)``, step = max_i |new_alpha_i - alpha_i| / eta; the
-    bias of eq-svm-bias is lam / eta.
+    Parameters
+    ----------
+    K : ndarray of shape (n, n)
+        Kernel matrix without the noise variance v.
+    y : ndarray of shape (n,)
+        Labels in {-1, +1}.
+    alpha : ndarray of shape (n,)
+    eta : float
+        The step size.
+    C : float, default inf
+    v : float, default 0.0
+    fit_bias : bool, default False
+    lam : float, default 0.0
+        Starting guess for the multiplier of eq-svm-projection (used with
+        ``fit_bias``).
+
+    Returns
+    -------
+    new_alpha : ndarray of shape (n,)
+    lam : float
+        The multiplier; the bias of eq-svm-bias is lam / eta.
+    step : float
+        max_i |new_alpha_i - alpha_i| / eta.
     """
     u = y * alpha
     f_noisy = K @ u + v * u
@@ -280,11 +397,36 @@ def kernel_adatron(
     """Parallel kernel Adatron, eq-svm-adatron (projection eq-svm-projection, bias
     eq-svm-bias).
 
-    Maximises the SVM dual eq-svm-dual for the kernel matrix ``K`` (without the noise
-    variance ``v``, which is added to its diagonal), labels ``y`` in {-1, +1}, box [0,
-    C]. Each iteration is one matrix-vector product. Stops when max_i |delta alpha_i| /
-    eta <= tol; returns an ``AdatronResult`` (``converged`` False after ``max_iter``
-    iterations or if the iterates stop being finite).
+    Maximises the SVM dual eq-svm-dual. Each iteration is one matrix-vector product.
+
+    Parameters
+    ----------
+    K : array_like of shape (n, n)
+        Kernel matrix without the noise variance ``v``, which is added to its diagonal.
+    y : array_like of shape (n,)
+        Labels in {-1, +1}.
+    C : float, default inf
+        Upper end of the box [0, C].
+    v : float, default 0.0
+    fit_bias : bool, default False
+    max_iter : int, default 20000
+    tol : float, default 1e-5
+        Stops when max_i |delta alpha_i| / eta <= tol.
+    learning_rate : float, default 1.0
+        Multiplies the step size of eq-svm-learning-rate.
+    alpha_init : array_like of shape (n,) or None, default None
+        Starting alpha (clipped into the box); None starts from zeros.
+
+    Returns
+    -------
+    AdatronResult
+        ``converged`` False after ``max_iter`` iterations or if the iterates stop being
+        finite.
+
+    Raises
+    ------
+    ValueError
+        As ``adatron_start``.
     """
     K, y, eta, alpha = adatron_start(
         K,
@@ -311,9 +453,25 @@ def kernel_adatron(
 
 # %% book/05_svm.md, code cell 23
 def jittered_cholesky(A, jitters=(0.0, 1e-10, 1e-8, 1e-6, 1e-4, 1e-2), what="A"):
-    """Lower Cholesky factor of the symmetric positive (semi)definite A + j m I, for
-    the first j of ``jitters`` that works (m the mean diagonal of A); LinAlgError
-    naming ``what`` if none does."""
+    """Lower Cholesky factor of the symmetric positive (semi)definite A + j m I, for the
+    first j of ``jitters`` that works (m the mean diagonal of A).
+
+    Parameters
+    ----------
+    A : ndarray of shape (m, m)
+    jitters : sequence of float, default (0.0, 1e-10, 1e-8, 1e-6, 1e-4, 1e-2)
+    what : str, default "A"
+        The matrix's name in the error message.
+
+    Returns
+    -------
+    ndarray of shape (m, m)
+
+    Raises
+    ------
+    LinAlgError
+        Naming ``what``, if no jitter works.
+    """
     scale = float(np.mean(np.diag(A))) if A.size else 1.0
     for jitter in jitters:
         try:
@@ -331,9 +489,33 @@ def conditional_variances(K, alpha, *, C=np.inf, v=0.0, fit_bias=False):
     For a margin support vector, 1 / [A_M^{-1}]_ii; for a bound support vector, the
     Schur complement of its column against A_M (both eq-loo-partitioned, with the
     bordered inverse eq-loo-bordered-inverse when ``fit_bias``): the systems
-    eq-loo-system and eq-loo-bias-system solved in closed form. ``K`` is the kernel
-    matrix without the noise variance ``v``. Returns an array of shape (n,), 0 for the
-    non-support vectors.
+    eq-loo-system and eq-loo-bias-system solved in closed form.
+
+    Parameters
+    ----------
+    K : ndarray of shape (n, n)
+        Kernel matrix without the noise variance ``v``.
+    alpha : array_like of shape (n,)
+    C : float, default inf
+    v : float, default 0.0
+    fit_bias : bool, default False
+
+    Returns
+    -------
+    ndarray of shape (n,)
+        sigma, 0 for the non-support vectors.
+
+    Raises
+    ------
+    LinAlgError
+        If the margin block is not positive definite even with jitter
+        (``jittered_cholesky``).
+
+    Warns
+    -----
+    UserWarning
+        With ``fit_bias``, bound but no margin support vectors: the bias cannot respond
+        to a removal and is kept fixed.
     """
     alpha = np.asarray(alpha, dtype=float)
     K_noisy_diag = np.diag(K) + v
