@@ -302,6 +302,13 @@ class Kernel(_KernelEvaluation, _KernelTheta, _KernelParams):
     ``_diag(X)`` and ``_gradient(X)``. Assigning a hyperparameter attribute validates
     it. ``k1 + k2`` and ``k1 * k2`` are the kernels Sum and Product
     (sec-kern-sum-product).
+
+    Attributes
+    ----------
+    theta : ndarray of shape (p,)
+        Logarithms of the positive hyperparameters (a copy); settable.
+    hyperparameter_names : tuple of str
+        Names of the entries of ``theta``, e.g. ('log_length_scale[0]', 'log_variance').
     """
 
     _hyperparameters: tuple = ()
@@ -494,6 +501,21 @@ def default_kernel(X):
 
     The kernel the classifiers use when none is given; sqrt(d) for standardised inputs,
     1 if no input varies.
+
+    Parameters
+    ----------
+    X : array_like of shape (n, d)
+
+    Returns
+    -------
+    RBF
+
+    Raises
+    ------
+    TypeError
+        If ``X`` is not numeric.
+    ValueError
+        If ``X`` is not 2-D, is empty or is not finite.
     """
     X = _check_inputs(X, "X")
     spread = float(np.sqrt(np.sum(np.var(X, axis=0))))
@@ -505,8 +527,24 @@ def default_kernel(X):
 
 # %% book/03_covariance_functions.md, code cell 24
 def input_scale(X):
-    """Standard deviation of each column of X (1 where a column does not vary): a
-    unit per input."""
+    """Standard deviation of each column of X (1 where a column does not vary): a unit
+    per input.
+
+    Parameters
+    ----------
+    X : array_like of shape (n, d)
+
+    Returns
+    -------
+    ndarray of shape (d,)
+
+    Raises
+    ------
+    TypeError
+        If ``X`` is not numeric.
+    ValueError
+        If ``X`` is not 2-D, is empty or is not finite.
+    """
     X = _check_inputs(X, "X")
     scale = np.std(X, axis=0)
     return np.where((scale > 0.0) & np.isfinite(scale), scale, 1.0)
