@@ -71,13 +71,33 @@ class SelectionHistory:
     """A run of eq. (eq-sel-epcv) or of the evidence: one entry per iterate, [0] = the
     start.
 
-    ``value``: the criterion in its own units (NLP and WER minimised, F, AUC and the log
-    evidence maximised). ``smoothed_f_measure`` (with the run's zeta, 0.5 unless given),
-    ``true_f_measure`` (hard LOO predictions, P(y_i = +1 | D without i) > 1/2) and
-    ``nlp``: EP's LOO values at each iterate (NaN for Laplace). ``theta`` (k+1, p) and
-    ``gamma`` (k+1,): the iterates. ``n_backtracks``: halvings of the M-step before it
-    improved (EP-CV). ``n_iter``: outer (EP-CV) or L-BFGS-B (evidence) iterations;
-    ``converged``; ``n_fits``: EP (or Laplace) fits; ``message``: why it stopped.
+    Attributes
+    ----------
+    criterion : str
+    criterion_params : dict
+    value : ndarray of shape (k+1,)
+        The criterion in its own units (NLP and WER minimised, F, AUC and the log
+        evidence maximised).
+    smoothed_f_measure : ndarray of shape (k+1,)
+        EP's LOO smoothed F-measure, with the run's zeta (0.5 unless given); NaN for
+        Laplace, as are the next two.
+    true_f_measure : ndarray of shape (k+1,)
+        EP's LOO F-measure of the hard predictions, P(y_i = +1 | D without i) > 1/2.
+    nlp : ndarray of shape (k+1,)
+        EP's LOO NLP.
+    theta : ndarray of shape (k+1, p)
+        The kernel's iterates.
+    gamma : ndarray of shape (k+1,)
+        The bias's iterates.
+    n_backtracks : ndarray of int, shape (k+1,)
+        Halvings of the M-step before it improved (EP-CV).
+    n_iter : int
+        Outer (EP-CV) or L-BFGS-B (evidence) iterations.
+    converged : bool
+    n_fits : int
+        EP (or Laplace) fits.
+    message : str
+        Why it stopped.
     """
 
     criterion: str
@@ -601,10 +621,27 @@ def lscv_loo(K, y, noise_var, dK=None):
     """Eqs (eq-sel-lscv-loo), (eq-sel-lscv-dloo), S&K eq. 14: closed-form LOO of GP
     regression on y.
 
-    Returns LOOMoments: LOO predictive means y_i - w_i / Kbar_ii and variances 1 /
-    Kbar_ii of the noisy targets, Kbar = (K + noise_var I)^-1, w = Kbar y; with dK (n,
-    n, p) also their derivatives, shape (n, p + 1), in theta and (last column) in log
-    noise_var.
+    Parameters
+    ----------
+    K : array_like of shape (n, n)
+    y : array_like of shape (n,)
+        The regression targets.
+    noise_var : float
+    dK : ndarray of shape (n, n, p) or None, default None
+        dK/dtheta_j; None skips the derivatives.
+
+    Returns
+    -------
+    LOOMoments
+        LOO predictive means y_i - w_i / Kbar_ii and variances 1 / Kbar_ii of the noisy
+        targets, Kbar = (K + noise_var I)^-1, w = Kbar y; with dK also their
+        derivatives, shape (n, p + 1), in theta and (last column) in log noise_var
+        (None without dK).
+
+    Raises
+    ------
+    LinAlgError
+        If K + noise_var I is not positive definite.
     """
     y = np.asarray(y, dtype=float)
     n = len(y)
@@ -640,8 +677,31 @@ def lscv_objective(K, y, noise_var, scale, offset, dK=None):
     """Eqs (eq-sel-lscv-pred), (eq-sel-nlp): LOO NLP of Phi(y (a mu + b) / sqrt(1 + a^2
     s^2)).
 
-    Without dK returns the NLP; with dK (n, n, p) returns (value, gradient in (theta...,
-    log noise_var, log scale, offset)).
+    mu and s^2 are the LOO means and variances of ``lscv_loo``.
+
+    Parameters
+    ----------
+    K : array_like of shape (n, n)
+    y : array_like of shape (n,)
+        Labels in {-1, +1}.
+    noise_var : float
+    scale : float
+        a.
+    offset : float
+        b.
+    dK : ndarray of shape (n, n, p) or None, default None
+
+    Returns
+    -------
+    value : float
+        The NLP (alone without dK).
+    gradient : ndarray of shape (p + 3,)
+        With dK only: in (theta..., log noise_var, log scale, offset).
+
+    Raises
+    ------
+    LinAlgError
+        If K + noise_var I is not positive definite.
     """
     mom = lscv_loo(K, y, noise_var, dK)
     log_p, d1, dv = loo_log_predictive(
@@ -882,9 +942,32 @@ def nlp_fm_bias(estimator, X, y, *, zeta=0.5, **options):
     """S&K's two-step NLP-FM(BIAS): EP-CV(NLP) for theta and gamma, then EP-CV(FM) for
     gamma alone.
 
-    ``options`` (max_iter, tol, m_step_iter, bounds, progress) go to both calls of
-    select_hyperparameters. Returns (model, (history of the NLP step, history of the F
-    step)).
+    Parameters
+    ----------
+    estimator : EP or BiasedEP
+        The start, as in ``select_hyperparameters``.
+    X : array_like of shape (n, n_features)
+    y : array_like of shape (n,)
+    zeta : float in [0, 1], default 0.5
+        The F-measure's zeta in the second step.
+    **options
+        max_iter, tol, m_step_iter, bounds, progress: go to both calls of
+        select_hyperparameters.
+
+    Returns
+    -------
+    model : BiasedEP
+    history : (SelectionHistory, SelectionHistory)
+        The histories of the NLP step and of the F step.
+
+    Raises
+    ------
+    TypeError, ValueError
+        If ``zeta`` is not a number in [0, 1].
+
+    See Also
+    --------
+    select_hyperparameters
     """
     zeta = check_scalar(zeta, "zeta", low=0.0, high=1.0)
     first, h_nlp = select_hyperparameters(estimator, X, y, "nlp", **options)
