@@ -190,10 +190,24 @@ def _history_fields(h):
 
 # %% book/18_ep_experiments.md, code cell 5
 def run_guarded(record, work):
-    """``work()`` with every warning recorded: returns (result, caught, start), start
-    being time.perf_counter() before the work. A LinAlgError, ValueError or
-    FloatingPointError updates ``record`` (status "failed", message, time, n_warnings)
-    and gives result None."""
+    """``work()`` with every warning recorded.
+
+    Parameters
+    ----------
+    record : dict
+        A LinAlgError, ValueError or FloatingPointError updates it (status "failed",
+        message, time, n_warnings).
+    work : callable
+        No arguments.
+
+    Returns
+    -------
+    result : object or None
+        What work() returns; None after one of those errors.
+    caught : list of warnings.WarningMessage
+    start : float
+        time.perf_counter() before the work.
+    """
     start = time.perf_counter()
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
@@ -214,11 +228,24 @@ def run_one(dataset, realisation, method, config=None):
     """One job of the protocol: select on the training part of a realisation, score on
     its test part.
 
-    Returns a JSON-serialisable dict: dataset, realisation, method, status ("ok" or
-    "failed"), nlp, error, f_measure (test; zeta of the config), theta (log kernel
-    hyperparameters), gamma (for LS-CV the offset b, with its scale a and noise_var),
-    time (s), converged, n_iter, n_fits, n_warnings, and for the EP-CV methods the
-    history of the last run (smoothed and true LOO F-measure, LOO NLP).
+    Parameters
+    ----------
+    dataset : str
+    realisation : int
+    method : str
+        One of ALL_METHODS.
+    config : dict or None, default None
+        Overrides of DEFAULT_CONFIG.
+
+    Returns
+    -------
+    dict
+        JSON-serialisable: dataset, realisation, method, status ("ok" or "failed"), nlp,
+        error, f_measure (test; zeta of the config), theta (log kernel
+        hyperparameters), gamma (for LS-CV the offset b, with its scale a and
+        noise_var), time (s), converged, n_iter, n_fits, n_warnings, and for the EP-CV
+        methods the history of the last run (smoothed and true LOO F-measure, LOO NLP).
+        A failed job (``run_guarded``) has a message instead of the scores.
     """
     config = dict(DEFAULT_CONFIG, **(config or {}))
     record = {"dataset": dataset, "realisation": int(realisation), "method": method}
@@ -318,11 +345,25 @@ def _read_results(path, kind=None, key=None):
 
 # %% book/18_ep_experiments.md, code cell 8
 def load_results(path, kind=None):
-    """The records of a results file ([] if it does not exist); ResultsFileError if
-    malformed.
+    """The records of a results file ([] if it does not exist).
 
-    kind: if given, the file must hold that experiment's results. Records written before
-    they carried config, version and commit are returned as they are.
+    Records written before they carried config, version and commit are returned as they
+    are.
+
+    Parameters
+    ----------
+    path : str
+    kind : str or None, default None
+        If given, the file must hold that experiment's results.
+
+    Returns
+    -------
+    list of dict
+
+    Raises
+    ------
+    ResultsFileError
+        If the file is malformed (or of another ``kind``).
     """
     return list(_read_results(path, kind)[1])
 
@@ -373,7 +414,15 @@ def _locked(path):
 
 def write_json_atomic(path, data, *, allow_nan=True):
     """Write ``data`` as JSON to a temporary file in the same directory, then rename it
-    over ``path``, so that a reader never sees half a file (readable by all, 0o644)."""
+    over ``path``, so that a reader never sees half a file (readable by all, 0o644).
+
+    Parameters
+    ----------
+    path : str
+    data : JSON-serialisable object
+    allow_nan : bool, default True
+        Passed to json.dump.
+    """
     folder = os.path.dirname(os.path.abspath(path))
     os.makedirs(folder, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=".tmp_", suffix=".json", dir=folder)
@@ -437,8 +486,18 @@ def _git(*args):
 
 def git_state(paths=("gpc_literate",)):
     """(commit, dirty): the commit the package runs from, and whether the files under
-    ``paths`` (relative to the repository's top) differ from it; (None, None) without
-    git or outside a repository."""
+    ``paths`` (relative to the repository's top) differ from it.
+
+    Parameters
+    ----------
+    paths : tuple of str, default ("gpc_literate",)
+
+    Returns
+    -------
+    commit : str or None
+    dirty : bool or None
+        (None, None) without git or outside a repository.
+    """
     commit = _git("rev-parse", "HEAD")
     if not commit:
         return None, None
@@ -460,8 +519,24 @@ def dask_client(scheduler=None, local_workers=None):
     new LocalCluster of ``local_workers`` single-threaded worker processes; None if
     neither.
 
-    Closes what it opened on exit. Raises ValueError for both or a bad count,
-    ImportError (with the install command) without the ``distributed`` package.
+    A context manager; closes what it opened on exit.
+
+    Parameters
+    ----------
+    scheduler : str or None, default None
+        The scheduler's address.
+    local_workers : int >= 1 or None, default None
+
+    Yields
+    ------
+    distributed.Client or None
+
+    Raises
+    ------
+    ValueError
+        For both arguments, or a bad count.
+    ImportError
+        With the install command, without the ``distributed`` package.
     """
     if scheduler is None and local_workers is None:
         yield None
@@ -559,12 +634,44 @@ def run_jobs(
     """Run the tasks whose job is not yet in ``out`` (all when out is None): the shared
     runner.
 
-    tasks: tuples equal to key(record) of their records. Each new record gets the
-    config, version and commit, and is merged into ``out`` as it finishes (_merge);
-    with retry_failed, jobs whose stored record has status "failed" run again; with a
-    dask.distributed ``client``, the jobs run on its workers. With progress, a progress
-    bar and the number of jobs skipped go to stderr. Returns the records of the file
-    after the last merge (out given) or the new records.
+    Each new record gets the config, version and commit, and is merged into ``out`` as
+    it finishes (_merge). Every argument is keyword-only.
+
+    Parameters
+    ----------
+    tasks : list of tuple
+        Tuples equal to key(record) of their records.
+    kind : str
+        The experiment, stored in and checked against ``out``.
+    key : callable
+        record -> its task tuple.
+    config : dict
+        The configuration, passed to every job and checked against ``out``'s.
+    out : str or None
+        The JSON results file, read first and merged into; None keeps the records in
+        memory.
+    jobs : int
+        joblib worker processes (-1: all cores).
+    job : callable or None
+        job(*task, config) -> record; None: ``run_one``.
+    retry_failed : bool
+        Run again the jobs whose stored record has status "failed".
+    progress : bool
+        A progress bar, and the number of jobs skipped, on stderr.
+    label : str
+        The progress bar's title.
+    client : dask.distributed.Client or None, default None
+        When given, the jobs run on its workers.
+
+    Returns
+    -------
+    list of dict
+        The records of the file after the last merge (out given) or the new records.
+
+    Raises
+    ------
+    ResultsFileError
+        If ``out`` is malformed, of another ``kind`` or written with another config.
     """
     config = _plain(config)
     records = []
@@ -603,8 +710,20 @@ def run_jobs(
 def check_jobs(jobs):
     """The number of worker processes: an int >= 1, or -1 for all cores.
 
-    Returns the int; raises TypeError for a non-integer and ValueError for 0 or below
-    -1.
+    Parameters
+    ----------
+    jobs : int
+
+    Returns
+    -------
+    int
+
+    Raises
+    ------
+    TypeError
+        For a non-integer.
+    ValueError
+        For 0 or below -1.
     """
     jobs = check_integer(jobs, "jobs", low=-1)
     if jobs == 0:
@@ -618,9 +737,27 @@ def check_indices(value, name, item):
     """Which realisations or splits to run: an int n >= 1 (the first n), or a list of
     indices.
 
-    Returns the int, or the indices as a list of ints >= 0. Raises TypeError for
-    anything else and ValueError for n < 1, a negative index or an empty list, naming
-    ``name``. Chapter 21's runner uses it for its splits.
+    Chapter 21's runner uses it for its splits.
+
+    Parameters
+    ----------
+    value : int or iterable of int
+    name : str
+        The argument's name in error messages.
+    item : str
+        What an index counts ("realisation", "split"), for the messages.
+
+    Returns
+    -------
+    int or list of int
+        The int, or the indices as a list of ints >= 0.
+
+    Raises
+    ------
+    TypeError
+        Naming ``name``, for anything else.
+    ValueError
+        Naming ``name``, for n < 1, a negative index or an empty list.
     """
     if isinstance(value, (int, np.integer)) and not isinstance(value, bool):
         return check_integer(value, name)
@@ -637,8 +774,22 @@ def check_indices(value, name, item):
 
 # %% book/18_ep_experiments.md, code cell 13
 def merged_config(config, defaults):
-    """``defaults`` overridden by ``config`` (a dict or None), as a new dict; ValueError
-    naming the keys of ``config`` that ``defaults`` lacks."""
+    """``defaults`` overridden by ``config``, as a new dict.
+
+    Parameters
+    ----------
+    config : dict or None
+    defaults : dict
+
+    Returns
+    -------
+    dict
+
+    Raises
+    ------
+    ValueError
+        Naming the keys of ``config`` that ``defaults`` lacks.
+    """
     unknown = set(config or {}) - set(defaults)
     if unknown:
         raise ValueError(
@@ -701,17 +852,42 @@ def run_experiment(
 ):
     """Run the jobs of experiment ``kind`` ("ida" or "imbalanced") not yet in ``out``.
 
-    dataset_names: default DEFAULT_DATASETS[kind]; realisations: an int n (the first n
-    realisations of each set), a list of indices, or None (all of each set); methods:
-    default METHODS[kind]; jobs: worker processes (joblib; -1 all cores); out: a JSON
-    file that is read first (its jobs are skipped) and merged into under a lock after
-    every finished job, or None; config: overrides of DEFAULT_CONFIG; retry_failed: run
-    again the jobs whose record in ``out`` has status "failed"; client: a
-    dask.distributed Client whose workers run the jobs (``dask_client``), instead of
-    ``jobs`` processes. Returns all the records of ``out`` (old and new, of every run
-    writing it), or the new ones. Raises ValueError (its subclass ResultsFileError) for
-    a malformed ``out`` or one written with another configuration, naming the differing
-    keys.
+    Parameters
+    ----------
+    kind : {"ida", "imbalanced"}
+    dataset_names : list of str or None, default None
+        Default DEFAULT_DATASETS[kind].
+    realisations : int, list of int or None, default None
+        An int n (the first n realisations of each set), a list of indices, or None (all
+        of each set).
+    jobs : int, default 1
+        Worker processes (joblib; -1 all cores).
+    out : str or None, default None
+        A JSON file that is read first (its jobs are skipped) and merged into under a
+        lock after every finished job, or None.
+    config : dict or None, default None
+        Overrides of DEFAULT_CONFIG.
+    methods : list of str or None, default None
+        Default METHODS[kind].
+    progress : bool, default True
+    retry_failed : bool, default False
+        Run again the jobs whose record in ``out`` has status "failed".
+    client : dask.distributed.Client or None, default None
+        Its workers run the jobs (``dask_client``), instead of ``jobs`` processes.
+
+    Returns
+    -------
+    list of dict
+        All the records of ``out`` (old and new, of every run writing it), or the new
+        ones.
+
+    Raises
+    ------
+    TypeError, ValueError
+        For a bad argument.
+    ResultsFileError
+        A ValueError, for a malformed ``out`` or one written with another
+        configuration, naming the differing keys.
     """
     tasks = _experiment_tasks(kind, dataset_names, realisations, methods)
     jobs = check_jobs(jobs)
@@ -739,8 +915,23 @@ class StaleResultsError(AssertionError):
 def read_results_file(path, command):
     """The JSON content of the results file at ``path``, which ``command`` makes.
 
-    Raises FileNotFoundError naming ``command`` if the file is missing, and
-    ResultsFileError if it is not valid JSON.
+    Parameters
+    ----------
+    path : str or path-like
+    command : str
+        The command that makes the file, for the messages.
+
+    Returns
+    -------
+    object
+        The parsed JSON.
+
+    Raises
+    ------
+    FileNotFoundError
+        Naming ``command``, if the file is missing.
+    ResultsFileError
+        If it is not valid JSON.
     """
     path = os.fspath(path)
     if not os.path.exists(path):
@@ -761,11 +952,24 @@ def _number(value):
 
 
 def compare_recomputed(rows):
-    """Stored against recomputed values: rows (record, quantity, file, now, tolerance).
+    """Stored against recomputed values.
 
-    Returns one dict per row with those fields, ``difference`` (now - file, None unless
-    both are numbers) and ``agrees``: |now - file| <= tolerance for numbers (tolerance
-    0: equal; two NaN agree, a value that is undefined in both), equality otherwise.
+    Parameters
+    ----------
+    rows : iterable of (record, quantity, file, now, tolerance)
+        ``tolerance`` a number >= 0.
+
+    Returns
+    -------
+    list of dict
+        One per row with those fields, ``difference`` (now - file, None unless both are
+        numbers) and ``agrees``: |now - file| <= tolerance for numbers (tolerance 0:
+        equal; two NaN agree, a value that is undefined in both), equality otherwise.
+
+    Raises
+    ------
+    TypeError, ValueError
+        For a tolerance that is not a number >= 0.
     """
     out = []
     for record, quantity, file, now, tolerance in rows:
@@ -800,8 +1004,20 @@ def _cell(value):
 
 
 def recomputed_markdown(compared, caption=""):
-    """A Markdown table of compare_recomputed's rows: file, now, difference,
-    tolerance, verdict."""
+    """A Markdown table of compare_recomputed's rows: file, now, difference, tolerance,
+    verdict.
+
+    Parameters
+    ----------
+    compared : list of dict
+        The output of compare_recomputed.
+    caption : str, default ""
+        A paragraph after the table.
+
+    Returns
+    -------
+    str
+    """
     lines = [
         "| record | quantity | file | now | now − file | tolerance | agrees |",
         "|:---|:---|---:|---:|---:|---:|:---|",
@@ -825,8 +1041,21 @@ def recomputed_markdown(compared, caption=""):
 
 
 def check_recomputed(compared, path, command):
-    """Raise StaleResultsError, naming ``path``, the disagreeing rows and
-    ``command``, if any."""
+    """Raise StaleResultsError, naming ``path``, the disagreeing rows and ``command``,
+    if any.
+
+    Parameters
+    ----------
+    compared : list of dict
+        The output of compare_recomputed.
+    path : str or path-like
+    command : str
+        The command that remakes the file.
+
+    Raises
+    ------
+    StaleResultsError
+    """
     bad = [c for c in compared if not c["agrees"]]
     if bad:
         detail = "; ".join(
@@ -849,9 +1078,17 @@ def summarise(records, metrics=_METRICS):
     """Mean, standard error (s / sqrt(r)), standard deviation and count per set, method,
     metric.
 
-    records: the output of run_experiment (failed jobs are counted, not averaged).
-    Returns {dataset: {method: {metric: {"mean", "se", "std", "n"}, "n_failed": int,
-    "time": mean seconds}}}, data sets and methods in the order they first appear.
+    Parameters
+    ----------
+    records : list of dict
+        The output of run_experiment (failed jobs are counted, not averaged).
+    metrics : sequence of str, default ("nlp", "error", "f_measure")
+
+    Returns
+    -------
+    dict
+        {dataset: {method: {metric: {"mean", "se", "std", "n"}, "n_failed": int,
+        "time": mean seconds}}}, data sets and methods in the order they first appear.
     """
     groups = {}
     for r in records:
@@ -882,7 +1119,20 @@ def summarise(records, metrics=_METRICS):
 # %% book/18_ep_experiments.md, code cell 17
 def mean_table(summary, metric, methods=None):
     """{dataset: {method: mean}} of one metric from summarise(): the input of
-    friedman_nemenyi."""
+    friedman_nemenyi.
+
+    Parameters
+    ----------
+    summary : dict
+        The output of summarise.
+    metric : str
+    methods : list of str or None, default None
+        None: every method of each data set.
+
+    Returns
+    -------
+    dict
+    """
     table = {}
     for name, by_method in summary.items():
         chosen = list(by_method) if methods is None else methods
@@ -921,12 +1171,28 @@ def _score_matrix(table, methods):
 def friedman_nemenyi(table, methods=None, *, alpha=0.05, higher_is_better=False):
     """Eqs (eq-exp4-friedman), (eq-exp4-cd): Friedman test and Nemenyi CD (Demsar 2006).
 
-    table: {dataset: {method: score}} or an array (N data sets, k methods) with
-    ``methods`` naming its columns; lower scores are better unless higher_is_better.
-    Returns a dict: methods, average_ranks, ranks (N, k), chi2, p_value (chi2 with k-1
-    df, scipy's friedmanchisquare), iman_davenport, p_value_iman_davenport (F with k-1,
-    (k-1)(N-1) df), q_alpha (Demsar's, the studentised range quantile / sqrt 2),
-    critical_difference and significant (k, k) booleans: |R_j - R_l| > CD.
+    Parameters
+    ----------
+    table : dict or array_like of shape (N, k)
+        {dataset: {method: score}} or an array (N data sets, k methods).
+    methods : list of str or None, default None
+        Names the array's columns (or chooses the dict's methods).
+    alpha : float, default 0.05
+    higher_is_better : bool, default False
+        Lower scores are better unless True.
+
+    Returns
+    -------
+    dict
+        methods, average_ranks, ranks (N, k), chi2, p_value (chi2 with k-1 df, scipy's
+        friedmanchisquare), iman_davenport, p_value_iman_davenport (F with k-1,
+        (k-1)(N-1) df), q_alpha (Demsar's, the studentised range quantile / sqrt 2),
+        critical_difference, alpha and significant (k, k) booleans: |R_j - R_l| > CD.
+
+    Raises
+    ------
+    ValueError
+        Unless k >= 3 methods, N >= 2 data sets and every score is finite.
     """
     scores, methods = _score_matrix(table, methods)
     N, k = scores.shape
@@ -975,7 +1241,20 @@ def _format_summary(summary, metrics=_METRICS):
 
 
 def int_at_least(low, what):
-    """An argparse type: an integer >= low (a clear message otherwise)."""
+    """An argparse type: an integer >= low (a clear message otherwise).
+
+    Parameters
+    ----------
+    low : int
+    what : str
+        The option's name in the messages.
+
+    Returns
+    -------
+    callable
+        text -> int, raising argparse.ArgumentTypeError for text that is not an integer
+        >= low.
+    """
 
     def parse(text):
         try:
@@ -995,7 +1274,21 @@ def int_at_least(low, what):
 
 def jobs_argument(text):
     """An argparse type for ``--jobs``: the text as check_jobs accepts it (a clear
-    message otherwise)."""
+    message otherwise).
+
+    Parameters
+    ----------
+    text : str
+
+    Returns
+    -------
+    int
+
+    Raises
+    ------
+    argparse.ArgumentTypeError
+        If ``text`` is not an integer >= 1 or -1.
+    """
     try:
         return check_jobs(int(text))
     except ValueError:
@@ -1020,12 +1313,31 @@ def _damping_argument(text):
 # %% book/18_ep_experiments.md, code cell 56
 def add_int_option(parser, flag, low=1, **kwargs):
     """``parser.add_argument(flag, **kwargs)`` for an integer option >= low (of type
-    int_at_least, named after the flag)."""
+    int_at_least, named after the flag).
+
+    Parameters
+    ----------
+    parser : argparse.ArgumentParser or argument group
+    flag : str
+    low : int, default 1
+    **kwargs
+        Passed to add_argument.
+
+    Returns
+    -------
+    argparse.Action
+    """
     return parser.add_argument(flag, type=int_at_least(low, flag.lstrip("-")), **kwargs)
 
 
 def add_cluster_arguments(parser):
-    """--scheduler and --local-workers, for dask_client (mutually exclusive)."""
+    """--scheduler and --local-workers, for dask_client (mutually exclusive).
+
+    Parameters
+    ----------
+    parser : argparse.ArgumentParser
+        Gets the two options, in a mutually exclusive group.
+    """
     group = parser.add_mutually_exclusive_group()
     group.add_argument(
         "--scheduler",
@@ -1045,7 +1357,16 @@ def add_cluster_arguments(parser):
 # %% book/18_ep_experiments.md, code cell 57
 def add_runner_arguments(parser, out, out_help=None):
     """--jobs, --out (default ``out``), --retry-failed, --no-progress and the cluster
-    options of add_cluster_arguments."""
+    options of add_cluster_arguments.
+
+    Parameters
+    ----------
+    parser : argparse.ArgumentParser
+    out : str or None
+        The default of --out.
+    out_help : str or None, default None
+        The help text of --out (a default one names ``out``).
+    """
     parser.add_argument(
         "--jobs",
         type=jobs_argument,
@@ -1067,9 +1388,23 @@ def add_runner_arguments(parser, out, out_help=None):
 
 
 def run_with_client(parser, args, run):
-    """``run(client)`` inside dask_client(args.scheduler, args.local_workers): its
-    records, or None after a message on stderr if the results file cannot be used,
-    an OSError, or Dask is missing."""
+    """``run(client)`` inside dask_client(args.scheduler, args.local_workers).
+
+    Parameters
+    ----------
+    parser : argparse.ArgumentParser
+        Its prog prefixes the error message.
+    args : argparse.Namespace
+        With scheduler and local_workers.
+    run : callable
+        client -> records.
+
+    Returns
+    -------
+    list of dict or None
+        Its records, or None after a message on stderr if the results file cannot be
+        used, an OSError, or Dask is missing.
+    """
     try:
         with dask_client(args.scheduler, args.local_workers) as client:
             return run(client)
@@ -1086,10 +1421,32 @@ def _check_out(parser, out):
 
 
 def run_command(parser, args, run, report, *, out=None, check=None):
-    """The end of a command line's main: parser.error if ``out`` (default args.out) is
-    a directory or ``check()`` raises TypeError or ValueError; then the records of
-    run_with_client(parser, args, run) are printed as ``report(records)``. Returns 0,
-    or 2 when run_with_client gives no records."""
+    """The end of a command line's main: check, run, print the report.
+
+    Parameters
+    ----------
+    parser : argparse.ArgumentParser
+    args : argparse.Namespace
+    run : callable
+        client -> records, run by run_with_client(parser, args, run).
+    report : callable
+        records -> the text printed.
+    out : str or None, default None
+        The results file; default args.out.
+    check : callable or None, default None
+        Validates the arguments before the run.
+
+    Returns
+    -------
+    int
+        0, or 2 when run_with_client gives no records.
+
+    Raises
+    ------
+    SystemExit
+        By parser.error, if ``out`` is a directory or ``check()`` raises TypeError or
+        ValueError.
+    """
     _check_out(parser, args.out if out is None else out)
     if check is not None:
         try:
@@ -1108,9 +1465,21 @@ def main(argv=None):
     """``python -m gpc_literate.experiments {ida,imbalanced} [options]``: run, save,
     summarise.
 
-    Returns 0; a bad argument exits with status 2 (argparse), and an output file that is
-    malformed, of another experiment or written with another configuration gives a
-    message on stderr and status 2.
+    Parameters
+    ----------
+    argv : list of str or None, default None
+        The arguments; None: sys.argv[1:].
+
+    Returns
+    -------
+    int
+        0; an output file that is malformed, of another experiment or written with
+        another configuration gives a message on stderr and status 2.
+
+    Raises
+    ------
+    SystemExit
+        With status 2 (argparse) for a bad argument.
     """
     parser = argparse.ArgumentParser(
         prog="python -m gpc_literate.experiments",
