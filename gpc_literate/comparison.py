@@ -153,8 +153,15 @@ class LeastSquaresDiscriminant(GPClassifierBase):
     """Eq. (eq-var16-lsq): least squares on +-1 targets with an intercept (Seeger's Lin.
     discr.).
 
-    Fitted attributes: ``coef_`` (d,), ``intercept_``, ``rank_`` (of [X, 1]). The
-    decision function is X @ coef_ + intercept_; there are no predictive probabilities.
+    The decision function is X @ coef_ + intercept_; there are no predictive
+    probabilities. It takes no parameters.
+
+    Attributes
+    ----------
+    coef_ : ndarray of shape (d,)
+    intercept_ : float
+    rank_ : int
+        The rank of [X, 1].
     """
 
     def __init__(self):
@@ -177,11 +184,32 @@ def svm_dual_accelerated(K, y, *, C, tol=1e-3, max_iter=20000, alpha_init=None):
     """Eq. (eq-var16-fista): FISTA with adaptive restart on the SVM dual
     (eq-var16-dual), with bias.
 
-    K: kernel matrix (n, n); y: labels in {-1, +1} (both present); C: box constant. The
-    step is 1 / lambda_max(K) and the stopping rule the kernel Adatron's
+    The step is 1 / lambda_max(K) and the stopping rule the kernel Adatron's
     (eq-svm-adatron): one Adatron step from alpha moves no component by more than eta *
-    tol (checked every ten iterations). Returns an ``AdatronResult`` (alpha, bias,
-    n_iter, converged, step, eta).
+    tol (checked every ten iterations).
+
+    Parameters
+    ----------
+    K : array_like of shape (n, n)
+        Kernel matrix.
+    y : array_like of shape (n,)
+        Labels in {-1, +1} (both present).
+    C : float > 0
+        Box constant.
+    tol : float > 0, default 1e-3
+    max_iter : int >= 1, default 20000
+    alpha_init : array_like of shape (n,) or None, default None
+        A warm start (clipped into the box, then projected); None starts from zeros.
+
+    Returns
+    -------
+    AdatronResult
+        alpha, bias, n_iter, converged, step, eta.
+
+    Raises
+    ------
+    TypeError, ValueError
+        For a bad C, tol or max_iter, or as chapter 5's ``adatron_start``.
     """
     C = check_scalar(C, "C", low=0.0, low_inclusive=False)
     tol = check_scalar(tol, "tol", low=0.0, low_inclusive=False)
@@ -216,8 +244,20 @@ class SVMCVResult:
     """The grid of ``select_svm_cv``: ``cv_errors[i, j]`` for scales[i], Cs[j], and the
     choice.
 
-    ``scale`` is the chosen s (length_scale = sqrt(s d)); ``n_not_converged`` counts
-    fold problems that reached max_iter.
+    Attributes
+    ----------
+    scales : tuple of float
+    Cs : tuple of float
+        Increasing.
+    cv_errors : ndarray of int64, shape (len(scales), len(Cs))
+        CV error counts.
+    scale : float
+        The chosen s (length_scale = sqrt(s d)).
+    length_scale : float
+    C : float
+        The chosen C.
+    n_not_converged : int
+        Fold problems that reached max_iter.
     """
 
     scales: tuple
@@ -264,8 +304,33 @@ def select_svm_cv(
     The grid is squared length scale l^2 = s * d for s in ``scales`` (d inputs; kernel
     variance 1, no constant v) and C in ``Cs``. Fold problems are solved by
     ``svm_dual_accelerated`` (C increasing, warm-started); ties go to the wider kernel,
-    then the smaller C. Returns (model, result): a ``KernelAdatron(fit_bias=True)``
-    fitted on all of (X, y) and an ``SVMCVResult``.
+    then the smaller C.
+
+    Parameters
+    ----------
+    X : array_like of shape (n, d)
+    y : array_like of shape (n,)
+        Labels of two classes.
+    scales : sequence of float > 0, default SVM_SCALES
+    Cs : sequence of float > 0, default SVM_CS
+    n_folds : int >= 2, default 10
+    seed : int, default 0
+        The seed of ``stratified_folds``.
+    tol : float, default 1e-2
+    max_iter : int, default 20000
+        Both for every SVM solve.
+
+    Returns
+    -------
+    model : KernelAdatron
+        ``KernelAdatron(fit_bias=True)`` fitted on all of (X, y).
+    result : SVMCVResult
+
+    Raises
+    ------
+    TypeError, ValueError
+        For bad data (not two classes), an empty grid, a grid value <= 0 or n_folds <
+        2.
     """
     X, y = check_X_y(X, y)
     y_pm, _ = encode_labels(y)
@@ -316,7 +381,21 @@ DEFAULT_CONFIG = {
 
 # %% book/21_variational_experiments.md, code cell 16
 def start_kernel(n_features, config=None):
-    """Seeger's eq. 8 at the starting point: ARD RBF, w_i = 1/d, C = 1, C v = 0.1."""
+    """Seeger's eq. 8 at the starting point: ARD RBF, w_i = 1/d, C = 1, C v = 0.1.
+
+    Parameters
+    ----------
+    n_features : int >= 1
+        d.
+    config : dict or None, default None
+        Overrides of DEFAULT_CONFIG, whose start_variance (C, 1.0) and start_bias (C v,
+        0.1) are used.
+
+    Returns
+    -------
+    RBF
+        length_scale sqrt(d) in every dimension.
+    """
     config = dict(DEFAULT_CONFIG, **(config or {}))
     n_features = check_integer(n_features, "n_features")
     return RBF(
@@ -341,8 +420,27 @@ def _check_fitter(fitter):
 
 
 def load_split(name, split):
-    """Realisation ``split`` of data set ``name``: whole-set standardisation,
-    Seeger's n_train."""
+    """Realisation ``split`` of data set ``name``: whole-set standardisation, Seeger's
+    n_train.
+
+    Parameters
+    ----------
+    name : str
+        One of DATASETS.
+    split : int
+
+    Returns
+    -------
+    Dataset
+        The realisation, with its training and test parts.
+
+    Raises
+    ------
+    ValueError
+        For a data set not in DATASETS or a split out of range.
+    TypeError
+        If ``split`` is not an int.
+    """
     _check_dataset(name)
     return datasets.load(name, standardize="all", n_train=N_TRAIN[name]).split(split)
 
@@ -466,10 +564,28 @@ def run_one(dataset, split, fitter, config=None):
     """One job: fit ``fitter`` on the training part of split ``split`` of ``dataset``,
     count test errors.
 
-    Returns a JSON-serialisable dict: dataset, split, fitter, status ("ok" or "failed",
-    with a message), errors ({method: number of test errors}), n_train, n_test, time
-    (s), n_warnings, converged, and the fitter's details (theta and relevances w_i for
-    the ARD methods; length_scale, C and the CV error grid for SVM-10CV).
+    Parameters
+    ----------
+    dataset : str
+        One of DATASETS.
+    split : int
+    fitter : str
+        One of FITTERS.
+    config : dict or None, default None
+        Overrides of DEFAULT_CONFIG.
+
+    Returns
+    -------
+    dict
+        JSON-serialisable: dataset, split, fitter, status ("ok" or "failed", with a
+        message), errors ({method: number of test errors}), n_train, n_test, time (s),
+        n_warnings, warnings, converged, and the fitter's details (theta and relevances
+        w_i for the ARD methods; length_scale, C and the CV error grid for SVM-10CV).
+
+    Raises
+    ------
+    ValueError
+        For an unknown data set or fitter.
     """
     _check_dataset(dataset)
     _check_fitter(fitter)
@@ -549,15 +665,39 @@ def run_comparison(
 ):
     """Run the (data set, split, fitter) jobs of Table 1 that are not yet in ``out``.
 
-    dataset_names: default DATASETS; splits: an int n (splits 0..n-1) or a list of
-    indices; fitters: default all of FITTERS; jobs: worker processes (joblib; -1 all
-    cores); out: a JSON file read first (its jobs are skipped) and merged into under a
-    lock after every job, or None; config: overrides of DEFAULT_CONFIG; retry_failed:
-    run again the jobs whose record has status "failed"; client: a dask.distributed
-    Client whose workers run the jobs (chapter 18's ``dask_client``). Returns all the
-    records of ``out`` (of every run writing it), or the new ones. Raises ValueError
-    (ResultsFileError) for a malformed ``out`` or one written with another
-    configuration, naming the differing keys.
+    Parameters
+    ----------
+    dataset_names : list of str or None, default None
+        Default DATASETS.
+    splits : int or list of int, default 10
+        An int n (splits 0..n-1) or a list of indices.
+    fitters : list of str or None, default None
+        Default all of FITTERS.
+    jobs : int, default 1
+        Worker processes (joblib; -1 all cores).
+    out : str or None, default None
+        A JSON file read first (its jobs are skipped) and merged into under a lock after
+        every job, or None.
+    config : dict or None, default None
+        Overrides of DEFAULT_CONFIG.
+    progress : bool, default True
+    retry_failed : bool, default False
+        Run again the jobs whose record has status "failed".
+    client : dask.distributed.Client or None, default None
+        Its workers run the jobs (chapter 18's ``dask_client``).
+
+    Returns
+    -------
+    list of dict
+        All the records of ``out`` (of every run writing it), or the new ones.
+
+    Raises
+    ------
+    TypeError, ValueError
+        For a bad argument.
+    ResultsFileError
+        A ValueError, for a malformed ``out`` or one written with another
+        configuration, naming the differing keys.
     """
     tasks = _comparison_tasks(dataset_names, splits, fitters, jobs, config)
     config = merged_config(config, DEFAULT_CONFIG)
@@ -581,8 +721,22 @@ def prediction_interval(values, level=0.95):
     """Eq. (eq-var16-rule): the normal prediction interval for one more value, widened
     by 1/2.
 
-    values: at least two numbers. Returns (low, high) = mean -+ t_{(1+level)/2, n-1} s
-    sqrt(1 + 1/n) -+ 1/2.
+    Parameters
+    ----------
+    values : array_like of shape (n,)
+        At least two finite numbers.
+    level : float in (0, 1), default 0.95
+
+    Returns
+    -------
+    low, high : float
+        mean -+ t_{(1+level)/2, n-1} s sqrt(1 + 1/n) -+ 1/2.
+
+    Raises
+    ------
+    ValueError
+        For fewer than two values, a value that is not finite, or a bad level
+        (TypeError if it is not a number).
     """
     values = np.asarray(values, dtype=float)
     if values.ndim != 1 or values.size < 2 or not np.all(np.isfinite(values)):
@@ -601,9 +755,18 @@ def prediction_interval(values, level=0.95):
 def summarise_counts(records):
     """Per data set and method: counts over splits, mean, std, min, max, scaled counts.
 
-    Returns {dataset: {method: {"splits", "counts", "n", "mean", "std", "min", "max",
-    "scaled" (counts * paper test size / our test size), "n_failed", "time"}}}, in the
-    order of DATASETS and METHODS; failed jobs are counted in n_failed, not averaged.
+    Parameters
+    ----------
+    records : list of dict
+        The output of run_comparison.
+
+    Returns
+    -------
+    dict
+        {dataset: {method: {"splits", "counts", "n", "mean", "std", "min", "max",
+        "scaled" (counts * paper test size / our test size), "n_failed", "time"}}}, in
+        the order of DATASETS and METHODS; failed jobs are counted in n_failed, not
+        averaged.
     """
     summary = {}
     for r in records:
@@ -645,11 +808,21 @@ def compare_with_paper(summary, level=0.95):
     """For every cell with at least two splits: the paper's count, our interval, the
     verdict.
 
-    Returns a list of dicts: dataset, method, paper, n, mean, std, min, max (of our
-    counts), scaled_mean, low, high (eq-var16-rule on the scaled counts), consistent
-    (low <= paper <= high), informative (eq-var16-informative: low > paper / 2 and high
-    < 2 paper, the interval excludes half and twice the paper's count), alternative (the
-    other reading of an AMBIGUOUS cell, or None) and alternative_consistent.
+    Parameters
+    ----------
+    summary : dict
+        The output of summarise_counts.
+    level : float in (0, 1), default 0.95
+        Of the prediction intervals.
+
+    Returns
+    -------
+    list of dict
+        dataset, method, paper, n, mean, std, min, max (of our counts), scaled_mean,
+        low, high (eq-var16-rule on the scaled counts), consistent (low <= paper <=
+        high), informative (eq-var16-informative: low > paper / 2 and high < 2 paper,
+        the interval excludes half and twice the paper's count), alternative (the other
+        reading of an AMBIGUOUS cell, or None) and alternative_consistent.
     """
     rows = []
     for name, by_method in summary.items():
@@ -688,9 +861,26 @@ def relevance_summary(records, dataset, fitter, threshold=0.01):
     """ARD weights of one fitter on one data set over its splits, normalised by the
     largest.
 
-    Returns (relative, n_off): relative (n_splits, d) = w_i / max_j w_j per split
-    (splits in increasing order), n_off (n_splits,) = number of inputs with relative
-    weight < threshold.
+    Parameters
+    ----------
+    records : list of dict
+        The output of run_comparison.
+    dataset : str
+    fitter : {"VarGP", "VarSVM", "Laplace"}
+    threshold : float in [0, 1], default 0.01
+
+    Returns
+    -------
+    relative : ndarray of shape (n_splits, d)
+        w_i / max_j w_j per split (splits in increasing order).
+    n_off : ndarray of shape (n_splits,)
+        Number of inputs with relative weight < threshold.
+
+    Raises
+    ------
+    ValueError
+        For an unknown data set, another fitter, a bad threshold, or no successful
+        record of the pair.
     """
     _check_dataset(dataset)
     if fitter not in ("VarGP", "VarSVM", "Laplace"):
@@ -736,9 +926,21 @@ def main(argv=None):
     """``python -m gpc_literate.comparison [options]``: run Table 1's jobs, save,
     summarise.
 
-    Returns 0; a bad argument exits with status 2 (argparse), and an output file that is
-    malformed, of another kind or written with another configuration gives a message on
-    stderr and status 2.
+    Parameters
+    ----------
+    argv : list of str or None, default None
+        The arguments; None: sys.argv[1:].
+
+    Returns
+    -------
+    int
+        0; an output file that is malformed, of another kind or written with another
+        configuration gives a message on stderr and status 2.
+
+    Raises
+    ------
+    SystemExit
+        With status 2 (argparse) for a bad argument.
     """
     parser = argparse.ArgumentParser(
         prog="python -m gpc_literate.comparison",
