@@ -60,7 +60,18 @@ DEFAULT_CONFIG = {
 # %% book/24_evidence_maps.md, code cell 4
 def grid_kernel(n_features, a, log_var):
     """The squared-exponential kernel of length scale sqrt(n_features) e^a, variance
-    e^log_var."""
+    e^log_var.
+
+    Parameters
+    ----------
+    n_features : int
+    a : float
+    log_var : float
+
+    Returns
+    -------
+    RBF
+    """
     return RBF(
         length_scale=float(np.sqrt(n_features) * np.exp(a)),
         variance=float(np.exp(log_var)),
@@ -87,9 +98,24 @@ def run_point(dataset, family, i, j, config=None):
     """One job: compare_methods on ``dataset`` at grid point (A_GRID[i],
     LOG_VAR_GRID[j]).
 
-    Returns a record {dataset, family, i, j, a, log_var, status, measures | message}; a
-    failure of the fit (ValueError, LinAlgError, ...) gives status "failed" and its
-    message.
+    Parameters
+    ----------
+    dataset : str
+        One of DATASETS.
+    family : {"probit", "logistic"}
+    i : int
+        Index into A_GRID.
+    j : int
+        Index into LOG_VAR_GRID.
+    config : dict or None, default None
+        Overrides of DEFAULT_CONFIG (n_samples, burn_in, ais_runs, ais_schedule, seed).
+
+    Returns
+    -------
+    dict
+        {dataset, family, i, j, a, log_var, status, measures | message}; a failure of
+        the fit (ValueError, ArithmeticError, LinAlgError) gives status "failed" and its
+        message.
     """
     config = dict(DEFAULT_CONFIG, **(config or {}))
     d = datasets.load(dataset)
@@ -170,13 +196,37 @@ def run_grid(
 ):
     """Run the grid's jobs that are not yet in ``out``; returns all records of ``out``.
 
-    dataset_names: default DATASETS (a name or a list of names); families: default
-    FAMILIES; points: a non-empty list of (i, j) grid indices to run (default all);
-    jobs: worker processes (joblib, -1 all cores); out: a JSON results file, read first
-    and merged into after every job, or None; config: overrides of DEFAULT_CONFIG;
-    client: a dask.distributed Client whose workers run the jobs (chapter 18's
-    ``dask_client``). Raises ValueError for bad arguments and ResultsFileError for an
-    ``out`` of another kind or configuration.
+    Parameters
+    ----------
+    dataset_names : str, list of str or None, default None
+        A name or a list of names; default DATASETS.
+    families : str, list of str or None, default None
+        Default FAMILIES.
+    points : list of (i, j) or None, default None
+        A non-empty list of grid indices to run; None: all.
+    jobs : int, default 1
+        Worker processes (joblib, -1 all cores).
+    out : str or None, default None
+        A JSON results file, read first and merged into after every job, or None.
+    config : dict or None, default None
+        Overrides of DEFAULT_CONFIG.
+    progress : bool, default True
+    retry_failed : bool, default False
+        Run again the jobs whose record has status "failed".
+    client : dask.distributed.Client or None, default None
+        Its workers run the jobs (chapter 18's ``dask_client``).
+
+    Returns
+    -------
+    list of dict
+        All records of ``out``, or the new ones without ``out``.
+
+    Raises
+    ------
+    TypeError, ValueError
+        For bad arguments.
+    ResultsFileError
+        For an ``out`` of another kind or configuration.
     """
     tasks = _grid_tasks(dataset_names, families, jobs, config)
     if points is not None:
@@ -211,8 +261,23 @@ def run_grid(
 
 # %% book/24_evidence_maps.md, code cell 8
 def grid_array(records, dataset, family, method, key):
-    """(len(A_GRID), len(LOG_VAR_GRID)) array of measures[method][key] from the
-    records."""
+    """(len(A_GRID), len(LOG_VAR_GRID)) array of measures[method][key] from the records.
+
+    Parameters
+    ----------
+    records : list of dict
+        The output of run_grid.
+    dataset : str
+    family : str
+    method : str
+    key : str
+        A measure, e.g. "converged".
+
+    Returns
+    -------
+    ndarray of shape (len(A_GRID), len(LOG_VAR_GRID))
+        NaN where there is no successful record or the measure is missing or None.
+    """
     out = np.full((len(A_GRID), len(LOG_VAR_GRID)), np.nan)
     for r in records:
         if r["dataset"] == dataset and r["family"] == family and r["status"] == "ok":
@@ -226,8 +291,21 @@ def main(argv=None):
     """``python -m gpc_literate.gold_grid [options]``: run the grid, save, print a
     summary.
 
-    Returns 0; a bad argument exits with status 2 (argparse), and a results file that is
-    malformed or written with another configuration gives a message and status 2.
+    Parameters
+    ----------
+    argv : list of str or None, default None
+        The arguments; None: sys.argv[1:].
+
+    Returns
+    -------
+    int
+        0; a results file that is malformed or written with another configuration gives
+        a message and status 2.
+
+    Raises
+    ------
+    SystemExit
+        With status 2 (argparse) for a bad argument.
     """
     parser = argparse.ArgumentParser(
         prog="python -m gpc_literate.gold_grid",
