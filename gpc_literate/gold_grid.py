@@ -225,7 +225,7 @@ def run_grid(
     ------
     TypeError, ValueError
         For bad arguments.
-    ResultsFileError
+    gpc_literate.experiments.ResultsFileError
         For an ``out`` of another kind or configuration.
     """
     tasks = _grid_tasks(dataset_names, families, jobs, config)

@@ -301,14 +301,9 @@ class Kernel(_KernelEvaluation, _KernelTheta, _KernelParams):
     smoothness of a Matern kernel: never in ``theta``), and implement ``_matrix(X, Z)``,
     ``_diag(X)`` and ``_gradient(X)``. Assigning a hyperparameter attribute validates
     it. ``k1 + k2`` and ``k1 * k2`` are the kernels Sum and Product
-    (sec-kern-sum-product).
-
-    Attributes
-    ----------
-    theta : ndarray of shape (p,)
-        Logarithms of the positive hyperparameters (a copy); settable.
-    hyperparameter_names : tuple of str
-        Names of the entries of ``theta``, e.g. ('log_length_scale[0]', 'log_variance').
+    (sec-kern-sum-product). The property ``theta`` holds the logarithms of the positive
+    hyperparameters (a copy; settable) and ``hyperparameter_names`` the names of its
+    entries, e.g. ('log_length_scale[0]', 'log_variance').
     """
 
     _hyperparameters: tuple = ()
