@@ -17,13 +17,14 @@ float64 copies.
 import copy
 import inspect
 import numbers
+import sys
 import warnings
 from dataclasses import dataclass, field
 
 import numpy as np
 from scipy.optimize import minimize
 from tqdm import tqdm
-from sklearn.base import BaseEstimator, ClassifierMixin
+from sklearn.base import BaseEstimator, ClassifierMixin, clone
 from sklearn.exceptions import NotFittedError
 from sklearn.utils import check_array as _sklearn_check_array
 from sklearn.utils import check_X_y as _sklearn_check_X_y
@@ -37,7 +38,12 @@ __all__ = [
     "NotFittedError",
     "check_array",
     "check_X_y",
+    "encode_classes",
     "encode_labels",
+    "MULTI_CLASS",
+    "check_multi_class",
+    "binary_problems",
+    "couple_pairwise",
     "check_scalar",
     "check_integer",
     "check_bool",
@@ -157,6 +163,49 @@ def _preview(values, limit=6):
     return repr(values[:limit])[:-1] + ", ...]" if len(values) > limit else repr(values)
 
 
+def encode_classes(y):
+    """Encode class labels as codes 0, ..., K-1 in the sorted order of the labels.
+
+    Parameters
+    ----------
+    y : array_like of shape (n,)
+        Labels of at least two classes (numbers, strings or booleans).
+
+    Returns
+    -------
+    codes : ndarray of int of shape (n,)
+        ``classes[codes]`` is y.
+    classes : ndarray of shape (K,)
+        The distinct labels in sorted order.
+
+    Raises
+    ------
+    ValueError
+        When y is empty, not 1-D, contains NaN (or infinite values), holds labels that
+        cannot be compared, or has only one class.
+    """
+    y = np.asarray(y)
+    if y.ndim != 1:
+        raise ValueError(f"y must be a 1-D array of labels; got shape {y.shape}")
+    if y.size == 0:
+        raise ValueError("y is empty; a classifier needs labels of two classes or more")
+    if y.dtype.kind in "fc" and not np.all(np.isfinite(y)):
+        raise ValueError("y contains NaN or infinite labels")
+    try:
+        classes, codes = np.unique(y, return_inverse=True)
+    except TypeError:
+        raise ValueError(
+            "y contains labels of types that cannot be compared with each "
+            f"other: {_preview(y)}"
+        ) from None
+    if len(classes) == 1:
+        raise ValueError(
+            f"y has only one class ({_preview(classes)}); a classifier needs labels "
+            "of two classes or more"
+        )
+    return codes.reshape(-1), classes
+
+
 def encode_labels(y):
     """Encode two class labels as y = -1/+1, +1 for the larger label.
 
@@ -175,34 +224,15 @@ def encode_labels(y):
     Raises
     ------
     ValueError
-        When y is empty, not 1-D, contains NaN (or infinite values), holds labels that
-        cannot be compared, or does not have exactly two classes.
+        As ``encode_classes``, and when y has more than two classes.
     """
-    y = np.asarray(y)
-    if y.ndim != 1:
-        raise ValueError(f"y must be a 1-D array of labels; got shape {y.shape}")
-    if y.size == 0:
-        raise ValueError("y is empty; a binary classifier needs labels of two classes")
-    if y.dtype.kind in "fc" and not np.all(np.isfinite(y)):
-        raise ValueError("y contains NaN or infinite labels")
-    try:
-        classes = np.unique(y)
-    except TypeError:
-        raise ValueError(
-            "y contains labels of types that cannot be compared with each "
-            f"other: {_preview(y)}"
-        ) from None
-    if len(classes) == 1:
-        raise ValueError(
-            f"y has only one class ({_preview(classes)}); a binary classifier "
-            "needs labels of two classes"
-        )
+    codes, classes = encode_classes(y)
     if len(classes) > 2:
         raise ValueError(
-            f"Only binary classification is supported; y has {len(classes)} "
-            f"classes ({_preview(classes)})"
+            f"y has {len(classes)} classes ({_preview(classes)}) where two are "
+            "needed; the classifiers take more through their multi_class parameter"
         )
-    return np.where(y == classes[1], 1.0, -1.0), classes
+    return np.where(codes == 1, 1.0, -1.0), classes
 
 
 # %% book/01_gp_classification.md, code cell 22
@@ -319,10 +349,10 @@ def _models_probabilities(estimator):
 
 
 # %% book/01_gp_classification.md, code cell 26
-def _binary_dense_tags(tags):
-    """Declare binary classification on dense, finite input in scikit-learn's tags;
-    return them."""
-    tags.classifier_tags.multi_class = False
+def _dense_tags(tags):
+    """Declare classification of two classes or more on dense, finite input in
+    scikit-learn's tags; return them."""
+    tags.classifier_tags.multi_class = True
     tags.input_tags.sparse = False
     tags.input_tags.allow_nan = False
     return tags
@@ -330,24 +360,24 @@ def _binary_dense_tags(tags):
 
 # %% book/01_gp_classification.md, code cell 27
 def _validated_labels(estimator, X, y):
-    """Validate a training set for ``estimator.fit``: return (X, y_pm), setting
+    """Validate a training set for ``estimator.fit``: return (X, codes), setting
     classes_.
 
     X becomes a float64 copy (``validate_data`` also records ``n_features_in_``), y must
-    be classification targets, and y_pm holds them as -1/+1 (``encode_labels``).
+    be classification targets, and codes number them 0, ..., K-1 (``encode_classes``).
     """
     _refuse_text(X)
     X, y = validate_data(estimator, X, y, dtype=np.float64, copy=True, reset=True)
     check_classification_targets(y)
-    y_pm, estimator.classes_ = encode_labels(y)
-    return X, y_pm
+    codes, estimator.classes_ = encode_classes(y)
+    return X, codes
 
 
 def _forget_fit(estimator):
-    """Remove the attributes set by _validated_labels: the estimator is unfitted
-    again."""
-    for name in ("classes_", "n_features_in_", "feature_names_in_"):
-        estimator.__dict__.pop(name, None)
+    """Remove the attributes set by fit (the public ones end in an underscore): the
+    estimator is unfitted again."""
+    for name in [n for n in vars(estimator) if n.endswith("_") and n[0] != "_"]:
+        del estimator.__dict__[name]
 
 
 # %% book/01_gp_classification.md, code cell 28
@@ -442,10 +472,12 @@ class _GPClassifierPrediction:
 
     def decision_function(self, X):
         """Latent activation at each row of X, e.g. the posterior mean <f(x)>; > 0
-        means classes_[1]."""
-        return np.asarray(
-            self._decision_function(self._check_predict_input(X)), dtype=np.float64
-        )
+        means classes_[1]. For K > 2 classes, shape (n, K): the log-probabilities
+        where the model has probabilities, else the binary models' votes."""
+        X = self._check_predict_input(X)
+        if len(self.classes_) > 2:
+            return _multi_class_decision(self, X)
+        return np.asarray(self._decision_function(X), dtype=np.float64)
 
     def _decision_function(self, X):
         """Latent activation at each row of validated X (to be implemented by a
@@ -456,11 +488,12 @@ class _GPClassifierPrediction:
 
     @available_if(_models_probabilities)
     def predict_proba(self, X):
-        """Predictive class probabilities p(y | x, D), shape (n, 2), columns ordered
+        """Predictive class probabilities p(y | x, D), shape (n, K), columns ordered
         as classes_."""
-        p = np.asarray(
-            self._predict_proba_positive(self._check_predict_input(X)), dtype=np.float64
-        )
+        X = self._check_predict_input(X)
+        if len(self.classes_) > 2:
+            return _multi_class_proba(self, X)
+        p = np.asarray(self._predict_proba_positive(X), dtype=np.float64)
         return np.column_stack([1.0 - p, p])
 
     def _predict_proba_positive(self, X):
@@ -472,11 +505,11 @@ class _GPClassifierPrediction:
 
     def predict(self, X):
         """Predicted labels: classes_[1] where the decision function is positive,
-        else classes_[0]."""
-        positive = (
-            self.decision_function(X) > 0
-        )  # checks fitted-ness before classes_ is read
-        return self.classes_[positive.astype(np.intp)]
+        else classes_[0]; for K > 2 classes, the class of the largest column."""
+        decision = self.decision_function(X)  # checks fitted-ness before classes_
+        if decision.ndim == 2:
+            return self.classes_[np.argmax(decision, axis=1)]
+        return self.classes_[(decision > 0).astype(np.intp)]
 
     @available_if(lambda self: hasattr(self, "predict_latent"))
     def latent_mean_and_variance(self, X):
@@ -499,18 +532,37 @@ class GPClassifierBase(_GPClassifierPrediction, ClassifierMixin, BaseEstimator):
 
     Attributes
     ----------
-    classes_ : ndarray of shape (2,)
-        The two labels, sorted.
+    classes_ : ndarray of shape (K,)
+        The labels, sorted.
     n_features_in_ : int
         Number of input features seen by ``fit``.
     feature_names_in_ : ndarray of str
         Column names, only when X is a DataFrame.
+    estimators_ : list of estimators
+        Only for K > 2 classes: the fitted binary models, one per class
+        (``multi_class="one_vs_one"``) or one per pair of classes i < j, class i
+        positive (``"one_vs_one"``).
+    multi_class_ : str
+        Only for K > 2 classes: how the binary models were built.
+    n_iter_, converged_ : ndarray of shape (len(estimators_),)
+        Only for K > 2 classes, and where the binary models have them: theirs, in
+        the order of estimators_.
     """
 
     def __sklearn_tags__(self):
-        """Binary classification only, dense finite input (see the text of chapter
-        1)."""
-        return _binary_dense_tags(super().__sklearn_tags__())
+        """Two classes or more, dense finite input (see the text of chapter 1)."""
+        return _dense_tags(super().__sklearn_tags__())
+
+    def __getattr__(self, name):
+        """Explain why a binary model's fitted attribute is missing after a fit to
+        K > 2 classes."""
+        if name.endswith("_") and name[0] != "_" and "estimators_" in vars(self):
+            raise AttributeError(
+                f"{type(self).__name__} was fitted to {len(self.classes_)} classes by "
+                f"{self.multi_class_}; {name} is an attribute of each of its binary "
+                f"models: see estimators_[k].{name}"
+            )
+        return object.__getattribute__(self, name)  # the original AttributeError
 
     def __sklearn_is_fitted__(self):
         """Fitted means that fit has completed: classes_ is set (used by
@@ -518,8 +570,8 @@ class GPClassifierBase(_GPClassifierPrediction, ClassifierMixin, BaseEstimator):
         return hasattr(self, "classes_")
 
     def fit(self, X, y, **fit_params):
-        """Fit to a training set: validate X and y, encode the labels as -1/+1, call
-        _fit.
+        """Fit to a training set: validate X and y; for two classes encode the labels
+        as -1/+1 and call _fit, for more fit the binary models of ``multi_class``.
 
         Keyword arguments (e.g. a warm start ``alpha_init``) are passed on to ``_fit``;
         one that the subclass does not take (e.g. ``sample_weight``) raises TypeError,
@@ -527,13 +579,19 @@ class GPClassifierBase(_GPClassifierPrediction, ClassifierMixin, BaseEstimator):
         """
         _check_fit_keywords(self, fit_params)
         self._validate_params()
+        multi_class = check_multi_class(getattr(self, "multi_class", "one_vs_one"))
+        _forget_fit(self)
         try:
-            X, y_pm = _validated_labels(self, X, y)
-            self._fit(X, y_pm, **fit_params)
+            X, codes = _validated_labels(self, X, y)
+            if len(self.classes_) == 2:
+                self._fit(X, np.where(codes == 1, 1.0, -1.0), **fit_params)
+            else:
+                _fit_binary_problems(self, X, codes, multi_class, fit_params)
         except BaseException:
             _forget_fit(self)  # leave the estimator unfitted
             raise
-        _warn_if_constant(self, X)
+        if len(self.classes_) == 2:
+            _warn_if_constant(self, X)
         return self
 
     def _validate_params(self):
@@ -571,7 +629,179 @@ class AlphaWarmStartMixin:
         return super().fit(X, y, alpha_init=alpha_init, **fit_params)
 
 
-# %% book/01_gp_classification.md, code cell 38
+# %% book/01_gp_classification.md, code cell 33
+MULTI_CLASS = ("one_vs_rest", "one_vs_one")
+
+
+def check_multi_class(value):
+    """Return ``value`` if it is one of MULTI_CLASS, else raise ValueError naming the
+    parameter ``multi_class``."""
+    if not isinstance(value, str) or value not in MULTI_CLASS:
+        raise ValueError(
+            f"multi_class must be 'one_vs_rest' or 'one_vs_one'; got {value!r}"
+        )
+    return value
+
+
+def binary_problems(codes, n_classes, multi_class):
+    """The two-class problems of ``multi_class`` for labels coded 0, ..., K-1.
+
+    Returns a list of (rows, labels, (i, j)): the training rows of the problem, their
+    labels (1 for class i, the positive class, else 0) and the pair, where j is -1 for
+    "i versus the rest". Pairs are in the order (0, 1), (0, 2), ..., (K-2, K-1).
+    """
+    codes = np.asarray(codes)
+    if multi_class == "one_vs_rest":
+        rows = np.arange(len(codes))
+        return [(rows, (codes == k).astype(int), (k, -1)) for k in range(n_classes)]
+    problems = []
+    for i in range(n_classes):
+        for j in range(i + 1, n_classes):
+            rows = np.flatnonzero((codes == i) | (codes == j))
+            problems.append((rows, (codes[rows] == i).astype(int), (i, j)))
+    return problems
+
+
+# %% book/01_gp_classification.md, code cell 34
+_COUPLING_FLOOR = 1e-10  # pairwise probabilities are kept in [floor, 1 - floor]
+
+
+def couple_pairwise(R):
+    """Class probabilities from pairwise ones (Wu, Lin & Weng 2004, second method).
+
+    Parameters
+    ----------
+    R : array_like of shape (n, K, K)
+        ``R[:, i, j]`` = P(y = i | y in {i, j}, x) for i != j, with
+        ``R[:, j, i] = 1 - R[:, i, j]``; the diagonal is ignored.
+
+    Returns
+    -------
+    P : ndarray of shape (n, K)
+        Rows of non-negative probabilities summing to one, eq. (eq-gpc-coupling-system).
+    """
+    R = np.clip(np.asarray(R, dtype=np.float64), _COUPLING_FLOOR, 1 - _COUPLING_FLOOR)
+    n, K, _ = R.shape
+    Q = -R * np.swapaxes(R, 1, 2)  # Q_ij = -r_ij r_ji
+    diagonal = np.arange(K)
+    squares = R**2
+    Q[:, diagonal, diagonal] = squares.sum(axis=1) - squares[:, diagonal, diagonal]
+    A = np.zeros((n, K + 1, K + 1))
+    A[:, :K, :K] = Q
+    A[:, :K, K] = A[:, K, :K] = 1.0
+    rhs = np.zeros((n, K + 1, 1))
+    rhs[:, K] = 1.0
+    P = np.clip(np.linalg.solve(A, rhs)[:, :K, 0], 0.0, None)
+    return P / P.sum(axis=1, keepdims=True)
+
+
+# %% book/01_gp_classification.md, code cell 36
+def _outside_package_stacklevel():
+    """The stacklevel, for a warning issued by the caller of this function, of the
+    first frame outside gpc_literate (the user's line)."""
+    frame, level = sys._getframe(1), 1
+    while frame is not None and frame.f_globals.get("__name__", "").startswith(
+        "gpc_literate"
+    ):
+        frame, level = frame.f_back, level + 1
+    return level
+
+
+def _problem_name(classes, pair):
+    """The binary problem in words, e.g. "classes 'a' versus 'c'"."""
+    names = [repr(name) for name in np.asarray(classes).tolist()]
+    i, j = pair
+    if j < 0:
+        return f"class {names[i]} versus the rest"
+    return f"classes {names[i]} versus {names[j]}"
+
+
+# fitted attributes of the binary models that a multi-class fit lists, one per problem
+# (scikit-learn's convention for n_iter_)
+_PER_PROBLEM = ("n_iter_", "converged_")
+
+
+def _fit_binary_problems(estimator, X, codes, multi_class, fit_params):
+    """Fit a clone of ``estimator`` to each binary problem of ``multi_class``; set
+    estimators_ and multi_class_."""
+    given = [name for name, value in fit_params.items() if value is not None]
+    if given:
+        raise ValueError(
+            f"{type(estimator).__name__}.fit: {', '.join(given)} applies to one "
+            f"two-class problem, and y has {len(estimator.classes_)} classes; fit "
+            "without it"
+        )
+    params = estimator.get_params(deep=False)
+    quiet = {"verbose": False} if "verbose" in params else {}
+    problems = binary_problems(codes, len(estimator.classes_), multi_class)
+    fitted = []
+    show = bool(params.get("verbose", False))
+    for rows, labels, pair in tqdm(
+        problems, type(estimator).__name__, disable=not show
+    ):
+        model = clone(estimator).set_params(**quiet)
+        with warnings.catch_warnings(record=True) as caught:  # the caller's filters
+            model.fit(X[rows], labels)
+        for w in caught:
+            warnings.warn(
+                f"{_problem_name(estimator.classes_, pair)}: {w.message}",
+                w.category,
+                stacklevel=_outside_package_stacklevel(),
+            )
+        fitted.append(model)
+    estimator.estimators_ = fitted
+    estimator.multi_class_ = multi_class
+    for name in _PER_PROBLEM:
+        if all(hasattr(model, name) for model in fitted):
+            setattr(estimator, name, np.array([getattr(m, name) for m in fitted]))
+
+
+# %% book/01_gp_classification.md, code cell 37
+def _pair_matrix(estimator, X, output):
+    """(n, K, K) matrix of the one-versus-one models' outputs: entry (i, j) is model
+    (i, j)'s output, entry (j, i) its complement."""
+    K = len(estimator.classes_)
+    problems = [(i, j) for i in range(K) for j in range(i + 1, K)]
+    M = np.zeros((len(X), K, K))
+    for (i, j), model in zip(problems, estimator.estimators_):
+        value = np.asarray(output(model, X), dtype=np.float64)
+        M[:, i, j], M[:, j, i] = value, (1.0 - value if output is _positive else -value)
+    return M
+
+
+def _positive(model, X):
+    return model._predict_proba_positive(X)
+
+
+def _activation(model, X):
+    return model._decision_function(X)
+
+
+def _multi_class_proba(estimator, X):
+    """Class probabilities (n, K) on validated X from the fitted binary models."""
+    if estimator.multi_class_ == "one_vs_one":
+        return couple_pairwise(_pair_matrix(estimator, X, _positive))
+    q = np.column_stack([_positive(model, X) for model in estimator.estimators_])
+    total = q.sum(axis=1, keepdims=True)
+    K = q.shape[1]
+    return np.divide(q, total, out=np.full_like(q, 1.0 / K), where=total > 0)
+
+
+def _multi_class_decision(estimator, X):
+    """Decision function (n, K) on validated X; its largest column is the class
+    predicted."""
+    if _models_probabilities(estimator):
+        P = _multi_class_proba(estimator, X)
+        return np.log(np.maximum(P, np.finfo(np.float64).tiny))
+    if estimator.multi_class_ == "one_vs_rest":
+        return np.column_stack([_activation(m, X) for m in estimator.estimators_])
+    A = _pair_matrix(estimator, X, _activation)
+    votes = (A > 0).sum(axis=2).astype(np.float64)
+    confidence = A.sum(axis=2)
+    return votes + confidence / (3.0 * (np.abs(confidence) + 1.0))
+
+
+# %% book/01_gp_classification.md, code cell 45
 @dataclass
 class LearnedHyperparameters:
     """How ``fit`` learned the kernel (the fitted attribute ``learning_``, section
@@ -618,7 +848,7 @@ class LearnedHyperparameters:
     optimizer_result: object = field(default=None, repr=False)
 
 
-# %% book/01_gp_classification.md, code cell 39
+# %% book/01_gp_classification.md, code cell 46
 def check_bounds(bounds, name="hyperparameter_bounds"):
     """Validate (low, high), 0 < low < high, for positive hyperparameters: return their
     logs.
@@ -687,7 +917,7 @@ def search_box(bounds, theta0, name="hyperparameter_bounds", relative=RELATIVE_B
     return np.full(theta0.shape, low), np.full(theta0.shape, high)
 
 
-# %% book/01_gp_classification.md, code cell 40
+# %% book/01_gp_classification.md, code cell 47
 def _failed_point(theta, good, gradient):
     """Objective at a trial point where the criterion cannot be computed: a wall.
 
@@ -703,7 +933,7 @@ def _failed_point(theta, good, gradient):
     )
 
 
-# %% book/01_gp_classification.md, code cell 41
+# %% book/01_gp_classification.md, code cell 48
 def _search_objective(criterion, gradient, good):
     """Objective of the search: -criterion(theta) (and minus its gradient if
     ``gradient``).
@@ -732,7 +962,7 @@ def _search_objective(criterion, gradient, good):
     return objective
 
 
-# %% book/01_gp_classification.md, code cell 42
+# %% book/01_gp_classification.md, code cell 49
 NM_STEP = 0.1  # Nelder-Mead's first simplex: one log-hyperparameter moved by this
 
 
@@ -744,7 +974,7 @@ def _first_simplex(start, box):
     return np.vstack([start, start + np.diag(steps)])
 
 
-# %% book/01_gp_classification.md, code cell 43
+# %% book/01_gp_classification.md, code cell 50
 def _best_run(objective, starts, box, gradient, max_iter, tol=None, callback=None):
     """Minimise ``objective`` from each start within ``box``; return the best scipy
     result.
@@ -785,7 +1015,7 @@ def _best_run(objective, starts, box, gradient, max_iter, tol=None, callback=Non
     return best
 
 
-# %% book/01_gp_classification.md, code cell 44
+# %% book/01_gp_classification.md, code cell 51
 _ON_BOUND = 1e-3  # a log-hyperparameter this close to a bound (relative) is "on" it
 _BOUND_HITS_SHOWN = 4  # a bound warning names this many hyperparameters, then counts
 _FIX = "widen hyperparameter_bounds and fit again, or fix the kernel (optimizer=None)"
@@ -856,7 +1086,7 @@ def warn_start_outside(owner, kernel, low, high, stacklevel):
     return kernel.with_theta(np.clip(kernel.theta, low, high)), True
 
 
-# %% book/01_gp_classification.md, code cell 45
+# %% book/01_gp_classification.md, code cell 52
 def warn_bound_hits(
     owner,
     at_bound,
@@ -924,7 +1154,7 @@ def warn_bound_hits(
     )
 
 
-# %% book/01_gp_classification.md, code cell 46
+# %% book/01_gp_classification.md, code cell 53
 def _report_search(best, theta, names, bounds, owner, stacklevel, fix=_FIX):
     """Warn if the best run did not converge or a hyperparameter is on a bound (with
     the advice ``fix``); return those names.
@@ -989,7 +1219,7 @@ def _search_record(best, theta, starts, names, good, at_bound):
     )
 
 
-# %% book/01_gp_classification.md, code cell 47
+# %% book/01_gp_classification.md, code cell 54
 def maximize_criterion(
     criterion,
     theta0,
@@ -1079,7 +1309,7 @@ def maximize_criterion(
     return theta, _search_record(best, theta, starts, names, good, at_bound)
 
 
-# %% book/01_gp_classification.md, code cell 48
+# %% book/01_gp_classification.md, code cell 55
 def check_learning(estimator, optimizers=("fmin_l_bfgs_b", "nelder-mead")):
     """Check the learning parameters of an estimator, before the data are touched.
 
@@ -1123,7 +1353,7 @@ class _LearningChecks:
         check_learning(self, self._optimizers)
 
 
-# %% book/01_gp_classification.md, code cell 49
+# %% book/01_gp_classification.md, code cell 56
 class _LearningStart:
     """The fit at the starting kernel of LearnsHyperparameters (sec-gpc-learning)."""
 
@@ -1160,7 +1390,7 @@ class _LearningStart:
         return box
 
 
-# %% book/01_gp_classification.md, code cell 50
+# %% book/01_gp_classification.md, code cell 57
 class LearnsHyperparameters(_LearningChecks, _LearningStart):
     """Mixin for a GPClassifierBase whose ``fit`` learns the kernel (section
     sec-gpc-learning).
@@ -1207,7 +1437,7 @@ class LearnsHyperparameters(_LearningChecks, _LearningStart):
         self.learning_ = result
 
 
-# %% book/01_gp_classification.md, code cell 53
+# %% book/01_gp_classification.md, code cell 60
 def central_difference(fun, x, h=1e-5):
     """Central differences (fun(x + h e) - fun(x - h e)) / (2 h) for each entry e of the
     array x.

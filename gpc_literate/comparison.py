@@ -154,7 +154,13 @@ class LeastSquaresDiscriminant(GPClassifierBase):
     discr.).
 
     The decision function is X @ coef_ + intercept_; there are no predictive
-    probabilities. It takes no parameters.
+    probabilities.
+
+    Parameters
+    ----------
+    multi_class : {"one_vs_rest", "one_vs_one"}, default "one_vs_one"
+        How more than two classes are learned: one binary model per class against the
+        rest, or one per pair of classes (chapter 1, sec-gpc-multiclass).
 
     Attributes
     ----------
@@ -164,8 +170,8 @@ class LeastSquaresDiscriminant(GPClassifierBase):
         The rank of [X, 1].
     """
 
-    def __init__(self):
-        pass
+    def __init__(self, multi_class="one_vs_one"):
+        self.multi_class = multi_class
 
     def _fit(self, X, y_pm):
         design = np.hstack([X, np.ones((X.shape[0], 1))])

@@ -250,6 +250,10 @@ class BiasedEP(_BiasedPrediction, _BiasedFit):
     verbose : bool, default False
         A tqdm progress bar of the hyperparameter search (chapter 1's
         maximize_criterion).
+    multi_class : {"one_vs_rest", "one_vs_one"}, default "one_vs_one"
+        How more than two classes are learned: one binary model per class against the
+        rest, or one per pair of classes with pairwise coupling (chapter 1,
+        sec-gpc-multiclass).
 
     In both modes ``decision_function`` is the posterior mean of f plus gamma
     (``predict`` agrees with P(y = +1) > 1/2), ``loo_decision_`` is mu_cav_ + gamma,
@@ -273,6 +277,7 @@ class BiasedEP(_BiasedPrediction, _BiasedFit):
         random_state=None,
         hyperparameter_bounds="auto",
         verbose=False,
+        multi_class="one_vs_one",
     ):
         super().__init__(
             kernel=kernel,
@@ -286,6 +291,7 @@ class BiasedEP(_BiasedPrediction, _BiasedFit):
             random_state=random_state,
             hyperparameter_bounds=hyperparameter_bounds,
             verbose=verbose,
+            multi_class=multi_class,
         )
         self.gamma = gamma
         self.bias_mode = bias_mode

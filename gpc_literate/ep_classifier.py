@@ -439,6 +439,10 @@ class EP(_EPFit, _EPEvidence, _EPPrediction, LearnsHyperparameters, GPClassifier
     verbose : bool, default False
         A tqdm progress bar of the hyperparameter search (chapter 1's
         maximize_criterion).
+    multi_class : {"one_vs_rest", "one_vs_one"}, default "one_vs_one"
+        How more than two classes are learned: one binary model per class against the
+        rest, or one per pair of classes with pairwise coupling (chapter 1,
+        sec-gpc-multiclass).
 
     Fitted attributes: ``site_nu_``, ``site_tau_`` (natural site parameters; a precision
     may be negative), ``site_mean_``, ``site_var_`` (the same as mean and variance, inf
@@ -467,6 +471,7 @@ class EP(_EPFit, _EPEvidence, _EPPrediction, LearnsHyperparameters, GPClassifier
         random_state=None,
         hyperparameter_bounds="auto",
         verbose=False,
+        multi_class="one_vs_one",
     ):
         self.kernel = kernel
         self.likelihood = likelihood
@@ -479,3 +484,4 @@ class EP(_EPFit, _EPEvidence, _EPPrediction, LearnsHyperparameters, GPClassifier
         self.random_state = random_state
         self.hyperparameter_bounds = hyperparameter_bounds
         self.verbose = verbose
+        self.multi_class = multi_class

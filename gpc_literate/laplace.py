@@ -662,6 +662,10 @@ class Laplace(_LaplaceEvidence, _LaplaceFit):
     verbose : bool, default False
         A tqdm progress bar of the hyperparameter search (chapter 1's
         maximize_criterion).
+    multi_class : {"one_vs_rest", "one_vs_one"}, default "one_vs_one"
+        How more than two classes are learned: one binary model per class against the
+        rest, or one per pair of classes with pairwise coupling (chapter 1,
+        sec-gpc-multiclass).
 
     Fitted attributes: ``kernel_``, ``likelihood_``, ``f_hat_`` (the mode), ``alpha_``
     (= K^-1 f_hat = grad log p(y|f_hat); Opper & Winther's y_i alpha_i),
@@ -683,6 +687,7 @@ class Laplace(_LaplaceEvidence, _LaplaceFit):
         random_state=None,
         hyperparameter_bounds="auto",
         verbose=False,
+        multi_class="one_vs_one",
     ):
         self.kernel = kernel
         self.likelihood = likelihood
@@ -693,6 +698,7 @@ class Laplace(_LaplaceEvidence, _LaplaceFit):
         self.random_state = random_state
         self.hyperparameter_bounds = hyperparameter_bounds
         self.verbose = verbose
+        self.multi_class = multi_class
 
     def predict_latent(self, X):
         """Eq. (eq-lap-predictive): mean and variance of the latent f(x) at each row

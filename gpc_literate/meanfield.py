@@ -161,7 +161,8 @@ def _newton_step(K, k_diag, y, alpha, delta, w, error, likelihood):
     direction.
     """
     one_minus = 1.0 - k_diag * w
-    step = y * _newton_direction(K, w / one_minus, y * delta / one_minus)
+    with np.errstate(divide="ignore", invalid="ignore"):  # 0 here: singular, below
+        step = y * _newton_direction(K, w / one_minus, y * delta / one_minus)
     if not np.all(np.isfinite(step)):
         step = delta  # singular Jacobian
     for eta in 0.5 ** np.arange(40):
@@ -736,6 +737,10 @@ class NaiveMeanField(
     method : {"newton", "adaptive"}, default "newton"
         Newton's method on the mean-field equations (eq-mf-newton), or Algorithm 17.1
         with its ``learning_rate``.
+    multi_class : {"one_vs_rest", "one_vs_one"}, default "one_vs_one"
+        How more than two classes are learned: one binary model per class against the
+        rest, or one per pair of classes with pairwise coupling (chapter 1,
+        sec-gpc-multiclass).
 
     Fitted attributes: ``alpha_`` (embedding strengths), ``coef_`` = y * alpha_,
     ``X_train_``, ``kernel_``, ``n_iter_``, ``converged_``, ``residual_`` (max_i |delta
@@ -764,6 +769,7 @@ class NaiveMeanField(
         hyperparameter_bounds="auto",
         method="newton",
         verbose=False,
+        multi_class="one_vs_one",
     ):
         self.kernel = kernel
         self.kappa = kappa
@@ -778,3 +784,4 @@ class NaiveMeanField(
         self.random_state = random_state
         self.hyperparameter_bounds = hyperparameter_bounds
         self.verbose = verbose
+        self.multi_class = multi_class

@@ -904,6 +904,10 @@ class LSCV(_LSCVPrediction, _LSCVFit):
         L-BFGS-B's tolerance.
     verbose : bool, default False
         A tqdm bar of the search's iterations.
+    multi_class : {"one_vs_rest", "one_vs_one"}, default "one_vs_one"
+        How more than two classes are learned: one binary model per class against the
+        rest, or one per pair of classes with pairwise coupling (chapter 1,
+        sec-gpc-multiclass).
 
     Fitted attributes: ``kernel_``, ``noise_var_``, ``scale_`` (a), ``offset_`` (b),
     ``weights_`` (w = (K + lambda I)^-1 y), ``loo_mean_``, ``loo_var_``,
@@ -924,6 +928,7 @@ class LSCV(_LSCVPrediction, _LSCVFit):
         max_iter=200,
         tol=1e-8,
         verbose=False,
+        multi_class="one_vs_one",
     ):
         self.kernel = kernel
         self.noise_var = noise_var
@@ -935,6 +940,7 @@ class LSCV(_LSCVPrediction, _LSCVFit):
         self.max_iter = max_iter
         self.tol = tol
         self.verbose = verbose
+        self.multi_class = multi_class
 
 
 # %% book/17_loo_model_selection.md, code cell 32

@@ -106,7 +106,8 @@ def cavities(mean, var, coef, tau):
     proper : bool or ndarray of bool of shape (n,)
         Whether the cavity precision is positive.
     """
-    tau_cav = 1.0 / var - tau
+    with np.errstate(divide="ignore"):  # var = 0: an infinitely precise cavity
+        tau_cav = 1.0 / var - tau
     proper = tau_cav > 0.0
     if not np.ndim(proper):  # one example: plain floats
         var_cav = 1.0 / tau_cav if proper else np.inf

@@ -1237,6 +1237,10 @@ class SparseEP(_SparseFit, _SparseEvidence, _SparsePrediction, GPClassifierBase)
         The random subset of "pivots" and "random".
     verbose : bool, default False
         A tqdm progress bar over the iterations of the search.
+    multi_class : {"one_vs_rest", "one_vs_one"}, default "one_vs_one"
+        How more than two classes are learned: one binary model per class against the
+        rest, or one per pair of classes with pairwise coupling (chapter 1,
+        sec-gpc-multiclass).
 
     Fitted attributes: ``inducing_`` (M, n_features), ``n_inducing_``, ``site_nu_``,
     ``site_tau_``, ``mu_cav_``, ``var_cav_``, ``posterior_mean_``, ``posterior_var_``,
@@ -1258,6 +1262,7 @@ class SparseEP(_SparseFit, _SparseEvidence, _SparsePrediction, GPClassifierBase)
         hyperparameter_bounds="auto",
         random_state=None,
         verbose=False,
+        multi_class="one_vs_one",
     ):
         self.kernel = kernel
         self.likelihood = likelihood
@@ -1270,3 +1275,4 @@ class SparseEP(_SparseFit, _SparseEvidence, _SparsePrediction, GPClassifierBase)
         self.hyperparameter_bounds = hyperparameter_bounds
         self.random_state = random_state
         self.verbose = verbose
+        self.multi_class = multi_class

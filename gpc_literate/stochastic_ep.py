@@ -1024,6 +1024,10 @@ class StochasticEP(_StochasticFit, _StochasticPrediction, GPClassifierBase):
         gain.
     verbose : bool, default False
         A tqdm progress bar over the budget.
+    multi_class : {"one_vs_rest", "one_vs_one"}, default "one_vs_one"
+        How more than two classes are learned: one binary model per class against the
+        rest, or one per pair of classes with pairwise coupling (chapter 1,
+        sec-gpc-multiclass).
 
     ``fit(X, y, callback=None)``: ``callback(state, seconds)`` after every minibatch (a
     SEPState with ``predict_proba``); returning False stops the fit.
@@ -1056,6 +1060,7 @@ class StochasticEP(_StochasticFit, _StochasticPrediction, GPClassifierBase):
         random_state=None,
         blas_threads=1,
         verbose=False,
+        multi_class="one_vs_one",
     ):
         self.kernel = kernel
         self.likelihood = likelihood
@@ -1076,3 +1081,4 @@ class StochasticEP(_StochasticFit, _StochasticPrediction, GPClassifierBase):
         self.random_state = random_state
         self.blas_threads = blas_threads
         self.verbose = verbose
+        self.multi_class = multi_class

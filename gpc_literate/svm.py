@@ -682,6 +682,10 @@ class KernelAdatron(_AdatronFit, GPClassifierBase):
     compute_loo : bool, default True
         The fit also computes the linear-response leave-one-out activations
         eq-svm-loo.
+    multi_class : {"one_vs_rest", "one_vs_one"}, default "one_vs_one"
+        How more than two classes are learned: one binary model per class against the
+        rest, or one per pair of classes with pairwise coupling (chapter 1,
+        sec-gpc-multiclass).
 
     Fitted attributes: ``alpha_`` (n,), ``bias_``, ``n_iter_``, ``converged_``,
     ``support_`` (indices with alpha > 0), ``support_vectors_``, ``dual_coef_`` (y *
@@ -700,6 +704,7 @@ class KernelAdatron(_AdatronFit, GPClassifierBase):
         tol=1e-5,
         learning_rate=1.0,
         compute_loo=True,
+        multi_class="one_vs_one",
     ):
         self.kernel = kernel
         self.C = C
@@ -709,6 +714,7 @@ class KernelAdatron(_AdatronFit, GPClassifierBase):
         self.tol = tol
         self.learning_rate = learning_rate
         self.compute_loo = compute_loo
+        self.multi_class = multi_class
 
     def _validate_params(self):
         _check_adatron_params(self)

@@ -683,6 +683,10 @@ class TAP(
     verbose : bool, default False
         A tqdm progress bar of the hyperparameter search (chapter 1's
         maximize_criterion).
+    multi_class : {"one_vs_rest", "one_vs_one"}, default "one_vs_one"
+        How more than two classes are learned: one binary model per class against the
+        rest, or one per pair of classes with pairwise coupling (chapter 1,
+        sec-gpc-multiclass).
 
     Fitted attributes: ``alpha_``, ``coef_`` = y * alpha_, ``X_train_``, ``kernel_``,
     ``mu_cav_``, ``var_cav_`` (cavity means and variances of f, as EP's; the noisy
@@ -710,6 +714,7 @@ class TAP(
         random_state=None,
         hyperparameter_bounds="auto",
         verbose=False,
+        multi_class="one_vs_one",
     ):
         self.kernel = kernel
         self.kappa = kappa
@@ -723,3 +728,4 @@ class TAP(
         self.random_state = random_state
         self.hyperparameter_bounds = hyperparameter_bounds
         self.verbose = verbose
+        self.multi_class = multi_class

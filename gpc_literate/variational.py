@@ -396,16 +396,23 @@ class _MeanOrMode:
         mode / SVM)."""
         if use not in ("mean", "mode"):
             raise ValueError(f"use must be 'mean' or 'mode'; got {use!r}")
-        X = self._check_predict_input(X)
         if use == "mean":
-            return self._latent(X)[0]
+            return super().decision_function(X)  # also K > 2 classes (chapter 1)
+        X = self._check_predict_input(X)
+        if len(self.classes_) > 2:
+            raise ValueError(
+                "use='mode' predicts with one binary model; this fit has "
+                f"{len(self.classes_)} classes: use 'mean', or estimators_[k]"
+            )
         return self.kernel_(X, self.X_train_) @ self.mode_coef_
 
     def predict(self, X, use="mean"):
         """Predicted labels: classes_[1] where decision_function(X, use) > 0, else
-        classes_[0]."""
-        positive = self.decision_function(X, use=use) > 0
-        return self.classes_[positive.astype(np.intp)]
+        classes_[0]; for K > 2 classes, the class of the largest column."""
+        decision = self.decision_function(X, use=use)
+        if decision.ndim == 2:
+            return self.classes_[np.argmax(decision, axis=1)]
+        return self.classes_[(decision > 0).astype(np.intp)]
 
 
 # %% book/20_variational_estimators.md, code cell 14
@@ -562,6 +569,10 @@ class VariationalGP(_VariationalFit):
         starting value outside which is clipped with a UserWarning.
     verbose : bool, default False
         A tqdm bar over outer iterations.
+    multi_class : {"one_vs_rest", "one_vs_one"}, default "one_vs_one"
+        How more than two classes are learned: one binary model per class against the
+        rest, or one per pair of classes with pairwise coupling (chapter 1,
+        sec-gpc-multiclass).
 
     Fitted attributes: ``kernel_``, ``theta_``, ``free_energy_`` and
     ``log_marginal_likelihood_`` = -``free_energy_`` (a lower bound on the log
@@ -590,6 +601,7 @@ class VariationalGP(_VariationalFit):
         inner_tol=1e-8,
         hyperparameter_bounds="auto",
         verbose=False,
+        multi_class="one_vs_one",
     ):
         self.kernel = kernel
         self.loss = loss
@@ -601,6 +613,7 @@ class VariationalGP(_VariationalFit):
         self.inner_tol = inner_tol
         self.hyperparameter_bounds = hyperparameter_bounds
         self.verbose = verbose
+        self.multi_class = multi_class
 
 
 # %% book/20_variational_estimators.md, code cell 18
@@ -621,6 +634,10 @@ class VariationalSVM(VariationalGP):
         As in VariationalGP, with the same defaults.
     hyperparameter_bounds, verbose
         As in VariationalGP, with the same defaults.
+    multi_class : {"one_vs_rest", "one_vs_one"}, default "one_vs_one"
+        How more than two classes are learned: one binary model per class against the
+        rest, or one per pair of classes with pairwise coupling (chapter 1,
+        sec-gpc-multiclass).
 
     See Also
     --------
@@ -639,6 +656,7 @@ class VariationalSVM(VariationalGP):
         inner_tol=1e-8,
         hyperparameter_bounds="auto",
         verbose=False,
+        multi_class="one_vs_one",
     ):
         super().__init__(
             kernel=kernel,
@@ -651,4 +669,5 @@ class VariationalSVM(VariationalGP):
             inner_tol=inner_tol,
             hyperparameter_bounds=hyperparameter_bounds,
             verbose=verbose,
+            multi_class=multi_class,
         )

@@ -684,7 +684,7 @@ STRESS = {
         Y_TEST,
         dict(names=("y",), allow_result=False),
     ),
-    # binary only for now; a later change may add multi-class: a result must then be sensible
+    # three classes through multi_class: the result must be sensible
     "three-classes": (X, Y3, X_TEST, Y3_TEST, dict(names=("y",))),
     "n=1": (X[:1], Y[:1], X_TEST, Y_TEST, dict(names=("X", "y"), allow_result=False)),
     "n=2": (

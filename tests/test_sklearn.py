@@ -45,7 +45,7 @@ ESTIMATORS = [
     EP(),
     BiasedEP(gamma=0.1),
     Laplace(),
-    NaiveMeanField(max_iter=2000, learning_rate=0.2),
+    NaiveMeanField(max_iter=2000, learning_rate=0.2, optimizer=None),
     TAP(v=0.1, max_iter=30),
     KernelAdatron(),
     LSCV(max_iter=3),
@@ -114,11 +114,11 @@ X, Y = make_classification(
 
 
 @pytest.mark.parametrize("estimator", ESTIMATORS, ids=lambda e: type(e).__name__)
-def test_is_a_binary_sklearn_classifier(estimator):
+def test_is_a_multi_class_sklearn_classifier(estimator):
     assert is_classifier(estimator)
     tags = estimator.__sklearn_tags__()
     assert tags.estimator_type == "classifier"
-    assert tags.classifier_tags.multi_class is False and tags.input_tags.sparse is False
+    assert tags.classifier_tags.multi_class is True and tags.input_tags.sparse is False
 
 
 def test_not_fitted_error_is_sklearns():
