@@ -1075,10 +1075,17 @@ def _read_heart() -> _Raw:
 
 # %% book/04_data.md, code cell 44
 _IMAGE_POSITIVE = ("BRICKFACE", "FOLIAGE", "PATH", "SKY")
+_SEGMENT_FEATURES = tuple(
+    "region_centroid_col region_centroid_row region_pixel_count short_line_density_5 "
+    "short_line_density_2 vedge_mean vedge_sd hedge_mean hedge_sd intensity_mean "
+    "rawred_mean rawblue_mean rawgreen_mean exred_mean exblue_mean exgreen_mean "
+    "value_mean saturation_mean hue_mean".split()
+)
 
 
 @lru_cache(maxsize=None)
-def _read_image() -> _Raw:
+def _read_segmentation() -> tuple[np.ndarray, tuple]:
+    """UCI segmentation.data then .test: 2310 x 19 inputs and the class names."""
     rows = []
     for filename in ("segmentation.data.gz", "segmentation.test.gz"):
         rows += [
@@ -1088,8 +1095,14 @@ def _read_image() -> _Raw:
             and not r[0].startswith(";")
             and not r[0].startswith("REGION")
         ]
-    X = np.delete(np.array([[float(v) for v in r[1:]] for r in rows]), 2, axis=1)
-    return _Raw(_frozen(X), _labels([r[0] in _IMAGE_POSITIVE for r in rows]))
+    return _frozen([[float(v) for v in r[1:]] for r in rows]), tuple(r[0] for r in rows)
+
+
+@lru_cache(maxsize=None)
+def _read_image() -> _Raw:
+    X, classes = _read_segmentation()
+    X = np.delete(X, _SEGMENT_FEATURES.index("region_pixel_count"), axis=1)
+    return _Raw(_frozen(X), _labels([c in _IMAGE_POSITIVE for c in classes]))
 
 
 # %% book/04_data.md, code cell 45
@@ -1242,26 +1255,7 @@ _register_ida(
     "IDA image (UCI image segmentation, 4 classes against 3)",
     _read_image,
     "all",
-    (
-        "region_centroid_col",
-        "region_centroid_row",
-        "short_line_density_5",
-        "short_line_density_2",
-        "vedge_mean",
-        "vedge_sd",
-        "hedge_mean",
-        "hedge_sd",
-        "intensity_mean",
-        "rawred_mean",
-        "rawblue_mean",
-        "rawgreen_mean",
-        "exred_mean",
-        "exblue_mean",
-        "exgreen_mean",
-        "value_mean",
-        "saturation_mean",
-        "hue_mean",
-    ),
+    tuple(f for f in _SEGMENT_FEATURES if f != "region_pixel_count"),
     "brickface, foliage, path or sky",
     "cement, grass or window",
     "original UCI segmentation.data + segmentation.test, 2310 x 19.",
@@ -1405,6 +1399,16 @@ _YEAST_SOURCE = (
     "numeric sequence features, 10 localisation sites."
 )
 _YEAST_FEATURES = ("mcg", "gvh", "alm", "mit", "erl", "pox", "vac", "nuc")
+_ECOLI_SOURCE = (
+    "UCI 'Ecoli' (Nakai & Kanehisa; donated by P. Horton): 336 proteins, 7 numeric "
+    "features, 8 localisation sites."
+)
+_ECOLI_FEATURES = ("mcg", "gvh", "lip", "chg", "aac", "alm1", "alm2")
+_CAR_SOURCE = (
+    "UCI 'Car Evaluation' (Bohanec & Rajkovic 1988): 1728 cars, 6 ordered categorical "
+    "attributes, classes unacc, acc, good, vgood."
+)
+_CAR_FEATURES = ("buying", "maint", "doors", "persons", "lug_boot", "safety")
 _register_imbalanced(
     "yeast",
     "yeast7",
@@ -1455,10 +1459,8 @@ _register_imbalanced(
     212,
     6,
     "E. coli, outer membrane (om) versus rest (S&K's ecoli5)",
-    ("mcg", "gvh", "lip", "chg", "aac", "alm1", "alm2"),
-    "UCI 'Ecoli' (Nakai & Kanehisa; donated by P. Horton): 336 proteins, 7 numeric "
-    "features, "
-    "8 localisation sites.",
+    _ECOLI_FEATURES,
+    _ECOLI_SOURCE,
     "any other localisation site",
     aliases=("ecoli5",),
 )
@@ -1471,9 +1473,8 @@ _register_imbalanced(
     1378,
     4,
     "Car evaluation, 'good' versus rest (S&K's car3)",
-    ("buying", "maint", "doors", "persons", "lug_boot", "safety"),
-    "UCI 'Car Evaluation' (Bohanec & Rajkovic 1988): 1728 cars, 6 ordered categorical "
-    "attributes, classes unacc, acc, good, vgood.",
+    _CAR_FEATURES,
+    _CAR_SOURCE,
     "unacc, acc or vgood",
     coding="Ordered categories coded 0, 1, ...: buying and maint low/med/high/vhigh "
     "-> 0-3, "
