@@ -8,9 +8,11 @@ sets").
 ``load(name)`` returns a :class:`Dataset` with the training and test inputs (float64)
 and labels (int, +1/-1) of realisation 0, ``split(i)`` for realisation i, and a
 ``description`` of the source, the binary task, the sizes and the preprocessing.
-``available()`` lists the names. The data files ship in ``gpc_literate/data/`` (each
-folder with its SOURCE.md) and are read with :mod:`importlib.resources`, never relative
-to the working directory.
+``available()`` lists the names. ``load_multiclass(name)`` returns a multi-class set
+whole (inputs and class names, no partition, no scaling); ``available_multiclass()``
+lists those. The data files ship in ``gpc_literate/data/`` (each folder with its
+SOURCE.md) and are read with :mod:`importlib.resources`, never relative to the working
+directory.
 """
 
 import csv
@@ -33,11 +35,14 @@ __all__ = [
     "ALIASES",
     "BREIMAN_DIM",
     "Dataset",
+    "MulticlassData",
     "RINGNORM_SHIFT",
     "TWONORM_SHIFT",
     "available",
+    "available_multiclass",
     "bayes_proba",
     "load",
+    "load_multiclass",
     "make_ringnorm",
     "make_twonorm",
     "make_noisy_linear",
@@ -1485,6 +1490,255 @@ _register_imbalanced(
 
 
 # %% book/04_data.md, code cell 54
+@dataclass(frozen=True, eq=False)
+class MulticlassData:
+    """A multi-class data set as its files give it: inputs, class names and source.
+
+    Attributes
+    ----------
+    name : str
+        The set's name, as ``available_multiclass()`` lists it.
+    X : ndarray of float64, shape (n, d)
+        The inputs, not standardised; read-only.
+    y : ndarray of str, shape (n,)
+        The class of each row, spelt as in the data file; read-only.
+    classes : ndarray of str, shape (K,)
+        The distinct classes of ``y``, sorted; read-only.
+    feature_names : tuple of str
+        The names of the d inputs.
+    title : str
+        A short title.
+    source : str
+        Where the data come from, in one line.
+    n_train_source : int or None
+        Where the source prescribes a training set: its size, the first
+        ``n_train_source`` rows (the rest is the source's test set); None otherwise.
+    """
+
+    name: str
+    X: np.ndarray
+    y: np.ndarray
+    classes: np.ndarray
+    feature_names: tuple
+    title: str
+    source: str
+    n_train_source: int | None = None
+
+    def __repr__(self) -> str:
+        n, d = self.X.shape
+        return (
+            f"MulticlassData({self.name!r}: {n} rows x {d} inputs, "
+            f"{len(self.classes)} classes)"
+        )
+
+
+# %% book/04_data.md, code cell 55
+def _inputs_and_classes(rows, label: int, inputs: slice) -> tuple[np.ndarray, tuple]:
+    """Read-only float inputs ``r[inputs]`` and the class names ``r[label]`` of rows."""
+    X = _frozen([[float(v) for v in r[inputs]] for r in rows])
+    return X, tuple(r[label] for r in rows)
+
+
+@lru_cache(maxsize=None)
+def _read_glass() -> tuple[np.ndarray, tuple]:
+    rows = _read_table("glass", "glass.data", delimiter=",")
+    return _inputs_and_classes(rows, 10, slice(1, 10))  # field 0: the row number
+
+
+@lru_cache(maxsize=None)
+def _read_vehicle() -> tuple[np.ndarray, tuple]:
+    rows = [r for part in "abcdefghi" for r in _read_table("vehicle", f"xa{part}.dat")]
+    return _inputs_and_classes(rows, 18, slice(0, 18))
+
+
+@lru_cache(maxsize=None)
+def _read_letter() -> tuple[np.ndarray, tuple]:
+    rows = _read_table("letter", "letter-recognition.data.gz", delimiter=",")
+    return _inputs_and_classes(rows, 0, slice(1, 17))
+
+
+@lru_cache(maxsize=None)
+def _read_satimage() -> tuple[np.ndarray, tuple]:
+    rows = _read_table("satimage", "sat.trn.gz") + _read_table("satimage", "sat.tst.gz")
+    return _inputs_and_classes(rows, 36, slice(0, 36))
+
+
+# %% book/04_data.md, code cell 56
+_GLASS_FEATURES = ("RI", "Na", "Mg", "Al", "Si", "K", "Ca", "Ba", "Fe")
+_VEHICLE_FEATURES = tuple(
+    "compactness circularity distance_circularity radius_ratio pr_axis_aspect_ratio "
+    "max_length_aspect_ratio scatter_ratio elongatedness pr_axis_rectangularity "
+    "max_length_rectangularity scaled_variance_major scaled_variance_minor "
+    "scaled_radius_of_gyration skewness_about_major skewness_about_minor "
+    "kurtosis_about_minor kurtosis_about_major hollows_ratio".split()
+)
+_LETTER_FEATURES = tuple(
+    "x_box y_box width high onpix x_bar y_bar x2bar y2bar xybar x2ybr xy2br x_ege "
+    "xegvy y_ege yegvx".split()
+)
+# the 4 spectral bands of the 9 pixels, row by row; pixel 5 is the central one
+_SATIMAGE_FEATURES = tuple(
+    f"pixel{p}_band{b}" for p in range(1, 10) for b in range(1, 5)
+)
+_GLASS_SOURCE = (
+    "UCI 'Glass Identification' (B. German, Home Office Forensic Science Service; "
+    "donor V. Spiehler, 1987): 214 fragments, refractive index and 8 oxides, 6 types."
+)
+_VEHICLE_SOURCE = (
+    "Statlog / UCI 'Vehicle Silhouettes' (J. P. Siebert, Turing Institute, 1987): 846 "
+    "silhouettes of 4 model vehicles, 18 shape features."
+)
+_SEGMENT_SOURCE = (
+    "UCI 'Image Segmentation' = Statlog 'segment' (Vision Group, Univ. of "
+    "Massachusetts; C. Brodley, 1990): 2310 3x3 regions of 7 outdoor images, 19 "
+    "attributes."
+)
+_LETTER_SOURCE = (
+    "UCI 'Letter Recognition' (D. J. Slate, 1991; Frey & Slate 1991): 20000 distorted "
+    "letter images, 16 integer features."
+)
+_SATIMAGE_SOURCE = (
+    "Statlog / UCI 'Landsat Satellite' (A. Srinivasan, 1993): 6435 3x3 pixel "
+    "neighbourhoods, 4 spectral bands, 6 soil classes."
+)
+
+
+# %% book/04_data.md, code cell 57
+class _MulticlassSpec(NamedTuple):
+    title: str
+    reader: Callable[[], tuple[np.ndarray, tuple]]
+    feature_names: tuple
+    source: str
+    n_train_source: int | None = None
+
+
+_MULTICLASS: dict[str, _MulticlassSpec] = {
+    "car": _MulticlassSpec(
+        "Car evaluation (4 classes)",
+        lambda: _read_multiclass("car"),
+        _CAR_FEATURES,
+        _CAR_SOURCE,
+    ),
+    "ecoli": _MulticlassSpec(
+        "E. coli protein localisation (8 sites)",
+        lambda: _read_multiclass("ecoli"),
+        _ECOLI_FEATURES,
+        _ECOLI_SOURCE,
+    ),
+    "yeast": _MulticlassSpec(
+        "Yeast protein localisation (10 sites)",
+        lambda: _read_multiclass("yeast"),
+        _YEAST_FEATURES,
+        _YEAST_SOURCE,
+    ),
+    "glass": _MulticlassSpec(
+        "Glass identification (6 types)", _read_glass, _GLASS_FEATURES, _GLASS_SOURCE
+    ),
+    "vehicle": _MulticlassSpec(
+        "Vehicle silhouettes (4 vehicles)",
+        _read_vehicle,
+        _VEHICLE_FEATURES,
+        _VEHICLE_SOURCE,
+    ),
+    "segment": _MulticlassSpec(
+        "Image segmentation (7 surfaces)",
+        _read_segmentation,
+        _SEGMENT_FEATURES,
+        _SEGMENT_SOURCE,
+        210,  # UCI's segmentation.data; the other 2100 rows are segmentation.test
+    ),
+    "letter": _MulticlassSpec(
+        "Letter recognition (26 letters)",
+        _read_letter,
+        _LETTER_FEATURES,
+        _LETTER_SOURCE,
+        16000,
+    ),
+    "satimage": _MulticlassSpec(
+        "Landsat satellite image (6 soil classes)",
+        _read_satimage,
+        _SATIMAGE_FEATURES,
+        _SATIMAGE_SOURCE,
+        4435,
+    ),
+}
+
+
+# %% book/04_data.md, code cell 58
+def available_multiclass() -> list[str]:
+    """Sorted names accepted by :func:`load_multiclass`.
+
+    Returns
+    -------
+    list of str
+        The names of the multi-class data sets, sorted.
+    """
+    return sorted(_MULTICLASS)
+
+
+@lru_cache(maxsize=None)
+def _multiclass(key: str) -> MulticlassData:
+    spec = _MULTICLASS[key]
+    X, labels = spec.reader()
+    y = _frozen(labels, dtype=str)
+    return MulticlassData(
+        name=key,
+        X=X,
+        y=y,
+        classes=_frozen(np.unique(y), dtype=str),
+        feature_names=tuple(spec.feature_names),
+        title=spec.title,
+        source=spec.source,
+        n_train_source=spec.n_train_source,
+    )
+
+
+# %% book/04_data.md, code cell 59
+def load_multiclass(name: str) -> MulticlassData:
+    """Load the multi-class data set ``name`` whole, as its files give it.
+
+    The inputs are not standardised and the rows are not partitioned.
+
+    Parameters
+    ----------
+    name : str
+        A name of ``available_multiclass()``; case and hyphens do not matter.
+
+    Returns
+    -------
+    MulticlassData
+        ``X`` (float64, n x d), ``y`` (the class names of the rows), ``classes``,
+        ``feature_names``, ``title``, ``source`` and ``n_train_source``; the arrays
+        are read-only.
+
+    Raises
+    ------
+    TypeError
+        If ``name`` is not a str.
+    ValueError
+        If ``name`` is not a multi-class data set; the message lists the names.
+
+    Examples
+    --------
+    >>> from gpc_literate.datasets import load_multiclass
+    >>> glass = load_multiclass("glass")
+    >>> glass.X.shape, glass.classes.tolist()
+    ((214, 9), ['1', '2', '3', '5', '6', '7'])
+    >>> load_multiclass("Letter").n_train_source
+    16000
+    """
+    if not isinstance(name, str):
+        raise TypeError(f"data set name must be a str, got {type(name).__name__}")
+    key = name.strip().lower().replace("-", "_")
+    if key not in _MULTICLASS:
+        raise ValueError(
+            f"unknown multi-class data set {name!r}; available: "
+            f"{', '.join(available_multiclass())}"
+        )
+    return _multiclass(key)
+
+
+# %% book/04_data.md, code cell 62
 BREIMAN_DIM = 20
 TWONORM_SHIFT = 2.0 / np.sqrt(BREIMAN_DIM)  # a of twonorm
 RINGNORM_SHIFT = 1.0 / np.sqrt(BREIMAN_DIM)  # a of ringnorm
@@ -1551,7 +1805,7 @@ def make_ringnorm(n, *, random_state=None):
     return np.where(y[:, None] > 0, 2.0 * Z, Z + RINGNORM_SHIFT), y
 
 
-# %% book/04_data.md, code cell 55
+# %% book/04_data.md, code cell 63
 def bayes_proba(name, X):
     """Eq. (eq-data-breiman-bayes): P(y = +1 | x) of Breiman's ``name`` ("twonorm" or
     "ringnorm").
@@ -1587,7 +1841,7 @@ def bayes_proba(name, X):
     return expit(log_odds)
 
 
-# %% book/04_data.md, code cell 57
+# %% book/04_data.md, code cell 65
 def make_noisy_linear(n, d=2, noise=0.7, seed=0):
     """``n`` Gaussian inputs in ``d`` dimensions with labels sign(x_1 - x_d / 2 + noise
     * e), e ~ N(0, 1).
