@@ -559,6 +559,7 @@ def test_get_set_params_and_defaults():
         random_state=None,
         hyperparameter_bounds="auto",
         verbose=False,
+        multi_class="one_vs_one",
     )
     assert EP().optimizer == "fmin_l_bfgs_b"
     X, y = toy(20)

@@ -337,6 +337,7 @@ def test_defaults_and_fitted_attributes(synth):
         "random_state": None,
         "hyperparameter_bounds": "auto",
         "verbose": False,
+        "multi_class": "one_vs_one",
     }
     assert repr(clf) == "Laplace(optimizer=None)"
     clf.fit(synth.X_train, synth.y_train)

@@ -524,6 +524,7 @@ def test_defaults_and_params():
         inner_tol=1e-8,
         hyperparameter_bounds="auto",
         verbose=False,
+        multi_class="one_vs_one",
     )
     assert svm.loss == "svc"
     assert isinstance(svm, VariationalGP)
