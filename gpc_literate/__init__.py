@@ -53,6 +53,7 @@ _PUBLIC = {
     "ais_log_evidence": "mcmc",
     "SparseEP": "sparse_ep",
     "StochasticEP": "stochastic_ep",
+    "SoftmaxLaplace": "softmax_laplace",
 }
 _SUBMODULES = {
     "base",
@@ -81,6 +82,7 @@ _SUBMODULES = {
     "sparse_ep",
     "stochastic_ep",
     "cluster_ep",
+    "softmax_laplace",
 }
 
 __all__ = sorted(_PUBLIC) + sorted(_SUBMODULES)
