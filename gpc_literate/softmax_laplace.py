@@ -26,6 +26,7 @@ from gpc_literate.base import (
     GPClassifierBase,
     LearnsHyperparameters,
     NotFittedError,
+    _check_fit_keywords,
     _forget_fit,
     _validated_labels,
     _warn_if_constant,
@@ -434,18 +435,29 @@ class _SoftmaxFit(LearnsHyperparameters, GPClassifierBase):
 class _SoftmaxEvidence(_SoftmaxFit):
     """fit, and the evidence (eq-smx-evidence) with its gradient as the criterion."""
 
-    def fit(self, X, y):
+    def fit(self, X, y, alpha_init=None, **fit_params):
         """Fit the joint model to inputs X (n, d) and labels y of two classes or more.
+
+        Parameters
+        ----------
+        X : array_like of shape (n, d)
+        y : array_like of shape (n,)
+        alpha_init : array_like of shape (n, C) or None, default None
+            A warm start of K^-1 f, kept if its Psi is higher than at 0.
+        **fit_params
+            Any other keyword argument (e.g. ``sample_weight``) raises TypeError,
+            naming it.
 
         Returns
         -------
         self
         """
+        _check_fit_keywords(self, fit_params)
         self._validate_params()
         _forget_fit(self)
         try:
             X, codes = _validated_labels(self, X, y)
-            self._fit(X, codes)
+            self._fit(X, codes, alpha_init=alpha_init)
         except BaseException:
             _forget_fit(self)  # leave the estimator unfitted
             raise
