@@ -528,7 +528,9 @@ class GPClassifierBase(_GPClassifierPrediction, ClassifierMixin, BaseEstimator):
     -1/+1) and ``_decision_function(X)`` (the latent activation, positive for
     ``classes_[1]``); one that models probabilities also implements
     ``_predict_proba_positive(X)`` = P(y=+1 | x, D), and only then has
-    ``predict_proba``.
+    ``predict_proba``. A subclass that models all classes jointly sets
+    ``_joint_classes = True``: its ``_fit(X, codes)`` receives the labels coded 0, ...,
+    K-1 for every K.
 
     Attributes
     ----------
@@ -569,9 +571,12 @@ class GPClassifierBase(_GPClassifierPrediction, ClassifierMixin, BaseEstimator):
         check_is_fitted)."""
         return hasattr(self, "classes_")
 
+    _joint_classes = False  # True: _fit takes the codes 0, ..., K-1 for every K
+
     def fit(self, X, y, **fit_params):
         """Fit to a training set: validate X and y; for two classes encode the labels
-        as -1/+1 and call _fit, for more fit the binary models of ``multi_class``.
+        as -1/+1 and call _fit, for more fit the binary models of ``multi_class`` (a
+        joint model's _fit gets the codes 0, ..., K-1 for every K).
 
         Keyword arguments (e.g. a warm start ``alpha_init``) are passed on to ``_fit``;
         one that the subclass does not take (e.g. ``sample_weight``) raises TypeError,
@@ -583,7 +588,9 @@ class GPClassifierBase(_GPClassifierPrediction, ClassifierMixin, BaseEstimator):
         _forget_fit(self)
         try:
             X, codes = _validated_labels(self, X, y)
-            if len(self.classes_) == 2:
+            if self._joint_classes:
+                self._fit(X, codes, **fit_params)
+            elif len(self.classes_) == 2:
                 self._fit(X, np.where(codes == 1, 1.0, -1.0), **fit_params)
             else:
                 _fit_binary_problems(self, X, codes, multi_class, fit_params)
