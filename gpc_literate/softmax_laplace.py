@@ -26,10 +26,6 @@ from gpc_literate.base import (
     GPClassifierBase,
     LearnsHyperparameters,
     NotFittedError,
-    _check_fit_keywords,
-    _forget_fit,
-    _validated_labels,
-    _warn_if_constant,
     check_integer,
     check_scalar,
 )
@@ -433,37 +429,10 @@ class _SoftmaxFit(LearnsHyperparameters, GPClassifierBase):
 
 # %% book/28_softmax_laplace.md, code cell 21
 class _SoftmaxEvidence(_SoftmaxFit):
-    """fit, and the evidence (eq-smx-evidence) with its gradient as the criterion."""
+    """The evidence (eq-smx-evidence) with its gradient, the criterion of the
+    search."""
 
-    def fit(self, X, y, alpha_init=None, **fit_params):
-        """Fit the joint model to inputs X (n, d) and labels y of two classes or more.
-
-        Parameters
-        ----------
-        X : array_like of shape (n, d)
-        y : array_like of shape (n,)
-        alpha_init : array_like of shape (n, C) or None, default None
-            A warm start of K^-1 f, kept if its Psi is higher than at 0.
-        **fit_params
-            Any other keyword argument (e.g. ``sample_weight``) raises TypeError,
-            naming it.
-
-        Returns
-        -------
-        self
-        """
-        _check_fit_keywords(self, fit_params)
-        self._validate_params()
-        _forget_fit(self)
-        try:
-            X, codes = _validated_labels(self, X, y)
-            self._fit(X, codes, alpha_init=alpha_init)
-        except BaseException:
-            _forget_fit(self)  # leave the estimator unfitted
-            raise
-        if len(self.classes_) == 2:
-            _warn_if_constant(self, X)
-        return self
+    _joint_classes = True  # chapter 1's fit passes the codes 0, ..., C-1 to _fit
 
     def _criterion(self, theta, eval_gradient):
         return self.log_marginal_likelihood(theta, eval_gradient)
@@ -557,7 +526,7 @@ class SoftmaxLaplace(_SoftmaxPrediction):
     ``predict_proba`` averages the softmax over the Gaussian of the latent values:
     exactly (by quadrature) for two classes, by Monte Carlo with 2000 fixed draws for
     more (eq-smx-mc). ``latent_mean_and_variance`` returns the latent means (m, C) and
-    covariances (m, C, C).
+    covariances (m, C, C). ``fit`` accepts a warm start ``alpha_init`` of shape (n, C).
     """
 
     _criterion_name = "log evidence (softmax Laplace)"
