@@ -1717,15 +1717,6 @@ def load_multiclass(name: str) -> MulticlassData:
         If ``name`` is not a str.
     ValueError
         If ``name`` is not a multi-class data set; the message lists the names.
-
-    Examples
-    --------
-    >>> from gpc_literate.datasets import load_multiclass
-    >>> glass = load_multiclass("glass")
-    >>> glass.X.shape, glass.classes.tolist()
-    ((214, 9), ['1', '2', '3', '5', '6', '7'])
-    >>> load_multiclass("Letter").n_train_source
-    16000
     """
     if not isinstance(name, str):
         raise TypeError(f"data set name must be a str, got {type(name).__name__}")
