@@ -520,7 +520,7 @@ class _GPClassifierPrediction:
 
 # %% book/01_gp_classification.md, code cell 31
 class GPClassifierBase(_GPClassifierPrediction, ClassifierMixin, BaseEstimator):
-    """Base class of the book's binary classifiers: a scikit-learn classifier.
+    """Base class of the book's classifiers: a scikit-learn classifier.
 
     A subclass stores each ``__init__`` argument unchanged under its own name, checks
     the values in ``_validate_params`` (called by ``fit``; it replaces BaseEstimator's
