@@ -35,6 +35,10 @@ from gpc_literate.sites import factor_b
 
 __all__ = [
     "SoftmaxMode",
+    "factor_blocks",
+    "block_solve",
+    "latent_covariance",
+    "explicit_gradient",
     "softmax_mode",
     "softmax_log_evidence",
     "softmax_latent",
@@ -56,7 +60,7 @@ def _softmax_terms(Y, F):
 
 
 # %% book/28_softmax_laplace.md, code cell 4
-def _factor_blocks(K, pi):
+def factor_blocks(K, pi):
     """Eqs (eq-smx-e), (eq-smx-woodbury): the factors L (C, n, n), E (C, n, n) and M.
 
     L[c] is the lower Cholesky factor of I + D_c^1/2 K D_c^1/2 (chapter 8's factor_b),
@@ -75,13 +79,18 @@ def _factor_blocks(K, pi):
 
 
 # %% book/28_softmax_laplace.md, code cell 5
+def block_solve(K, E, M, B):
+    """Eq. (eq-smx-newton-a): (I + W K)^-1 B for B (n, C), from factor_blocks' E, M."""
+    Cv = np.einsum("cij,jc->ic", E, K @ B)  # c = E K b, class by class
+    z = cho_solve((M, True), Cv.sum(axis=1), check_finite=False)
+    return B - Cv + np.einsum("cij,j->ic", E, z)
+
+
 def _newton_target(K, Y, F, pi, E, M):
     """Eqs (eq-smx-newton), (eq-smx-newton-a): a = (I + W K)^-1 (W f + y - pi),
     (n, C)."""
     B = pi * F - pi * np.sum(pi * F, axis=1, keepdims=True) + Y - pi
-    Cv = np.einsum("cij,jc->ic", E, K @ B)  # c = E K b, class by class
-    z = cho_solve((M, True), Cv.sum(axis=1), check_finite=False)
-    return B - Cv + np.einsum("cij,j->ic", E, z)
+    return block_solve(K, E, M, B)
 
 
 # %% book/28_softmax_laplace.md, code cell 7
@@ -218,7 +227,7 @@ def softmax_mode(K, codes, n_classes, *, alpha_init=None, max_iter=100, tol=1e-8
     n_iter, converged, objective = 0, False, [state[1]]
     while True:
         A, _, F, log_lik, pi = state
-        L, E, M = _factor_blocks(K, pi)
+        L, E, M = factor_blocks(K, pi)
         residual = float(np.max(np.abs(Y - pi - A)))
         if residual < tol:
             converged = True
@@ -245,14 +254,13 @@ def softmax_mode(K, codes, n_classes, *, alpha_init=None, max_iter=100, tol=1e-8
 
 
 # %% book/28_softmax_laplace.md, code cell 13
-def _latent_covariance(mode, Ks, k_diag):
+def latent_covariance(E, M, Ks, k_diag):
     """Eq. (eq-smx-pred-cov): the C x C latent covariances (m, C, C) at m inputs.
 
-    ``Ks`` (n, m) holds the covariances of the training and the m inputs, ``k_diag``
-    (m,) their prior variances; with Ks = K, these are the blocks Sigma_i of the
-    posterior.
+    ``E`` and ``M`` are factor_blocks' factors, ``Ks`` (n, m) holds the covariances of
+    the training and the m inputs, ``k_diag`` (m,) their prior variances; with Ks = K,
+    these are the blocks Sigma_i of the posterior.
     """
-    E, M = mode.E, mode.M
     C, n, m = E.shape[0], Ks.shape[0], Ks.shape[1]
     EK = E @ Ks  # (C, n, m): E_c k_*
     V = solve_triangular(
@@ -276,24 +284,29 @@ def _mode_sensitivity(pi, Sigma):
 
 
 # %% book/28_softmax_laplace.md, code cell 15
-def _softmax_gradient(mode, K, dK):
-    """Eqs (eq-smx-grad-explicit), (eq-smx-dfdtheta), (eq-smx-dfdmode): the gradient
-    (p,) of the evidence for K (n, n) and dK (n, n, p)."""
-    E, M, A = mode.E, mode.M, mode.alpha
+def explicit_gradient(E, M, A, dK):
+    """Eq. (eq-smx-grad-explicit): the explicit part (p,) of the gradient, for
+    factor_blocks' E, M, a = K^-1 f (n, C) and dK (n, n, p)."""
     n, C = A.shape
     U = solve_triangular(
         M, E.transpose(1, 0, 2).reshape(n, C * n), lower=True, check_finite=False
     ).reshape(n, C, n)  # M^-1 E_c
     G_diag = E.sum(axis=0) - np.einsum("rci,rcj->ij", U, U)  # sum_c G_cc
-    s = _mode_sensitivity(mode.pi, _latent_covariance(mode, K, np.diag(K)))
+    explicit = 0.5 * np.einsum("ic,ikp,kc->p", A, dK, A, optimize=True)
+    return explicit - 0.5 * np.einsum("ij,ijp->p", G_diag, dK)
+
+
+def _softmax_gradient(mode, K, dK):
+    """Eqs (eq-smx-grad-explicit), (eq-smx-dfdtheta), (eq-smx-dfdmode): the gradient
+    (p,) of the evidence for K (n, n) and dK (n, n, p)."""
+    E, M, A = mode.E, mode.M, mode.alpha
+    s = _mode_sensitivity(mode.pi, latent_covariance(E, M, K, np.diag(K)))
     dKa = np.einsum("ikp,kc->pic", dK, A)  # dK a_c for each hyperparameter
     EdKa = np.einsum("cij,pjc->pic", E, dKa)
     z = cho_solve((M, True), EdKa.sum(axis=2).T, check_finite=False)  # (n, p)
     G_dKa = EdKa - np.einsum("cij,jp->pic", E, z)
     df = dKa - np.einsum("ij,pjc->pic", K, G_dKa)  # eq-smx-dfdtheta
-    explicit = 0.5 * np.einsum("ic,pic->p", A, dKa)
-    explicit -= 0.5 * np.einsum("ij,ijp->p", G_diag, dK)
-    return explicit + np.einsum("ic,pic->p", s, df)
+    return explicit_gradient(E, M, A, dK) + np.einsum("ic,pic->p", s, df)
 
 
 # %% book/28_softmax_laplace.md, code cell 16
@@ -353,7 +366,7 @@ def softmax_latent(mode, kernel, X_train, X):
         rows = slice(start, start + 512)
         Ks = kernel(X_train, X[rows])
         mean[rows] = Ks.T @ mode.alpha
-        cov[rows] = _latent_covariance(mode, Ks, kernel.diag(X[rows]))
+        cov[rows] = latent_covariance(mode.E, mode.M, Ks, kernel.diag(X[rows]))
     return mean, cov
 
 
