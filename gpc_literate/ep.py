@@ -32,6 +32,7 @@ __all__ = [
     "check_sites",
     "run_ep",
     "run_sequential",
+    "site_scale_terms",
     "ep_log_marginal",
     "ep_log_marginal_gradient",
 ]
@@ -239,6 +240,15 @@ def run_sequential(K, y, likelihood, nu, tau, damping, max_iter, tol):
 
 
 # %% book/13_ep.md, code cell 18
+def site_scale_terms(nu, tau, mu_cav, var_cav):
+    """Eq. (eq-ep-logz-stable), the bracket of each site: log(1 + tau v) + (tau m^2 -
+    2 nu m - nu^2 v) / (1 + tau v) for cavity means m and variances v (arrays)."""
+    ratio = 1.0 + tau * var_cav  # = var_cav / var > 0
+    return (
+        np.log(ratio) + (tau * mu_cav**2 - 2.0 * nu * mu_cav - nu**2 * var_cav) / ratio
+    )
+
+
 def ep_log_marginal(post, likelihood, y, mu_cav, var_cav):
     """Eq. (eq-ep-logz-stable), S&K eq. 5: log Z_EP from the posterior, the sites and
     the cavities.
@@ -262,8 +272,7 @@ def ep_log_marginal(post, likelihood, y, mu_cav, var_cav):
     """
     nu, tau = post.nu, post.tau
     log_z = np.asarray(likelihood.log_Z(y, mu_cav, var_cav)[0])
-    ratio = 1.0 + tau * var_cav  # = var_cav / var > 0
-    c = np.log(ratio) + (tau * mu_cav**2 - 2.0 * nu * mu_cav - nu**2 * var_cav) / ratio
+    c = site_scale_terms(nu, tau, mu_cav, var_cav)
     return float(
         np.sum(log_z) - 0.5 * post.logdet + 0.5 * nu @ post.mean + 0.5 * np.sum(c)
     )
