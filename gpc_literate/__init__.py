@@ -54,6 +54,7 @@ _PUBLIC = {
     "SparseEP": "sparse_ep",
     "StochasticEP": "stochastic_ep",
     "SoftmaxLaplace": "softmax_laplace",
+    "NestedEP": "nested_ep",
 }
 _SUBMODULES = {
     "base",
@@ -83,6 +84,7 @@ _SUBMODULES = {
     "stochastic_ep",
     "cluster_ep",
     "softmax_laplace",
+    "nested_ep",
 }
 
 __all__ = sorted(_PUBLIC) + sorted(_SUBMODULES)

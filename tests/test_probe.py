@@ -113,6 +113,7 @@ SPECS = {
     "BiasedEP": Spec(g.BiasedEP, {"gamma": 0.1}, iter_name="max_iter"),
     "Laplace": Spec(g.Laplace),
     "SoftmaxLaplace": Spec(g.SoftmaxLaplace, remedies=("kernel",)),
+    "NestedEP": Spec(g.NestedEP, iter_name="max_iter", remedies=("kernel",)),
     # the noise-free default (v = kappa = 0) breaks down on overlapping classes: not the point
     "TAP": Spec(g.TAP, {"v": 0.1, "max_iter": 200}, remedies=("kappa", "v")),
     "NaiveMeanField": Spec(

@@ -33,6 +33,7 @@ from gpc_literate.laplace import Laplace
 from gpc_literate.likelihoods import Probit
 from gpc_literate.meanfield import NaiveMeanField
 from gpc_literate.selection import LSCV
+from gpc_literate.nested_ep import NestedEP
 from gpc_literate.softmax_laplace import SoftmaxLaplace
 from gpc_literate.sparse_ep import SparseEP
 from gpc_literate.stochastic_ep import StochasticEP
@@ -56,6 +57,7 @@ ESTIMATORS = [
     SparseEP(n_inducing=10),
     StochasticEP(n_inducing=10, batch_size=20, max_time=None, max_iter=20),
     SoftmaxLaplace(),
+    NestedEP(optimizer=None),  # learning: tests/test_nested_ep.py
 ]
 
 # Why a check is expected to fail, per estimator (chapter 1, "The estimator interface").
@@ -81,6 +83,7 @@ EXPECTED_FAILURES = {
     "SparseEP": {"check_decision_proba_consistency": RANKING},
     "StochasticEP": {"check_decision_proba_consistency": RANKING},
     "SoftmaxLaplace": {},
+    "NestedEP": {},
 }
 
 
@@ -337,13 +340,23 @@ def test_one_vocabulary_for_the_posterior_and_the_evidence(estimator):
         mean, var = model.latent_mean_and_variance(X[:7])
         ref_mean, ref_var = model.predict_latent(X[:7])
         assert np.array_equal(mean, ref_mean) and np.array_equal(var, ref_var)
-        if isinstance(estimator, SoftmaxLaplace):  # joint: one latent per class
+        if isinstance(
+            estimator, (SoftmaxLaplace, NestedEP)
+        ):  # joint: one latent per class
             assert mean.shape == (7, 2) and var.shape == (7, 2, 2)
             var = np.diagonal(var, axis1=1, axis2=2)
         else:
             assert mean.shape == var.shape == (7,)
         assert np.all(var > 0)
-    with_evidence = (EP, Laplace, TAP, SparseEP, VariationalGP, SoftmaxLaplace)
+    with_evidence = (
+        EP,
+        Laplace,
+        TAP,
+        SparseEP,
+        VariationalGP,
+        SoftmaxLaplace,
+        NestedEP,
+    )
     if isinstance(estimator, with_evidence):
         assert np.isfinite(model.log_marginal_likelihood_)
 
