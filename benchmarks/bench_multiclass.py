@@ -13,7 +13,10 @@ Systems:
 * ``ep-ovo``, ``ep-ovr``: ``gpc_literate.EP()`` with ``multi_class="one_vs_one"`` (its
   default) and ``"one_vs_rest"`` (chapter 1's reductions of binary EP);
 * ``sklearn-gpc``: ``sklearn.gaussian_process.GaussianProcessClassifier()`` (binary Laplace,
-  one-vs-rest, kernel 1.0 * RBF(1.0) learned);
+  one-vs-rest); with ``kernel=None`` its kernel is 1.0 * RBF(1.0) with both hyperparameters
+  *fixed*, so nothing is learned;
+* ``sklearn-gpc-learned``: the same with ``kernel=ConstantKernel(1.0) * RBF(1.0)``, whose
+  variance and length scale are learned by each binary problem's Laplace evidence;
 * ``logistic``: ``sklearn.linear_model.LogisticRegression(max_iter=1000)``;
 * ``svm-platt``: ``sklearn.svm.SVC(probability=True, random_state=0)`` (RBF kernel, Platt's
   scaling by internal 5-fold CV).
@@ -61,6 +64,7 @@ SYSTEMS = (
     "ep-ovo",
     "ep-ovr",
     "sklearn-gpc",
+    "sklearn-gpc-learned",
     "logistic",
     "svm-platt",
 )
@@ -96,6 +100,11 @@ def make(system):
         from sklearn.gaussian_process import GaussianProcessClassifier
 
         return GaussianProcessClassifier()
+    if system == "sklearn-gpc-learned":
+        from sklearn.gaussian_process import GaussianProcessClassifier
+        from sklearn.gaussian_process.kernels import RBF, ConstantKernel
+
+        return GaussianProcessClassifier(kernel=ConstantKernel(1.0) * RBF(1.0))
     if system == "logistic":
         from sklearn.linear_model import LogisticRegression
 
