@@ -18,7 +18,7 @@ import warnings
 from typing import NamedTuple
 
 import numpy as np
-from scipy.linalg import cho_solve, solve_triangular
+from scipy.linalg import cho_solve, lapack, solve_triangular
 from scipy.special import logsumexp
 
 from gpc_literate.base import (
@@ -69,10 +69,12 @@ def factor_blocks(K, pi):
     n, C = pi.shape
     sqrt_pi = np.sqrt(pi)
     L, E = np.empty((C, n, n)), np.empty((C, n, n))
-    identity = np.eye(n)
     for c in range(C):
         L[c] = factor_b(K, sqrt_pi[:, c])
-        E[c] = cho_solve((L[c], True), identity, check_finite=False)
+        inverse, info = lapack.dpotri(L[c], lower=1)  # (L L^T)^-1, lower triangle
+        if info != 0:
+            raise np.linalg.LinAlgError(f"dpotri failed with info = {info}")
+        E[c] = np.tril(inverse) + np.tril(inverse, -1).T
         E[c] *= sqrt_pi[:, c][:, None] * sqrt_pi[:, c][None, :]
     M = np.linalg.cholesky(E.sum(axis=0))
     return L, E, M
