@@ -7,8 +7,9 @@ classes (chapter 28 of the book).
 
 Built from book/28_softmax_laplace.md, which derives every formula (Williams & Barber
 1998; Rasmussen & Williams 2006, Algorithms 3.3 and 3.4): one latent GP per class with
-a shared kernel and a softmax likelihood; the mode by Newton's method with one Cholesky
-factorisation per class and one of their sum per iteration (``softmax_mode``); the
+a shared kernel and a softmax likelihood (``softmax_log_prob``); the mode by Newton's
+method with one Cholesky factorisation per class and one of their sum per iteration
+(``softmax_mode``); the
 approximate log evidence and its gradient with respect to the log-hyperparameters
 (``softmax_log_evidence``); the latent means and covariances at test points
 (``softmax_latent``); and the estimator ``SoftmaxLaplace``.
@@ -34,6 +35,7 @@ from gpc_literate.laplace import Logistic
 from gpc_literate.sites import factor_b
 
 __all__ = [
+    "softmax_log_prob",
     "SoftmaxMode",
     "factor_blocks",
     "block_solve",
@@ -48,6 +50,17 @@ __all__ = [
 
 
 # %% book/28_softmax_laplace.md, code cell 3
+def softmax_log_prob(Y, F):
+    """Eq. (eq-smx-lik): log p(y_i | f_i) of each point, (..., n).
+
+    ``Y`` (n, C) is the one-hot coding of the labels and ``F`` (..., n, C) holds latent
+    values, one matrix per leading index.
+    """
+    F = np.asarray(F, dtype=float)
+    return np.sum(Y * F, axis=-1) - logsumexp(F, axis=-1)
+
+
+# %% book/28_softmax_laplace.md, code cell 4
 def _softmax_terms(Y, F):
     """Eqs (eq-smx-lik), (eq-smx-grad): log p(y|f) summed over the points, and pi
     (n, C).
@@ -56,10 +69,10 @@ def _softmax_terms(Y, F):
     """
     log_norm = logsumexp(F, axis=1)
     pi = np.exp(F - log_norm[:, None])
-    return float(np.sum(Y * F) - np.sum(log_norm)), pi
+    return float(np.sum(softmax_log_prob(Y, F))), pi
 
 
-# %% book/28_softmax_laplace.md, code cell 4
+# %% book/28_softmax_laplace.md, code cell 5
 def factor_blocks(K, pi):
     """Eqs (eq-smx-e), (eq-smx-woodbury): the factors L (C, n, n), E (C, n, n) and M.
 
@@ -80,7 +93,7 @@ def factor_blocks(K, pi):
     return L, E, M
 
 
-# %% book/28_softmax_laplace.md, code cell 5
+# %% book/28_softmax_laplace.md, code cell 6
 def block_solve(K, E, M, B):
     """Eq. (eq-smx-newton-a): (I + W K)^-1 B for B (n, C), from factor_blocks' E, M."""
     Cv = np.einsum("cij,jc->ic", E, K @ B)  # c = E K b, class by class
@@ -95,7 +108,7 @@ def _newton_target(K, Y, F, pi, E, M):
     return block_solve(K, E, M, B)
 
 
-# %% book/28_softmax_laplace.md, code cell 7
+# %% book/28_softmax_laplace.md, code cell 8
 def _psi(K, Y, A):
     """Psi = log p(y|f) - a^T f / 2 at f = K a: (Psi, F, log p(y|f), pi)."""
     F = K @ A
@@ -120,7 +133,7 @@ def _mode_start(K, Y, alpha_init):
     return start
 
 
-# %% book/28_softmax_laplace.md, code cell 8
+# %% book/28_softmax_laplace.md, code cell 9
 def _softmax_step(K, Y, current, E, M):
     """Eqs (eq-smx-newton-a) and (eq-lap-armijo): the Newton step, halved until Psi
     rises.
@@ -140,7 +153,7 @@ def _softmax_step(K, Y, current, E, M):
         step *= 0.5
 
 
-# %% book/28_softmax_laplace.md, code cell 9
+# %% book/28_softmax_laplace.md, code cell 10
 class SoftmaxMode(NamedTuple):
     """The posterior mode of the softmax model and its factors.
 
@@ -179,7 +192,7 @@ class SoftmaxMode(NamedTuple):
     objective: np.ndarray
 
 
-# %% book/28_softmax_laplace.md, code cell 10
+# %% book/28_softmax_laplace.md, code cell 11
 def _check_softmax_arguments(K, codes, n_classes, max_iter, tol):
     """softmax_mode's arguments checked: (K, one-hot Y, max_iter, tol)."""
     max_iter = check_integer(max_iter, "max_iter")
@@ -198,7 +211,7 @@ def _check_softmax_arguments(K, codes, n_classes, max_iter, tol):
     return K, np.eye(n_classes)[codes], max_iter, tol
 
 
-# %% book/28_softmax_laplace.md, code cell 11
+# %% book/28_softmax_laplace.md, code cell 12
 def softmax_mode(K, codes, n_classes, *, alpha_init=None, max_iter=100, tol=1e-8):
     """Eqs (eq-smx-newton-a), (eq-lap-armijo): the mode of the softmax posterior.
 
@@ -255,7 +268,7 @@ def softmax_mode(K, codes, n_classes, *, alpha_init=None, max_iter=100, tol=1e-8
     )
 
 
-# %% book/28_softmax_laplace.md, code cell 13
+# %% book/28_softmax_laplace.md, code cell 14
 def latent_covariance(E, M, Ks, k_diag):
     """Eq. (eq-smx-pred-cov): the C x C latent covariances (m, C, C) at m inputs.
 
@@ -274,7 +287,7 @@ def latent_covariance(E, M, Ks, k_diag):
     return cov
 
 
-# %% book/28_softmax_laplace.md, code cell 14
+# %% book/28_softmax_laplace.md, code cell 15
 def _mode_sensitivity(pi, Sigma):
     """Eq. (eq-smx-dfdmode): d log q / d f at the mode, (n, C), from pi and the
     blocks Sigma (n, C, C)."""
@@ -285,7 +298,7 @@ def _mode_sensitivity(pi, Sigma):
     return -0.5 * pi * (diag - inner - 2.0 * u + 2.0 * quad)
 
 
-# %% book/28_softmax_laplace.md, code cell 15
+# %% book/28_softmax_laplace.md, code cell 16
 def explicit_gradient(E, M, A, dK):
     """Eq. (eq-smx-grad-explicit): the explicit part (p,) of the gradient, for
     factor_blocks' E, M, a = K^-1 f (n, C) and dK (n, n, p)."""
@@ -311,7 +324,7 @@ def _softmax_gradient(mode, K, dK):
     return explicit_gradient(E, M, A, dK) + np.einsum("ic,pic->p", s, df)
 
 
-# %% book/28_softmax_laplace.md, code cell 16
+# %% book/28_softmax_laplace.md, code cell 17
 def softmax_log_evidence(mode, K=None, dK=None):
     """Eqs (eq-smx-evidence), (eq-smx-grad-explicit)-(eq-smx-dfdmode): the softmax
     Laplace log evidence and, with dK, its gradient.
@@ -345,7 +358,7 @@ def softmax_log_evidence(mode, K=None, dK=None):
     return value, _softmax_gradient(mode, K, dK)
 
 
-# %% book/28_softmax_laplace.md, code cell 18
+# %% book/28_softmax_laplace.md, code cell 19
 def softmax_latent(mode, kernel, X_train, X):
     """Eq. (eq-smx-pred-cov): latent means (m, C) and covariances (m, C, C) at X.
 
@@ -372,7 +385,7 @@ def softmax_latent(mode, kernel, X_train, X):
     return mean, cov
 
 
-# %% book/28_softmax_laplace.md, code cell 19
+# %% book/28_softmax_laplace.md, code cell 20
 _MC_DRAWS = 1000  # eq-smx-mc: S = 2000 with the negated draws
 
 
@@ -402,7 +415,7 @@ def softmax_probabilities(mean, cov):
     return P
 
 
-# %% book/28_softmax_laplace.md, code cell 20
+# %% book/28_softmax_laplace.md, code cell 21
 class _SoftmaxFit(LearnsHyperparameters, GPClassifierBase):
     """The parameter checks, the mode at a given kernel and the fitted attributes."""
 
@@ -442,7 +455,7 @@ class _SoftmaxFit(LearnsHyperparameters, GPClassifierBase):
         self.log_marginal_likelihood_ = softmax_log_evidence(mode)
 
 
-# %% book/28_softmax_laplace.md, code cell 21
+# %% book/28_softmax_laplace.md, code cell 22
 class _SoftmaxEvidence(_SoftmaxFit):
     """The evidence (eq-smx-evidence) with its gradient, the criterion of the
     search."""
@@ -470,7 +483,7 @@ class _SoftmaxEvidence(_SoftmaxFit):
         return softmax_log_evidence(mode, K, kernel.gradient(self.X_train_))
 
 
-# %% book/28_softmax_laplace.md, code cell 22
+# %% book/28_softmax_laplace.md, code cell 23
 class _SoftmaxPrediction(_SoftmaxEvidence):
     """Predictions from the stored mode: eqs (eq-smx-pred-cov), (eq-smx-mc)."""
 
@@ -498,7 +511,7 @@ class _SoftmaxPrediction(_SoftmaxEvidence):
         return self.decision_function(X)
 
 
-# %% book/28_softmax_laplace.md, code cell 23
+# %% book/28_softmax_laplace.md, code cell 24
 class SoftmaxLaplace(_SoftmaxPrediction):
     """Joint GP classification of K >= 2 classes by the softmax Laplace approximation.
 
