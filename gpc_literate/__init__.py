@@ -55,6 +55,7 @@ _PUBLIC = {
     "StochasticEP": "stochastic_ep",
     "SoftmaxLaplace": "softmax_laplace",
     "NestedEP": "nested_ep",
+    "multiclass_gold_standard": "gold_multiclass",
 }
 _SUBMODULES = {
     "base",
@@ -85,6 +86,7 @@ _SUBMODULES = {
     "cluster_ep",
     "softmax_laplace",
     "nested_ep",
+    "gold_multiclass",
 }
 
 __all__ = sorted(_PUBLIC) + sorted(_SUBMODULES)

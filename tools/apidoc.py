@@ -753,7 +753,11 @@ def _topics():
             "",
             lambda o, m: m in ("loo", "selection"),
         ),
-        ("Sampling: the gold standard", "", lambda o, m: m in ("mcmc", "gold")),
+        (
+            "Sampling: the gold standard",
+            "",
+            lambda o, m: m in ("mcmc", "gold", "gold_multiclass"),
+        ),
         ("The base class, warnings and errors", "", lambda o, m: m == "base"),
         ("Other", "", lambda o, m: True),
     ]
