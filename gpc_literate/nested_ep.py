@@ -23,22 +23,20 @@ import numpy as np
 
 from gpc_literate.base import (
     ConvergenceWarning,
-    GPClassifierBase,
-    LearnsHyperparameters,
     NotFittedError,
     check_integer,
     check_scalar,
 )
 from gpc_literate.ep import site_scale_terms
-from gpc_literate.kernels import check_kernel, default_kernel
+from gpc_literate.kernels import check_kernel
 from gpc_literate.likelihoods import Probit
 from gpc_literate.sites import adapt_damping, cavities, site_update
 from gpc_literate.softmax_laplace import (
+    JointGPClassifier,
     block_solve,
     explicit_gradient,
     factor_blocks,
     latent_covariance,
-    softmax_latent,
 )
 
 __all__ = [
@@ -419,10 +417,8 @@ def multinomial_probit_probabilities(mean, cov):
 
 
 # %% book/29_nested_ep.md, code cell 20
-class _NestedFit(LearnsHyperparameters, GPClassifierBase):
+class _NestedFit(JointGPClassifier):
     """The parameter checks, nested EP at a given kernel and the fitted attributes."""
-
-    _joint_classes = True  # chapter 1's fit passes the codes 0, ..., C-1 to _fit
 
     def _validate_params(self):
         self._validate_learning()
@@ -431,96 +427,33 @@ class _NestedFit(LearnsHyperparameters, GPClassifierBase):
         check_integer(self.max_iter, "max_iter")
         check_scalar(self.tol, "tol", low=0.0, low_inclusive=False)
 
-    def _default_kernel(self, X):
-        return default_kernel(X)
-
     def _warm_start(self):
-        return {"sites_init": (self._result.tau, self._result.nu)}
+        return {"sites_init": (self._state.tau, self._state.nu)}
 
-    def _run(self, K, sites_init):
-        with warnings.catch_warnings(record=True) as caught:
-            warnings.simplefilter("always", ConvergenceWarning)
-            result = nested_ep(
-                K,
-                self._codes,
-                len(self.classes_),
-                sites_init=sites_init,
-                damping=self.damping,
-                max_iter=self.max_iter,
-                tol=self.tol,
-            )
-        for w in caught:
-            warnings.warn(w.message, w.category, stacklevel=4)
-        self._sites_warm = (result.tau, result.nu)
-        return result
+    def _solve(self, K, sites_init):
+        settings = dict(damping=self.damping, max_iter=self.max_iter, tol=self.tol)
+        C = len(self.classes_)
+        return nested_ep(K, self._codes, C, sites_init=sites_init, **settings)
+
+    def _next_warm(self, result):
+        return result.tau, result.nu
+
+    def _log_evidence(self, result, K=None, dK=None):
+        return nested_ep_log_evidence(result, K, dK)
+
+    def _probabilities(self, mean, cov):
+        return multinomial_probit_probabilities(mean, cov)
 
     def _fit_fixed(self, X, codes, kernel, sites_init=None):
         self.kernel_, self.X_train_, self._codes = kernel, X, codes
-        self._result = result = self._run(kernel(X), sites_init)
-        self.alpha_, self.n_iter_, self.converged_ = (
-            result.alpha,
-            result.n_iter,
-            result.converged,
-        )
+        self._state = result = self._approximate(kernel(X), sites_init)
+        self.alpha_ = result.alpha
+        self.n_iter_, self.converged_ = result.n_iter, result.converged
         self.log_marginal_likelihood_ = nested_ep_log_evidence(result)
 
 
 # %% book/29_nested_ep.md, code cell 21
-class _NestedEvidence(_NestedFit):
-    """The evidence (eq-nep-evidence) with its gradient, the criterion of the search."""
-
-    def _criterion(self, theta, eval_gradient):
-        return self.log_marginal_likelihood(theta, eval_gradient)
-
-    def log_marginal_likelihood(self, theta=None, eval_gradient=False):
-        """Eq. (eq-nep-evidence): the log evidence at theta (None: the fitted kernel_),
-        with its gradient if ``eval_gradient``."""
-        if not hasattr(self, "_result") or not hasattr(self, "classes_"):
-            raise NotFittedError(
-                f"This {type(self).__name__} is not fitted yet; call fit(X, y) first"
-            )
-        kernel, result = self.kernel_, self._result
-        if theta is not None:
-            kernel = kernel.with_theta(theta)
-        K = kernel(self.X_train_) if eval_gradient or theta is not None else None
-        if theta is not None:
-            result = self._run(K, self._sites_warm)
-        if not eval_gradient:
-            return nested_ep_log_evidence(result)
-        return nested_ep_log_evidence(result, K, kernel.gradient(self.X_train_))
-
-
-# %% book/29_nested_ep.md, code cell 22
-class _NestedPrediction(_NestedEvidence):
-    """Predictions: eqs (eq-smx-pred-cov), (eq-nep-orthant)."""
-
-    def predict_latent(self, X):
-        """Latent means (m, C) and covariances (m, C, C) at X (eq-smx-pred-cov)."""
-        X = self._check_predict_input(X)
-        return softmax_latent(self._result, self.kernel_, self.X_train_, X)
-
-    def predict_proba(self, X):
-        """Eq. (eq-nep-orthant): class probabilities (m, C), columns ordered as
-        classes_."""
-        return multinomial_probit_probabilities(*self.predict_latent(X))
-
-    def _predict_proba_positive(self, X):
-        return self.predict_proba(X)[:, -1]
-
-    def decision_function(self, X):
-        """Log-probabilities (m, C) for C > 2; for two classes the log-odds (m,) of
-        classes_[1]."""
-        P = np.maximum(self.predict_proba(X), np.finfo(np.float64).tiny)
-        if P.shape[1] == 2:
-            return np.log(P[:, 1]) - np.log(P[:, 0])
-        return np.log(P)
-
-    def _decision_function(self, X):
-        return self.decision_function(X)
-
-
-# %% book/29_nested_ep.md, code cell 23
-class NestedEP(_NestedPrediction):
+class NestedEP(_NestedFit):
     """Joint GP classification of K >= 2 classes: the multinomial probit model by nested
     expectation propagation.
 
@@ -596,14 +529,14 @@ class NestedEP(_NestedPrediction):
 
     def loo_log_predictive(self):
         """Eq. (eq-nep-loo): log p(y_i | D without i) of each training point (n,)."""
-        if not hasattr(self, "_result"):
+        if not hasattr(self, "_state"):
             raise NotFittedError(
                 f"This {type(self).__name__} is not fitted yet; call fit(X, y) first"
             )
-        return nested_ep_loo(self._result)
+        return nested_ep_loo(self._state)
 
 
-# %% book/29_nested_ep.md, code cell 26
+# %% book/29_nested_ep.md, code cell 24
 def nested_ep_loo(result):
     """Eq. (eq-nep-loo): the cavity leave-one-out log predictive log p(y_i | D_-i) (n,).
 

@@ -37,6 +37,7 @@ from gpc_literate.sites import factor_b
 __all__ = [
     "softmax_log_prob",
     "SoftmaxMode",
+    "JointGPClassifier",
     "factor_blocks",
     "block_solve",
     "latent_covariance",
@@ -416,85 +417,62 @@ def softmax_probabilities(mean, cov):
 
 
 # %% book/28_softmax_laplace.md, code cell 21
-class _SoftmaxFit(LearnsHyperparameters, GPClassifierBase):
-    """The parameter checks, the mode at a given kernel and the fitted attributes."""
+class _JointFrame(LearnsHyperparameters, GPClassifierBase):
+    """The approximation with its warnings passed on, and the search criterion."""
 
-    def _validate_params(self):
-        self._validate_learning()
-        check_kernel(self.kernel)
-        check_integer(self.max_iter, "max_iter")
-        check_scalar(self.tol, "tol", low=0.0, low_inclusive=False)
+    _joint_classes = True  # chapter 1's fit passes the codes 0, ..., C-1 to _fit
 
     def _default_kernel(self, X):
         return default_kernel(X)
 
-    def _warm_start(self):
-        return {"alpha_init": self.alpha_}
-
-    def _find_mode(self, K, alpha_init):
+    def _approximate(self, K, warm):
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always", ConvergenceWarning)
-            mode = softmax_mode(
-                K,
-                self._codes,
-                len(self.classes_),
-                alpha_init=alpha_init,
-                max_iter=self.max_iter,
-                tol=self.tol,
-            )
+            state = self._solve(K, warm)
         for w in caught:
             warnings.warn(w.message, w.category, stacklevel=4)
-        self._alpha_warm = mode.alpha
-        return mode
-
-    def _fit_fixed(self, X, codes, kernel, alpha_init=None):
-        self.kernel_, self.X_train_, self._codes = kernel, X, codes
-        mode = self._find_mode(kernel(X), alpha_init)
-        self._mode, self.f_hat_, self.alpha_ = mode, mode.f, mode.alpha
-        self.n_iter_, self.converged_ = mode.n_iter, mode.converged
-        self.log_marginal_likelihood_ = softmax_log_evidence(mode)
-
-
-# %% book/28_softmax_laplace.md, code cell 22
-class _SoftmaxEvidence(_SoftmaxFit):
-    """The evidence (eq-smx-evidence) with its gradient, the criterion of the
-    search."""
-
-    _joint_classes = True  # chapter 1's fit passes the codes 0, ..., C-1 to _fit
+        self._warm = self._next_warm(state)
+        return state
 
     def _criterion(self, theta, eval_gradient):
         return self.log_marginal_likelihood(theta, eval_gradient)
 
+
+# %% book/28_softmax_laplace.md, code cell 22
+class _JointEvidence(_JointFrame):
+    """log_marginal_likelihood for every joint classifier."""
+
     def log_marginal_likelihood(self, theta=None, eval_gradient=False):
-        """Eqs (eq-smx-evidence)-(eq-smx-dfdmode): the log evidence at theta (None:
-        the fitted kernel_), with its gradient if ``eval_gradient``."""
-        if not hasattr(self, "_mode") or not hasattr(self, "classes_"):
+        """The log evidence at theta (None: the fitted kernel_), with its gradient if
+        ``eval_gradient``."""
+        if not hasattr(self, "_state") or not hasattr(self, "classes_"):
             raise NotFittedError(
                 f"This {type(self).__name__} is not fitted yet; call fit(X, y) first"
             )
-        kernel, mode = self.kernel_, self._mode
+        kernel, state = self.kernel_, self._state
         if theta is not None:
             kernel = kernel.with_theta(theta)
         K = kernel(self.X_train_) if eval_gradient or theta is not None else None
         if theta is not None:
-            mode = self._find_mode(K, self._alpha_warm)
+            state = self._approximate(K, self._warm)
         if not eval_gradient:
-            return softmax_log_evidence(mode)
-        return softmax_log_evidence(mode, K, kernel.gradient(self.X_train_))
+            return self._log_evidence(state)
+        return self._log_evidence(state, K, kernel.gradient(self.X_train_))
 
 
 # %% book/28_softmax_laplace.md, code cell 23
-class _SoftmaxPrediction(_SoftmaxEvidence):
-    """Predictions from the stored mode: eqs (eq-smx-pred-cov), (eq-smx-mc)."""
+class _JointPrediction(_JointEvidence):
+    """Predictions of every joint classifier: eq. (eq-smx-pred-cov), then the
+    subclass's probabilities."""
 
     def predict_latent(self, X):
         """Eq. (eq-smx-pred-cov): latent means (m, C) and covariances (m, C, C) at X."""
         X = self._check_predict_input(X)
-        return softmax_latent(self._mode, self.kernel_, self.X_train_, X)
+        return softmax_latent(self._state, self.kernel_, self.X_train_, X)
 
     def predict_proba(self, X):
-        """Eq. (eq-smx-mc): class probabilities (m, C), columns ordered as classes_."""
-        return softmax_probabilities(*self.predict_latent(X))
+        """Class probabilities (m, C), columns ordered as classes_."""
+        return self._probabilities(*self.predict_latent(X))
 
     def _predict_proba_positive(self, X):
         return self.predict_proba(X)[:, -1]
@@ -512,7 +490,57 @@ class _SoftmaxPrediction(_SoftmaxEvidence):
 
 
 # %% book/28_softmax_laplace.md, code cell 24
-class SoftmaxLaplace(_SoftmaxPrediction):
+class JointGPClassifier(_JointPrediction):
+    """Base of the joint classifiers of C >= 2 classes: one latent GP per class, one
+    shared kernel learned by the evidence.
+
+    A subclass implements ``_solve(K, warm)`` (the approximation at the kernel matrix
+    K, from the warm start ``warm`` or None), ``_next_warm(state)``,
+    ``_log_evidence(state, K=None, dK=None)`` (the value, or with dK the value and the
+    gradient) and ``_probabilities(mean, cov)``; its ``_fit_fixed`` stores the
+    approximation as ``_state``, which has the factors E, M and alpha of
+    eq. (eq-smx-woodbury).
+    """
+
+
+# %% book/28_softmax_laplace.md, code cell 25
+class _SoftmaxFit(JointGPClassifier):
+    """The parameter checks, the mode at a given kernel and the fitted attributes."""
+
+    def _validate_params(self):
+        self._validate_learning()
+        check_kernel(self.kernel)
+        check_integer(self.max_iter, "max_iter")
+        check_scalar(self.tol, "tol", low=0.0, low_inclusive=False)
+
+    def _warm_start(self):
+        return {"alpha_init": self.alpha_}
+
+    def _solve(self, K, alpha_init):
+        C, max_iter, tol = len(self.classes_), self.max_iter, self.tol
+        return softmax_mode(
+            K, self._codes, C, alpha_init=alpha_init, max_iter=max_iter, tol=tol
+        )
+
+    def _next_warm(self, mode):
+        return mode.alpha
+
+    def _log_evidence(self, mode, K=None, dK=None):
+        return softmax_log_evidence(mode, K, dK)
+
+    def _probabilities(self, mean, cov):
+        return softmax_probabilities(mean, cov)
+
+    def _fit_fixed(self, X, codes, kernel, alpha_init=None):
+        self.kernel_, self.X_train_, self._codes = kernel, X, codes
+        mode = self._approximate(kernel(X), alpha_init)
+        self._state, self.f_hat_, self.alpha_ = mode, mode.f, mode.alpha
+        self.n_iter_, self.converged_ = mode.n_iter, mode.converged
+        self.log_marginal_likelihood_ = softmax_log_evidence(mode)
+
+
+# %% book/28_softmax_laplace.md, code cell 26
+class SoftmaxLaplace(_SoftmaxFit):
     """Joint GP classification of K >= 2 classes by the softmax Laplace approximation.
 
     One latent GP per class, with one shared kernel, and the softmax likelihood

@@ -200,7 +200,7 @@ def test_warm_start_and_convergence_warning(three):
         model = NestedEP(kernel, optimizer=None, max_iter=1).fit(X, codes)
     assert model.n_iter_ == 1 and not model.converged_
     full = NestedEP(kernel, optimizer=None).fit(X, codes)
-    sites = (full._result.tau, full._result.nu)
+    sites = (full._state.tau, full._state.nu)
     warm = NestedEP(kernel, optimizer=None).fit(X, codes, sites_init=sites)
     assert warm.converged_ and warm.n_iter_ < full.n_iter_
 

@@ -166,7 +166,7 @@ def test_monte_carlo_probabilities_are_close_to_a_long_run():
 def test_softmax_latent_is_the_fitted_prediction(three):
     X, codes = three
     model = SoftmaxLaplace(RBF(length_scale=1.0), optimizer=None).fit(X, codes)
-    mean, cov = softmax_latent(model._mode, model.kernel_, model.X_train_, X[:4])
+    mean, cov = softmax_latent(model._state, model.kernel_, model.X_train_, X[:4])
     ref_mean, ref_cov = model.predict_latent(X[:4])
     np.testing.assert_array_equal(mean, ref_mean)
     np.testing.assert_array_equal(cov, ref_cov)
