@@ -152,19 +152,19 @@ def _newton_direction(K, tau, b):
 
 # %% book/09_naive_mean_field.md, code cell 11
 def _newton_step(K, k_diag, y, alpha, delta, w, error, likelihood):
-    """Eq. (eq-mf-newton) with step halving: (new alpha, step size), or (None, last step
-    size).
+    """Eq. (eq-mf-newton) with step halving: (new alpha, step size), (None, last step
+    size), or (None, 0.0) when the Jacobian is singular to working precision.
 
     ``delta`` is the residual of eq-mf-alpha at ``alpha``, ``w`` the curvatures there
     and ``error`` = sum(delta ** 2), which the step must reduce (by a factor 1 - 1e-4
-    eta). A singular Jacobian gives the plain step ``delta`` instead of the Newton
-    direction.
+    eta).
     """
     one_minus = 1.0 - k_diag * w
-    with np.errstate(divide="ignore", invalid="ignore"):  # 0 here: singular, below
-        step = y * _newton_direction(K, w / one_minus, y * delta / one_minus)
-    if not np.all(np.isfinite(step)):
-        step = delta  # singular Jacobian
+    if np.any(one_minus <= 0.0):  # K_ii w_i rounds to 1: I - W D singular
+        return None, 0.0
+    step = y * _newton_direction(K, w / one_minus, y * delta / one_minus)
+    if not np.all(np.isfinite(step)):  # I + T K singular
+        return None, 0.0
     for eta in 0.5 ** np.arange(40):
         trial = alpha + eta * step
         _, _, target_t, _ = _naive_update(K, k_diag, y, trial, likelihood)
@@ -194,6 +194,13 @@ _NO_SOLUTION = (
     "alpha >= 0 does so with this kernel (eq-mf-feasible); use input noise v > 0 or "
     "label flips kappa > 0, or a more flexible kernel"
 )
+
+_PRECISION_LOST = (
+    "the embedding strengths have outgrown double precision: the Jacobian of "
+    "eq-mf-alpha is singular to working precision, so no Newton step (eq-mf-newton) "
+    "exists; use input noise v > 0 or label flips kappa > 0, or a shorter length scale"
+)
+_NO_DESCENT = "no step along the Newton direction reduces the residual"
 
 
 # %% book/09_naive_mean_field.md, code cell 13
@@ -272,8 +279,8 @@ def _naive_iterate(K, y, alpha, likelihood, tol, max_iter, eta, newton, noise_fr
             alpha = alpha + eta * delta
         else:  # eq-mf-newton, step halving
             trial, eta = _newton_step(K, k_diag, y, alpha, delta, w, error, likelihood)
-            if trial is None:
-                message = "no step along the Newton direction reduces the residual"
+            if trial is None:  # eta = 0: no Newton step exists
+                message = _PRECISION_LOST if eta == 0.0 else _NO_DESCENT
                 break
             alpha = trial
         n_iter += 1
@@ -329,7 +336,8 @@ def naive_mean_field(
     eta delta alpha at one O(n^2) product per iteration; eta starts at
     ``learning_rate``, grows by 1.1 when sum_i delta alpha_i^2 decreased and halves
     otherwise.  ``method="newton"``: the Newton step of eq-mf-newton (one O(n^3)
-    factorisation per iteration), halved until sum_i delta alpha_i^2 decreases.  For the
+    factorisation per iteration), halved until sum_i delta alpha_i^2 decreases; it
+    stops where no Newton step exists (a singular Jacobian).  For the
     noise-free likelihood StepFlip(0), a Newton iteration not converged after 30
     iterations solves the linear program eq-mf-feasible; if no alpha >= 0 classifies
     every example correctly, the equations have no solution and it stops at once.
@@ -381,7 +389,7 @@ def naive_mean_field(
     return result
 
 
-# %% book/09_naive_mean_field.md, code cell 25
+# %% book/09_naive_mean_field.md, code cell 26
 def naive_loo(K, y, alpha, likelihood):
     """Eqs (eq-mf-loo), (eq-mf-loo-stable), O&W 17.41-17.42: linear-response
     leave-one-out activations.
@@ -422,7 +430,7 @@ def naive_loo(K, y, alpha, likelihood):
     return f_loo, var_loo, posterior
 
 
-# %% book/09_naive_mean_field.md, code cell 29
+# %% book/09_naive_mean_field.md, code cell 30
 def _check_mf_options(
     method, kappa, v, tol, learning_rate, max_iter, kernel, compute_loo
 ):
@@ -440,7 +448,7 @@ def _check_mf_options(
     check_bool(compute_loo, "compute_loo")
 
 
-# %% book/09_naive_mean_field.md, code cell 30
+# %% book/09_naive_mean_field.md, code cell 31
 def check_no_conflicting_pair(K, y, likelihood_name, fix, rel=1e-12):
     """Raise ValueError if two examples that the prior ties have different labels.
 
@@ -479,20 +487,24 @@ def check_no_conflicting_pair(K, y, likelihood_name, fix, rel=1e-12):
         )
 
 
-# %% book/09_naive_mean_field.md, code cell 31
+# %% book/09_naive_mean_field.md, code cell 32
 def _warn_naive_not_converged(result, tol):
     """ConvergenceWarning of a NaiveMeanField fit whose naive_mean_field ``result``
-    did not reach ``tol``; the stack level is that of the estimator's caller."""
+    did not reach ``tol``, with the reason it stopped early if it did; the stack level
+    is that of the estimator's caller."""
+    advice = result.message or (
+        "increase max_iter, or use v > 0 or kappa > 0 for data that may not be "
+        "separable"
+    )
     warnings.warn(
         f"NaiveMeanField did not converge in {result.n_iter} iterations (max_i |delta "
-        f"alpha_i| = {result.residual:.2e} > tol = {tol:g}); increase max_iter, or "
-        "use v > 0 or kappa > 0 for data that may not be separable",
+        f"alpha_i| = {result.residual:.2e} > tol = {tol:g}); {advice}",
         ConvergenceWarning,
         stacklevel=4,
     )
 
 
-# %% book/09_naive_mean_field.md, code cell 32
+# %% book/09_naive_mean_field.md, code cell 33
 class _NaiveMFSolve:
     """NaiveMeanField at a given kernel: eq-mf-alpha solved by naive_mean_field,
     attributes set."""
@@ -532,7 +544,7 @@ class _NaiveMFSolve:
         return self
 
 
-# %% book/09_naive_mean_field.md, code cell 33
+# %% book/09_naive_mean_field.md, code cell 34
 def _loo_criterion(K, y, alpha, likelihood):
     """Eq. (eq-mf-loo-criterion): mean_i log Z_i(f_loo_i, var_loo_i) at the solution
     ``alpha``.
@@ -546,22 +558,25 @@ def _loo_criterion(K, y, alpha, likelihood):
     return float(np.mean(likelihood.log_Z(y, f_loo, var_loo)[0]))
 
 
-# %% book/09_naive_mean_field.md, code cell 34
+# %% book/09_naive_mean_field.md, code cell 35
 class _NaiveMFLOO:
     """NaiveMeanField's leave-one-out by linear response, eq-mf-loo, and
     eq-mf-loo-criterion."""
 
     def _criterion(self, theta, eval_gradient=False):
         """Eq. (eq-mf-loo-criterion) at kernel log-hyperparameters theta (None: the
-        fitted kernel)."""
+        fitted kernel); -inf where naive_mean_field stops early at theta."""
         likelihood = StepFlip(float(self.kappa))
         kernel = self.kernel_ if theta is None else self.kernel_.with_theta(theta)
         K = kernel(self.X_train_) + float(self.v) * np.eye(len(self._y))
         alpha = self.alpha_
         if theta is not None:
-            alpha = naive_mean_field(
+            result = naive_mean_field(
                 K, self._y, likelihood, alpha_init=self.alpha_, **self._solver_options()
-            ).alpha
+            )
+            if result.message:  # stopped early: no solution within reach
+                return -np.inf
+            alpha = result.alpha
         return _loo_criterion(K, self._y, alpha, likelihood)
 
     def _linear_response(self, K, y, likelihood):
@@ -572,7 +587,7 @@ class _NaiveMFLOO:
         self.loo_error_ = float(np.mean(y * f_loo <= 0.0))
 
 
-# %% book/09_naive_mean_field.md, code cell 35
+# %% book/09_naive_mean_field.md, code cell 36
 def latent_moments(kernel, X_train, coef, posterior, X):
     """Eq. (eq-mf-predictive): mean <f(x)> = k(x)^T coef and Var f(x), noise-free, at
     rows of X.
@@ -619,7 +634,7 @@ def predictive_probability(kernel, X_train, coef, posterior, kappa, v, X):
     return StepFlip(float(kappa)).predictive(mean, var + float(v))
 
 
-# %% book/09_naive_mean_field.md, code cell 36
+# %% book/09_naive_mean_field.md, code cell 37
 class _NaiveMFPrediction:
     """NaiveMeanField's predictions: mean (eq-exact-mean-rep), probability
     (eq-mf-predictive)."""
@@ -661,7 +676,7 @@ class _NaiveMFPrediction:
         )
 
 
-# %% book/09_naive_mean_field.md, code cell 37
+# %% book/09_naive_mean_field.md, code cell 38
 class _NaiveMFLearning(AlphaWarmStartMixin):
     """NaiveMeanField's options checked, its default kernel and warm start, and
     ``fit``."""
@@ -686,7 +701,7 @@ class _NaiveMFLearning(AlphaWarmStartMixin):
         return {"alpha_init": self.alpha_}
 
 
-# %% book/09_naive_mean_field.md, code cell 38
+# %% book/09_naive_mean_field.md, code cell 39
 class NaiveMeanField(
     _NaiveMFLearning,
     _NaiveMFSolve,

@@ -233,3 +233,57 @@ def test_method_is_checked(crabs):
     X, y, _, _ = crabs
     with pytest.raises(ValueError, match="method"):
         naive_mean_field(RBF()(X), y, StepFlip(0.0), method="gauss-seidel")
+
+
+def _touching_blobs():
+    """Two of make_blobs' three blobs (classes 0 and 2), as scikit-learn's
+    check_classifiers_train builds them: shuffled, standardised, 200 points that a
+    noise-free fit classifies only with embedding strengths in the millions."""
+    from sklearn.datasets import make_blobs
+    from sklearn.preprocessing import StandardScaler
+    from sklearn.utils import shuffle
+
+    X, c = make_blobs(n_samples=300, random_state=0)
+    X, c = shuffle(X, c, random_state=7)
+    X = StandardScaler().fit_transform(X)
+    return X[c != 1], np.where(c[c != 1] == 0, 1.0, -1.0)
+
+
+def test_newton_stops_where_no_newton_step_exists():
+    """At a long length scale K_ii w_i rounds to 1 (or I + S K S is indefinite in floating
+    point): the iteration stops there and says so instead of crawling to max_iter."""
+    from gpc_literate.meanfield import _PRECISION_LOST
+
+    X, y = _touching_blobs()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        run = naive_mean_field(RBF(length_scale=5.0)(X), y, StepFlip(0.0))
+    assert not caught  # the linear program finds a solution: no "no solution" warning
+    assert run.message == _PRECISION_LOST and not run.converged
+    assert run.n_iter < 1_000 and run.learning_rate == 0.0
+    with pytest.warns(ConvergenceWarning, match="outgrown double precision"):
+        NaiveMeanField(kernel=RBF(length_scale=5.0), optimizer=None).fit(X, y)
+
+
+def test_default_fit_on_touching_blobs_has_bounded_solves(monkeypatch):
+    """NaiveMeanField() learns its kernel on the blobs of scikit-learn's check: every
+    Newton solve of the search ends within a bounded number of iterations (they ran to
+    thousands at kernels where no Newton step exists), and the fit classifies every
+    training example."""
+    from gpc_literate import meanfield
+
+    solve, n_iter = meanfield._naive_iterate, []
+
+    def counted(*args):
+        result = solve(*args)
+        n_iter.append(result.n_iter)
+        return result
+
+    monkeypatch.setattr(meanfield, "_naive_iterate", counted)
+    X, y = _touching_blobs()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ConvergenceWarning)
+        clf = NaiveMeanField().fit(X, y)
+    assert clf.converged_ and clf.learning_.converged
+    assert np.all(clf.predict(X) == y)
+    assert len(n_iter) > 50 and max(n_iter) <= 200
