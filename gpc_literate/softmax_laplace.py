@@ -278,12 +278,15 @@ def latent_covariance(E, M, Ks, k_diag):
     these are the blocks Sigma_i of the posterior.
     """
     C, n, m = E.shape[0], Ks.shape[0], Ks.shape[1]
-    EK = E @ Ks  # (C, n, m): E_c k_*
+    KE = np.matmul(Ks.T, E)  # (C, m, n): row k of block c is (E_c k_*k)^T
+    own = k_diag[:, None] - np.einsum("cmj,mj->mc", KE, np.ascontiguousarray(Ks.T))
+    # the blocks side by side, [E_1 Ks, ..., E_C Ks], are KE's memory read in
+    # Fortran order: M^-1 is applied in place, without a copy
     V = solve_triangular(
-        M, EK.transpose(1, 0, 2).reshape(n, C * m), lower=True, check_finite=False
-    ).reshape(n, C, m)
-    cov = np.einsum("rcm,rdm->mcd", V, V)
-    own = k_diag[:, None] - np.einsum("jm,cjm->mc", Ks, EK)
+        M, KE.reshape(C * m, n).T, lower=True, overwrite_b=True, check_finite=False
+    )
+    V = V.T.reshape(C, m, n)  # V[c, k] = (M^-1 E_c k_*k)^T
+    cov = np.einsum("cmr,dmr->mcd", V, V)
     cov[:, np.arange(C), np.arange(C)] += own
     return cov
 
@@ -306,10 +309,10 @@ def explicit_gradient(E, M, A, dK):
     n, C = A.shape
     U = solve_triangular(
         M, E.transpose(1, 0, 2).reshape(n, C * n), lower=True, check_finite=False
-    ).reshape(n, C, n)  # M^-1 E_c
-    G_diag = E.sum(axis=0) - np.einsum("rci,rcj->ij", U, U)  # sum_c G_cc
-    explicit = 0.5 * np.einsum("ic,ikp,kc->p", A, dK, A, optimize=True)
-    return explicit - 0.5 * np.einsum("ij,ijp->p", G_diag, dK)
+    ).reshape(n * C, n)  # M^-1 E_c, the rows of all classes stacked
+    G_diag = E.sum(axis=0) - U.T @ U  # sum_c G_cc
+    weights = 0.5 * (A @ A.T - G_diag)  # both traces as one sum over dK's entries
+    return weights.reshape(-1) @ dK.reshape(n * n, -1)
 
 
 def _softmax_gradient(mode, K, dK):
