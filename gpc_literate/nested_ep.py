@@ -426,12 +426,32 @@ class _NestedFit(JointGPClassifier):
         check_scalar(self.damping, "damping", low=0.0, high=1.0, low_inclusive=False)
         check_integer(self.max_iter, "max_iter")
         check_scalar(self.tol, "tol", low=0.0, low_inclusive=False)
+        if self.search_tol is not None:
+            check_scalar(self.search_tol, "search_tol", low=0.0, low_inclusive=False)
 
     def _warm_start(self):
-        return {"sites_init": (self._state.tau, self._state.nu)}
+        return {"sites_init": self._warm}  # the sites of the search's last evaluation
+
+    def _fit(self, X, codes, **warm):
+        """Learn with EP run to search_tol, then go on to tol at the learned kernel."""
+        learn = self.optimizer is not None and (
+            self.kernel is None or self.kernel.theta.size > 0
+        )
+        loose = np.sqrt(self.tol) if self.search_tol is None else self.search_tol
+        loose = max(loose, self.tol) if learn else self.tol
+        self._ep_tol = loose
+        try:
+            super()._fit(X, codes, **warm)
+        finally:
+            self._ep_tol = None
+        if loose > self.tol:
+            self._fit_fixed(X, codes, self.kernel_, sites_init=self._warm)
+            if self.learning_ is not None:
+                self.learning_.value = self.log_marginal_likelihood_
 
     def _solve(self, K, sites_init):
-        settings = dict(damping=self.damping, max_iter=self.max_iter, tol=self.tol)
+        tol = getattr(self, "_ep_tol", None) or self.tol
+        settings = dict(damping=self.damping, max_iter=self.max_iter, tol=tol)
         C = len(self.classes_)
         return nested_ep(K, self._codes, C, sites_init=sites_init, **settings)
 
@@ -472,6 +492,9 @@ class NestedEP(_NestedFit):
         Iteration limit of EP.
     tol : float > 0, default 1e-8
         Its tolerance on the largest site change.
+    search_tol : float > 0 or None, default None
+        EP's tolerance while the kernel is searched; None: sqrt(tol). The fit at the
+        learned kernel goes on to ``tol``.
     optimizer : {"fmin_l_bfgs_b", "nelder-mead"} or None, default "fmin_l_bfgs_b"
         ``fit`` learns the kernel by maximising the EP evidence; None keeps it fixed.
     n_restarts_optimizer : int >= 0, default 0
@@ -511,6 +534,7 @@ class NestedEP(_NestedFit):
         damping=1.0,
         max_iter=200,
         tol=1e-8,
+        search_tol=None,
         optimizer="fmin_l_bfgs_b",
         n_restarts_optimizer=0,
         random_state=None,
@@ -521,6 +545,7 @@ class NestedEP(_NestedFit):
         self.damping = damping
         self.max_iter = max_iter
         self.tol = tol
+        self.search_tol = search_tol
         self.optimizer = optimizer
         self.n_restarts_optimizer = n_restarts_optimizer
         self.random_state = random_state
@@ -536,7 +561,7 @@ class NestedEP(_NestedFit):
         return nested_ep_loo(self._state)
 
 
-# %% book/29_nested_ep.md, code cell 24
+# %% book/29_nested_ep.md, code cell 25
 def nested_ep_loo(result):
     """Eq. (eq-nep-loo): the cavity leave-one-out log predictive log p(y_i | D_-i) (n,).
 

@@ -193,6 +193,18 @@ def test_learning_raises_the_evidence_and_labels_of_any_type(three):
     assert np.all(np.linalg.eigvalsh(cov) > 0)
 
 
+def test_loose_search_ends_at_the_tight_fit(three):
+    X, codes = three
+    start = RBF(length_scale=3.0, variance=0.5)
+    loose = NestedEP(start).fit(X, codes)
+    tight = NestedEP(start, search_tol=1e-8).fit(X, codes)
+    assert loose.converged_ and tight.converged_
+    assert abs(loose.log_marginal_likelihood_ - tight.log_marginal_likelihood_) < 1e-4
+    assert loose.learning_.value == loose.log_marginal_likelihood_
+    again = nested_ep(loose.kernel_(X), codes, 3, tol=1e-8)  # the fit is a tight one
+    assert abs(nested_ep_log_evidence(again) - loose.log_marginal_likelihood_) < 1e-9
+
+
 def test_warm_start_and_convergence_warning(three):
     X, codes = three
     kernel = RBF(length_scale=1.0, variance=5.0)
@@ -214,6 +226,8 @@ def test_warm_start_and_convergence_warning(three):
         ({"max_iter": 2.5}, TypeError, "max_iter"),
         ({"tol": 0.0}, ValueError, "tol"),
         ({"tol": "small"}, TypeError, "tol"),
+        ({"search_tol": 0.0}, ValueError, "search_tol"),
+        ({"search_tol": "loose"}, TypeError, "search_tol"),
         ({"optimizer": "adam"}, ValueError, "optimizer"),
         ({"verbose": "yes"}, TypeError, "verbose"),
         ({"kernel": "rbf"}, TypeError, "kernel"),
