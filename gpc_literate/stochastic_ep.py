@@ -65,6 +65,7 @@ __all__ = [
     "convolved_sites",
     "SEPState",
     "BatchSites",
+    "whitened_cavities",
     "batch_sites",
     "update_sites",
     "SITE_BLOCK",
@@ -76,9 +77,12 @@ __all__ = [
     "FINAL_RATE",
     "hyperparameter_step",
     "SEPRun",
+    "RunRecord",
     "run_stochastic_ep",
     "KMEANS_SUBSET",
     "kmeans_inducing",
+    "initial_inducing",
+    "check_stochastic_options",
     "SEPBreakdownError",
     "StochasticEP",
 ]
@@ -280,6 +284,52 @@ class BatchSites(NamedTuple):
 
 
 # %% book/26_stochastic_ep.md, code cell 8
+def whitened_cavities(state, Bt, idx):
+    """The cavities of a minibatch: of g_i (eq-sep-marginals) and of v, from the tied
+    site's one cavity (eq-sep-tied) or by removing each point's site (eq-sep-perpoint).
+
+    Parameters
+    ----------
+    state : SEPState
+    Bt : ndarray of shape (M, B)
+        The b_i.
+    idx : ndarray of int, shape (B,)
+        The minibatch's row numbers in the training set (per-point sites only).
+
+    Returns
+    -------
+    mu_cav, var_cav : ndarray of shape (B,)
+        The cavity of g_i (var_cav is g_i's variance under q where the cavity is
+        improper).
+    proper : ndarray of bool, shape (B,)
+    m_v : ndarray of shape (M,) or (M, B)
+        The cavity mean(s) of v: one for the tied site, one per point otherwise.
+    Sb : ndarray of shape (M, B)
+        The products S_cav b_i of the cavity covariances of v with the b_i.
+
+    Raises
+    ------
+    LinAlgError
+        When the precision of q (or of the cavity) cannot be factorised.
+    """
+    if state.sites == "tied":
+        cav = whitened_gaussian(*state.natural(cavity=True))
+        mu_cav, var_cav, A = g_marginals(cav, Bt)
+        proper = np.ones(Bt.shape[1], dtype=bool)
+        Sb = solve_triangular(cav.C, A, lower=True, trans="T", check_finite=False)
+        return mu_cav, var_cav, proper, cav.mean, Sb
+    q = state.posterior()
+    m_q, v_q, A = g_marginals(q, Bt)
+    coef = state.nu[idx] - state.tau[idx] * m_q
+    mu_cav, var_cav, proper = cavities(m_q, v_q, coef, state.tau[idx])
+    var_cav = np.where(proper, var_cav, v_q)
+    ratio = var_cav / v_q  # 1 / (1 - tau_i v_i)
+    Sb = solve_triangular(q.C, A, lower=True, trans="T", check_finite=False) * ratio
+    m_v = q.mean[:, None] - Sb * coef  # cavity means of v, eq-sep-perpoint
+    return mu_cav, var_cav, proper, m_v, Sb
+
+
+# %% book/26_stochastic_ep.md, code cell 9
 def batch_sites(state, X, y, idx, with_gradient):
     """Eqs (eq-sep-tilted), (eq-sep-perpoint) or (eq-sep-tied), (eq-sep-gradient) on a
     minibatch.
@@ -304,21 +354,7 @@ def batch_sites(state, X, y, idx, with_gradient):
         When K_uu or the precision of q cannot be factorised.
     """
     Bt, d, L = fitc_prior(state.kernel, X, state.Z)
-    if state.sites == "tied":
-        cav = whitened_gaussian(*state.natural(cavity=True))
-        mu_cav, var_cav, A = g_marginals(cav, Bt)
-        proper = np.ones(len(y), dtype=bool)
-        Sb = solve_triangular(cav.C, A, lower=True, trans="T", check_finite=False)
-        m_v = cav.mean
-    else:
-        q = state.posterior()
-        m_q, v_q, A = g_marginals(q, Bt)
-        coef = state.nu[idx] - state.tau[idx] * m_q
-        mu_cav, var_cav, proper = cavities(m_q, v_q, coef, state.tau[idx])
-        var_cav = np.where(proper, var_cav, v_q)
-        ratio = var_cav / v_q  # 1 / (1 - tau_i v_i)
-        Sb = solve_triangular(q.C, A, lower=True, trans="T", check_finite=False) * ratio
-        m_v = q.mean[:, None] - Sb * coef  # cavity means of v, eq-sep-perpoint
+    mu_cav, var_cav, proper, m_v, Sb = whitened_cavities(state, Bt, idx)
     nu, tau, log_z, d1, d2, ok = convolved_sites(
         state.likelihood, y, mu_cav, var_cav, d
     )
@@ -332,7 +368,7 @@ def batch_sites(state, X, y, idx, with_gradient):
     return BatchSites(Bt, nu, tau, ok, log_z, grad_theta, grad_Z)
 
 
-# %% book/26_stochastic_ep.md, code cell 9
+# %% book/26_stochastic_ep.md, code cell 10
 def update_sites(state, batch, idx, window, damping):
     """Eq. (eq-sep-average) (tied) or eq. (eq-sep-perpoint) (per-point): fold a
     minibatch in.
@@ -392,7 +428,7 @@ def rebuild_site_sums(state, X):
     state.lam, state.h = 0.5 * (lam + lam.T), h
 
 
-# %% book/26_stochastic_ep.md, code cell 14
+# %% book/26_stochastic_ep.md, code cell 15
 def chol_adjoint(L, L_bar):
     """Eq. (eq-sep-chol): the symmetric adjoint of A = L L^T from the adjoint L_bar of
     its lower Cholesky factor L.
@@ -453,7 +489,7 @@ def frozen_site_gradient(kernel, X, Z, L, Bt, m_cav, Sb_cav, d1, d2):
     return theta_ub + theta_uu + theta_diag, z_ub + z_left + z_right
 
 
-# %% book/26_stochastic_ep.md, code cell 19
+# %% book/26_stochastic_ep.md, code cell 20
 class Adam:
     """Adam (Kingma & Ba 2015) for ascent, eq. (eq-sep-adam): per-coordinate rates
     ``rates``.
@@ -497,7 +533,7 @@ class Adam:
         return x + self.units * scale * self.rates * m_hat / (np.sqrt(v_hat) + self.eps)
 
 
-# %% book/26_stochastic_ep.md, code cell 20
+# %% book/26_stochastic_ep.md, code cell 21
 WARMUP = 20  # minibatches of site updates before the first Adam step
 FINAL_RATE = 0.1  # the rates decay geometrically to this fraction, eq-sep-adam
 
@@ -549,7 +585,7 @@ def hyperparameter_step(
     return True
 
 
-# %% book/26_stochastic_ep.md, code cell 21
+# %% book/26_stochastic_ep.md, code cell 22
 class SEPRun(NamedTuple):
     """How a run of stochastic EP went.
 
@@ -577,7 +613,7 @@ class SEPRun(NamedTuple):
     stopped_by: str  # "max_time", "max_iter" or "callback"
 
 
-# %% book/26_stochastic_ep.md, code cell 22
+# %% book/26_stochastic_ep.md, code cell 23
 class _Minibatch(NamedTuple):
     """What run_stochastic_ep does with each minibatch: its settings, and the call."""
 
@@ -615,7 +651,7 @@ class _Minibatch(NamedTuple):
         )
 
 
-# %% book/26_stochastic_ep.md, code cell 23
+# %% book/26_stochastic_ep.md, code cell 24
 class _RunBookkeeping:
     """The end of every minibatch and of every epoch in run_stochastic_ep."""
 
@@ -643,9 +679,24 @@ class _RunBookkeeping:
         self.seconds += time.perf_counter() - start
 
 
-# %% book/26_stochastic_ep.md, code cell 24
-class _RunRecord(_RunBookkeeping):
-    """The account of a run of stochastic EP, from its budget to its SEPRun."""
+# %% book/26_stochastic_ep.md, code cell 25
+class RunRecord(_RunBookkeeping):
+    """The account of a run of stochastic EP, from its budget to its SEPRun.
+
+    Parameters
+    ----------
+    state : SEPState or a state with its ``sites``, ``lam`` and ``t``
+    n, B : int
+        Training points and minibatch size.
+    max_time, max_iter : float or None
+        As in run_stochastic_ep.
+    window : int
+        As in update_sites.
+
+    ``progress(state)`` is the fraction of the budget used, ``close(state, start, bar,
+    callback)`` ends a minibatch (True when the run stops), ``rebuild(state, X)``
+    rebuilds per-point site sums after an epoch, and ``result(state)`` is the SEPRun.
+    """
 
     def __init__(self, state, n, B, max_time, max_iter, window):
         self.per_epoch = n // B
@@ -675,7 +726,7 @@ class _RunRecord(_RunBookkeeping):
         )
 
 
-# %% book/26_stochastic_ep.md, code cell 25
+# %% book/26_stochastic_ep.md, code cell 26
 def run_stochastic_ep(
     state,
     X,
@@ -733,7 +784,7 @@ def run_stochastic_ep(
         As batch_sites (for per-point sites, only after a rebuild of the sums).
     """
     n, B = len(X), min(batch_size, len(X))
-    record = _RunRecord(state, n, B, max_time, max_iter, window)
+    record = RunRecord(state, n, B, max_time, max_iter, window)
     minibatch = _Minibatch(
         adam, n / B, learn_theta, learn_Z, window, damping, log_bounds
     )
@@ -753,7 +804,7 @@ def run_stochastic_ep(
     return record.result(state)
 
 
-# %% book/26_stochastic_ep.md, code cell 26
+# %% book/26_stochastic_ep.md, code cell 27
 KMEANS_SUBSET = 5000  # "kmeans" clusters max(KMEANS_SUBSET, 20 M) random inputs
 
 
@@ -793,13 +844,47 @@ def kmeans_inducing(X, n_inducing, rng):
     )
 
 
-# %% book/26_stochastic_ep.md, code cell 27
+def initial_inducing(inducing, n_inducing, kernel, X, rng):
+    """The starting inducing inputs of an estimator's ``inducing`` option.
+
+    Parameters
+    ----------
+    inducing : {"kmeans", "pivots", "random"} or array of shape (M, d)
+        kmeans_inducing, chapter 25's choose_inducing, or the given inputs (copied).
+    n_inducing : int
+        M for the named choices.
+    kernel : Kernel
+        The kernel "pivots" uses.
+    X : ndarray of shape (n, d)
+    rng : numpy RandomState
+
+    Returns
+    -------
+    ndarray of shape (M, d)
+
+    Raises
+    ------
+    ValueError
+        If the given array does not have d columns.
+    """
+    if isinstance(inducing, str):
+        if inducing == "kmeans":
+            return kmeans_inducing(X, int(n_inducing), rng)
+        return choose_inducing(kernel, X, int(n_inducing), inducing, rng)
+    Z = check_array(inducing, "inducing")
+    if Z.shape[1] != X.shape[1]:
+        raise ValueError(f"inducing has {Z.shape[1]} columns but X has {X.shape[1]}")
+    return Z.copy()
+
+
+# %% book/26_stochastic_ep.md, code cell 28
 _SITES = ("tied", "per-point")
 _INDUCING = ("kmeans", "pivots", "random")
 
 
-def _check_options(est):
-    """ValueError/TypeError naming the first invalid parameter of a StochasticEP."""
+def check_stochastic_options(est):
+    """ValueError/TypeError naming the first invalid parameter of a StochasticEP, or of
+    an estimator with its options (``likelihood`` may be a class attribute None)."""
     check_inducing_options(est, _INDUCING)  # chapter 25: kernel, likelihood, M, ...
     if est.sites not in _SITES:
         raise ValueError(f"sites must be one of {_SITES}; got {est.sites!r}")
@@ -829,7 +914,7 @@ def _check_options(est):
     check_bool(est.verbose, "verbose")
 
 
-# %% book/26_stochastic_ep.md, code cell 28
+# %% book/26_stochastic_ep.md, code cell 29
 class SEPBreakdownError(LinAlgError):
     """Stochastic EP could not factorise K_uu or the precision of q (a ValueError)."""
 
@@ -839,19 +924,7 @@ class _StochasticFit:
     report."""
 
     def _validate_params(self):
-        _check_options(self)
-
-    def _inducing_inputs(self, kernel, X, rng):
-        if isinstance(self.inducing, str):
-            if self.inducing == "kmeans":
-                return kmeans_inducing(X, int(self.n_inducing), rng)
-            return choose_inducing(kernel, X, int(self.n_inducing), self.inducing, rng)
-        Z = check_array(self.inducing, "inducing")
-        if Z.shape[1] != X.shape[1]:
-            raise ValueError(
-                f"inducing has {Z.shape[1]} columns but X has {X.shape[1]}"
-            )
-        return Z.copy()
+        check_stochastic_options(self)
 
     def _fit(self, X, y_pm, callback=None):
         if callback is not None and not callable(callback):
@@ -867,7 +940,7 @@ class _StochasticFit:
             if self.likelihood is None
             else copy.deepcopy(self.likelihood)
         )
-        Z = self._inducing_inputs(kernel, X, rng)
+        Z = initial_inducing(self.inducing, self.n_inducing, kernel, X, rng)
         learn = self.optimizer is not None
         log_bounds = search_box(self.hyperparameter_bounds, kernel.theta)
         if learn:  # Adam starts inside the box
@@ -952,7 +1025,7 @@ class _StochasticFit:
         self.site_change_, self.stopped_by_ = run.site_change, run.stopped_by
 
 
-# %% book/26_stochastic_ep.md, code cell 29
+# %% book/26_stochastic_ep.md, code cell 30
 class _StochasticPrediction:
     """StochasticEP's predictions under q (eq-sparse-predict)."""
 
@@ -968,7 +1041,7 @@ class _StochasticPrediction:
         return self._state.predict_proba(X)
 
 
-# %% book/26_stochastic_ep.md, code cell 30
+# %% book/26_stochastic_ep.md, code cell 31
 class StochasticEP(_StochasticFit, _StochasticPrediction, GPClassifierBase):
     """Gaussian-process classifier by stochastic EP on the FITC prior (chapter 26).
 
