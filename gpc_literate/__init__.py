@@ -56,6 +56,7 @@ _PUBLIC = {
     "SoftmaxLaplace": "softmax_laplace",
     "NestedEP": "nested_ep",
     "multiclass_gold_standard": "gold_multiclass",
+    "MulticlassSEP": "multiclass_sep",
 }
 _SUBMODULES = {
     "base",
@@ -87,6 +88,7 @@ _SUBMODULES = {
     "softmax_laplace",
     "nested_ep",
     "gold_multiclass",
+    "multiclass_sep",
 }
 
 __all__ = sorted(_PUBLIC) + sorted(_SUBMODULES)
