@@ -517,7 +517,8 @@ class _MulticlassPrediction:
     def predict_latent(self, X):
         """Eq. (eq-sparse-predict) per class: latent means and variances (m, C) at the
         rows of X."""
-        return self._state.predict_latent(self._check_predict_input(X))
+        X = self._check_predict_input(X)  # fitted? then X checked
+        return self._state.predict_latent(X)
 
     def predict_proba(self, X):
         """Eq. (eq-msep-predict): class probabilities (m, C), columns as classes_."""

@@ -127,6 +127,12 @@ SPECS = {
         {"n_inducing": 10, "max_time": None, "max_iter": 50, "random_state": 0},
         iter_name="max_iter",
     ),
+    "MulticlassSEP": Spec(
+        g.MulticlassSEP,
+        {"n_inducing": 10, "max_time": None, "max_iter": 50, "random_state": 0},
+        iter_name="max_iter",
+        remedies=("kernel",),
+    ),
     "LSCV": Spec(
         g.LSCV,
         bounds_name="noise_var_bounds",

@@ -33,6 +33,7 @@ from gpc_literate.laplace import Laplace
 from gpc_literate.likelihoods import Probit
 from gpc_literate.meanfield import NaiveMeanField
 from gpc_literate.selection import LSCV
+from gpc_literate.multiclass_sep import MulticlassSEP
 from gpc_literate.nested_ep import NestedEP
 from gpc_literate.softmax_laplace import SoftmaxLaplace
 from gpc_literate.sparse_ep import SparseEP
@@ -58,6 +59,7 @@ ESTIMATORS = [
     StochasticEP(n_inducing=10, batch_size=20, max_time=None, max_iter=20),
     SoftmaxLaplace(),
     NestedEP(optimizer=None),  # learning: tests/test_nested_ep.py
+    MulticlassSEP(n_inducing=10, batch_size=20, max_time=None, max_iter=20),
 ]
 
 # Why a check is expected to fail, per estimator (chapter 1, "The estimator interface").
@@ -84,6 +86,7 @@ EXPECTED_FAILURES = {
     "StochasticEP": {"check_decision_proba_consistency": RANKING},
     "SoftmaxLaplace": {},
     "NestedEP": {},
+    "MulticlassSEP": {},
 }
 
 
@@ -345,6 +348,8 @@ def test_one_vocabulary_for_the_posterior_and_the_evidence(estimator):
         ):  # joint: one latent per class
             assert mean.shape == (7, 2) and var.shape == (7, 2, 2)
             var = np.diagonal(var, axis1=1, axis2=2)
+        elif isinstance(estimator, MulticlassSEP):  # factorised: a variance per class
+            assert mean.shape == var.shape == (7, 2)
         else:
             assert mean.shape == var.shape == (7,)
         assert np.all(var > 0)
