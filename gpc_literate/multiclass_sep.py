@@ -14,8 +14,9 @@ the multinomial probit likelihood as a one-dimensional integral (eq-msep-z), by
 Gauss-Hermite quadrature with its derivatives in every class's cavity mean and variance
 (eq-msep-quad, eq-msep-derivatives), and the sites they give (eq-msep-site); minibatch
 and stochastic EP on the C classes, with the evidence gradient as a sum of chapter 26's
-per-class terms (eq-msep-gradient); predictive probabilities (eq-msep-predict); and the
-estimator ``MulticlassSEP``. O(C M^2 B) time per minibatch of B points.
+per-class terms (eq-msep-gradient); predictive probabilities (eq-msep-predict); the
+default ARD kernel (eq-msep-ard); and the estimator ``MulticlassSEP``. O(C M^2 B) time
+per minibatch of B points.
 
 Names as in gpc_literate.stochastic_ep: ``Z`` the M inducing inputs, ``Bt`` = L^-1
 K_ub (M, B) shared by the classes, ``d`` the FITC diagonal; ``codes`` the labels coded
@@ -43,7 +44,7 @@ from gpc_literate.base import (
     warn_bound_hits,
     warn_start_outside,
 )
-from gpc_literate.kernels import default_kernel, input_scale
+from gpc_literate.kernels import RBF, input_scale
 from gpc_literate.sites import site_from_derivatives
 from gpc_literate.sparse_ep import fitc_prior
 from gpc_literate.stochastic_ep import (
@@ -74,6 +75,7 @@ __all__ = [
     "run_multiclass_sep",
     "PREDICT_BLOCK",
     "multiprobit_probabilities",
+    "ard_default_kernel",
     "MulticlassSEP",
 ]
 
@@ -394,6 +396,22 @@ def multiprobit_probabilities(mean, var, normalise=True):
 
 
 # %% book/32_multiclass_sparse_ep.md, code cell 12
+def ard_default_kernel(X):
+    """Eq. (eq-msep-ard): RBF with length scales sqrt(d) times each input's standard
+    deviation, variance 1.
+
+    Parameters
+    ----------
+    X : array_like of shape (n, d)
+
+    Returns
+    -------
+    RBF
+    """
+    return RBF(length_scale=np.sqrt(np.shape(X)[1]) * input_scale(X), variance=1.0)
+
+
+# %% book/32_multiclass_sparse_ep.md, code cell 13
 class _MulticlassFit:
     """MulticlassSEP's fit: options checked, inducing inputs chosen, the run."""
 
@@ -404,7 +422,7 @@ class _MulticlassFit:
 
     def _start(self, X, codes, rng):
         kernel = (
-            default_kernel(X) if self.kernel is None else copy.deepcopy(self.kernel)
+            ard_default_kernel(X) if self.kernel is None else copy.deepcopy(self.kernel)
         )
         Z = initial_inducing(self.inducing, self.n_inducing, kernel, X, rng)
         log_bounds = search_box(self.hyperparameter_bounds, kernel.theta)
@@ -438,7 +456,7 @@ class _MulticlassFit:
         return state, settings
 
 
-# %% book/32_multiclass_sparse_ep.md, code cell 13
+# %% book/32_multiclass_sparse_ep.md, code cell 14
 class _MulticlassRun(_MulticlassFit):
     """MulticlassSEP's run and its report."""
 
@@ -510,7 +528,7 @@ class _MulticlassRun(_MulticlassFit):
         self.site_change_, self.stopped_by_ = run.site_change, run.stopped_by
 
 
-# %% book/32_multiclass_sparse_ep.md, code cell 14
+# %% book/32_multiclass_sparse_ep.md, code cell 15
 class _MulticlassPrediction:
     """MulticlassSEP's predictions under the factorised q (eq-msep-predict)."""
 
@@ -539,7 +557,7 @@ class _MulticlassPrediction:
         return self.decision_function(X)
 
 
-# %% book/32_multiclass_sparse_ep.md, code cell 15
+# %% book/32_multiclass_sparse_ep.md, code cell 16
 class MulticlassSEP(_MulticlassRun, _MulticlassPrediction, GPClassifierBase):
     """Joint GP classification of K >= 2 classes by sparse stochastic EP (chapter 32).
 
@@ -551,8 +569,9 @@ class MulticlassSEP(_MulticlassRun, _MulticlassPrediction, GPClassifierBase):
 
     Parameters
     ----------
-    kernel : RBF, default default_kernel(X)
-        Prior covariance of every class; its hyperparameters are the start.
+    kernel : RBF, default ard_default_kernel(X)
+        Prior covariance of every class (isotropic or ARD); its hyperparameters are the
+        start.
     n_inducing : int >= 1, default 200
         M (ignored when ``inducing`` is an array).
     inducing : {"kmeans", "pivots", "random"} or array (M, n_features), default "kmeans"

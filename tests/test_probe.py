@@ -36,7 +36,7 @@ import pytest
 from sklearn.utils.validation import check_is_fitted
 
 import gpc_literate as g
-from gpc_literate import cluster_ep, variational
+from gpc_literate import cluster_ep, multiclass_sep, variational
 from gpc_literate.base import GPClassifierBase, NotFittedError, bound_hits, search_box
 from gpc_literate.kernels import default_kernel
 from gpc_literate.selection import LSCV_BOX
@@ -83,6 +83,7 @@ class Spec:
     bounds_kind: str = "positive"  # "positive", "variational", "noise_var" or "none"
     fixed: dict = field(default_factory=lambda: {"optimizer": None})
     remedies: tuple = ("likelihood",)
+    start_kernel: object = None  # the kernel an estimator starts from (default_kernel)
 
     def make(self, **params):
         return self.cls(**{**self.fast, **params})
@@ -102,7 +103,9 @@ class Spec:
                 else variational._default_kernel(X)
             )
             return variational._box(model.hyperparameter_bounds, start.theta)
-        start = model.kernel if model.kernel is not None else default_kernel(X)
+        start = model.kernel
+        if start is None:
+            start = (self.start_kernel or default_kernel)(X)
         if self.bounds_kind == "noise_var":
             return start.theta - LSCV_BOX, start.theta + LSCV_BOX
         return search_box(model.hyperparameter_bounds, start.theta)
@@ -132,6 +135,7 @@ SPECS = {
         {"n_inducing": 10, "max_time": None, "max_iter": 50, "random_state": 0},
         iter_name="max_iter",
         remedies=("kernel",),
+        start_kernel=multiclass_sep.ard_default_kernel,
     ),
     "LSCV": Spec(
         g.LSCV,
