@@ -426,8 +426,7 @@ class _NestedFit(JointGPClassifier):
         check_scalar(self.damping, "damping", low=0.0, high=1.0, low_inclusive=False)
         check_integer(self.max_iter, "max_iter")
         check_scalar(self.tol, "tol", low=0.0, low_inclusive=False)
-        if self.search_tol is not None:
-            check_scalar(self.search_tol, "search_tol", low=0.0, low_inclusive=False)
+        check_scalar(self.search_tol, "search_tol", low=0.0, low_inclusive=False)
 
     def _warm_start(self):
         return {"sites_init": self._warm}  # the sites of the search's last evaluation
@@ -437,8 +436,7 @@ class _NestedFit(JointGPClassifier):
         learn = self.optimizer is not None and (
             self.kernel is None or self.kernel.theta.size > 0
         )
-        loose = np.sqrt(self.tol) if self.search_tol is None else self.search_tol
-        loose = max(loose, self.tol) if learn else self.tol
+        loose = max(self.search_tol, self.tol) if learn else self.tol
         self._ep_tol = loose
         try:
             super()._fit(X, codes, **warm)
@@ -492,9 +490,9 @@ class NestedEP(_NestedFit):
         Iteration limit of EP.
     tol : float > 0, default 1e-8
         Its tolerance on the largest site change.
-    search_tol : float > 0 or None, default None
-        EP's tolerance while the kernel is searched; None: sqrt(tol). The fit at the
-        learned kernel goes on to ``tol``.
+    search_tol : float > 0, default 1e-3
+        EP's tolerance while the kernel is searched (never below ``tol``); the fit at
+        the learned kernel goes on to ``tol``.
     optimizer : {"fmin_l_bfgs_b", "nelder-mead"} or None, default "fmin_l_bfgs_b"
         ``fit`` learns the kernel by maximising the EP evidence; None keeps it fixed.
     n_restarts_optimizer : int >= 0, default 0
@@ -534,7 +532,7 @@ class NestedEP(_NestedFit):
         damping=1.0,
         max_iter=200,
         tol=1e-8,
-        search_tol=None,
+        search_tol=1e-3,
         optimizer="fmin_l_bfgs_b",
         n_restarts_optimizer=0,
         random_state=None,
