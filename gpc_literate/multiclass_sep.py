@@ -46,6 +46,7 @@ from gpc_literate.base import (
 )
 from gpc_literate.kernels import RBF, input_scale
 from gpc_literate.sites import site_from_derivatives
+from gpc_literate.softmax_laplace import JointDecisions
 from gpc_literate.sparse_ep import fitc_prior
 from gpc_literate.stochastic_ep import (
     WARMUP,
@@ -529,7 +530,7 @@ class _MulticlassRun(_MulticlassFit):
 
 
 # %% book/32_multiclass_sparse_ep.md, code cell 15
-class _MulticlassPrediction:
+class _MulticlassPrediction(JointDecisions):
     """MulticlassSEP's predictions under the factorised q (eq-msep-predict)."""
 
     def predict_latent(self, X):
@@ -541,20 +542,6 @@ class _MulticlassPrediction:
     def predict_proba(self, X):
         """Eq. (eq-msep-predict): class probabilities (m, C), columns as classes_."""
         return multiprobit_probabilities(*self.predict_latent(X))
-
-    def _predict_proba_positive(self, X):
-        return self.predict_proba(X)[:, -1]
-
-    def decision_function(self, X):
-        """Log-probabilities (m, C) for C > 2; for two classes the log-odds (m,) of
-        classes_[1]."""
-        P = np.maximum(self.predict_proba(X), np.finfo(np.float64).tiny)
-        if P.shape[1] == 2:
-            return np.log(P[:, 1]) - np.log(P[:, 0])
-        return np.log(P)
-
-    def _decision_function(self, X):
-        return self.decision_function(X)
 
 
 # %% book/32_multiclass_sparse_ep.md, code cell 16

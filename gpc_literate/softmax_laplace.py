@@ -38,6 +38,7 @@ __all__ = [
     "softmax_log_prob",
     "SoftmaxMode",
     "JointGPClassifier",
+    "JointDecisions",
     "factor_blocks",
     "block_solve",
     "latent_covariance",
@@ -464,18 +465,9 @@ class _JointEvidence(_JointFrame):
 
 
 # %% book/28_softmax_laplace.md, code cell 23
-class _JointPrediction(_JointEvidence):
-    """Predictions of every joint classifier: eq. (eq-smx-pred-cov), then the
-    subclass's probabilities."""
-
-    def predict_latent(self, X):
-        """Eq. (eq-smx-pred-cov): latent means (m, C) and covariances (m, C, C) at X."""
-        X = self._check_predict_input(X)
-        return softmax_latent(self._state, self.kernel_, self.X_train_, X)
-
-    def predict_proba(self, X):
-        """Class probabilities (m, C), columns ordered as classes_."""
-        return self._probabilities(*self.predict_latent(X))
+class JointDecisions:
+    """Mixin: the decision function of a joint classifier from its ``predict_proba``,
+    the log-probabilities of the classes."""
 
     def _predict_proba_positive(self, X):
         return self.predict_proba(X)[:, -1]
@@ -490,6 +482,20 @@ class _JointPrediction(_JointEvidence):
 
     def _decision_function(self, X):
         return self.decision_function(X)
+
+
+class _JointPrediction(JointDecisions, _JointEvidence):
+    """Predictions of every joint classifier: eq. (eq-smx-pred-cov), then the
+    subclass's probabilities."""
+
+    def predict_latent(self, X):
+        """Eq. (eq-smx-pred-cov): latent means (m, C) and covariances (m, C, C) at X."""
+        X = self._check_predict_input(X)
+        return softmax_latent(self._state, self.kernel_, self.X_train_, X)
+
+    def predict_proba(self, X):
+        """Class probabilities (m, C), columns ordered as classes_."""
+        return self._probabilities(*self.predict_latent(X))
 
 
 # %% book/28_softmax_laplace.md, code cell 24
