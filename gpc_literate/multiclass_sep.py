@@ -23,25 +23,19 @@ K_ub (M, B) shared by the classes, ``d`` the FITC diagonal; ``codes`` the labels
 0, ..., C-1; arrays over a minibatch and the classes have shape (B, C).
 """
 
-import contextlib
 import copy
 import time
-import warnings
 from typing import NamedTuple
 
 import numpy as np
 from scipy.linalg import LinAlgError
 from scipy.special import log_ndtr, logsumexp
 from sklearn.utils import check_random_state
-from threadpoolctl import threadpool_limits
 from tqdm import tqdm
 
 from gpc_literate.base import (
-    ConvergenceWarning,
     GPClassifierBase,
-    bound_hits,
     search_box,
-    warn_bound_hits,
     warn_start_outside,
 )
 from gpc_literate.kernels import RBF, input_scale
@@ -55,11 +49,14 @@ from gpc_literate.stochastic_ep import (
     RunRecord,
     SEPBreakdownError,
     SEPState,
+    blas_limit,
     check_stochastic_options,
     frozen_site_gradient,
     hyperparameter_step,
     initial_inducing,
     rebuild_site_sums,
+    report_sep_run,
+    sep_adam,
     update_sites,
     whitened_cavities,
 )
@@ -432,21 +429,9 @@ class _MulticlassFit:
                 "MulticlassSEP.fit", kernel, *log_bounds, stacklevel=4
             )
         state = MulticlassSEPState(kernel, Z, len(X), codes.max() + 1, self.sites)
-        rates = np.concatenate(
-            [
-                np.full(kernel.theta.size, float(self.learning_rate)),
-                np.full(Z.size, float(self.inducing_learning_rate)),
-            ]
-        )
-        units = np.concatenate(
-            [
-                np.ones(kernel.theta.size),
-                np.broadcast_to(input_scale(X), Z.shape).ravel(),
-            ]
-        )
         learn = self.optimizer is not None
         settings = MinibatchSettings(
-            Adam(rates, units=units),
+            sep_adam(kernel, Z, X, self.learning_rate, self.inducing_learning_rate),
             len(X) / min(int(self.batch_size), len(X)),
             learn,
             learn and self.learn_inducing,
@@ -459,7 +444,7 @@ class _MulticlassFit:
 
 # %% book/32_multiclass_sparse_ep.md, code cell 14
 class _MulticlassRun(_MulticlassFit):
-    """MulticlassSEP's run and its report."""
+    """MulticlassSEP's run, reported by chapter 26's report_sep_run."""
 
     def _fit(self, X, codes, callback=None):
         if callback is not None and not callable(callback):
@@ -468,13 +453,8 @@ class _MulticlassRun(_MulticlassFit):
             )
         rng = check_random_state(self.random_state)
         state, settings = self._start(X, codes, rng)
-        limit = (
-            contextlib.nullcontext()
-            if self.blas_threads is None
-            else threadpool_limits(limits=int(self.blas_threads), user_api="blas")
-        )
         try:
-            with limit:
+            with blas_limit(self.blas_threads):
                 run = run_multiclass_sep(
                     state,
                     X,
@@ -493,40 +473,9 @@ class _MulticlassRun(_MulticlassFit):
                 "precision could not be factorised; try fewer inducing inputs or "
                 "learn_inducing=False"
             ) from None
-        self._report(state, settings, run)
-
-    def _report(self, state, settings, run):
-        learn = self.optimizer is not None
-        names, theta = state.kernel.hyperparameter_names, state.kernel.theta
-        self.at_bound_ = bound_hits(theta, names, *settings.log_bounds) if learn else ()
-        self.converged_ = bool(
-            run.n_epochs >= 1.0 and run.site_change < self.tol and not self.at_bound_
+        report_sep_run(
+            self, state, run, settings.log_bounds, "MulticlassSEP", stacklevel=3
         )
-        if run.site_change >= self.tol and run.stopped_by != "callback":
-            warnings.warn(
-                f"multi-class stochastic EP stopped ({run.stopped_by}) after "
-                f"{run.n_epochs:.2f} epochs with the site precisions still changing by "
-                f"{run.site_change:.3g} over their last window (tol={self.tol:g}); "
-                "raise max_time or max_iter",
-                ConvergenceWarning,
-                stacklevel=4,
-            )
-        warn_bound_hits(
-            "MulticlassSEP.fit",
-            self.at_bound_,
-            theta,
-            names,
-            *settings.log_bounds,
-            stacklevel=4,
-        )
-        self._state, self.kernel_, self.inducing_ = state, state.kernel, state.Z
-        self.n_inducing_ = len(state.Z)
-        self.n_iter_, self.n_batches_, self.fit_seconds_ = (
-            run.n_epochs,
-            run.n_iter,
-            run.seconds,
-        )
-        self.site_change_, self.stopped_by_ = run.site_change, run.stopped_by
 
 
 # %% book/32_multiclass_sparse_ep.md, code cell 15

@@ -84,6 +84,9 @@ __all__ = [
     "initial_inducing",
     "check_stochastic_options",
     "SEPBreakdownError",
+    "sep_adam",
+    "blas_limit",
+    "report_sep_run",
     "StochasticEP",
 ]
 
@@ -919,6 +922,66 @@ class SEPBreakdownError(LinAlgError):
     """Stochastic EP could not factorise K_uu or the precision of q (a ValueError)."""
 
 
+def sep_adam(kernel, Z, X, learning_rate, inducing_learning_rate):
+    """Eq. (eq-sep-adam): Adam over the log-hyperparameters and the inducing inputs,
+    these in each input's standard deviation."""
+    rates = np.concatenate(
+        [
+            np.full(kernel.theta.size, float(learning_rate)),
+            np.full(Z.size, float(inducing_learning_rate)),
+        ]
+    )
+    units = np.concatenate(
+        [
+            np.ones(kernel.theta.size),  # Z in each input's std
+            np.broadcast_to(input_scale(X), Z.shape).ravel(),
+        ]
+    )
+    return Adam(rates, units=units)
+
+
+def blas_limit(blas_threads):
+    """The BLAS thread limit of a fit (threadpoolctl), or none for None."""
+    if blas_threads is None:
+        return contextlib.nullcontext()
+    return threadpool_limits(limits=int(blas_threads), user_api="blas")
+
+
+def report_sep_run(est, state, run, log_bounds, owner, stacklevel):
+    """A stochastic-EP run's report on the estimator ``est`` (named ``owner`` in the
+    warnings): at_bound_, converged_, a ConvergenceWarning while the sites still change,
+    the bound warning, and kernel_, inducing_, n_inducing_, n_iter_ (epochs, as max_iter
+    counts them), n_batches_ (minibatch updates), fit_seconds_, site_change_,
+    stopped_by_."""
+    learn = est.optimizer is not None
+    names, theta = state.kernel.hyperparameter_names, state.kernel.theta
+    est.at_bound_ = bound_hits(theta, names, *log_bounds) if learn else ()
+    est.converged_ = bool(
+        run.n_epochs >= 1.0 and run.site_change < est.tol and not est.at_bound_
+    )
+    if run.site_change >= est.tol and run.stopped_by != "callback":
+        warnings.warn(
+            f"{owner} stopped ({run.stopped_by}) after {run.n_epochs:.2f} epochs with "
+            f"the site precision still changing by {run.site_change:.3g} over its "
+            f"last window (tol={est.tol:g}); raise max_time or max_iter",
+            ConvergenceWarning,
+            stacklevel=stacklevel + 1,
+        )
+    warn_bound_hits(
+        f"{owner}.fit",
+        est.at_bound_,
+        theta,
+        names,
+        *log_bounds,
+        stacklevel=stacklevel + 1,
+    )
+    est._state, est.kernel_, est.inducing_ = state, state.kernel, state.Z
+    est.n_inducing_ = len(state.Z)
+    est.n_iter_, est.n_batches_ = run.n_epochs, run.n_iter
+    est.fit_seconds_, est.site_change_ = run.seconds, run.site_change
+    est.stopped_by_ = run.stopped_by
+
+
 class _StochasticFit:
     """StochasticEP's fit: options checked, inducing inputs chosen, the run, its
     report."""
@@ -948,25 +1011,8 @@ class _StochasticFit:
                 "StochasticEP.fit", kernel, *log_bounds, stacklevel=3
             )
         state = SEPState(kernel, likelihood, Z, len(X), self.sites)
-        rates = np.concatenate(
-            [
-                np.full(kernel.theta.size, float(self.learning_rate)),
-                np.full(Z.size, float(self.inducing_learning_rate)),
-            ]
-        )
-        units = np.concatenate(
-            [
-                np.ones(kernel.theta.size),  # Z in each input's std
-                np.broadcast_to(input_scale(X), Z.shape).ravel(),
-            ]
-        )
-        limit = (
-            contextlib.nullcontext()
-            if self.blas_threads is None
-            else threadpool_limits(limits=int(self.blas_threads), user_api="blas")
-        )
         try:
-            with limit:
+            with blas_limit(self.blas_threads):
                 run = run_stochastic_ep(
                     state,
                     X,
@@ -974,7 +1020,9 @@ class _StochasticFit:
                     batch_size=int(self.batch_size),
                     max_time=self.max_time,
                     max_iter=self.max_iter,
-                    adam=Adam(rates, units=units),
+                    adam=sep_adam(
+                        kernel, Z, X, self.learning_rate, self.inducing_learning_rate
+                    ),
                     learn_theta=learn,
                     learn_Z=learn and self.learn_inducing,
                     window=int(self.window),
@@ -990,39 +1038,10 @@ class _StochasticFit:
                 "of q could not be factorised; try fewer inducing inputs "
                 "or learn_inducing=False"
             ) from None
-        names, theta = state.kernel.hyperparameter_names, state.kernel.theta
-        self.at_bound_ = bound_hits(theta, names, *log_bounds) if learn else ()
-        self.converged_ = bool(
-            run.n_epochs >= 1.0 and run.site_change < self.tol and not self.at_bound_
-        )
-        if run.site_change >= self.tol and run.stopped_by != "callback":
-            warnings.warn(
-                f"stochastic EP stopped ({run.stopped_by}) after {run.n_epochs:.2f} "
-                f"epochs with the site precision still changing by "
-                f"{run.site_change:.3g} over its last window (tol={self.tol:g}); "
-                "raise max_time or max_iter",
-                ConvergenceWarning,
-                stacklevel=3,
-            )
-        warn_bound_hits(
-            "StochasticEP.fit", self.at_bound_, theta, names, *log_bounds, stacklevel=3
-        )
-        self._state = state
-        self.kernel_, self.likelihood_, self.inducing_ = (
-            state.kernel,
-            likelihood,
-            state.Z,
-        )
-        self.n_inducing_ = len(state.Z)
+        report_sep_run(self, state, run, log_bounds, "StochasticEP", stacklevel=3)
+        self.likelihood_ = likelihood
         # the sites in the inducing space, named as EP's sites: precision, linear
         self.site_tau_, self.site_nu_ = state.lam, state.h
-        # n_iter_ counts epochs, as max_iter does; n_batches_ the minibatch updates
-        self.n_iter_, self.n_batches_, self.fit_seconds_ = (
-            run.n_epochs,
-            run.n_iter,
-            run.seconds,
-        )
-        self.site_change_, self.stopped_by_ = run.site_change, run.stopped_by
 
 
 # %% book/26_stochastic_ep.md, code cell 30
