@@ -41,13 +41,15 @@ def code_cells(path):
 def importers_of(module):
     """Chapters that load ``gpc_literate.<module>`` when their import statements run.
 
-    Found by executing each chapter's package imports in a fresh interpreter, not by the
-    tool's own reading of the import statements: an independent check of it.
+    Found by executing each chapter's package imports, not by the tool's own reading of
+    the import statements: an independent check of it. One interpreter runs them all,
+    dropping every ``gpc_literate`` module from ``sys.modules`` before each chapter, so
+    that each chapter's imports load the package afresh.
     """
-    found = set()
+    scripts = {}
     for rel in CHAPTERS:
         tree = ast.parse(code_cells(ROOT / rel))
-        imports = [
+        scripts[str(rel)] = "\n".join(
             ast.unparse(node)
             for node in ast.walk(tree)
             if isinstance(node, (ast.Import, ast.ImportFrom))
@@ -57,18 +59,24 @@ def importers_of(module):
                 for name in [getattr(node, "module", None) or ""]
                 + [a.name for a in node.names]
             )
-        ]
-        script = (
-            "\n".join(imports)
-            + f"\nimport sys; print('gpc_literate.{module}' in sys.modules)"
         )
-        out = subprocess.run(
-            [sys.executable, "-c", script], capture_output=True, text=True, cwd=ROOT
-        )
-        assert out.returncode == 0, out.stderr
-        if out.stdout.strip() == "True":
-            found.add(rel)
-    return found
+    runner = (
+        "import json, sys\n"
+        f"scripts = json.loads({json.dumps(json.dumps(scripts))})\n"
+        "found = []\n"
+        "for rel, script in scripts.items():\n"
+        "    for name in [m for m in sys.modules if m.split('.')[0] == 'gpc_literate']:\n"
+        "        del sys.modules[name]\n"
+        "    exec(compile(script, rel, 'exec'), {})\n"
+        f"    if 'gpc_literate.{module}' in sys.modules:\n"
+        "        found.append(rel)\n"
+        "print(json.dumps(found))\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", runner], capture_output=True, text=True, cwd=ROOT
+    )
+    assert out.returncode == 0, out.stderr
+    return {Path(rel) for rel in json.loads(out.stdout.strip().splitlines()[-1])}
 
 
 def test_editing_an_exported_cell_of_chapter_2_reruns_it_and_its_importers(

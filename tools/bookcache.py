@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import argparse
 import ast
+import functools
 import hashlib
 import json
 import os
@@ -48,9 +49,27 @@ def _package_dir(root: Path) -> Path:
     return root / PACKAGE
 
 
+def _stat_key(path: Path) -> tuple[str, int, int]:
+    """A file's identity for the caches below: path, modification time and size."""
+    stat = path.stat()
+    return str(path), stat.st_mtime_ns, stat.st_size
+
+
+@functools.lru_cache(maxsize=None)
+def _parsed(key: tuple[str, int, int]) -> ast.Module:
+    """The syntax tree of a Python file, parsed once per version of the file."""
+    return ast.parse(Path(key[0]).read_text(encoding="utf-8"))
+
+
+@functools.lru_cache(maxsize=None)
+def _digest(key: tuple[str, int, int]) -> bytes:
+    """The SHA-256 of a file's bytes, computed once per version of the file."""
+    return hashlib.sha256(Path(key[0]).read_bytes()).digest()
+
+
 def _public_names(root: Path) -> dict[str, str]:
     """``gpc_literate``'s lazily imported public names -> the submodule defining each."""
-    tree = ast.parse((_package_dir(root) / "__init__.py").read_text(encoding="utf-8"))
+    tree = _parsed(_stat_key(_package_dir(root) / "__init__.py"))
     for node in ast.walk(tree):
         if isinstance(node, ast.Assign) and any(
             isinstance(t, ast.Name) and t.id == "_PUBLIC" for t in node.targets
@@ -59,12 +78,12 @@ def _public_names(root: Path) -> dict[str, str]:
     return {}
 
 
-def imported_modules(source: str, root: Path = ROOT) -> set[str]:
-    """The package's submodules a piece of Python source imports (directly)."""
+def imported_modules(source: str | ast.Module, root: Path = ROOT) -> set[str]:
+    """The package's submodules a piece of Python source (or its tree) imports directly."""
     modules: set[str] = set()
     package = _package_dir(root)
     public = _public_names(root)
-    tree = ast.parse(source)
+    tree = ast.parse(source) if isinstance(source, str) else source
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
             for alias in node.names:
@@ -89,6 +108,18 @@ def imported_modules(source: str, root: Path = ROOT) -> set[str]:
     return {m for m in modules if (package / f"{m}.py").exists()}
 
 
+def _module_imports(path: Path, root: Path) -> frozenset[str]:
+    """``imported_modules`` of a package file, once per version of it and of __init__."""
+    return _module_imports_cached(
+        _stat_key(path), _stat_key(_package_dir(root) / "__init__.py"), str(root)
+    )
+
+
+@functools.lru_cache(maxsize=None)
+def _module_imports_cached(key, init_key, root: str) -> frozenset[str]:
+    return frozenset(imported_modules(_parsed(key), Path(root)))
+
+
 def module_closure(modules: set[str], root: Path = ROOT) -> set[str]:
     """``modules`` and every package module they import, transitively."""
     seen: set[str] = set()
@@ -98,16 +129,20 @@ def module_closure(modules: set[str], root: Path = ROOT) -> set[str]:
         if name in seen:
             continue
         seen.add(name)
-        text = (_package_dir(root) / f"{name}.py").read_text(encoding="utf-8")
-        todo.extend(imported_modules(text, root) - seen)
+        todo.extend(_module_imports(_package_dir(root) / f"{name}.py", root) - seen)
     return seen
 
 
 def chapter_code(path: Path) -> str:
     """The code cells of a MyST-Markdown chapter, joined (IPython magics dropped)."""
+    return _chapter_code(_stat_key(Path(path)))
+
+
+@functools.lru_cache(maxsize=None)
+def _chapter_code(key: tuple[str, int, int]) -> str:
     import jupytext
 
-    nb = jupytext.read(path, fmt="md:myst")
+    nb = jupytext.read(key[0], fmt="md:myst")
     lines = [
         line
         for cell in nb.cells
@@ -140,7 +175,7 @@ def fingerprint(chapter: Path, root: Path = ROOT) -> str:
     digest = hashlib.sha256()
     for path in dependencies(chapter, root):
         digest.update(str(path.relative_to(root)).encode())
-        digest.update(hashlib.sha256(path.read_bytes()).digest())
+        digest.update(_digest(_stat_key(path)))
     return digest.hexdigest()
 
 
