@@ -36,7 +36,8 @@ STAMP  := $(VENV)/.installed
 NBDIR  := _build/nbval
 # Two pytest workers (CI has two cores), each file on one worker so a chapter keeps its
 # kernel; one BLAS thread per process, since threaded BLAS on an oversubscribed machine is
-# many times slower than single-threaded.
+# many times slower than single-threaded. The chapters come first: they are the longest
+# files, and the many short test files after them fill in while the last chapter runs.
 JOBS   ?= 2
 PYTEST_ARGS ?=
 # the browser check: Debian's Chromium, and the widths it lays the pages out at
@@ -94,7 +95,7 @@ notebooks: $(STAMP)
 # Then the browser check of the built book, where Chromium and a built book are present
 # (`make book` builds it; it is skipped, saying why, where either is missing).
 test: check-sync check-source lint check-workflows notebooks browser-deps
-	MPLBACKEND=Agg $(BIN)/python -m pytest tests $(NBDIR) --nbval-lax --nbval-current-env \
+	MPLBACKEND=Agg $(BIN)/python -m pytest $(NBDIR) tests --nbval-lax --nbval-current-env \
 	    --nbval-cell-timeout=3600 -p no:cacheprovider -n $(JOBS) --dist loadfile $(PYTEST_ARGS)
 	@$(MAKE) --no-print-directory check-browser-if-present
 
