@@ -221,8 +221,11 @@ def make_data(dataset, n, n_test):
 class Checkpoint:
     """The clock of one run: training time with evaluations paused, and the checkpoint scores."""
 
-    def __init__(self, X_test, y_test, budget, label="", epochs=None):
-        """budget: training seconds, or None when the system trains for ``epochs`` passes."""
+    def __init__(self, X_test, y_test, budget, label="", epochs=None, score=None):
+        """budget: training seconds, or None when the system trains for ``epochs`` passes;
+        ``score(predictions, y_test)``: a dict with "error" and "nlp" (default:
+        ``score_predictions``)."""
+        self.score = score_predictions if score is None else score
         self.X_test, self.y_test, self.label, self.epochs = (
             X_test,
             y_test,
@@ -252,7 +255,7 @@ class Checkpoint:
     def evaluate(self, predict_proba, steps=None):
         t, c = self.elapsed(), self.cpu_elapsed()
         w0, c0 = time.perf_counter(), time.process_time()
-        scores = score_predictions(predict_proba(self.X_test), self.y_test)
+        scores = self.score(predict_proba(self.X_test), self.y_test)
         record = {
             "seconds": round(t, 3),
             "cpu_seconds": round(c, 3),
