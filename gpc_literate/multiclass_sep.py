@@ -51,12 +51,13 @@ from gpc_literate.stochastic_ep import (
     SEPState,
     blas_limit,
     check_stochastic_options,
-    frozen_site_gradient,
+    gradient_from_columns,
     hyperparameter_step,
     initial_inducing,
     rebuild_site_sums,
     report_sep_run,
     sep_adam,
+    site_gradient_columns,
     update_sites,
     whitened_cavities,
 )
@@ -236,23 +237,20 @@ def multiclass_batch_sites(state, X, codes, idx, with_gradient):
         mu[:, c], var[:, c], proper[:, c], m, S = whitened_cavities(
             class_state, Bt, idx
         )
-        m_v.append(np.broadcast_to(m[:, None], S.shape) if m.ndim == 1 else m)
+        m_v.append(m)
         Sb.append(S)
     nu, tau, log_z, d1, d2, ok = multiprobit_sites(codes, mu, var, d)
     ok &= proper
     grad_theta = grad_Z = None
-    if with_gradient:  # the classes as C copies of the minibatch, eq-msep-gradient
-        d1, d2 = np.where(ok, d1, 0.0).T.ravel(), np.where(ok, d2, 0.0).T.ravel()
-        grad_theta, grad_Z = frozen_site_gradient(
-            state.kernel,
-            np.tile(X, (C, 1)),
-            state.Z,
-            L,
-            np.tile(Bt, (1, C)),
-            np.concatenate(m_v, axis=1),
-            np.concatenate(Sb, axis=1),
-            d1,
-            d2,
+    if with_gradient:  # eq-msep-gradient: the columns summed over the classes
+        d1, d2 = np.where(ok, d1, 0.0), np.where(ok, d2, 0.0)
+        columns, e_sum = site_gradient_columns(Bt, m_v[0], Sb[0], d1[:, 0], d2[:, 0])
+        for c in range(1, C):
+            more, e_more = site_gradient_columns(Bt, m_v[c], Sb[c], d1[:, c], d2[:, c])
+            columns += more
+            e_sum += e_more
+        grad_theta, grad_Z = gradient_from_columns(
+            state.kernel, X, state.Z, L, Bt, columns, e_sum
         )
     return BatchSites(Bt, nu, tau, ok, log_z, grad_theta, grad_Z)
 

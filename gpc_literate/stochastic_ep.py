@@ -71,6 +71,8 @@ __all__ = [
     "SITE_BLOCK",
     "rebuild_site_sums",
     "chol_adjoint",
+    "site_gradient_columns",
+    "gradient_from_columns",
     "frozen_site_gradient",
     "Adam",
     "WARMUP",
@@ -457,6 +459,57 @@ def chol_adjoint(L, L_bar):
     return 0.5 * (A_bar + A_bar.T)
 
 
+def site_gradient_columns(Bt, m_cav, Sb_cav, d1, d2):
+    """Eq. (eq-sep-dvar): the columns c_i = d log Z_i / d b_i and the sum of the e_i.
+
+    Parameters
+    ----------
+    Bt : ndarray of shape (M, B)
+    m_cav : ndarray of shape (M, B) or (M,)
+        The cavity means of v.
+    Sb_cav : ndarray of shape (M, B)
+        The products S_cav b_i.
+    d1, d2 : ndarray of shape (B,)
+        The mu-derivatives of log Z_i.
+
+    Returns
+    -------
+    columns : ndarray of shape (M, B)
+    e_sum : float
+    """
+    e = 0.5 * (d1 * d1 + d2)  # d log Z_i / d(var), eq-sep-dvar
+    m_cav = m_cav[:, None] if m_cav.ndim == 1 else m_cav
+    return d1 * m_cav + 2.0 * e * (Sb_cav - Bt), e.sum()
+
+
+def gradient_from_columns(kernel, X, Z, L, Bt, columns, e_sum):
+    """Eqs (eq-sep-gradient), (eq-sep-chol): the gradient in (theta, Z) from the
+    columns c_i and the sum of the e_i of site_gradient_columns.
+
+    Parameters
+    ----------
+    kernel : RBF
+    X : ndarray of shape (B, D)
+    Z : ndarray of shape (M, D)
+    L : ndarray of shape (M, M)
+        Cholesky factor of the jittered K_uu.
+    Bt : ndarray of shape (M, B)
+    columns : ndarray of shape (M, B)
+    e_sum : float
+
+    Returns
+    -------
+    d_theta : ndarray of shape (p,)
+    d_Z : ndarray of shape (M, D)
+    """
+    W = solve_triangular(L, columns, lower=True, trans="T", check_finite=False)
+    G = chol_adjoint(L, -np.tril(W @ Bt.T))  # adjoint of the jittered K_uu
+    theta_ub, _, z_ub = rbf_cross_vjp(kernel, X, Z, W.T)
+    theta_uu, z_left, z_right = rbf_cross_vjp(kernel, Z, Z, G)
+    theta_diag = rbf_diag_vjp(kernel, e_sum + KUU_JITTER * np.trace(G))
+    return theta_ub + theta_uu + theta_diag, z_ub + z_left + z_right
+
+
 def frozen_site_gradient(kernel, X, Z, L, Bt, m_cav, Sb_cav, d1, d2):
     """Eqs (eq-sep-gradient), (eq-sep-chol): d sum_i log Z_i / d(theta, Z) with the
     cavities of v frozen.
@@ -481,15 +534,8 @@ def frozen_site_gradient(kernel, X, Z, L, Bt, m_cav, Sb_cav, d1, d2):
     d_theta : ndarray of shape (p,)
     d_Z : ndarray of shape (M, D)
     """
-    e = 0.5 * (d1 * d1 + d2)  # d log Z_i / d(var), eq-sep-dvar
-    m_cav = m_cav[:, None] if m_cav.ndim == 1 else m_cav
-    C = d1 * m_cav + 2.0 * e * (Sb_cav - Bt)  # d log Z_i / d b_i
-    W = solve_triangular(L, C, lower=True, trans="T", check_finite=False)  # L^-T C
-    G = chol_adjoint(L, -np.tril(W @ Bt.T))  # adjoint of the jittered K_uu
-    theta_ub, _, z_ub = rbf_cross_vjp(kernel, X, Z, W.T)
-    theta_uu, z_left, z_right = rbf_cross_vjp(kernel, Z, Z, G)
-    theta_diag = rbf_diag_vjp(kernel, e.sum() + KUU_JITTER * np.trace(G))
-    return theta_ub + theta_uu + theta_diag, z_ub + z_left + z_right
+    columns, e_sum = site_gradient_columns(Bt, m_cav, Sb_cav, d1, d2)
+    return gradient_from_columns(kernel, X, Z, L, Bt, columns, e_sum)
 
 
 # %% book/26_stochastic_ep.md, code cell 20
