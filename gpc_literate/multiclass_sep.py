@@ -85,7 +85,7 @@ _NODES, _WEIGHTS = np.polynomial.hermite.hermgauss(HERMITE_NODES)
 _LOG_WEIGHTS = np.log(_WEIGHTS) - 0.5 * np.log(np.pi)  # log(w_k / sqrt(pi))
 
 
-def multiprobit_log_z(codes, mean, var):
+def multiprobit_log_z(codes, mean, var, derivatives=True):
     """Eqs (eq-msep-z), (eq-msep-quad), (eq-msep-derivatives): log Z_i of the
     multinomial probit and its derivatives, by Gauss-Hermite quadrature.
 
@@ -95,11 +95,13 @@ def multiprobit_log_z(codes, mean, var):
         The labels y_i, coded 0, ..., C-1.
     mean, var : ndarray of shape (B, C)
         m_c and s_c^2 of the independent Gaussians a_c (noise included).
+    derivatives : bool, default True
+        False skips them (the predictions need log Z_i only).
 
     Returns
     -------
     log_z : ndarray of shape (B,)
-    d_mean, d_var : ndarray of shape (B, C)
+    d_mean, d_var : ndarray of shape (B, C), or None without derivatives
         d log Z_i / d m_c and d log Z_i / d s_c^2.
     """
     B, C = mean.shape
@@ -112,6 +114,8 @@ def multiprobit_log_z(codes, mean, var):
     log_cdf = np.where(other[:, None, :], log_ndtr(u), 0.0)
     ell = _LOG_WEIGHTS + log_cdf.sum(axis=2)
     log_z = logsumexp(ell, axis=1)
+    if not derivatives:
+        return log_z, None, None
     r = np.exp(ell - log_z[:, None])  # the weights r_k of the nodes
     log_pdf = -0.5 * u * u - 0.5 * np.log(2.0 * np.pi)
     mills = np.where(other[:, None, :], np.exp(log_pdf - log_cdf), 0.0)
@@ -387,7 +391,10 @@ def multiprobit_probabilities(mean, var, normalise=True):
         block_mean, block_var = mean[rows], 1.0 + var[rows]
         for k in range(C):
             codes = np.full(len(block_mean), k)
-            P[rows, k] = np.exp(multiprobit_log_z(codes, block_mean, block_var)[0])
+            log_z = multiprobit_log_z(codes, block_mean, block_var, derivatives=False)[
+                0
+            ]
+            P[rows, k] = np.exp(log_z)
     return P / P.sum(axis=1, keepdims=True) if normalise else P
 
 
