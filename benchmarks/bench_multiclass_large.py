@@ -189,6 +189,7 @@ def train_svm_platt(X, y, C, M, seed, threads, checkpoint):
         warnings.simplefilter("ignore", FutureWarning)
         model = SVC(probability=True, random_state=seed).fit(X, y)
     checkpoint.steps = 1
+    checkpoint.settings["n_support_vectors"] = int(model.n_support_.sum())
     return model.predict_proba
 
 
