@@ -54,6 +54,7 @@ from gpc_literate.stochastic_ep import (
     gradient_from_columns,
     hyperparameter_step,
     initial_inducing,
+    minibatch_size,
     rebuild_site_sums,
     report_sep_run,
     sep_adam,
@@ -437,7 +438,7 @@ class _MulticlassFit:
         learn = self.optimizer is not None
         settings = MinibatchSettings(
             sep_adam(kernel, Z, X, self.learning_rate, self.inducing_learning_rate),
-            len(X) / min(int(self.batch_size), len(X)),
+            len(X) / minibatch_size(self.batch_size, len(X)),
             learn,
             learn and self.learn_inducing,
             int(self.window),
@@ -465,7 +466,7 @@ class _MulticlassRun(_MulticlassFit):
                     X,
                     codes,
                     settings,
-                    batch_size=int(self.batch_size),
+                    batch_size=minibatch_size(self.batch_size, len(X)),
                     max_time=self.max_time,
                     max_iter=self.max_iter,
                     rng=rng,
@@ -519,7 +520,9 @@ class MulticlassSEP(_MulticlassRun, _MulticlassPrediction, GPClassifierBase):
         As in StochasticEP (chapter 26's initial_inducing).
     sites : {"tied", "per-point"}, default "tied"
         One tied site per class (eq-sep-tied), or a site per point and class.
-    batch_size : int >= 1, default 1000
+    batch_size : int >= 1 or "auto", default "auto"
+        Points per minibatch (at most n); "auto" is min(1000, ceil(n / 10)) (chapter
+        26's minibatch_size): at least ten minibatches, and Adam steps, per epoch.
     max_time : float > 0 or None, default 60.0
         Training seconds; the rates decay over this budget.
     max_iter : float > 0 or None, default 100
@@ -565,7 +568,7 @@ class MulticlassSEP(_MulticlassRun, _MulticlassPrediction, GPClassifierBase):
         n_inducing=200,
         inducing="kmeans",
         sites="tied",
-        batch_size=1000,
+        batch_size="auto",
         max_time=60.0,
         max_iter=100,
         optimizer="adam",

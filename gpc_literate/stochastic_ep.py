@@ -84,6 +84,8 @@ __all__ = [
     "KMEANS_SUBSET",
     "kmeans_inducing",
     "initial_inducing",
+    "AUTO_BATCH",
+    "minibatch_size",
     "check_stochastic_options",
     "SEPBreakdownError",
     "sep_adam",
@@ -929,6 +931,25 @@ def initial_inducing(inducing, n_inducing, kernel, X, rng):
 # %% book/26_stochastic_ep.md, code cell 28
 _SITES = ("tied", "per-point")
 _INDUCING = ("kmeans", "pivots", "random")
+AUTO_BATCH = 1000  # batch_size="auto": min(AUTO_BATCH, ceil(n / 10))
+
+
+def minibatch_size(batch_size, n):
+    """The minibatch size of a fit on n points: ``batch_size`` capped at n, or for
+    "auto" min(AUTO_BATCH, ceil(n / 10)), at least ten minibatches per epoch.
+
+    Parameters
+    ----------
+    batch_size : int >= 1 or "auto"
+    n : int
+
+    Returns
+    -------
+    int
+    """
+    if isinstance(batch_size, str):  # "auto", as checked by check_stochastic_options
+        return max(1, min(AUTO_BATCH, -(-n // 10)))
+    return min(int(batch_size), n)
 
 
 def check_stochastic_options(est):
@@ -937,7 +958,13 @@ def check_stochastic_options(est):
     check_inducing_options(est, _INDUCING)  # chapter 25: kernel, likelihood, M, ...
     if est.sites not in _SITES:
         raise ValueError(f"sites must be one of {_SITES}; got {est.sites!r}")
-    check_integer(est.batch_size, "batch_size", low=1)
+    if isinstance(est.batch_size, str):
+        if est.batch_size != "auto":
+            raise ValueError(
+                f"batch_size must be 'auto' or an int >= 1; got {est.batch_size!r}"
+            )
+    else:
+        check_integer(est.batch_size, "batch_size", low=1)
     if est.max_time is None and est.max_iter is None:
         raise ValueError(
             "max_time and max_iter are both None: the fit would never stop"
@@ -1063,7 +1090,7 @@ class _StochasticFit:
                     state,
                     X,
                     y_pm,
-                    batch_size=int(self.batch_size),
+                    batch_size=minibatch_size(self.batch_size, len(X)),
                     max_time=self.max_time,
                     max_iter=self.max_iter,
                     adam=sep_adam(
@@ -1127,7 +1154,9 @@ class StochasticEP(_StochasticFit, _StochasticPrediction, GPClassifierBase):
         Stochastic EP's one tied site (eq-sep-tied), or a site per training point
         (minibatch EP, eq-sep-perpoint; two more n-vectors, and a rebuild pass per epoch
         when learning).
-    batch_size : int >= 1, default 1000
+    batch_size : int >= 1 or "auto", default 1000
+        Points per minibatch (at most n); "auto" is min(1000, ceil(n / 10)), at least
+        ten minibatches per epoch.
     max_time : float > 0 or None, default 60.0
         Training seconds (callbacks excluded); the rates decay over this budget.
     max_iter : float > 0 or None, default 100

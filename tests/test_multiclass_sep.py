@@ -20,6 +20,7 @@ from gpc_literate.multiclass_sep import (
     multiprobit_sites,
 )
 from gpc_literate.sites import cavities, positive_site_marginals
+from gpc_literate.stochastic_ep import minibatch_size
 
 IRIS = load_iris()
 PICK = np.random.RandomState(0).choice(150, 60, replace=False)
@@ -242,6 +243,8 @@ def test_callback_stops_the_fit():
         ("inducing", np.zeros((3, 2)), "inducing"),
         ("sites", "shared", "sites"),
         ("batch_size", 0, "batch_size"),
+        ("batch_size", "big", "batch_size"),
+        ("batch_size", 2.5, "batch_size"),
         ("max_time", -1.0, "max_time"),
         ("max_iter", 0, "max_iter"),
         ("optimizer", "sgd", "optimizer"),
@@ -268,3 +271,18 @@ def test_bad_arguments_are_named(option, value, name):
 def test_both_budgets_none_is_refused():
     with pytest.raises(ValueError, match="max_time and max_iter"):
         fast(max_iter=None).fit(X, Y)
+
+
+@pytest.mark.parametrize(
+    "n, expected",
+    [(1, 1), (9, 1), (120, 12), (4435, 444), (10_000, 1000), (10**6, 1000)],
+)
+def test_auto_batch_gives_ten_minibatches_per_epoch_up_to_1000_points(n, expected):
+    assert minibatch_size("auto", n) == expected
+    assert minibatch_size(50, n) == min(50, n)
+
+
+def test_auto_batch_takes_ten_adam_steps_per_epoch_on_small_data():
+    X, y = load_iris(return_X_y=True)
+    model = MulticlassSEP(max_time=None, max_iter=3, random_state=0).fit(X, y)
+    assert model.n_batches_ == 30  # 150 points, minibatches of 15
