@@ -11,8 +11,8 @@ Systems:
 * ``nested-ep``: ``gpc_literate.NestedEP()`` (chapter 29), the joint multinomial probit model;
 * ``softmax-laplace``: ``gpc_literate.SoftmaxLaplace()`` (chapter 28);
 * ``multiclass-sep``: ``gpc_literate.MulticlassSEP(random_state=0)`` (chapter 32), the same
-  likelihood on a FITC prior with a factorised posterior (200 inducing inputs, a 60-s or
-  100-epoch budget);
+  likelihood on a FITC prior with a factorised posterior (200 inducing inputs, minibatches of
+  min(1000, n/10), a 60-s or 100-epoch budget);
 * ``ep-ovo``, ``ep-ovr``: ``gpc_literate.EP()`` with ``multi_class="one_vs_one"`` (its
   default) and ``"one_vs_rest"`` (chapter 1's reductions of binary EP);
 * ``sklearn-gpc``: ``sklearn.gaussian_process.GaussianProcessClassifier()`` (binary Laplace,
