@@ -651,15 +651,34 @@ def child_env(threads):
     return env
 
 
-def run_system(spec):
-    """Run one configuration in a subprocess; its record, or None when it was skipped or failed."""
+SPEC_KEYS = (
+    "system",
+    "dataset",
+    "n",
+    "n_test",
+    "M",
+    "budget",
+    "seed",
+    "threads",
+    "python",
+)
+
+
+def run_system(spec, script=None, keys=SPEC_KEYS, extra=None):
+    """Run one configuration in a subprocess; its record, or None when it was skipped or failed.
+
+    ``script`` (default this file) is run as ``python script --child spec.json``; the
+    record holds ``spec``'s ``keys``, ``extra`` (default: this file's data seeds), the
+    child's result, the load averages, machine, date, version and commit.
+    """
+    script = Path(__file__ if script is None else script).resolve()
     with tempfile.TemporaryDirectory() as tmp:
         spec = {**spec, "result_path": str(Path(tmp) / "result.json")}
         spec_path = Path(tmp) / "spec.json"
         spec_path.write_text(json.dumps(spec))
         load_start = os.getloadavg()
         proc = subprocess.run(
-            [spec["python"], str(Path(__file__).resolve()), "--child", str(spec_path)],
+            [spec["python"], str(script), "--child", str(spec_path)],
             env=child_env(spec["threads"]),
         )
         load_end = os.getloadavg()
@@ -683,22 +702,13 @@ def run_system(spec):
     )  # the parent only: children stay lean
 
     commit, dirty = git_state(("benchmarks", "gpc_literate"))
-    keys = (
-        "system",
-        "dataset",
-        "n",
-        "n_test",
-        "M",
-        "budget",
-        "seed",
-        "threads",
-        "python",
-    )
+    if extra is None:
+        extra = {"data_seeds": make_data_seeds(spec["dataset"])}
     return (
         {key: spec[key] for key in keys}
         | ({} if spec.get("epochs") is None else {"epochs": spec["epochs"]})
         | {
-            "data_seeds": make_data_seeds(spec["dataset"]),
+            **extra,
             **result,
             "loadavg_start": [round(v, 2) for v in load_start],
             "loadavg_end": [round(v, 2) for v in load_end],

@@ -333,47 +333,9 @@ def run_id(system, dataset, M, budget, seed, threads, epochs=None):
 
 
 def run_system(spec):
-    """One configuration in a subprocess: its record, or None when skipped or failed."""
-    import datetime
-    import subprocess
-
-    from gpc_literate import __version__
-    from gpc_literate.experiments import git_state
-
-    with tempfile.TemporaryDirectory() as tmp:
-        spec = {**spec, "result_path": str(Path(tmp) / "result.json")}
-        spec_path = Path(tmp) / "spec.json"
-        spec_path.write_text(json.dumps(spec))
-        load_start = os.getloadavg()
-        proc = subprocess.run(
-            [spec["python"], str(Path(__file__).resolve()), "--child", str(spec_path)],
-            env=harness.child_env(spec["threads"]),
-        )
-        load_end = os.getloadavg()
-        if proc.returncode != 0:
-            print(
-                f"{spec['system']} on {spec['dataset']}: exit {proc.returncode}; "
-                "nothing recorded",
-                flush=True,
-            )
-            return None
-        result = json.loads(Path(spec["result_path"]).read_text())
-    commit, dirty = git_state(("benchmarks", "gpc_literate"))
+    """One configuration in a subprocess (bench_large_n's harness): its record, or None."""
     keys = ("system", "dataset", "M", "budget", "seed", "threads", "python")
-    return (
-        {key: spec[key] for key in keys}
-        | ({} if spec.get("epochs") is None else {"epochs": spec["epochs"]})
-        | {
-            **result,
-            "loadavg_start": [round(v, 2) for v in load_start],
-            "loadavg_end": [round(v, 2) for v in load_end],
-            "machine": harness.machine(),
-            "date": datetime.datetime.now().astimezone().isoformat(timespec="seconds"),
-            "version": __version__,
-            "commit": commit,
-            "git_dirty": dirty,
-        }
-    )
+    return harness.run_system(spec, script=__file__, keys=keys, extra={})
 
 
 def load_results(path):
