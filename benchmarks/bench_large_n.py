@@ -356,15 +356,8 @@ COMMON = {
 def train_gpflow_svgp(X, y, X_test, y_test, budget, M, seed, checkpoint):
     """GPflow's SVGP for classification, trained with minibatch Adam until the budget is spent."""
     import gpflow
-    import tensorflow as tf
-    from gpflow.keras import tf_keras
 
-    try:
-        tf.config.threading.set_intra_op_parallelism_threads(THREADS)
-        tf.config.threading.set_inter_op_parallelism_threads(THREADS)
-    except RuntimeError:  # the runtime was already initialised
-        pass
-    tf.random.set_seed(seed)
+    gpflow_start(THREADS, seed)
     n, d = X.shape
     kernel = gpflow.kernels.SquaredExponential(
         variance=VARIANCE_INIT, lengthscales=np.full(d, LENGTH_SCALE_INIT)
@@ -376,8 +369,36 @@ def train_gpflow_svgp(X, y, X_test, y_test, budget, M, seed, checkpoint):
         num_data=n,
         whiten=True,
     )
+
+    def predict_proba(Xs):
+        return model.predict_y(Xs)[0].numpy().ravel()
+
     Y = (y > 0).astype(np.float64)[:, None]
-    data = tf.data.Dataset.from_tensor_slices((X, Y)).repeat().shuffle(n, seed=seed)
+    return gpflow_adam(model, X, Y, seed, checkpoint, predict_proba)
+
+
+def gpflow_start(threads, seed):
+    """TensorFlow's intra- and inter-op threads and its random seed, before a GPflow run."""
+    import tensorflow as tf
+
+    try:
+        tf.config.threading.set_intra_op_parallelism_threads(threads)
+        tf.config.threading.set_inter_op_parallelism_threads(threads)
+    except RuntimeError:  # the runtime was already initialised
+        pass
+    tf.random.set_seed(seed)
+
+
+def gpflow_adam(model, X, Y, seed, checkpoint, predict_proba):
+    """Train a GPflow ``model`` on a shuffled, repeated tf.data stream of minibatches of
+    BATCH_SIZE with tf_keras' Adam at LEARNING_RATE over all trainable variables (a
+    compiled loss, a tf.function step), until ``checkpoint`` stops it; ``predict_proba``."""
+    import tensorflow as tf
+    from gpflow.keras import tf_keras
+
+    data = (
+        tf.data.Dataset.from_tensor_slices((X, Y)).repeat().shuffle(len(X), seed=seed)
+    )
     training_loss = model.training_loss_closure(
         iter(data.batch(BATCH_SIZE)), compile=True
     )
@@ -386,9 +407,6 @@ def train_gpflow_svgp(X, y, X_test, y_test, budget, M, seed, checkpoint):
     @tf.function
     def optimization_step():
         optimizer.minimize(training_loss, model.trainable_variables)
-
-    def predict_proba(Xs):
-        return model.predict_y(Xs)[0].numpy().ravel()
 
     steps = 0
     while checkpoint(predict_proba, steps):

@@ -79,8 +79,7 @@ import bench_large_n as harness  # noqa: E402
 
 from gpc_literate.datasets import load_multiclass  # noqa: E402
 
-BATCH_SIZE = 1000
-LEARNING_RATE = 0.01
+BATCH_SIZE, LEARNING_RATE = harness.BATCH_SIZE, harness.LEARNING_RATE
 DATASETS = ("letter", "satimage")
 OURS_SYSTEMS = ("ours-msep", "svm-platt")  # run with the project's interpreter
 EXIT_IMPORT = harness.EXIT_IMPORT
@@ -196,15 +195,8 @@ def train_svm_platt(X, y, C, M, seed, threads, checkpoint):
 def gpflow_svgp(likelihood_name, X, y, C, M, seed, threads, checkpoint):
     """GPflow's SVGP with C latent GPs and ``likelihood_name``, minibatch Adam to the budget."""
     import gpflow
-    import tensorflow as tf
-    from gpflow.keras import tf_keras
 
-    try:
-        tf.config.threading.set_intra_op_parallelism_threads(threads)
-        tf.config.threading.set_inter_op_parallelism_threads(threads)
-    except RuntimeError:  # the runtime was already initialised
-        pass
-    tf.random.set_seed(seed)
+    harness.gpflow_start(threads, seed)
     n, d = X.shape
     kernel = gpflow.kernels.SquaredExponential(
         variance=1.0, lengthscales=np.full(d, np.sqrt(d))
@@ -221,16 +213,6 @@ def gpflow_svgp(likelihood_name, X, y, C, M, seed, threads, checkpoint):
         num_data=n,
         whiten=True,
     )
-    Y = y.astype(np.int64)[:, None]
-    data = tf.data.Dataset.from_tensor_slices((X, Y)).repeat().shuffle(n, seed=seed)
-    training_loss = model.training_loss_closure(
-        iter(data.batch(BATCH_SIZE)), compile=True
-    )
-    optimizer = tf_keras.optimizers.Adam(learning_rate=LEARNING_RATE)
-
-    @tf.function
-    def optimization_step():
-        optimizer.minimize(training_loss, model.trainable_variables)
 
     def predict_proba(Xs):
         return np.concatenate(
@@ -240,11 +222,8 @@ def gpflow_svgp(likelihood_name, X, y, C, M, seed, threads, checkpoint):
             ]
         )
 
-    steps = 0
-    while checkpoint(predict_proba, steps):
-        optimization_step()
-        steps += 1
-    return predict_proba
+    Y = y.astype(np.int64)[:, None]
+    return harness.gpflow_adam(model, X, Y, seed, checkpoint, predict_proba)
 
 
 GPFLOW = {
