@@ -941,8 +941,8 @@ def _failed_point(theta, good, gradient):
 
 
 # %% book/01_gp_classification.md, code cell 48
-def _search_objective(criterion, gradient, good):
-    """Objective of the search: -criterion(theta) (and minus its gradient if
+def _search_objective(criterion, gradient, good, scale=1.0):
+    """Objective of the search: -scale * criterion(theta) (and its gradient if
     ``gradient``).
 
     ``good`` holds "theta" (the last point where the criterion was finite), "worst" (the
@@ -957,14 +957,14 @@ def _search_objective(criterion, gradient, good):
                 warnings.simplefilter("ignore", ConvergenceWarning)
                 out = criterion(theta)
             value, grad = out if gradient else (out, None)
-            value = -float(value)
+            value = -scale * float(value)
             if not np.isfinite(value):
                 raise FloatingPointError
         except (ValueError, FloatingPointError, np.linalg.LinAlgError):
             return _failed_point(theta, good, gradient)
         good["theta"] = np.array(theta, dtype=float)
         good["worst"] = value if good["worst"] is None else max(good["worst"], value)
-        return (value, -np.asarray(grad, dtype=float)) if gradient else value
+        return (value, -scale * np.asarray(grad, dtype=float)) if gradient else value
 
     return objective
 
@@ -1240,6 +1240,7 @@ def maximize_criterion(
     owner="fit",
     stacklevel=2,
     tol=None,
+    scale=1.0,
     callback=None,
     verbose=False,
     fix=_FIX,
@@ -1272,9 +1273,12 @@ def maximize_criterion(
         Of the warnings, counted from the caller.
     tol : float or None, default None
         L-BFGS-B's ftol and gtol, if given.
+    scale : float > 0, default 1.0
+        The optimiser minimises -scale * criterion (``tol`` applies to it); the values
+        reported are the criterion's own.
     callback : callable or None, default None
         ``callback(intermediate_result)`` runs after each iteration (scipy's
-        OptimizeResult, ``fun`` = -criterion).
+        OptimizeResult, ``fun`` = -scale * criterion).
     verbose : bool, default False
         Show a tqdm bar of the iterations.
     fix : str, default _FIX
@@ -1294,18 +1298,19 @@ def maximize_criterion(
         a bound.
     """
     theta0, low, high, names = _search_setup(theta0, bounds, names)
+    scale = check_scalar(scale, "scale", low=0.0, low_inclusive=False)
     good = {
         "theta": np.clip(theta0, low, high),
         "worst": None,  # last finite point, worst value
         "n_evaluations": 0,
     }
-    objective = _search_objective(criterion, gradient, good)
+    objective = _search_objective(criterion, gradient, good, scale)
     starts = _search_starts(theta0, low, high, n_restarts, random_state)
     with tqdm(total=max_iter * len(starts), desc=owner, disable=not verbose) as bar:
 
         def step(intermediate_result):
             bar.update()
-            bar.set_postfix(criterion=f"{-intermediate_result.fun:.4f}")
+            bar.set_postfix(criterion=f"{-intermediate_result.fun / scale:.4f}")
             if callback is not None:
                 callback(intermediate_result)
 
@@ -1313,7 +1318,9 @@ def maximize_criterion(
         best = _best_run(objective, starts, box, gradient, max_iter, tol, step)
     theta = np.clip(best.x, low, high)
     at_bound = _report_search(best, theta, names, (low, high), owner, stacklevel, fix)
-    return theta, _search_record(best, theta, starts, names, good, at_bound)
+    record = _search_record(best, theta, starts, names, good, at_bound)
+    record.value /= scale
+    return theta, record
 
 
 # %% book/01_gp_classification.md, code cell 55
@@ -1418,6 +1425,11 @@ class LearnsHyperparameters(_LearningChecks, _LearningStart):
 
     _criterion_name = "criterion"
 
+    def _search_options(self):
+        """Further keyword arguments of maximize_criterion (``tol``, ``scale``); none
+        here."""
+        return {}
+
     def _fit(self, X, y_pm, **warm):
         self.learning_ = None
         box = self._first_fit(X, y_pm, **warm)
@@ -1435,6 +1447,7 @@ class LearnsHyperparameters(_LearningChecks, _LearningStart):
             owner=f"{type(self).__name__}.fit",
             stacklevel=3,
             verbose=self.verbose,
+            **self._search_options(),
         )
         self._fit_fixed(X, y_pm, self.kernel_.with_theta(theta), **self._warm_start())
         result.criterion, result.value = (

@@ -431,6 +431,10 @@ class _NestedFit(JointGPClassifier):
     def _warm_start(self):
         return {"sites_init": self._warm}  # the sites of the search's last evaluation
 
+    def _search_options(self):
+        tol = max(self.search_tol, self.tol) ** 2  # see the text
+        return {**super()._search_options(), "tol": tol}
+
     def _fit(self, X, codes, **warm):
         """Learn with EP run to search_tol, then go on to tol at the learned kernel."""
         learn = self.optimizer is not None and (

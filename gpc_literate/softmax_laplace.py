@@ -441,6 +441,9 @@ class _JointFrame(LearnsHyperparameters, GPClassifierBase):
     def _criterion(self, theta, eval_gradient):
         return self.log_marginal_likelihood(theta, eval_gradient)
 
+    def _search_options(self):
+        return {"scale": 1.0 / len(self.X_train_)}  # the evidence per training point
+
 
 # %% book/28_softmax_laplace.md, code cell 22
 class _JointEvidence(_JointFrame):

@@ -198,6 +198,36 @@ def test_maximize_criterion_without_restarts_is_deterministic():
     assert np.array_equal(a[0], b[0]) and np.allclose(a[0], 0.3, atol=1e-6)
 
 
+def test_maximize_criterion_scale_keeps_the_maximum_and_reports_unscaled():
+    def f(t):
+        return 5.0 - 40.0 * np.sum((t - 0.3) ** 2), -80.0 * (t - 0.3)
+
+    tried = []
+
+    def traced(t):
+        tried.append(np.array(t))
+        return f(t)
+
+    plain = maximize_criterion(f, np.zeros(2), bounds=(-10.0, 10.0))
+    theta, record = maximize_criterion(
+        traced, np.zeros(2), bounds=(-10.0, 10.0), scale=0.01
+    )
+    assert np.allclose(theta, 0.3, atol=1e-5) and np.allclose(plain[0], 0.3, atol=1e-5)
+    assert record.value == pytest.approx(5.0, abs=1e-8)  # the criterion's own value
+    # unscaled, the first step is the whole gradient (24 per coordinate), clipped to
+    # the box; scaled by 0.01 it stays near the start
+    assert np.max(np.abs(tried[1])) < 1.0
+
+
+@pytest.mark.parametrize("scale", [0.0, -1.0, np.nan, "1"])
+def test_maximize_criterion_refuses_a_bad_scale(scale):
+    def f(t):
+        return -np.sum(t**2), -2 * t
+
+    with pytest.raises((ValueError, TypeError), match="scale"):
+        maximize_criterion(f, np.zeros(2), bounds=(-2.0, 2.0), scale=scale)
+
+
 @pytest.mark.parametrize("make", LEARNERS, ids=IDS)
 def test_verbose_shows_the_search_and_is_checked(make, capsys):
     """verbose=True: a tqdm bar of the search, named after the estimator; silent by

@@ -239,3 +239,31 @@ def test_sklearn_estimator_checks(estimator, check):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
         check(estimator)
+
+
+@pytest.mark.parametrize("make", ["softmax", "nested"])
+def test_joint_search_first_step_stays_near_the_start(make):
+    """The search sees the evidence per point: L-BFGS-B's first trial kernel is not
+    thrown onto the box's bounds by a large gradient."""
+    from sklearn.datasets import load_iris
+    from sklearn.preprocessing import StandardScaler
+
+    from gpc_literate.nested_ep import NestedEP
+
+    X, y = load_iris(return_X_y=True)
+    X = StandardScaler().fit_transform(X)
+    base = SoftmaxLaplace if make == "softmax" else NestedEP
+    tried = []
+
+    class Traced(base):
+        def _criterion(self, theta, eval_gradient):
+            if theta is not None:
+                tried.append(np.array(theta))
+            return super()._criterion(theta, eval_gradient)
+
+    model = Traced().fit(X, y)
+    assert np.max(np.abs(tried[1] - tried[0])) < 1.0
+    options = model._search_options()
+    assert options["scale"] == 1.0 / len(X)
+    if make == "nested":
+        assert options["tol"] == pytest.approx(model.search_tol**2)
