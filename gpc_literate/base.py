@@ -982,18 +982,17 @@ def _first_simplex(start, box):
 
 
 # %% book/01_gp_classification.md, code cell 50
-def _best_run(objective, starts, box, gradient, max_iter, tol=None, callback=None):
+def _best_run(objective, starts, box, gradient, max_iter, tols, callback=None):
     """Minimise ``objective`` from each start within ``box``; return the best scipy
     result.
 
-    L-BFGS-B with the gradient if ``gradient`` (``tol``, if given, its ftol and gtol),
+    L-BFGS-B with the gradient if ``gradient`` (``tols``, its ftol and gtol if given),
     else Nelder-Mead (its iteration budget grows with the number of hyperparameters,
     ``len(box)``); ``callback(intermediate_result)`` after each iteration.
     """
     best = None
     for start in starts:
         if gradient:
-            tols = {} if tol is None else {"ftol": tol, "gtol": tol}
             run = minimize(
                 objective,
                 start,
@@ -1240,6 +1239,7 @@ def maximize_criterion(
     owner="fit",
     stacklevel=2,
     tol=None,
+    gtol=None,
     scale=1.0,
     callback=None,
     verbose=False,
@@ -1273,9 +1273,11 @@ def maximize_criterion(
         Of the warnings, counted from the caller.
     tol : float or None, default None
         L-BFGS-B's ftol and gtol, if given.
+    gtol : float or None, default None
+        L-BFGS-B's gtol, if given, in place of ``tol``.
     scale : float > 0, default 1.0
-        The optimiser minimises -scale * criterion (``tol`` applies to it); the values
-        reported are the criterion's own.
+        The optimiser minimises -scale * criterion (``tol`` and ``gtol`` apply to
+        it); the values reported are the criterion's own.
     callback : callable or None, default None
         ``callback(intermediate_result)`` runs after each iteration (scipy's
         OptimizeResult, ``fun`` = -scale * criterion).
@@ -1299,6 +1301,9 @@ def maximize_criterion(
     """
     theta0, low, high, names = _search_setup(theta0, bounds, names)
     scale = check_scalar(scale, "scale", low=0.0, low_inclusive=False)
+    tols = {} if tol is None else {"ftol": tol, "gtol": tol}
+    if gtol is not None:
+        tols["gtol"] = check_scalar(gtol, "gtol", low=0.0, low_inclusive=False)
     good = {
         "theta": np.clip(theta0, low, high),
         "worst": None,  # last finite point, worst value
@@ -1315,7 +1320,7 @@ def maximize_criterion(
                 callback(intermediate_result)
 
         box = list(zip(low, high))
-        best = _best_run(objective, starts, box, gradient, max_iter, tol, step)
+        best = _best_run(objective, starts, box, gradient, max_iter, tols, step)
     theta = np.clip(best.x, low, high)
     at_bound = _report_search(best, theta, names, (low, high), owner, stacklevel, fix)
     record = _search_record(best, theta, starts, names, good, at_bound)
@@ -1426,7 +1431,8 @@ class LearnsHyperparameters(_LearningChecks, _LearningStart):
     _criterion_name = "criterion"
 
     def _search_options(self):
-        """Further keyword arguments of maximize_criterion (``tol``, ``scale``); none
+        """Further keyword arguments of maximize_criterion (``tol``, ``gtol``,
+        ``scale``); none
         here."""
         return {}
 

@@ -416,7 +416,7 @@ def multinomial_probit_probabilities(mean, cov):
     return P / P.sum(axis=1, keepdims=True)
 
 
-# %% book/29_nested_ep.md, code cell 20
+# %% book/29_nested_ep.md, code cell 21
 class _NestedFit(JointGPClassifier):
     """The parameter checks, nested EP at a given kernel and the fitted attributes."""
 
@@ -432,8 +432,8 @@ class _NestedFit(JointGPClassifier):
         return {"sites_init": self._warm}  # the sites of the search's last evaluation
 
     def _search_options(self):
-        tol = max(self.search_tol, self.tol) ** 2  # see the text
-        return {**super()._search_options(), "tol": tol}
+        loose = max(self.search_tol, self.tol)  # see the text
+        return {**super()._search_options(), "tol": loose**2, "gtol": loose}
 
     def _fit(self, X, codes, **warm):
         """Learn with EP run to search_tol, then go on to tol at the learned kernel."""
@@ -474,7 +474,7 @@ class _NestedFit(JointGPClassifier):
         self.log_marginal_likelihood_ = nested_ep_log_evidence(result)
 
 
-# %% book/29_nested_ep.md, code cell 21
+# %% book/29_nested_ep.md, code cell 22
 class NestedEP(_NestedFit):
     """Joint GP classification of K >= 2 classes: the multinomial probit model by nested
     expectation propagation.
@@ -563,7 +563,7 @@ class NestedEP(_NestedFit):
         return nested_ep_loo(self._state)
 
 
-# %% book/29_nested_ep.md, code cell 25
+# %% book/29_nested_ep.md, code cell 26
 def nested_ep_loo(result):
     """Eq. (eq-nep-loo): the cavity leave-one-out log predictive log p(y_i | D_-i) (n,).
 

@@ -239,3 +239,29 @@ def test_verbose_shows_the_search_and_is_checked(make, capsys):
     assert capsys.readouterr().err == ""
     with pytest.raises(TypeError, match="verbose"):
         make(verbose="yes").fit(X, y)
+
+
+def test_maximize_criterion_gtol_stops_at_a_coarse_gradient():
+    # a criterion whose gradient is only known to about 0.01: gtol stops the search
+    # there, in fewer evaluations, and near the maximum
+    def f(t):
+        return -np.sum((t - 0.3) ** 2) - 0.1 * np.sum((t - 0.3) ** 4), -2 * (
+            t - 0.3
+        ) - 0.4 * (t - 0.3) ** 3
+
+    fine = maximize_criterion(f, np.zeros(2), bounds=(-2.0, 2.0), tol=1e-12)
+    coarse = maximize_criterion(
+        f, np.zeros(2), bounds=(-2.0, 2.0), tol=1e-12, gtol=0.01
+    )
+    assert "PGTOL" in coarse[1].message
+    assert coarse[1].n_evaluations <= fine[1].n_evaluations
+    assert np.allclose(coarse[0], 0.3, atol=0.01)
+
+
+@pytest.mark.parametrize("gtol", [0.0, -1.0, np.nan, "1"])
+def test_maximize_criterion_refuses_a_bad_gtol(gtol):
+    def f(t):
+        return -np.sum(t**2), -2 * t
+
+    with pytest.raises((ValueError, TypeError), match="gtol"):
+        maximize_criterion(f, np.zeros(2), bounds=(-2.0, 2.0), gtol=gtol)
