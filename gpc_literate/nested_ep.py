@@ -492,8 +492,9 @@ class NestedEP(_NestedFit):
         adapts, eq-sites-adaptive-damping).
     max_iter : int >= 1, default 200
         Iteration limit of EP.
-    tol : float > 0, default 1e-8
-        Its tolerance on the largest site change.
+    tol : float > 0, default 1e-6
+        Its tolerance on the largest site change (looser than the binary estimators'
+        1e-8: see the text).
     search_tol : float > 0, default 1e-3
         EP's tolerance while the kernel is searched (never below ``tol``); the fit at
         the learned kernel goes on to ``tol``.
@@ -535,7 +536,7 @@ class NestedEP(_NestedFit):
         kernel=None,
         damping=1.0,
         max_iter=200,
-        tol=1e-8,
+        tol=1e-6,
         search_tol=1e-3,
         optimizer="fmin_l_bfgs_b",
         n_restarts_optimizer=0,
