@@ -219,13 +219,14 @@ def test_maximize_criterion_scale_keeps_the_maximum_and_reports_unscaled():
     assert np.max(np.abs(tried[1])) < 1.0
 
 
-@pytest.mark.parametrize("scale", [0.0, -1.0, np.nan, "1"])
-def test_maximize_criterion_refuses_a_bad_scale(scale):
+@pytest.mark.parametrize("name", ["scale", "gtol"])
+@pytest.mark.parametrize("value", [0.0, -1.0, np.nan, "1"])
+def test_maximize_criterion_refuses_a_bad_scale_or_gtol(name, value):
     def f(t):
         return -np.sum(t**2), -2 * t
 
-    with pytest.raises((ValueError, TypeError), match="scale"):
-        maximize_criterion(f, np.zeros(2), bounds=(-2.0, 2.0), scale=scale)
+    with pytest.raises((ValueError, TypeError), match=name):
+        maximize_criterion(f, np.zeros(2), bounds=(-2.0, 2.0), **{name: value})
 
 
 @pytest.mark.parametrize("make", LEARNERS, ids=IDS)
@@ -256,12 +257,3 @@ def test_maximize_criterion_gtol_stops_at_a_coarse_gradient():
     assert "PGTOL" in coarse[1].message
     assert coarse[1].n_evaluations <= fine[1].n_evaluations
     assert np.allclose(coarse[0], 0.3, atol=0.01)
-
-
-@pytest.mark.parametrize("gtol", [0.0, -1.0, np.nan, "1"])
-def test_maximize_criterion_refuses_a_bad_gtol(gtol):
-    def f(t):
-        return -np.sum(t**2), -2 * t
-
-    with pytest.raises((ValueError, TypeError), match="gtol"):
-        maximize_criterion(f, np.zeros(2), bounds=(-2.0, 2.0), gtol=gtol)
