@@ -1432,8 +1432,7 @@ class LearnsHyperparameters(_LearningChecks, _LearningStart):
 
     def _search_options(self):
         """Further keyword arguments of maximize_criterion (``tol``, ``gtol``,
-        ``scale``); none
-        here."""
+        ``scale``); none here."""
         return {}
 
     def _fit(self, X, y_pm, **warm):
