@@ -31,6 +31,7 @@ __all__ = [
     "check_kernel",
     "default_kernel",
     "input_scale",
+    "ard_default_kernel",
 ]
 
 # |theta_j| must stay below this, so that exp(2 theta_j) (a squared length scale,
@@ -546,6 +547,29 @@ def input_scale(X):
 
 
 # %% book/03_covariance_functions.md, code cell 26
+def ard_default_kernel(X):
+    """Eq. (eq-kern-ard-default): RBF with length scales sqrt(d) times each input's
+    standard deviation, variance 1.
+
+    Parameters
+    ----------
+    X : array_like of shape (n, d)
+
+    Returns
+    -------
+    RBF
+
+    Raises
+    ------
+    TypeError
+        If ``X`` is not numeric.
+    ValueError
+        If ``X`` is not 2-D, is empty or is not finite.
+    """
+    return RBF(length_scale=np.sqrt(np.shape(X)[1]) * input_scale(X), variance=1.0)
+
+
+# %% book/03_covariance_functions.md, code cell 28
 def _arcsin_inner(X, Z, weight_variance, bias_variance):
     """c(x, z) = b + sum_i w_i x_i z_i of eq-kern-arcsin for the rows of X and Z
     (None: symmetric)."""
@@ -553,13 +577,13 @@ def _arcsin_inner(X, Z, weight_variance, bias_variance):
     return 0.5 * (C + C.T) if Z is None else C
 
 
-# %% book/03_covariance_functions.md, code cell 27
+# %% book/03_covariance_functions.md, code cell 29
 def _arcsin_self_inner(X, weight_variance, bias_variance):
     """s(x) = c(x, x) of eq-kern-arcsin for each row of X."""
     return np.einsum("ij,ij->i", X * weight_variance, X) + bias_variance
 
 
-# %% book/03_covariance_functions.md, code cell 28
+# %% book/03_covariance_functions.md, code cell 30
 def _arcsin_gradient(X, weight_variance, variance, bias_variance):
     """Eq. (eq-kern-grad-arcsin): dK/dtheta_j of the ArcSin kernel, shape (p, n, n),
     theta's order."""
@@ -594,7 +618,7 @@ def _arcsin_gradient(X, weight_variance, variance, bias_variance):
     return G
 
 
-# %% book/03_covariance_functions.md, code cell 29
+# %% book/03_covariance_functions.md, code cell 31
 class ArcSin(Kernel):
     """Infinite-network (arcsin) kernel, eq-kern-arcsin (Opper & Winther 1999 eq 1;
     Williams 1998).
@@ -662,7 +686,7 @@ class ArcSin(Kernel):
         )
 
 
-# %% book/03_covariance_functions.md, code cell 34
+# %% book/03_covariance_functions.md, code cell 36
 class Linear(Kernel):
     """Linear (perceptron) kernel, eq-kern-linear (Opper & Winther 1999, after eq 2).
 
@@ -705,7 +729,7 @@ class Linear(Kernel):
         return G
 
 
-# %% book/03_covariance_functions.md, code cell 35
+# %% book/03_covariance_functions.md, code cell 37
 def _cauchy_gradient(X, length_scale, variance):
     """Eq. (eq-kern-grad-cauchy): dK/dtheta_j of the Cauchy kernel, shape (p, n, n),
     theta's order."""
@@ -722,7 +746,7 @@ def _cauchy_gradient(X, length_scale, variance):
     return G
 
 
-# %% book/03_covariance_functions.md, code cell 36
+# %% book/03_covariance_functions.md, code cell 38
 class Cauchy(Kernel):
     """Cauchy kernel, eq-kern-cauchy (Opper & Winther 2000b, appendix on covariance
     functions).
@@ -757,7 +781,7 @@ class Cauchy(Kernel):
         return _cauchy_gradient(X, self.length_scale, self.variance)
 
 
-# %% book/03_covariance_functions.md, code cell 38
+# %% book/03_covariance_functions.md, code cell 40
 _MATERN_NU = (0.5, 1.5, 2.5)
 
 
@@ -800,7 +824,7 @@ def _check_nu(nu):
     return float(nu)
 
 
-# %% book/03_covariance_functions.md, code cell 39
+# %% book/03_covariance_functions.md, code cell 41
 class Matern(Kernel):
     """Matern kernel with ARD, eq-kern-matern, for smoothness nu = 1/2, 3/2 or 5/2.
 
@@ -855,7 +879,7 @@ class Matern(Kernel):
         return G
 
 
-# %% book/03_covariance_functions.md, code cell 42
+# %% book/03_covariance_functions.md, code cell 44
 class _NestedParams:
     """The parameters of a kernel made of two, k1 and k2, with theirs nested as
     k1__name and k2__name (scikit-learn's convention)."""
@@ -892,7 +916,7 @@ class _NestedParams:
         return type(self)(self.k1.__sklearn_clone__(), self.k2.__sklearn_clone__())
 
 
-# %% book/03_covariance_functions.md, code cell 43
+# %% book/03_covariance_functions.md, code cell 45
 class _Combination(_NestedParams, Kernel):
     """What Sum and Product share: two kernels, their theta, parameters and inputs."""
 
@@ -935,7 +959,7 @@ class _Combination(_NestedParams, Kernel):
         return self.k2._check_X(self.k1._check_X(X, name), name)
 
 
-# %% book/03_covariance_functions.md, code cell 44
+# %% book/03_covariance_functions.md, code cell 46
 class Sum(_Combination):
     """Sum of two kernels, k(x, x') = k1(x, x') + k2(x, x'), eq-kern-sum-product.
 
@@ -998,7 +1022,7 @@ class Product(_Combination):
         return f"{wrap(self.k1)} * {wrap(self.k2)}"
 
 
-# %% book/03_covariance_functions.md, code cell 46
+# %% book/03_covariance_functions.md, code cell 48
 class _SklearnKernelParams:
     """get_params / set_params / clone of SklearnKernel, with the wrapped kernel's
     parameters nested as kernel__name."""
@@ -1032,7 +1056,7 @@ class _SklearnKernelParams:
         return f"SklearnKernel({self.kernel!r})"
 
 
-# %% book/03_covariance_functions.md, code cell 47
+# %% book/03_covariance_functions.md, code cell 49
 class _SklearnKernelEvaluation:
     """K, its diagonal and dK/dtheta of SklearnKernel, by scikit-learn."""
 
@@ -1052,7 +1076,7 @@ class _SklearnKernelEvaluation:
         return np.moveaxis(self.kernel(X, eval_gradient=True)[1], -1, 0)
 
 
-# %% book/03_covariance_functions.md, code cell 48
+# %% book/03_covariance_functions.md, code cell 50
 class SklearnKernel(_SklearnKernelParams, _SklearnKernelEvaluation, Kernel):
     """A scikit-learn kernel used as a kernel of this chapter (sec-kern-sklearn).
 

@@ -15,7 +15,7 @@ Gauss-Hermite quadrature with its derivatives in every class's cavity mean and v
 (eq-msep-quad, eq-msep-derivatives), and the sites they give (eq-msep-site); minibatch
 and stochastic EP on the C classes, with the evidence gradient as a sum of chapter 26's
 per-class terms (eq-msep-gradient); predictive probabilities (eq-msep-predict); the
-default ARD kernel (eq-msep-ard); and the estimator ``MulticlassSEP``. O(C M^2 B) time
+and the estimator ``MulticlassSEP``. O(C M^2 B) time
 per minibatch of B points.
 
 Names as in gpc_literate.stochastic_ep: ``Z`` the M inducing inputs, ``Bt`` = L^-1
@@ -38,7 +38,7 @@ from gpc_literate.base import (
     search_box,
     warn_start_outside,
 )
-from gpc_literate.kernels import RBF, input_scale
+from gpc_literate.kernels import ard_default_kernel
 from gpc_literate.sites import site_from_derivatives
 from gpc_literate.softmax_laplace import JointDecisions
 from gpc_literate.sparse_ep import fitc_prior
@@ -75,7 +75,6 @@ __all__ = [
     "run_multiclass_sep",
     "PREDICT_BLOCK",
     "multiprobit_probabilities",
-    "ard_default_kernel",
     "MulticlassSEP",
 ]
 
@@ -400,22 +399,6 @@ def multiprobit_probabilities(mean, var, normalise=True):
 
 
 # %% book/32_multiclass_sparse_ep.md, code cell 12
-def ard_default_kernel(X):
-    """Eq. (eq-msep-ard): RBF with length scales sqrt(d) times each input's standard
-    deviation, variance 1.
-
-    Parameters
-    ----------
-    X : array_like of shape (n, d)
-
-    Returns
-    -------
-    RBF
-    """
-    return RBF(length_scale=np.sqrt(np.shape(X)[1]) * input_scale(X), variance=1.0)
-
-
-# %% book/32_multiclass_sparse_ep.md, code cell 13
 class _MulticlassFit:
     """MulticlassSEP's fit: options checked, inducing inputs chosen, the run."""
 
@@ -448,7 +431,7 @@ class _MulticlassFit:
         return state, settings
 
 
-# %% book/32_multiclass_sparse_ep.md, code cell 14
+# %% book/32_multiclass_sparse_ep.md, code cell 13
 class _MulticlassRun(_MulticlassFit):
     """MulticlassSEP's run, reported by chapter 26's report_sep_run."""
 
@@ -484,7 +467,7 @@ class _MulticlassRun(_MulticlassFit):
         )
 
 
-# %% book/32_multiclass_sparse_ep.md, code cell 15
+# %% book/32_multiclass_sparse_ep.md, code cell 14
 class _MulticlassPrediction(JointDecisions):
     """MulticlassSEP's predictions under the factorised q (eq-msep-predict)."""
 
@@ -499,7 +482,7 @@ class _MulticlassPrediction(JointDecisions):
         return multiprobit_probabilities(*self.predict_latent(X))
 
 
-# %% book/32_multiclass_sparse_ep.md, code cell 16
+# %% book/32_multiclass_sparse_ep.md, code cell 15
 class MulticlassSEP(_MulticlassRun, _MulticlassPrediction, GPClassifierBase):
     """Joint GP classification of K >= 2 classes by sparse stochastic EP (chapter 32).
 

@@ -45,7 +45,7 @@ from gpc_literate.ep_fast import (
     lowrank_diag_marginals,
     pivoted_cholesky,
 )
-from gpc_literate.kernels import RBF, check_kernel, default_kernel
+from gpc_literate.kernels import RBF, ard_default_kernel, check_kernel
 from gpc_literate.likelihoods import Likelihood, Probit
 from gpc_literate.sites import (
     ImproperPosteriorError,
@@ -996,7 +996,7 @@ class _SparseFit:
 
     def _fit(self, X, y_pm, site_nu_init=None, site_tau_init=None, client=None):
         kernel = (
-            default_kernel(X) if self.kernel is None else copy.deepcopy(self.kernel)
+            ard_default_kernel(X) if self.kernel is None else copy.deepcopy(self.kernel)
         )
         likelihood = (
             Probit(noise_var=1.0)
@@ -1209,7 +1209,7 @@ class SparseEP(_SparseFit, _SparseEvidence, _SparsePrediction, GPClassifierBase)
 
     Parameters
     ----------
-    kernel : RBF, default default_kernel(X)
+    kernel : RBF, default ard_default_kernel(X)
         Prior covariance function (isotropic or ARD RBF: eq-sparse-rbf is derived for
         it).
     likelihood : Likelihood, default Probit(noise_var=1.0)

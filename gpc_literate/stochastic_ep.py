@@ -45,7 +45,7 @@ from gpc_literate.base import (
     warn_bound_hits,
     warn_start_outside,
 )
-from gpc_literate.kernels import default_kernel, input_scale
+from gpc_literate.kernels import ard_default_kernel, input_scale
 from gpc_literate.likelihoods import Probit
 from gpc_literate.sites import cavities, site_from_derivatives
 from gpc_literate.sparse_ep import (
@@ -1069,7 +1069,7 @@ class _StochasticFit:
             )
         rng = check_random_state(self.random_state)
         kernel = (
-            default_kernel(X) if self.kernel is None else copy.deepcopy(self.kernel)
+            ard_default_kernel(X) if self.kernel is None else copy.deepcopy(self.kernel)
         )
         likelihood = (
             Probit(noise_var=1.0)
@@ -1143,7 +1143,7 @@ class StochasticEP(_StochasticFit, _StochasticPrediction, GPClassifierBase):
 
     Parameters
     ----------
-    kernel : RBF, default default_kernel(X)
+    kernel : RBF, default ard_default_kernel(X)
         Prior covariance (isotropic or ARD RBF); its hyperparameters are the start.
     likelihood : Likelihood, default Probit(noise_var=1.0)
     n_inducing : int >= 1, default 200

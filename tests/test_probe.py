@@ -36,9 +36,9 @@ import pytest
 from sklearn.utils.validation import check_is_fitted
 
 import gpc_literate as g
-from gpc_literate import cluster_ep, multiclass_sep, variational
+from gpc_literate import cluster_ep, variational
 from gpc_literate.base import GPClassifierBase, NotFittedError, bound_hits, search_box
-from gpc_literate.kernels import default_kernel
+from gpc_literate.kernels import ard_default_kernel, default_kernel
 from gpc_literate.selection import LSCV_BOX
 
 # -- the toy problem of the issue -----------------------------------------------------------------
@@ -127,18 +127,23 @@ SPECS = {
         {"max_iter": 2000, "learning_rate": 0.2},
         remedies=("kappa", "v"),
     ),
-    "SparseEP": Spec(g.SparseEP, {"n_inducing": 10, "random_state": 0}),
+    "SparseEP": Spec(
+        g.SparseEP,
+        {"n_inducing": 10, "random_state": 0},
+        start_kernel=ard_default_kernel,
+    ),
     "StochasticEP": Spec(
         g.StochasticEP,
         {"n_inducing": 10, "max_time": None, "max_iter": 50, "random_state": 0},
         iter_name="max_iter",
+        start_kernel=ard_default_kernel,
     ),
     "MulticlassSEP": Spec(
         g.MulticlassSEP,
         {"n_inducing": 10, "max_time": None, "max_iter": 50, "random_state": 0},
         iter_name="max_iter",
         remedies=("kernel",),
-        start_kernel=multiclass_sep.ard_default_kernel,
+        start_kernel=ard_default_kernel,
     ),
     "LSCV": Spec(
         g.LSCV,
