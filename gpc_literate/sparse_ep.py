@@ -20,6 +20,7 @@ diagonal part of the FITC prior, ``lam`` = tau / (1 + d tau).
 
 import copy
 import functools
+import importlib
 import warnings
 from typing import NamedTuple
 
@@ -922,6 +923,12 @@ def _check_sparse_options(est):
         raise ValueError("learn_inducing=True needs optimizer='fmin_l_bfgs_b'")
     check_integer(est.max_iter, "max_iter", low=1)
     check_scalar(est.tol, "tol", low=0.0, low_inclusive=False)
+    alpha = check_scalar(est.alpha, "alpha", low=0.0, high=1.0, low_inclusive=False)
+    if alpha < 1.0 and not hasattr(est.likelihood or Probit(), "noise_var"):
+        raise TypeError(
+            "alpha < 1 (power EP) needs a Probit likelihood, whose noise_var sets the "
+            f"quadrature; got {est.likelihood!r}: use alpha=1.0 or Probit()"
+        )
     search_box(est.hyperparameter_bounds, [])
     check_bool(est.verbose, "verbose")
 
@@ -946,6 +953,23 @@ def _cluster_fit(client):
             "fit again"
         )
     return functools.partial(_CLUSTER_FIT[0], client=client)
+
+
+_POWER_EP = []  # [(fit, evidence)] once chapter 26's module is imported
+
+
+def register_power_ep(fit, evidence):
+    """Chapter 26's hook: power EP's fit (fit_in_process's arguments and ``alpha``) and
+    its evidence, for SparseEP with alpha < 1."""
+    _POWER_EP[:] = [(fit, evidence)]
+
+
+def _power_ep():
+    """The registered (fit, evidence) of power EP, chapter 26's module imported on
+    first use (it registers them)."""
+    if not _POWER_EP:
+        importlib.import_module("gpc_literate.stochastic_ep")
+    return _POWER_EP[0]
 
 
 # %% book/25_sparse_ep.md, code cell 30
@@ -1019,7 +1043,14 @@ class _SparseFit:
             learn_inducing=self.learn_inducing,
             bounds=bounds,
         )
-        if client is None:
+        if self.alpha != 1.0:
+            if client is not None:
+                raise ValueError(
+                    "alpha < 1 (power EP) runs in this process only: fit without "
+                    "client, or use alpha=1.0 on the cluster"
+                )
+            run = functools.partial(_power_ep()[0], alpha=float(self.alpha))
+        elif client is None:
             run = fit_in_process
         else:
             run = _cluster_fit(client)  # chapter 27's fit_on_cluster
@@ -1044,6 +1075,7 @@ class _SparseFit:
         attributes, self._predictor = _fitted_attributes(
             kernel, likelihood, X, y_pm, Z, fit, beta
         )
+        self.alpha_ = float(self.alpha)
         for name, value in attributes.items():
             setattr(self, name, value)
 
@@ -1159,29 +1191,35 @@ class _SparseEvidence:
         kernel = self.kernel_ if theta is None else self.kernel_.with_theta(theta)
         if theta is None and not eval_gradient:
             return self.log_marginal_likelihood_
-        fit = fit_fitc_ep(
-            kernel,
-            self.X_train_,
-            self.y_train_,
-            self.likelihood_,
-            self.inducing_,
-            self.site_nu_,
-            self.site_tau_,
-            float(self.tol),
-            int(self.max_iter),
-        )
-        if not fit.converged:
+        data = (self.X_train_, self.y_train_, self.likelihood_, self.inducing_)
+        sites = (self.site_nu_, self.site_tau_)
+        if self.alpha_ != 1.0:  # chapter 26's power EP
+            value, grad, converged = _power_ep()[1](
+                kernel,
+                *data,
+                *sites,
+                alpha=self.alpha_,
+                tol=float(self.tol),
+                max_iter=int(self.max_iter),
+                eval_gradient=eval_gradient,
+            )
+        else:
+            fit = fit_fitc_ep(
+                kernel, *data, *sites, float(self.tol), int(self.max_iter)
+            )
+            value, converged = fit.log_evidence, fit.converged
+            grad = None
+            if eval_gradient:
+                grad = fitc_evidence_gradient(
+                    kernel, self.X_train_, self.inducing_, fit.prior, fit.posterior
+                )[0]
+        if not converged:
             warnings.warn(
                 f"sparse EP did not converge at theta={np.asarray(theta)}",
                 ConvergenceWarning,
                 stacklevel=2,
             )
-        if not eval_gradient:
-            return fit.log_evidence
-        grad = fitc_evidence_gradient(
-            kernel, self.X_train_, self.inducing_, fit.prior, fit.posterior
-        )[0]
-        return fit.log_evidence, grad
+        return (value, grad) if eval_gradient else value
 
 
 class _SparsePrediction:
@@ -1229,6 +1267,11 @@ class SparseEP(_SparseFit, _SparseEvidence, _SparsePrediction, GPClassifierBase)
     tol : float > 0, default 1e-8
         EP has converged when the undamped site change (eq-sites-converged) is below
         tol.
+    alpha : float in (0, 1], default 1.0
+        The power of power EP (chapter 26, sec-sep-power): 1 is EP on the FITC prior,
+        towards 0 the variational bound; below 1 the sites, site_nu_, site_tau_,
+        mu_cav_ and var_cav_ are in g_i (eq-sep-whitened) and a Probit likelihood is
+        needed.
     hyperparameter_bounds : "auto" or (low, high), default "auto"
         The box of the kernel hyperparameters during the search: "auto" is 1e-5 to 1e5
         times each one's start (chapter 1's search_box), a pair bounds every
@@ -1246,7 +1289,7 @@ class SparseEP(_SparseFit, _SparseEvidence, _SparsePrediction, GPClassifierBase)
     ``site_tau_``, ``mu_cav_``, ``var_cav_``, ``posterior_mean_``, ``posterior_var_``,
     ``log_marginal_likelihood_``, ``n_iter_``, ``converged_``, ``kernel_``,
     ``likelihood_``, ``learning_`` (None without optimizer), ``X_train_``, ``y_train_``
-    (-1/+1).
+    (-1/+1), ``alpha_``.
     """
 
     def __init__(
@@ -1259,6 +1302,7 @@ class SparseEP(_SparseFit, _SparseEvidence, _SparsePrediction, GPClassifierBase)
         optimizer="fmin_l_bfgs_b",
         max_iter=100,
         tol=1e-8,
+        alpha=1.0,
         hyperparameter_bounds="auto",
         random_state=None,
         verbose=False,
@@ -1272,6 +1316,7 @@ class SparseEP(_SparseFit, _SparseEvidence, _SparsePrediction, GPClassifierBase)
         self.optimizer = optimizer
         self.max_iter = max_iter
         self.tol = tol
+        self.alpha = alpha
         self.hyperparameter_bounds = hyperparameter_bounds
         self.random_state = random_state
         self.verbose = verbose

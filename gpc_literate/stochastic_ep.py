@@ -13,7 +13,9 @@ point is chapter 25's (eq-sep-site-map), and the one tied site of stochastic EP
 (eq-sep-tied, eq-sep-average); the gradient of EP's log marginal likelihood in the
 kernel hyperparameters and the inducing inputs with the sites held fixed in v
 (eq-sep-gradient, eq-sep-dvar, eq-sep-chol) and its unbiased minibatch estimate; Adam
-with a decaying rate (eq-sep-adam); and the estimator ``StochasticEP``. Memory O(M^2 + B
+with a decaying rate (eq-sep-adam); the estimator ``StochasticEP``; and power EP on the
+FITC prior (eq-pep-cavity to eq-pep-gradient), which chapter 25's SparseEP runs for
+alpha < 1. Memory O(M^2 + B
 M) besides the data (tied site) or O(n) more (per-point).
 
 Names as in gpc_literate.sparse_ep: ``Z`` the M inducing inputs, ``L`` the Cholesky
@@ -29,6 +31,7 @@ from typing import NamedTuple
 
 import numpy as np
 from scipy.linalg import LinAlgError, cho_solve, cholesky, solve_triangular
+from scipy.special import logsumexp
 from sklearn.utils import check_random_state
 from threadpoolctl import threadpool_limits
 from tqdm import tqdm
@@ -47,15 +50,20 @@ from gpc_literate.base import (
 )
 from gpc_literate.kernels import ard_default_kernel, input_scale
 from gpc_literate.likelihoods import Probit
-from gpc_literate.sites import cavities, site_from_derivatives
+from gpc_literate.ep_fast import ep_on_marginals
+from gpc_literate.sites import cavities, site_change, site_from_derivatives
 from gpc_literate.sparse_ep import (
     KUU_JITTER,
+    FITCFit,
+    FITCPosterior,
     check_inducing_options,
     choose_inducing,
     fitc_predict,
     fitc_prior,
     rbf_cross_vjp,
     rbf_diag_vjp,
+    register_power_ep,
+    search_fitc,
 )
 
 __all__ = [
@@ -92,6 +100,17 @@ __all__ = [
     "blas_limit",
     "report_sep_run",
     "StochasticEP",
+    "POWER_NODES",
+    "power_log_Z",
+    "PowerSites",
+    "PowerCavities",
+    "power_posterior",
+    "run_power_ep",
+    "power_evidence",
+    "power_gradient",
+    "fit_power_ep",
+    "power_fit_in_process",
+    "power_log_marginal",
 ]
 
 
@@ -1249,3 +1268,400 @@ class StochasticEP(_StochasticFit, _StochasticPrediction, GPClassifierBase):
         self.blas_threads = blas_threads
         self.verbose = verbose
         self.multi_class = multi_class
+
+
+# %% book/26_stochastic_ep.md, code cell 36
+POWER_NODES = 48  # K of eq-pep-quad: 2 K + 1 nodes
+
+
+def power_log_Z(likelihood, y, mu, var, alpha):
+    """Eqs (eq-pep-tilted), (eq-pep-quad): log of int N(f; mu, var) p(y|f)^alpha df and
+    its first two mu-derivatives.
+
+    The likelihood's closed form at alpha = 1; otherwise the sinh-mapped trapezoid rule
+    of eq-pep-quad, which needs the probit family's ``noise_var``.
+
+    Parameters
+    ----------
+    likelihood : Probit
+    y : ndarray of -1/+1
+    mu, var : ndarray
+        Mean and variance of f (broadcast with y).
+    alpha : float in (0, 1]
+
+    Returns
+    -------
+    log_z, d1, d2 : ndarray
+    """
+    if alpha == 1.0:
+        return likelihood.log_Z(y, mu, var)
+    y, mu, var = (np.asarray(a, dtype=float) for a in np.broadcast_arrays(y, mu, var))
+    sd = np.sqrt(var)
+    c = np.minimum(1.0, np.sqrt(likelihood.noise_var) / sd)
+    h = np.arcsinh(20.0 / c) / POWER_NODES
+    x = np.arange(-POWER_NODES, POWER_NODES + 1) * h[..., None]
+    t = np.clip(-mu / sd, -8.0, 8.0)[..., None] + c[..., None] * np.sinh(x)
+    f, y = mu[..., None] + sd[..., None] * t, y[..., None]
+    log_w = np.log(h * c / np.sqrt(2.0 * np.pi))[..., None] + np.log(np.cosh(x))
+    log_p, g1, g2 = likelihood.log_Z(y, f, 0.0)  # log p(y|f) and its f-derivatives
+    u = log_w - 0.5 * t * t + alpha * log_p
+    log_z = logsumexp(u, axis=-1)
+    w = np.exp(u - log_z[..., None])  # the tilted weights
+    a1 = alpha * g1
+    d1 = np.sum(w * a1, axis=-1)
+    d2 = np.sum(w * (alpha * g2 + (a1 - d1[..., None]) ** 2), axis=-1)
+    return log_z, d1, d2
+
+
+class PowerSites:
+    """The 'likelihood' of the alpha-sites (eq-pep-tilted): p(y|f)^alpha averaged over
+    the FITC noise N(0, d).
+
+    Parameters
+    ----------
+    likelihood : Probit
+    alpha : float in (0, 1]
+    d : ndarray of shape (n,)
+        The FITC diagonal.
+    """
+
+    def __init__(self, likelihood, alpha, d):
+        self.likelihood, self.alpha, self.d = likelihood, alpha, d
+
+    def log_Z(self, y, mu, var):
+        """power_log_Z at the variance var + d."""
+        return power_log_Z(self.likelihood, y, mu, var + self.d, self.alpha)
+
+
+# %% book/26_stochastic_ep.md, code cell 38
+class PowerCavities(NamedTuple):
+    """q of power EP in v, its marginals of g_i, the cavities (eq-pep-cavity) and the
+    tilted derivatives (eq-pep-tilted).
+
+    Attributes
+    ----------
+    q : WhitenedGaussian
+    A : ndarray of shape (M, n)
+        C^-1 Qt.
+    mean, var : ndarray of shape (n,)
+        The marginals (mu_i, v_i) of g_i.
+    mu_cav, var_cav : ndarray of shape (n,)
+        The cavities (m_i, s_i).
+    log_z, d1, d2 : ndarray of shape (n,)
+        log Z_i^(alpha) and its m-derivatives.
+    """
+
+    q: WhitenedGaussian
+    A: np.ndarray  # C^-1 Qt
+    mean: np.ndarray  # mu_i
+    var: np.ndarray  # v_i
+    mu_cav: np.ndarray
+    var_cav: np.ndarray
+    log_z: np.ndarray
+    d1: np.ndarray
+    d2: np.ndarray
+
+
+def power_posterior(Qt, nu, tau):
+    """q(v) of the sites (nu, tau) in g_i = b_i^T v, and the marginals of the g_i
+    (eq-sep-marginals).
+
+    Parameters
+    ----------
+    Qt : ndarray of shape (M, n)
+        The b_i as columns.
+    nu, tau : ndarray of shape (n,)
+
+    Returns
+    -------
+    q : WhitenedGaussian
+    mean, var : ndarray of shape (n,)
+    A : ndarray of shape (M, n)
+
+    Raises
+    ------
+    LinAlgError
+        If P = I + sum_i tau_i b_i b_i^T is not positive definite.
+    """
+    P = (Qt * tau) @ Qt.T
+    P[np.diag_indices_from(P)] += 1.0
+    q = whitened_gaussian(P, Qt @ nu)
+    mean, var, A = g_marginals(q, Qt)
+    return q, mean, var, A
+
+
+def run_power_ep(prior, likelihood, y, alpha, nu, tau, tol, max_iter):
+    """Power EP (eqs eq-pep-cavity, eq-pep-tilted) on the FITC prior, by chapter 14's
+    ep_on_marginals on the alpha-sites.
+
+    Parameters
+    ----------
+    prior : FITCPrior
+    likelihood : Probit
+    y : ndarray of shape (n,)
+    alpha : float in (0, 1]
+    nu, tau : ndarray of shape (n,)
+        The starting sites in g_i.
+    tol : float
+        Converged when the site change (eq-sites-converged) is below tol.
+    max_iter : int
+
+    Returns
+    -------
+    nu, tau : ndarray of shape (n,)
+    n_iter : int
+        Evaluations of the marginals.
+    converged : bool
+    """
+    count = [0]
+
+    def marginals(nu_a, tau_a):
+        count[0] += 1
+        return power_posterior(prior.Qt, nu_a / alpha, tau_a / alpha)[1:3]
+
+    (nu_a, tau_a), converged = ep_on_marginals(
+        marginals,
+        PowerSites(likelihood, alpha, prior.d),
+        y,
+        alpha * nu,
+        alpha * tau,
+        alpha * tol,  # the alpha-sites move alpha times as far
+        max_iter,
+    )
+    return nu_a / alpha, tau_a / alpha, count[0], converged
+
+
+def power_evidence(prior, likelihood, y, alpha, nu, tau):
+    """Eq. (eq-pep-evidence) at the sites (nu, tau), and what the gradient needs.
+
+    Parameters
+    ----------
+    prior : FITCPrior
+    likelihood : Probit
+    y : ndarray of shape (n,)
+    alpha : float in (0, 1]
+    nu, tau : ndarray of shape (n,)
+
+    Returns
+    -------
+    log_evidence : float
+        -inf when a cavity is improper.
+    cavities : PowerCavities or None
+        None when a cavity is improper.
+
+    Raises
+    ------
+    LinAlgError
+        If q is improper.
+    """
+    q, mean, var, A = power_posterior(prior.Qt, nu, tau)
+    precision = 1.0 / var - alpha * tau
+    if not np.all(precision > 0.0):
+        return -np.inf, None
+    var_cav = 1.0 / precision
+    mu_cav = var_cav * (mean / var - alpha * nu)
+    log_z, d1, d2 = power_log_Z(likelihood, y, mu_cav, var_cav + prior.d, alpha)
+    phi = 0.5 * (prior.Qt @ nu) @ q.mean - np.sum(np.log(np.diag(q.C)))
+    bracket = (
+        log_z
+        + 0.5 * np.log(var_cav / var)
+        + 0.5 * (mu_cav**2 / var_cav - mean**2 / var)
+    )
+    value = phi + np.sum(bracket) / alpha
+    cav = PowerCavities(q, A, mean, var, mu_cav, var_cav, log_z, d1, d2)
+    return (float(value), cav) if np.isfinite(value) else (-np.inf, None)
+
+
+def power_gradient(kernel, X, Z, prior, nu, tau, alpha, cav):
+    """Eq. (eq-pep-gradient): d log Z_(alpha) / d(theta, Z) at a fixed point, in blocks
+    of SITE_BLOCK points.
+
+    Parameters
+    ----------
+    kernel : RBF
+    X : ndarray of shape (n, D)
+    Z : ndarray of shape (M, D)
+    prior : FITCPrior
+    nu, tau : ndarray of shape (n,)
+    alpha : float in (0, 1]
+    cav : PowerCavities
+        From power_evidence at (nu, tau).
+
+    Returns
+    -------
+    d_theta : ndarray of shape (p,)
+    d_Z : ndarray of shape (M, D)
+    """
+    ratio = cav.var_cav / cav.var  # 1 / (1 - alpha tau_i v_i)
+    coef = alpha * (nu - tau * cav.mean)
+    d_theta, d_Z = 0.0, 0.0
+    for start in range(0, len(X), SITE_BLOCK):
+        rows = slice(start, start + SITE_BLOCK)
+        Bt = prior.Qt[:, rows]
+        Sb = solve_triangular(
+            cav.q.C, cav.A[:, rows], lower=True, trans="T", check_finite=False
+        )
+        Sb *= ratio[rows]  # S_cav b_i
+        m_v = cav.q.mean[:, None] - Sb * coef[rows]  # cavity means of v
+        columns, e_sum = site_gradient_columns(Bt, m_v, Sb, cav.d1[rows], cav.d2[rows])
+        g_theta, g_Z = gradient_from_columns(
+            kernel, X[rows], Z, prior.L, Bt, columns / alpha, e_sum / alpha
+        )
+        d_theta, d_Z = d_theta + g_theta, d_Z + g_Z
+    return d_theta, d_Z
+
+
+# %% book/26_stochastic_ep.md, code cell 39
+def fit_power_ep(kernel, X, y, likelihood, Z, alpha, nu, tau, tol, max_iter):
+    """Power EP at (kernel, Z) from the sites (nu, tau): chapter 25's FITCFit, sites and
+    cavities in g_i, and the PowerCavities.
+
+    The FITCFit's posterior holds the sites in g_i, the marginals of f_i (mean mu_i,
+    variance v_i + d_i), coef = nu - tau mu, lam = tau, the factor C of P and log det P.
+
+    Parameters
+    ----------
+    kernel, X, y, likelihood, Z
+        As in chapter 25's fit_fitc_ep.
+    alpha : float in (0, 1]
+    nu, tau : ndarray of shape (n,)
+    tol : float
+    max_iter : int
+
+    Returns
+    -------
+    fit : FITCFit
+        log_evidence -inf when a cavity is improper.
+    cav : PowerCavities or None
+
+    Raises
+    ------
+    LinAlgError
+        When q is improper or the jittered K_uu cannot be factorised.
+    """
+    prior = fitc_prior(kernel, X, Z)
+    nu, tau, n_iter, converged = run_power_ep(
+        prior, likelihood, y, alpha, nu, tau, tol, max_iter
+    )
+    value, cav = power_evidence(prior, likelihood, y, alpha, nu, tau)
+    if cav is None:
+        q, mean, var, _ = power_posterior(prior.Qt, nu, tau)
+        post = FITCPosterior(
+            nu, tau, mean, var + prior.d, nu - tau * mean, tau, q.C, 0.0
+        )
+        return FITCFit(prior, post, mean, var, -np.inf, n_iter, False, np.inf), None
+    nu_a, tau_a, ok = site_from_derivatives(cav.mu_cav, cav.var_cav, cav.d1, cav.d2)
+    change = (
+        site_change(nu_a - alpha * nu, tau_a - alpha * tau, cav.var_cav) / alpha
+        if ok.all()
+        else np.inf
+    )
+    post = FITCPosterior(
+        nu,
+        tau,
+        cav.mean,
+        cav.var + prior.d,
+        nu - tau * cav.mean,
+        tau,
+        cav.q.C,
+        2.0 * float(np.sum(np.log(np.diag(cav.q.C)))),
+    )
+    fit = FITCFit(
+        prior, post, cav.mu_cav, cav.var_cav, value, n_iter, converged, change
+    )
+    return fit, cav
+
+
+def power_fit_in_process(
+    kernel,
+    X,
+    y,
+    likelihood,
+    Z,
+    nu,
+    tau,
+    *,
+    alpha,
+    bounds,
+    learn_inducing,
+    tol,
+    max_iter,
+    verbose=False,
+):
+    """SparseEP's fit with alpha < 1: power EP from (nu, tau), then chapter 25's
+    search_fitc on eq-pep-evidence unless ``bounds`` is None.
+
+    Parameters and returns as chapter 25's fit_in_process, and ``alpha``; beta = L^-T m.
+    """
+    fit, cav = fit_power_ep(kernel, X, y, likelihood, Z, alpha, nu, tau, tol, max_iter)
+    learned = None
+    if bounds is not None:
+        last = [fit]
+
+        def evaluate(kern, Z_x):
+            try:
+                new, new_cav = fit_power_ep(
+                    kern,
+                    X,
+                    y,
+                    likelihood,
+                    Z_x,
+                    alpha,
+                    last[0].posterior.nu,
+                    last[0].posterior.tau,
+                    tol,
+                    max_iter,
+                )
+            except LinAlgError:
+                return -np.inf, None, None
+            if new_cav is None:
+                return -np.inf, None, None
+            last[0] = new
+            grad = power_gradient(
+                kern,
+                X,
+                Z_x,
+                new.prior,
+                new.posterior.nu,
+                new.posterior.tau,
+                alpha,
+                new_cav,
+            )
+            return new.log_evidence, *grad
+
+        kernel, Z, learned = search_fitc(
+            kernel,
+            Z,
+            evaluate,
+            learn_inducing=learn_inducing,
+            bounds=bounds,
+            verbose=verbose,
+        )
+        learned.criterion = f"log marginal likelihood (power EP, alpha = {alpha:g})"
+        start = last[0].posterior
+        fit, cav = fit_power_ep(
+            kernel, X, y, likelihood, Z, alpha, start.nu, start.tau, tol, max_iter
+        )
+        learned.value = float(fit.log_evidence)
+    if cav is None:
+        raise LinAlgError("a cavity of power EP is improper at the final sites")
+    mean_v = cav.q.mean
+    beta = solve_triangular(fit.prior.L, mean_v, lower=True, trans="T")
+    return kernel, Z, learned, fit, beta
+
+
+def power_log_marginal(
+    kernel, X, y, likelihood, Z, nu, tau, *, alpha, tol, max_iter, eval_gradient
+):
+    """Eq. (eq-pep-evidence) after power EP from (nu, tau), with eq. (eq-pep-gradient)
+    in theta if ``eval_gradient``: (value, gradient or None, converged)."""
+    fit, cav = fit_power_ep(kernel, X, y, likelihood, Z, alpha, nu, tau, tol, max_iter)
+    if not eval_gradient or cav is None:
+        return fit.log_evidence, None, fit.converged
+    grad = power_gradient(
+        kernel, X, Z, fit.prior, fit.posterior.nu, fit.posterior.tau, alpha, cav
+    )[0]
+    return fit.log_evidence, grad, fit.converged
+
+
+register_power_ep(power_fit_in_process, power_log_marginal)

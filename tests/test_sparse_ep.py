@@ -15,7 +15,7 @@ from gpc_literate.base import ConvergenceWarning, NotFittedError
 from gpc_literate.datasets import make_noisy_linear
 from gpc_literate.ep_classifier import EP
 from gpc_literate.kernels import RBF, Cauchy
-from gpc_literate.likelihoods import Probit
+from gpc_literate.likelihoods import Probit, StepFlip
 from gpc_literate.sparse_ep import (
     PIVOT_SUBSET,
     SparseEP,
@@ -178,6 +178,11 @@ def test_learning_the_inducing_inputs_raises_the_evidence():
         (dict(learn_inducing=True, optimizer=None), "learn_inducing", ValueError),
         (dict(max_iter=0), "max_iter", ValueError),
         (dict(tol=-1.0), "tol", ValueError),
+        (dict(alpha=0.0), "alpha", ValueError),
+        (dict(alpha=1.5), "alpha", ValueError),
+        (dict(alpha=float("nan")), "alpha", ValueError),
+        (dict(alpha="half"), "alpha", TypeError),
+        (dict(alpha=0.5, likelihood=StepFlip(0.1)), "alpha", TypeError),
         (dict(kernel=Cauchy()), "RBF", TypeError),
         (dict(likelihood="probit"), "likelihood", TypeError),
         (dict(hyperparameter_bounds=(2.0, 1.0)), "hyperparameter_bounds", ValueError),
@@ -312,3 +317,75 @@ def test_fit_with_a_client_needs_chapter_27s_module(monkeypatch):
 
     sparse_ep.register_cluster_fit(cluster_ep.fit_on_cluster)
     assert sparse_ep._CLUSTER_FIT == [cluster_ep.fit_on_cluster]
+
+
+# -- power EP (chapter 26, sec-sep-power) ---------------------------------------------------------
+
+
+def test_power_ep_next_to_alpha_one_is_chapter_25s_sparse_ep():
+    kw = dict(kernel=RBF(1.2, 2.0), n_inducing=10, optimizer=None, tol=1e-12)
+    one = SparseEP(**kw).fit(X, Y)
+    near = SparseEP(alpha=1.0 - 1e-12, **kw).fit(X, Y)
+    assert near.log_marginal_likelihood_ == pytest.approx(
+        one.log_marginal_likelihood_, abs=1e-8
+    )
+    np.testing.assert_allclose(near.predict_proba(X), one.predict_proba(X), atol=1e-8)
+
+
+@pytest.mark.parametrize("alpha", [0.5, 0.05])
+def test_power_ep_gradient_matches_central_differences(alpha):
+    model = SparseEP(
+        RBF([1.2, 0.8], 2.0), n_inducing=10, optimizer=None, tol=1e-12, alpha=alpha
+    ).fit(X, Y)
+    value, grad = model.log_marginal_likelihood(model.kernel_.theta, eval_gradient=True)
+    assert value == pytest.approx(model.log_marginal_likelihood_, abs=1e-8)
+    h = 1e-5
+    fd = [
+        (
+            model.log_marginal_likelihood(model.kernel_.theta + h * e)
+            - model.log_marginal_likelihood(model.kernel_.theta - h * e)
+        )
+        / (2 * h)
+        for e in np.eye(3)
+    ]
+    np.testing.assert_allclose(grad, fd, rtol=1e-5)
+
+
+def test_power_ep_evidence_falls_with_alpha_and_learns_in_any_units():
+    values = [
+        SparseEP(RBF(1.2, 2.0), n_inducing=10, optimizer=None, alpha=a)
+        .fit(X, Y)
+        .log_marginal_likelihood_
+        for a in (1.0, 0.5, 0.1)
+    ]
+    assert values[0] > values[1] > values[2]
+    labels = np.where(Y > 0, "late", "on time")
+    metres = SparseEP(n_inducing=10, alpha=0.5, random_state=0).fit(X, labels)
+    nanometres = SparseEP(n_inducing=10, alpha=0.5, random_state=0).fit(1e9 * X, labels)
+    assert metres.alpha_ == 0.5 and metres.converged_
+    assert np.mean(metres.predict(X) == labels) > 0.8
+    np.testing.assert_allclose(
+        metres.predict_proba(X), nanometres.predict_proba(1e9 * X), atol=1e-5
+    )
+
+
+def test_power_ep_runs_in_process_only():
+    with pytest.raises(ValueError, match="client"):
+        SparseEP(n_inducing=5, optimizer=None, alpha=0.5).fit(X, Y, client=object())
+
+
+def test_power_ep_imports_chapter_26_on_first_use():
+    """Chapter 25 does not import chapter 26 when it loads: SparseEP(alpha < 1) does, on
+    first use, and the module registers its functions."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, numpy as np\n"
+        "from gpc_literate.sparse_ep import SparseEP\n"
+        "assert 'gpc_literate.stochastic_ep' not in sys.modules\n"
+        "X = np.random.default_rng(0).normal(size=(30, 2))\n"
+        "SparseEP(n_inducing=5, optimizer=None, alpha=0.5).fit(X, X[:, 0] > 0)\n"
+        "assert 'gpc_literate.stochastic_ep' in sys.modules\n"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True)
