@@ -18,6 +18,7 @@ import copy
 import inspect
 import numbers
 import sys
+import time
 import warnings
 from dataclasses import dataclass, field
 
@@ -1170,9 +1171,10 @@ def _report_search(best, theta, names, bounds, owner, stacklevel, fix=_FIX):
     """
     at_bound = bound_hits(theta, names, *bounds)
     if not best.success:
+        budget = "max_time" if best.message.startswith("max_time") else "max_iter"
         warnings.warn(
             f"{owner}: the hyperparameter search stopped without converging "
-            f"({best.message}); increase max_iter or fix the kernel (optimizer=None)",
+            f"({best.message}); increase {budget} or fix the kernel (optimizer=None)",
             ConvergenceWarning,
             stacklevel=stacklevel + 2,
         )
@@ -1244,6 +1246,7 @@ def maximize_criterion(
     callback=None,
     verbose=False,
     fix=_FIX,
+    max_time=None,
 ):
     """Maximise criterion(theta) over log-hyperparameters in a box (section
     sec-gpc-learning).
@@ -1285,6 +1288,9 @@ def maximize_criterion(
         Show a tqdm bar of the iterations.
     fix : str, default _FIX
         The advice of the bound warning.
+    max_time : float > 0 or None, default None
+        Seconds: the search stops after the first iteration that ends later (the
+        record's message then starts with "max_time").
 
     Returns
     -------
@@ -1309,8 +1315,11 @@ def maximize_criterion(
         "worst": None,  # last finite point, worst value
         "n_evaluations": 0,
     }
+    if max_time is not None:
+        max_time = check_scalar(max_time, "max_time", low=0.0, low_inclusive=False)
     objective = _search_objective(criterion, gradient, good, scale)
     starts = _search_starts(theta0, low, high, n_restarts, random_state)
+    start_time, stopped = time.perf_counter(), []
     with tqdm(total=max_iter * len(starts), desc=owner, disable=not verbose) as bar:
 
         def step(intermediate_result):
@@ -1318,9 +1327,15 @@ def maximize_criterion(
             bar.set_postfix(criterion=f"{-intermediate_result.fun / scale:.4f}")
             if callback is not None:
                 callback(intermediate_result)
+            if max_time is not None and time.perf_counter() - start_time > max_time:
+                stopped.append(True)
+                raise StopIteration  # scipy ends the run at this iterate
 
         box = list(zip(low, high))
         best = _best_run(objective, starts, box, gradient, max_iter, tols, step)
+    if stopped:
+        best.success = False
+        best.message = f"max_time: the search's {max_time:.3g} s ran out"
     theta = np.clip(best.x, low, high)
     at_bound = _report_search(best, theta, names, (low, high), owner, stacklevel, fix)
     record = _search_record(best, theta, starts, names, good, at_bound)

@@ -16,6 +16,7 @@ SparseEP.fit with a client. Names as in gpc_literate.sparse_ep.
 """
 
 import pickle
+import time
 from types import SimpleNamespace
 from typing import NamedTuple
 
@@ -52,6 +53,7 @@ from gpc_literate.sparse_ep import (
     fitc_prior,
     rbf_cross_vjp,
     register_cluster_fit,
+    search_budget,
     search_fitc,
 )
 
@@ -557,7 +559,16 @@ def sharded_gradient(shards, kernel, Z, factor):
 
 # %% book/27_sparse_ep_cluster.md, code cell 19
 def learn_on_shards(
-    shards, kernel, Z, *, learn_inducing, bounds, tol, max_iter, verbose=False
+    shards,
+    kernel,
+    Z,
+    *,
+    learn_inducing,
+    bounds,
+    tol,
+    max_iter,
+    verbose=False,
+    max_time=None,
 ):
     """Chapter 25's search_fitc with EP and the gradient on the shards.
 
@@ -571,7 +582,7 @@ def learn_on_shards(
         The start of theta.
     Z : ndarray of shape (M, d)
         The inducing inputs (the start, if learned).
-    learn_inducing, bounds, verbose
+    learn_inducing, bounds, verbose, max_time
         As in search_fitc.
     tol, max_iter
         Of sharded_sparse_ep at each point.
@@ -610,6 +621,7 @@ def learn_on_shards(
         learn_inducing=learn_inducing,
         bounds=bounds,
         verbose=verbose,
+        max_time=max_time,
     )
 
 
@@ -657,7 +669,7 @@ def gather_fit(shards, kernel, Z, likelihood, y, run):
 
 # %% book/27_sparse_ep_cluster.md, code cell 21
 def _search_on_shards(
-    shards, kernel, Z, bounds, learn_inducing, tol, max_iter, verbose
+    shards, kernel, Z, bounds, learn_inducing, tol, max_iter, verbose, max_time=None
 ):
     """fit_on_cluster's search from the shards' sites, then EP at the point it found:
     (kernel, Z, LearnedHyperparameters, ShardedFit)."""
@@ -672,6 +684,7 @@ def _search_on_shards(
         tol=tol,
         max_iter=max_iter,
         verbose=verbose,
+        max_time=max_time,
     )
     _on_shards(shards, "set_prior", kernel, Z)
     return kernel, Z, learned, sharded_sparse_ep(shards, tol, max_iter)
@@ -693,6 +706,7 @@ def fit_on_cluster(
     tol,
     max_iter,
     verbose=False,
+    max_time=None,
 ):
     """SparseEP's fit with the points in shards on the workers of the Dask ``client``:
     EP from (nu, tau), then the search unless ``bounds`` is None, as chapter 25's
@@ -705,7 +719,7 @@ def fit_on_cluster(
     client : dask.distributed.Client
     bounds : (low, high) or None
         None: keep the kernel fixed.
-    learn_inducing, tol, max_iter, verbose
+    learn_inducing, tol, max_iter, verbose, max_time
         As in fit_in_process.
 
     Returns
@@ -723,11 +737,20 @@ def fit_on_cluster(
     WorkerLostError
         When a worker that held a shard is lost.
     """
+    start = time.perf_counter()
     shards = make_shards(X, y, kernel, likelihood, Z, client=client, nu=nu, tau=tau)
     run, learned = sharded_sparse_ep(shards, tol, max_iter), None
     if bounds is not None:
         kernel, Z, learned, run = _search_on_shards(
-            shards, kernel, Z, bounds, learn_inducing, tol, max_iter, verbose
+            shards,
+            kernel,
+            Z,
+            bounds,
+            learn_inducing,
+            tol,
+            max_iter,
+            verbose,
+            search_budget(max_time, start),
         )
     fit, beta = gather_fit(shards, kernel, Z, likelihood, y, run)
     if learned is not None:

@@ -21,6 +21,7 @@ diagonal part of the FITC prior, ``lam`` = tau / (1 + d tau).
 import copy
 import functools
 import importlib
+import time
 import warnings
 from typing import NamedTuple
 
@@ -716,10 +717,12 @@ def _search_space(kernel, Z, bounds, learn_inducing):
 
 
 # %% book/25_sparse_ep.md, code cell 25
-def search_fitc(kernel, Z, evaluate, *, learn_inducing, bounds, verbose=False):
+def search_fitc(
+    kernel, Z, evaluate, *, learn_inducing, bounds, verbose=False, max_time=None
+):
     """Maximise sparse EP's log Z_EP over theta (box ``bounds``) and, if
     ``learn_inducing``, Z, with chapter 1's maximize_criterion (L-BFGS-B, at most
-    SEARCH_MAX_ITER iterations).
+    SEARCH_MAX_ITER iterations, and ``max_time`` seconds if given).
 
     Parameters
     ----------
@@ -735,6 +738,8 @@ def search_fitc(kernel, Z, evaluate, *, learn_inducing, bounds, verbose=False):
     bounds : (low, high)
         The box of theta, in log units.
     verbose : bool, default False
+    max_time : float > 0 or None, default None
+        The search's time budget in seconds (maximize_criterion's).
 
     Returns
     -------
@@ -772,6 +777,7 @@ def search_fitc(kernel, Z, evaluate, *, learn_inducing, bounds, verbose=False):
         owner="SparseEP.fit",
         stacklevel=7,
         verbose=verbose,
+        max_time=max_time,
     )
     learned.criterion = "log marginal likelihood (sparse EP)"
     learned.theta, learned.theta_start = learned.theta[:p], learned.theta_start[:p]
@@ -830,6 +836,7 @@ def learn_fitc(
     tol,
     max_iter,
     verbose=False,
+    max_time=None,
 ):
     """search_fitc with fit_fitc_ep and fitc_evidence_gradient, in this process.
 
@@ -841,7 +848,7 @@ def learn_fitc(
         As in fit_fitc_ep.
     fit : FITCFit
         The fit at the start; it provides the first sites.
-    learn_inducing, bounds, verbose
+    learn_inducing, bounds, verbose, max_time
         As in search_fitc.
     tol, max_iter
         As in fit_fitc_ep.
@@ -862,6 +869,7 @@ def learn_fitc(
         learn_inducing=learn_inducing,
         bounds=bounds,
         verbose=verbose,
+        max_time=max_time,
     )
     final = _warm_fit(kernel, X, y, likelihood, Z, last[0], tol, max_iter)
     learned.value = float(final.log_evidence)
@@ -923,6 +931,8 @@ def _check_sparse_options(est):
         raise ValueError("learn_inducing=True needs optimizer='fmin_l_bfgs_b'")
     check_integer(est.max_iter, "max_iter", low=1)
     check_scalar(est.tol, "tol", low=0.0, low_inclusive=False)
+    if est.max_time is not None:
+        check_scalar(est.max_time, "max_time", low=0.0, low_inclusive=False)
     alpha = check_scalar(est.alpha, "alpha", low=0.0, high=1.0, low_inclusive=False)
     if alpha < 1.0 and not hasattr(est.likelihood or Probit(), "noise_var"):
         raise TypeError(
@@ -953,6 +963,14 @@ def _cluster_fit(client):
             "fit again"
         )
     return functools.partial(_CLUSTER_FIT[0], client=client)
+
+
+def search_budget(max_time, start):
+    """What is left of ``max_time`` seconds counted from ``start`` (perf_counter), for
+    the search; None for no budget, and at least a millisecond."""
+    if max_time is None:
+        return None
+    return max(max_time - (time.perf_counter() - start), 1e-3)
 
 
 _POWER_EP = []  # [(fit, evidence)] once chapter 26's module is imported
@@ -1042,6 +1060,7 @@ class _SparseFit:
             verbose=self.verbose,
             learn_inducing=self.learn_inducing,
             bounds=bounds,
+            max_time=self.max_time,
         )
         if self.alpha != 1.0:
             if client is not None:
@@ -1094,6 +1113,7 @@ def fit_in_process(
     tol,
     max_iter,
     verbose=False,
+    max_time=None,
 ):
     """SparseEP's fit in this process: EP from (nu, tau), then learn_fitc unless
     ``bounds`` is None.
@@ -1106,6 +1126,8 @@ def fit_in_process(
         None: keep the kernel fixed.
     learn_inducing, tol, max_iter, verbose
         As in learn_fitc.
+    max_time : float > 0 or None, default None
+        Seconds from the call after which the search stops (search_budget).
 
     Returns
     -------
@@ -1116,6 +1138,7 @@ def fit_in_process(
     beta : ndarray of shape (M,)
         fitc_beta of the fit.
     """
+    start = time.perf_counter()
     fit, learned = (
         fit_fitc_ep(kernel, X, y, likelihood, Z, nu, tau, tol, max_iter),
         None,
@@ -1133,6 +1156,7 @@ def fit_in_process(
             tol=tol,
             max_iter=max_iter,
             verbose=verbose,
+            max_time=search_budget(max_time, start),
         )
     return (
         kernel,
@@ -1267,6 +1291,10 @@ class SparseEP(_SparseFit, _SparseEvidence, _SparsePrediction, GPClassifierBase)
     tol : float > 0, default 1e-8
         EP has converged when the undamped site change (eq-sites-converged) is below
         tol.
+    max_time : float > 0 or None, default None
+        Seconds: the search of the hyperparameters stops after the first L-BFGS-B
+        iteration that ends later than max_time from the start of the fit (the final
+        EP run at the point found comes on top); None: no budget.
     alpha : float in (0, 1], default 1.0
         The power of power EP (chapter 26, sec-sep-power): 1 is EP on the FITC prior,
         towards 0 the variational bound; below 1 the sites, site_nu_, site_tau_,
@@ -1302,6 +1330,7 @@ class SparseEP(_SparseFit, _SparseEvidence, _SparsePrediction, GPClassifierBase)
         optimizer="fmin_l_bfgs_b",
         max_iter=100,
         tol=1e-8,
+        max_time=None,
         alpha=1.0,
         hyperparameter_bounds="auto",
         random_state=None,
@@ -1316,6 +1345,7 @@ class SparseEP(_SparseFit, _SparseEvidence, _SparsePrediction, GPClassifierBase)
         self.optimizer = optimizer
         self.max_iter = max_iter
         self.tol = tol
+        self.max_time = max_time
         self.alpha = alpha
         self.hyperparameter_bounds = hyperparameter_bounds
         self.random_state = random_state

@@ -63,6 +63,7 @@ from gpc_literate.sparse_ep import (
     rbf_cross_vjp,
     rbf_diag_vjp,
     register_power_ep,
+    search_budget,
     search_fitc,
 )
 
@@ -1587,12 +1588,14 @@ def power_fit_in_process(
     tol,
     max_iter,
     verbose=False,
+    max_time=None,
 ):
     """SparseEP's fit with alpha < 1: power EP from (nu, tau), then chapter 25's
     search_fitc on eq-pep-evidence unless ``bounds`` is None.
 
     Parameters and returns as chapter 25's fit_in_process, and ``alpha``; beta = L^-T m.
     """
+    start = time.perf_counter()
     fit, cav = fit_power_ep(kernel, X, y, likelihood, Z, alpha, nu, tau, tol, max_iter)
     learned = None
     if bounds is not None:
@@ -1636,6 +1639,7 @@ def power_fit_in_process(
             learn_inducing=learn_inducing,
             bounds=bounds,
             verbose=verbose,
+            max_time=search_budget(max_time, start),
         )
         learned.criterion = f"log marginal likelihood (power EP, alpha = {alpha:g})"
         start = last[0].posterior

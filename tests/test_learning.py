@@ -219,7 +219,7 @@ def test_maximize_criterion_scale_keeps_the_maximum_and_reports_unscaled():
     assert np.max(np.abs(tried[1])) < 1.0
 
 
-@pytest.mark.parametrize("name", ["scale", "gtol"])
+@pytest.mark.parametrize("name", ["scale", "gtol", "max_time"])
 @pytest.mark.parametrize("value", [0.0, -1.0, np.nan, "1"])
 def test_maximize_criterion_refuses_a_bad_scale_or_gtol(name, value):
     def f(t):
@@ -257,3 +257,25 @@ def test_maximize_criterion_gtol_stops_at_a_coarse_gradient():
     assert "PGTOL" in coarse[1].message
     assert coarse[1].n_evaluations <= fine[1].n_evaluations
     assert np.allclose(coarse[0], 0.3, atol=0.01)
+
+
+def test_maximize_criterion_max_time_stops_the_search_with_a_warning():
+    # each evaluation takes 20 ms: a budget of 50 ms stops the search after a few
+    # iterations, at a point better than the start, and the warning names max_time
+    import time
+
+    def f(t):
+        time.sleep(0.02)
+        return -np.sum((t - 0.3) ** 2) - np.sum(np.sin(5 * t)) / 5, -2 * (
+            t - 0.3
+        ) - np.cos(5 * t)
+
+    start = f(np.full(3, -1.5))[0]
+    with pytest.warns(ConvergenceWarning, match="increase max_time"):
+        theta, record = maximize_criterion(
+            f, np.full(3, -1.5), bounds=(-2.0, 2.0), tol=1e-14, max_time=0.05
+        )
+    assert record.message.startswith("max_time") and not record.converged
+    assert record.value > start and record.n_evaluations < 20
+    free = maximize_criterion(f, np.full(3, -1.5), bounds=(-2.0, 2.0), tol=1e-14)
+    assert free[1].n_evaluations > record.n_evaluations

@@ -178,6 +178,8 @@ def test_learning_the_inducing_inputs_raises_the_evidence():
         (dict(learn_inducing=True, optimizer=None), "learn_inducing", ValueError),
         (dict(max_iter=0), "max_iter", ValueError),
         (dict(tol=-1.0), "tol", ValueError),
+        (dict(max_time=0.0), "max_time", ValueError),
+        (dict(max_time="1"), "max_time", TypeError),
         (dict(alpha=0.0), "alpha", ValueError),
         (dict(alpha=1.5), "alpha", ValueError),
         (dict(alpha=float("nan")), "alpha", ValueError),
@@ -389,3 +391,13 @@ def test_power_ep_imports_chapter_26_on_first_use():
         "assert 'gpc_literate.stochastic_ep' in sys.modules\n"
     )
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+@pytest.mark.parametrize("alpha", [1.0, 0.5])
+def test_max_time_stops_the_search_and_says_so(alpha):
+    with pytest.warns(ConvergenceWarning, match="increase max_time"):
+        model = SparseEP(n_inducing=10, max_time=1e-6, alpha=alpha).fit(X, Y)
+    assert model.learning_.message.startswith("max_time")
+    assert model.learning_.n_evaluations <= 3
+    free = SparseEP(n_inducing=10, alpha=alpha).fit(X, Y)
+    assert free.learning_.n_evaluations > model.learning_.n_evaluations
