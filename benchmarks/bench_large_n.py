@@ -1,9 +1,11 @@
-"""Large-n classification against the clock: stochastic EP and SVGP on twonorm and ringnorm.
+"""Large-n classification against the clock: sparse and stochastic EP and SVGP.
 
 Each *system* trains a GP classifier on n = 100,000 points of twonorm or ringnorm
-(``gpc_literate.datasets.make_twonorm`` / ``make_ringnorm``, 20 inputs) under a budget of
-wall-clock *training* time, and is scored on a separate test set of 10,000 points at
-checkpoints (0, 2, 5, 10, 20, 30, 45, 60, 90, 120, 180, 240, 300, ... s and at the budget):
+(``gpc_literate.datasets.make_twonorm`` / ``make_ringnorm``, 20 inputs) or of the NYC 2013
+flight delays (``load_flights``: 8 standardised inputs, its own fixed split, at most 223,853
+training points) under a budget of wall-clock *training* time, and is scored on a separate
+test set of 10,000 points at checkpoints (0, 2, 5, 10, 20, 30, 45, 60, 90, 120, 180, 240,
+300, ... s and at the budget):
 
 * test error: the fraction of test points whose predicted label, +1 iff P(y = +1 | x) > 1/2,
   is wrong;
@@ -41,6 +43,14 @@ Systems (every setting is stored in each record under ``settings``):
   evaluated in float64 from the float32 latent mean and variance, so that float32 rounding of
   P to exactly 0 or 1 does not decide the NLP.
 
+* ``ours-sep-defaults``: ``StochasticEP`` with its defaults (the ARD kernel scaled to the
+  data, ``ard_default_kernel``) but M, the budget (``max_time``) and the seed.
+* ``ours-sparse-a1``, ``ours-sparse-a0.5``: ``gpc_literate.sparse_ep.SparseEP`` (chapters 25
+  and 26) with its defaults (ARD kernel scaled to the data, pivoted-Cholesky inducing inputs
+  kept fixed, L-BFGS-B on the evidence) and ``max_time`` = the budget, power ``alpha`` 1 (EP)
+  or 0.5 (power EP). It is scored once, when its fit returns: the search stops after the
+  first iteration past the budget and EP runs once more, so its training time can exceed
+  the budget; ``seconds`` says by how much.
 * ``ours-sep``: ``gpc_literate.stochastic_ep.StochasticEP`` (book chapter 26): stochastic EP
   with one tied site on the FITC prior in whitened coordinates, M inducing inputs started at
   k-means++ centres of 5,000 random training inputs, minibatches of 1,000, Adam on the kernel
@@ -78,7 +88,9 @@ records of the same configuration in ``results/large_n.json``.
 Each configuration (system, data set, n, M, budget or epochs, seed, threads) runs in its own
 subprocess (``sys.executable``), one at a time, so that its peak resident memory (``ru_maxrss``
 of the child, in MB; it includes the library imports and the data) is its own. Records are
-written to ``--out`` (default ``results/large_n.json``):
+written to ``--out`` (default ``results/large_n.json``), and the per-point test NLP of each
+run's final predictions (float32, for differences paired over the test points) to
+``<out stem>_points/<run id>.npz`` beside it (``points_file`` in the record):
 ``{"floors": {id: ...}, "runs": {id: record}}``, rewritten atomically (temporary file +
 ``os.replace``) after every run. A configuration already present is skipped unless
 ``--force``: an interrupted sweep resumes where it stopped. A system whose library cannot be
@@ -119,7 +131,7 @@ The peers' virtualenv (never the project's own .venv; not part of ``make test``)
 had, avoids some gigabytes of CUDA libraries.)
 
 Usage: python benchmarks/bench_large_n.py [--systems ours-sep ours-sep-iso gpflow-svgp ...]
-           [--datasets twonorm ringnorm] [--n 100000] [--n-test 10000] [--inducing 200 ...]
+           [--datasets twonorm ringnorm flights] [--n 100000] [--n-test 10000] [--inducing 200 ...]
            [--budget 60 ...] [--seed 0] [--threads 2] [--out results/large_n.json] [--force]
            [--epochs E] [--ours-python PATH] [--quick | --reduced]
        --quick: n = 2,000, n_test = 2,000, budget 5 s, written to a temporary file (a smoke
@@ -151,12 +163,24 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from gpc_literate import __version__  # noqa: E402
-from gpc_literate.datasets import bayes_proba, make_ringnorm, make_twonorm  # noqa: E402
+from gpc_literate.datasets import (  # noqa: E402
+    bayes_proba,
+    load_flights,
+    make_ringnorm,
+    make_twonorm,
+)
 
 THREADS = 2  # --threads; set in the child
 BATCH_SIZE = 1000
 LEARNING_RATE = 0.01
-LENGTH_SCALE_INIT = float(np.sqrt(20.0))
+
+
+def length_scale_init(d):
+    """The peers' and ours-sep's starting length scale: sqrt(d), for inputs of unit
+    variance (twonorm's and ringnorm's by construction, flights' standardised)."""
+    return float(np.sqrt(d))
+
+
 VARIANCE_INIT = 1.0
 CHECKPOINT_TIMES = (
     0,
@@ -180,7 +204,11 @@ CHECKPOINT_TIMES = (
     2700,
     3600,
 )
-DATASETS = {"twonorm": (make_twonorm, 101, 102), "ringnorm": (make_ringnorm, 201, 202)}
+DATASETS = {
+    "twonorm": (make_twonorm, 101, 102),
+    "ringnorm": (make_ringnorm, 201, 202),
+    "flights": (None, None, None),  # load_flights: its own fixed split, standardised
+}
 EXIT_IMPORT = 3
 REDUCED = {
     "n": 10_000,
@@ -189,6 +217,7 @@ REDUCED = {
     "epochs": 5.0,
     "threads": 1,
     "systems": ["ours-sep", "ours-sep-iso"],
+    "datasets": ["twonorm", "ringnorm"],
 }
 P_LOW, P_HIGH = np.finfo(np.float64).tiny, 1.0 - np.finfo(np.float64).epsneg
 
@@ -210,8 +239,23 @@ def score_predictions(p, y):
     }
 
 
+def point_nlp(p, y):
+    """-log p(y_i | x_i) at each test point, P clipped as in score_predictions (float32)."""
+    clipped = np.clip(np.asarray(p, dtype=np.float64).ravel(), P_LOW, P_HIGH)
+    return (-np.log(np.where(y > 0, clipped, 1.0 - clipped))).astype(np.float32)
+
+
 def make_data(dataset, n, n_test):
     """Training and test sets of ``dataset`` with its fixed seeds: (X, y, X_test, y_test, seeds)."""
+    if dataset == "flights":
+        ds = load_flights(n_train=n, n_test=n_test)
+        return (
+            ds.X_train,
+            ds.y_train.astype(np.float64),
+            ds.X_test,
+            ds.y_test.astype(np.float64),
+            make_data_seeds(dataset),
+        )
     make, train_seed, test_seed = DATASETS[dataset]
     X, y = make(n, random_state=train_seed)
     X_test, y_test = make(n_test, random_state=test_seed)
@@ -237,6 +281,7 @@ class Checkpoint:
         if budget is not None:
             self.times.append(self.budget)
         self.records, self.settings, self.done = [], {}, False
+        self.last_points = None  # the per-point NLP of the last evaluation
         self.steps = None  # a system that stops by itself may set its count
         self._next = 0
         self._t0 = self._c0 = None
@@ -255,7 +300,10 @@ class Checkpoint:
     def evaluate(self, predict_proba, steps=None):
         t, c = self.elapsed(), self.cpu_elapsed()
         w0, c0 = time.perf_counter(), time.process_time()
-        scores = self.score(predict_proba(self.X_test), self.y_test)
+        p = predict_proba(self.X_test)
+        scores = self.score(p, self.y_test)
+        if scores.get("nlp") is not None:
+            self.last_points = point_nlp(p, self.y_test)  # for paired differences
         record = {
             "seconds": round(t, 3),
             "cpu_seconds": round(c, 3),
@@ -331,7 +379,7 @@ def register(name, modules=(), distributions=None, settings=None, epochs=False):
 COMMON = {
     "kernel": "squared exponential, ARD",
     "mean": "zero",
-    "kernel_init": {"length_scale": LENGTH_SCALE_INIT, "variance": VARIANCE_INIT},
+    "kernel_init": {"length_scale": "sqrt(d)", "variance": VARIANCE_INIT},
     "inducing_init": "random subset of the training inputs",
     "whitened": True,
     "learned": "q(u), kernel hyperparameters, inducing inputs",
@@ -360,7 +408,7 @@ def train_gpflow_svgp(X, y, X_test, y_test, budget, M, seed, checkpoint):
     gpflow_start(THREADS, seed)
     n, d = X.shape
     kernel = gpflow.kernels.SquaredExponential(
-        variance=VARIANCE_INIT, lengthscales=np.full(d, LENGTH_SCALE_INIT)
+        variance=VARIANCE_INIT, lengthscales=np.full(d, length_scale_init(d))
     )
     model = gpflow.models.SVGP(
         kernel,
@@ -455,7 +503,7 @@ def train_gpytorch_svgp(X, y, X_test, y_test, budget, M, seed, checkpoint):
             )
 
     model = SVGP(torch.as_tensor(initial_inducing(X, M, seed), dtype=torch.float32))
-    model.covar_module.base_kernel.lengthscale = LENGTH_SCALE_INIT
+    model.covar_module.base_kernel.lengthscale = length_scale_init(d)
     model.covar_module.outputscale = VARIANCE_INIT
     likelihood = gpytorch.likelihoods.BernoulliLikelihood()
     train_x = torch.as_tensor(X, dtype=torch.float32)
@@ -500,7 +548,7 @@ def train_gpytorch_svgp(X, y, X_test, y_test, budget, M, seed, checkpoint):
 
 
 OURS = {
-    "kernel_init": {"length_scale": LENGTH_SCALE_INIT, "variance": VARIANCE_INIT},
+    "kernel_init": {"length_scale": "sqrt(d)", "variance": VARIANCE_INIT},
     "mean": "zero",
     "inducing_init": "k-means++ centres of 5000 random training inputs "
     "(StochasticEP's default)",
@@ -554,7 +602,8 @@ def train_ours_sep(X, y, X_test, y_test, budget, M, seed, checkpoint):
     """Stochastic EP with the peers' kernel: ARD, length scale sqrt(20) in every input."""
     from gpc_literate.kernels import RBF
 
-    kernel = RBF(np.full(X.shape[1], LENGTH_SCALE_INIT), VARIANCE_INIT)
+    d = X.shape[1]
+    kernel = RBF(np.full(d, length_scale_init(d)), VARIANCE_INIT)
     return train_ours(X, y, budget, M, seed, checkpoint, kernel)
 
 
@@ -570,8 +619,73 @@ def train_ours_sep_iso(X, y, X_test, y_test, budget, M, seed, checkpoint):
     from gpc_literate.kernels import RBF
 
     return train_ours(
-        X, y, budget, M, seed, checkpoint, RBF(LENGTH_SCALE_INIT, VARIANCE_INIT)
+        X,
+        y,
+        budget,
+        M,
+        seed,
+        checkpoint,
+        RBF(length_scale_init(X.shape[1]), VARIANCE_INIT),
     )
+
+
+@register(
+    "ours-sep-defaults",
+    modules=("gpc_literate.stochastic_ep",),
+    distributions=("gpc_literate", "scikit-learn", "threadpoolctl"),
+    settings={
+        **OURS,
+        "kernel": "StochasticEP's default: ard_default_kernel(X), ARD, length scales "
+        "sqrt(d) times each input's standard deviation, variance 1",
+    },
+    epochs=True,
+)
+def train_ours_sep_defaults(X, y, X_test, y_test, budget, M, seed, checkpoint):
+    """Stochastic EP as a user gets it: every default but M, the budget and the seed."""
+    return train_ours(X, y, budget, M, seed, checkpoint, None)
+
+
+SPARSE = {
+    "kernel": "SparseEP's default: ard_default_kernel(X)",
+    "mean": "zero",
+    "inducing_init": "pivoted Cholesky on max(1000, 2 M) random training inputs "
+    "(SparseEP's default), kept fixed",
+    "learned": "kernel hyperparameters, by L-BFGS-B on the evidence",
+    "dtype": "float64",
+    "likelihood": "probit, Phi(f)",
+    "max_time": "the budget (the search stops after the first iteration past it; "
+    "the final EP run comes on top)",
+}
+
+
+def train_sparse(X, y, budget, M, seed, checkpoint, alpha):
+    """gpc_literate's SparseEP with its defaults, power ``alpha``, max_time = budget;
+    scored once, when it returns."""
+    from gpc_literate.sparse_ep import SparseEP
+
+    model = SparseEP(n_inducing=M, max_time=budget, alpha=alpha, random_state=seed)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the search stopped by max_time
+        model.fit(X, y)
+    learned = model.learning_
+    checkpoint.steps = None if learned is None else int(learned.n_evaluations)
+    checkpoint.settings["fitted"] = {
+        "theta": [float(t) for t in model.kernel_.theta],
+        "search": None if learned is None else learned.message,
+    }
+    return lambda Xs: model.predict_proba(Xs)[:, 1]
+
+
+for _alpha in (1.0, 0.5):
+
+    @register(
+        f"ours-sparse-a{_alpha:g}",
+        modules=("gpc_literate.stochastic_ep",),
+        distributions=("gpc_literate", "scikit-learn"),
+        settings={**SPARSE, "alpha": _alpha},
+    )
+    def _train_sparse(X, y, X_test, y_test, budget, M, seed, checkpoint, a=_alpha):
+        return train_sparse(X, y, budget, M, seed, checkpoint, a)
 
 
 # ----------------------------------------------------------------------------- harness
@@ -638,6 +752,9 @@ def child_main(spec_path):
     if not checkpoint.done:  # the system stopped before the budget
         checkpoint.evaluate(predict_proba, checkpoint.steps)
     peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    if spec.get("points_path") and checkpoint.last_points is not None:
+        Path(spec["points_path"]).parent.mkdir(parents=True, exist_ok=True)
+        np.savez_compressed(spec["points_path"], nlp=checkpoint.last_points)
     result = {
         "checkpoints": checkpoint.records,
         "final": checkpoint.records[-1],
@@ -740,13 +857,18 @@ def run_system(spec, script=None, keys=SPEC_KEYS, extra=None):
 
 
 def make_data_seeds(dataset):
+    if dataset == "flights":
+        return {"split": "load_flights: one seeded permutation, test = its last rows"}
     _, train_seed, test_seed = DATASETS[dataset]
     return {"train": train_seed, "test": test_seed}
 
 
 def bayes_floor(dataset, n_test):
-    """The Bayes rule's test error and NLP on the test set of ``dataset``."""
+    """The Bayes rule's test error and NLP on the test set of ``dataset`` (None for real
+    data)."""
     make, _, test_seed = DATASETS[dataset]
+    if make is None:
+        return None
     X_test, y_test = make(n_test, random_state=test_seed)
     return {
         "dataset": dataset,
@@ -781,6 +903,12 @@ def run_id(system, dataset, n, M, budget, seed, threads, epochs=None):
     return f"{system}|{dataset}|n={n}|M={M}|{limit}|seed={seed}|threads={threads}"
 
 
+def points_path(out, key):
+    """Where the per-point test NLP of run ``key`` goes: a .npz beside the results file."""
+    name = "".join(c if c.isalnum() or c in "-." else "_" for c in key)
+    return out.parent / f"{out.stem}_points" / f"{name}.npz"
+
+
 def parse_args(argv):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument(
@@ -790,7 +918,10 @@ def parse_args(argv):
         choices=sorted(SYSTEMS),
     )
     parser.add_argument(
-        "--datasets", nargs="+", default=list(DATASETS), choices=list(DATASETS)
+        "--datasets",
+        nargs="+",
+        default=["twonorm", "ringnorm"],
+        choices=list(DATASETS),
     )
     parser.add_argument("--n", type=int, default=100_000)
     parser.add_argument("--n-test", type=int, default=10_000)
@@ -869,15 +1000,16 @@ def main(argv=None):
     results = load_results(args.out)
     for dataset in args.datasets:
         floor = bayes_floor(dataset, args.n_test)
-        results["floors"][
-            f"{dataset}|n_test={args.n_test}|seed={floor['test_seed']}"
-        ] = floor
-        save_results(results, args.out)
-        print(
-            f"{dataset}: Bayes rule on {args.n_test} test points: error {floor['error']:.4f}, "
-            f"NLP {floor['nlp']:.4f}",
-            flush=True,
-        )
+        if floor is not None:
+            results["floors"][
+                f"{dataset}|n_test={args.n_test}|seed={floor['test_seed']}"
+            ] = floor
+            save_results(results, args.out)
+            print(
+                f"{dataset}: Bayes rule on {args.n_test} test points: error "
+                f"{floor['error']:.4f}, NLP {floor['nlp']:.4f}",
+                flush=True,
+            )
         for M in args.inducing:
             for budget in [None] if args.epochs is not None else args.budget:
                 for system in [s for s in args.systems if not missing[s]]:
@@ -900,6 +1032,7 @@ def main(argv=None):
                         if system.startswith("ours")
                         else sys.executable
                     )
+                    points = points_path(args.out, key)
                     record = run_system(
                         {
                             "system": system,
@@ -912,10 +1045,13 @@ def main(argv=None):
                             "seed": args.seed,
                             "threads": args.threads,
                             "python": python,
+                            "points_path": str(points),
                         }
                     )
                     if record is None:
                         continue
+                    if points.exists():
+                        record["points_file"] = str(points.relative_to(args.out.parent))
                     results = load_results(args.out)
                     results["runs"][key] = record
                     save_results(results, args.out)
