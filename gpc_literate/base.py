@@ -1289,8 +1289,8 @@ def maximize_criterion(
     fix : str, default _FIX
         The advice of the bound warning.
     max_time : float > 0 or None, default None
-        Seconds: the search stops after the first iteration that ends later (the
-        record's message then starts with "max_time").
+        Seconds: the search stops when its longest iteration so far would, if repeated,
+        end later (the record's message then starts with "max_time").
 
     Returns
     -------
@@ -1319,7 +1319,7 @@ def maximize_criterion(
         max_time = check_scalar(max_time, "max_time", low=0.0, low_inclusive=False)
     objective = _search_objective(criterion, gradient, good, scale)
     starts = _search_starts(theta0, low, high, n_restarts, random_state)
-    start_time, stopped = time.perf_counter(), []
+    start_time, stopped, clock = time.perf_counter(), [], {"last": None, "longest": 0.0}
     with tqdm(total=max_iter * len(starts), desc=owner, disable=not verbose) as bar:
 
         def step(intermediate_result):
@@ -1327,7 +1327,13 @@ def maximize_criterion(
             bar.set_postfix(criterion=f"{-intermediate_result.fun / scale:.4f}")
             if callback is not None:
                 callback(intermediate_result)
-            if max_time is not None and time.perf_counter() - start_time > max_time:
+            if max_time is None:
+                return
+            now = time.perf_counter()
+            last = start_time if clock["last"] is None else clock["last"]
+            clock["longest"] = max(clock["longest"], now - last)
+            clock["last"] = now
+            if now - start_time + clock["longest"] > max_time:
                 stopped.append(True)
                 raise StopIteration  # scipy ends the run at this iterate
 

@@ -965,12 +965,13 @@ def _cluster_fit(client):
     return functools.partial(_CLUSTER_FIT[0], client=client)
 
 
-def search_budget(max_time, start):
-    """What is left of ``max_time`` seconds counted from ``start`` (perf_counter), for
-    the search; None for no budget, and at least a millisecond."""
+def search_budget(max_time, start, reserve=0.0):
+    """What is left of ``max_time`` seconds counted from ``start`` (perf_counter), less
+    ``reserve`` seconds kept for the EP run after the search; None for no budget, and at
+    least a millisecond."""
     if max_time is None:
         return None
-    return max(max_time - (time.perf_counter() - start), 1e-3)
+    return max(max_time - (time.perf_counter() - start) - reserve, 1e-3)
 
 
 _POWER_EP = []  # [(fit, evidence)] once chapter 26's module is imported
@@ -1143,6 +1144,7 @@ def fit_in_process(
         fit_fitc_ep(kernel, X, y, likelihood, Z, nu, tau, tol, max_iter),
         None,
     )
+    first = time.perf_counter() - start  # kept for the final EP run
     if bounds is not None:
         kernel, Z, learned, fit = learn_fitc(
             kernel,
@@ -1156,7 +1158,7 @@ def fit_in_process(
             tol=tol,
             max_iter=max_iter,
             verbose=verbose,
-            max_time=search_budget(max_time, start),
+            max_time=search_budget(max_time, start, reserve=first),
         )
     return (
         kernel,
@@ -1292,9 +1294,9 @@ class SparseEP(_SparseFit, _SparseEvidence, _SparsePrediction, GPClassifierBase)
         EP has converged when the undamped site change (eq-sites-converged) is below
         tol.
     max_time : float > 0 or None, default None
-        Seconds: the search of the hyperparameters stops after the first L-BFGS-B
-        iteration that ends later than max_time from the start of the fit (the final
-        EP run at the point found comes on top); None: no budget.
+        Seconds for the fit: the search of the hyperparameters stops early enough to
+        leave the final EP run the time the first one took (see search_budget); None:
+        no budget.
     alpha : float in (0, 1], default 1.0
         The power of power EP (chapter 26, sec-sep-power): 1 is EP on the FITC prior,
         towards 0 the variational bound; below 1 the sites, site_nu_, site_tau_,

@@ -1612,6 +1612,7 @@ def power_fit_in_process(
     """
     start = time.perf_counter()
     fit, cav = fit_power_ep(kernel, X, y, likelihood, Z, alpha, nu, tau, tol, max_iter)
+    first = time.perf_counter() - start  # kept for the final run
     learned = None
     if bounds is not None:
         last = [fit]
@@ -1654,7 +1655,7 @@ def power_fit_in_process(
             learn_inducing=learn_inducing,
             bounds=bounds,
             verbose=verbose,
-            max_time=search_budget(max_time, start),
+            max_time=search_budget(max_time, start, reserve=first),
         )
         learned.criterion = f"log marginal likelihood (power EP, alpha = {alpha:g})"
         start = last[0].posterior
