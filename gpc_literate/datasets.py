@@ -367,8 +367,8 @@ def _describe(
 
 
 # %% book/04_data.md, code cell 16
-class _DatasetViews:
-    """Sizes of a Dataset, and its other views with the same loading options."""
+class _DatasetSizes:
+    """Sizes of a train/test split with X_train, y_train and y_test."""
 
     @property
     def n_train(self) -> int:
@@ -381,6 +381,10 @@ class _DatasetViews:
     @property
     def n_features(self) -> int:
         return self.X_train.shape[1]
+
+
+class _DatasetViews(_DatasetSizes):
+    """Sizes of a Dataset, and its other views with the same loading options."""
 
     def split(self, i: int) -> "Dataset":
         """Realisation ``i`` of this data set (ValueError out of range, TypeError if
@@ -1925,7 +1929,7 @@ _FLIGHTS = _Spec(
 
 # %% book/04_data.md, code cell 67
 @dataclass(frozen=True, eq=False)
-class LargeDataset:
+class LargeDataset(_DatasetSizes):
     """The train/test split of a large binary data set; labels are +1/-1.
 
     Unlike a :class:`Dataset` it has a single test set; training sets of different
@@ -1963,18 +1967,6 @@ class LargeDataset:
     negative_class: str
     preprocessing: str
     description: str
-
-    @property
-    def n_train(self) -> int:
-        return len(self.y_train)
-
-    @property
-    def n_test(self) -> int:
-        return len(self.y_test)
-
-    @property
-    def n_features(self) -> int:
-        return self.X_train.shape[1]
 
     def __repr__(self) -> str:
         return (
