@@ -302,7 +302,7 @@ class Checkpoint:
         w0, c0 = time.perf_counter(), time.process_time()
         p = predict_proba(self.X_test)
         scores = self.score(p, self.y_test)
-        if scores.get("nlp") is not None:
+        if self.score is score_predictions and scores["nlp"] is not None:
             self.last_points = point_nlp(p, self.y_test)  # for paired differences
         record = {
             "seconds": round(t, 3),
