@@ -1319,7 +1319,8 @@ def maximize_criterion(
         max_time = check_scalar(max_time, "max_time", low=0.0, low_inclusive=False)
     objective = _search_objective(criterion, gradient, good, scale)
     starts = _search_starts(theta0, low, high, n_restarts, random_state)
-    start_time, stopped, clock = time.perf_counter(), [], {"last": None, "longest": 0.0}
+    start_time = time.perf_counter()
+    clock = {"last": start_time, "longest": 0.0, "stopped": False}
     with tqdm(total=max_iter * len(starts), desc=owner, disable=not verbose) as bar:
 
         def step(intermediate_result):
@@ -1330,16 +1331,15 @@ def maximize_criterion(
             if max_time is None:
                 return
             now = time.perf_counter()
-            last = start_time if clock["last"] is None else clock["last"]
-            clock["longest"] = max(clock["longest"], now - last)
+            clock["longest"] = max(clock["longest"], now - clock["last"])
             clock["last"] = now
             if now - start_time + clock["longest"] > max_time:
-                stopped.append(True)
+                clock["stopped"] = True
                 raise StopIteration  # scipy ends the run at this iterate
 
         box = list(zip(low, high))
         best = _best_run(objective, starts, box, gradient, max_iter, tols, step)
-    if stopped:
+    if clock["stopped"]:
         best.success = False
         best.message = f"max_time: the search's {max_time:.3g} s ran out"
     theta = np.clip(best.x, low, high)

@@ -367,8 +367,17 @@ def _describe(
 
 
 # %% book/04_data.md, code cell 16
-class _DatasetSizes:
-    """Sizes of a train/test split with X_train, y_train and y_test."""
+@dataclass(frozen=True, eq=False)
+class _TrainTest:
+    """The fields every train/test split of a binary data set has, and its sizes."""
+
+    name: str
+    X_train: np.ndarray
+    y_train: np.ndarray
+    X_test: np.ndarray
+    y_test: np.ndarray
+    train_index: np.ndarray
+    test_index: np.ndarray
 
     @property
     def n_train(self) -> int:
@@ -383,7 +392,7 @@ class _DatasetSizes:
         return self.X_train.shape[1]
 
 
-class _DatasetViews(_DatasetSizes):
+class _DatasetViews(_TrainTest):
     """Sizes of a Dataset, and its other views with the same loading options."""
 
     def split(self, i: int) -> "Dataset":
@@ -433,13 +442,6 @@ class Dataset(_DatasetViews):
         Source, task and partition of the data set.
     """
 
-    name: str
-    X_train: np.ndarray
-    y_train: np.ndarray
-    X_test: np.ndarray
-    y_test: np.ndarray
-    train_index: np.ndarray
-    test_index: np.ndarray
     realisation: int
     n_splits: int
     feature_names: tuple
@@ -1929,7 +1931,7 @@ _FLIGHTS = _Spec(
 
 # %% book/04_data.md, code cell 67
 @dataclass(frozen=True, eq=False)
-class LargeDataset(_DatasetSizes):
+class LargeDataset(_TrainTest):
     """The train/test split of a large binary data set; labels are +1/-1.
 
     Unlike a :class:`Dataset` it has a single test set; training sets of different
@@ -1955,13 +1957,6 @@ class LargeDataset(_DatasetSizes):
         Source, task and split of the data set.
     """
 
-    name: str
-    X_train: np.ndarray
-    y_train: np.ndarray
-    X_test: np.ndarray
-    y_test: np.ndarray
-    train_index: np.ndarray
-    test_index: np.ndarray
     feature_names: tuple
     positive_class: str
     negative_class: str
