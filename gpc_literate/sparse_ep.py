@@ -921,14 +921,15 @@ def check_inducing_options(est, choices):
 def _check_sparse_options(est):
     """ValueError/TypeError naming the first invalid parameter of a SparseEP."""
     check_inducing_options(est, _INDUCING)
-    check_bool(est.learn_inducing, "learn_inducing")
-    if est.optimizer not in (None, "fmin_l_bfgs_b"):
+    if est.learn_inducing is not None:
+        check_bool(est.learn_inducing, "learn_inducing")
+    if est.optimizer not in _OPTIMIZERS:
         raise ValueError(
-            "optimizer must be 'fmin_l_bfgs_b' or None (keep the kernel "
+            f"optimizer must be one of {_OPTIMIZERS[:-1]} or None (keep the kernel "
             f"fixed); got {est.optimizer!r}"
         )
     if est.learn_inducing and est.optimizer is None:
-        raise ValueError("learn_inducing=True needs optimizer='fmin_l_bfgs_b'")
+        raise ValueError("learn_inducing=True needs an optimizer, e.g. 'auto'")
     check_integer(est.max_iter, "max_iter", low=1)
     check_scalar(est.tol, "tol", low=0.0, low_inclusive=False)
     if est.max_time is not None:
@@ -938,6 +939,11 @@ def _check_sparse_options(est):
         raise TypeError(
             "alpha < 1 (power EP) needs a Probit likelihood, whose noise_var sets the "
             f"quadrature; got {est.likelihood!r}: use alpha=1.0 or Probit()"
+        )
+    if alpha < 1.0 and est.optimizer == "adam":
+        raise ValueError(
+            "optimizer='adam' learns by stochastic EP, which is EP (alpha = 1): use "
+            "alpha=1.0, or optimizer='fmin_l_bfgs_b' for power EP"
         )
     search_box(est.hyperparameter_bounds, [])
     check_bool(est.verbose, "verbose")
@@ -974,21 +980,47 @@ def search_budget(max_time, start, reserve=0.0):
     return max(max_time - (time.perf_counter() - start) - reserve, 1e-3)
 
 
-_POWER_EP = []  # [(fit, evidence)] once chapter 26's module is imported
+_CHAPTER_26 = {}  # name -> function, once chapter 26's module is imported
 
 
-def register_power_ep(fit, evidence):
-    """Chapter 26's hook: power EP's fit (fit_in_process's arguments and ``alpha``) and
-    its evidence, for SparseEP with alpha < 1."""
-    _POWER_EP[:] = [(fit, evidence)]
+def register_chapter_26(**functions):
+    """Chapter 26's hook: "power_fit" (fit_in_process's arguments and ``alpha``) and
+    "power_log_marginal", power EP's fit and evidence for SparseEP with alpha < 1, and
+    "adam_fit" (fit_in_process's arguments and ``random_state``), its fit with
+    optimizer="adam"."""
+    _CHAPTER_26.update(functions)
 
 
-def _power_ep():
-    """The registered (fit, evidence) of power EP, chapter 26's module imported on
-    first use (it registers them)."""
-    if not _POWER_EP:
+def _chapter_26(name):
+    """The function chapter 26 registered as ``name``, its module imported on first use
+    (it registers them)."""
+    if name not in _CHAPTER_26:
         importlib.import_module("gpc_literate.stochastic_ep")
-    return _POWER_EP[0]
+    return _CHAPTER_26[name]
+
+
+_OPTIMIZERS = ("auto", "fmin_l_bfgs_b", "adam", None)
+ADAM_FROM_N = 20_000  # optimizer="auto" learns by "adam" from this many points
+
+
+def resolve_search(optimizer, learn_inducing, n, alpha, client):
+    """SparseEP's ``optimizer`` and ``learn_inducing`` as the fit uses them.
+
+    "auto" is "adam" (chapter 26's minibatch search) from ADAM_FROM_N points with
+    alpha = 1 in this process, else "fmin_l_bfgs_b"; learn_inducing=None learns the
+    inducing inputs with "adam" only.
+    """
+    if optimizer == "adam" and client is not None:
+        raise ValueError(
+            "optimizer='adam' runs in this process only: fit without client, or use "
+            "optimizer='fmin_l_bfgs_b' on the cluster"
+        )
+    if optimizer == "auto":
+        adam = n >= ADAM_FROM_N and alpha == 1.0 and client is None
+        optimizer = "adam" if adam else "fmin_l_bfgs_b"
+    if learn_inducing is None:
+        learn_inducing = optimizer == "adam"
+    return optimizer, learn_inducing
 
 
 # %% book/25_sparse_ep.md, code cell 30
@@ -1038,6 +1070,7 @@ class _SparseFit:
         return Z
 
     def _fit(self, X, y_pm, site_nu_init=None, site_tau_init=None, client=None):
+        start = time.perf_counter()  # max_time counts from here
         kernel = (
             ard_default_kernel(X) if self.kernel is None else copy.deepcopy(self.kernel)
         )
@@ -1048,9 +1081,12 @@ class _SparseFit:
         )
         Z = self._inducing_inputs(kernel, X)
         nu, tau = check_sites(site_nu_init, site_tau_init, len(y_pm))
+        optimizer, learn_inducing = resolve_search(
+            self.optimizer, self.learn_inducing, len(X), self.alpha, client
+        )
         bounds = (
             None
-            if self.optimizer is None
+            if optimizer is None
             else search_box(self.hyperparameter_bounds, kernel.theta)
         )
         if bounds is not None:
@@ -1059,9 +1095,11 @@ class _SparseFit:
             tol=float(self.tol),
             max_iter=int(self.max_iter),
             verbose=self.verbose,
-            learn_inducing=self.learn_inducing,
+            learn_inducing=learn_inducing,
             bounds=bounds,
-            max_time=self.max_time,
+            max_time=None
+            if self.max_time is None
+            else search_budget(self.max_time, start),  # less the choice of Z
         )
         if self.alpha != 1.0:
             if client is not None:
@@ -1069,7 +1107,11 @@ class _SparseFit:
                     "alpha < 1 (power EP) runs in this process only: fit without "
                     "client, or use alpha=1.0 on the cluster"
                 )
-            run = functools.partial(_power_ep()[0], alpha=float(self.alpha))
+            run = functools.partial(_chapter_26("power_fit"), alpha=float(self.alpha))
+        elif optimizer == "adam":  # chapter 26's minibatch search, then EP
+            run = functools.partial(
+                _chapter_26("adam_fit"), random_state=self.random_state
+            )
         elif client is None:
             run = fit_in_process
         else:
@@ -1220,7 +1262,7 @@ class _SparseEvidence:
         data = (self.X_train_, self.y_train_, self.likelihood_, self.inducing_)
         sites = (self.site_nu_, self.site_tau_)
         if self.alpha_ != 1.0:  # chapter 26's power EP
-            value, grad, converged = _power_ep()[1](
+            value, grad, converged = _chapter_26("power_log_marginal")(
                 kernel,
                 *data,
                 *sites,
@@ -1283,11 +1325,17 @@ class SparseEP(_SparseFit, _SparseEvidence, _SparsePrediction, GPClassifierBase)
     inducing : {"pivots", "random"} or array of shape (M, n_features), default "pivots"
         Pivoted Cholesky on a random subset of the training inputs, a random subset, or
         given.
-    learn_inducing : bool, default False
-        Learn the inducing inputs with the kernel (needs an optimizer).
-    optimizer : "fmin_l_bfgs_b" or None, default "fmin_l_bfgs_b"
-        Maximise the evidence (eq-ep-logz-stable, eq-sparse-gradient) in fit; None keeps
-        the kernel (and the inducing inputs) fixed.
+    learn_inducing : bool or None, default None
+        Learn the inducing inputs with the kernel (needs an optimizer); None learns them
+        with "adam" and keeps them with "fmin_l_bfgs_b".
+    optimizer : {"auto", "fmin_l_bfgs_b", "adam"} or None, default "auto"
+        How fit maximises the evidence (eq-ep-logz-stable): "fmin_l_bfgs_b" by L-BFGS-B
+        on its gradient (eq-sparse-gradient), each evaluation an EP run on all the
+        points; "adam" by stochastic EP's minibatch steps with StochasticEP's settings
+        (chapter 26, sec-sep-sparse-adam), then one EP run at what they learned
+        (alpha = 1, in this process); "auto" is "adam" from ADAM_FROM_N = 20000 points
+        when it applies, else "fmin_l_bfgs_b"; None keeps the kernel (and the
+        inducing inputs) fixed.
     max_iter : int >= 1, default 100
         Evaluations of the marginals per EP run, at most.
     tol : float > 0, default 1e-8
@@ -1295,8 +1343,9 @@ class SparseEP(_SparseFit, _SparseEvidence, _SparsePrediction, GPClassifierBase)
         tol.
     max_time : float > 0 or None, default None
         Seconds for the fit: the search of the hyperparameters stops early enough to
-        leave the final EP run the time the first one took (see search_budget); None:
-        no budget.
+        leave the final EP run the time the first one took (see search_budget), or with
+        "adam" the time of FINAL_EP_PASSES passes; None: no budget ("adam" then stops
+        after StochasticEP's max_iter epochs).
     alpha : float in (0, 1], default 1.0
         The power of power EP (chapter 26, sec-sep-power): 1 is EP on the FITC prior,
         towards 0 the variational bound; below 1 the sites, site_nu_, site_tau_,
@@ -1307,7 +1356,7 @@ class SparseEP(_SparseFit, _SparseEvidence, _SparsePrediction, GPClassifierBase)
         times each one's start (chapter 1's search_box), a pair bounds every
         hyperparameter.
     random_state : None, int or RandomState
-        The random subset of "pivots" and "random".
+        The random subset of "pivots" and "random", and the minibatches of "adam".
     verbose : bool, default False
         A tqdm progress bar over the iterations of the search.
     multi_class : {"one_vs_rest", "one_vs_one"}, default "one_vs_one"
@@ -1328,8 +1377,8 @@ class SparseEP(_SparseFit, _SparseEvidence, _SparsePrediction, GPClassifierBase)
         likelihood=None,
         n_inducing=200,
         inducing="pivots",
-        learn_inducing=False,
-        optimizer="fmin_l_bfgs_b",
+        learn_inducing=None,
+        optimizer="auto",
         max_iter=100,
         tol=1e-8,
         max_time=None,

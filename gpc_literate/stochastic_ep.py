@@ -41,6 +41,7 @@ from tqdm import tqdm
 from gpc_literate.base import (
     ConvergenceWarning,
     GPClassifierBase,
+    LearnedHyperparameters,
     bound_hits,
     check_array,
     check_bool,
@@ -60,11 +61,13 @@ from gpc_literate.sparse_ep import (
     FITCPosterior,
     check_inducing_options,
     choose_inducing,
+    fitc_marginals,
     fitc_predict,
     fitc_prior,
     rbf_cross_vjp,
     rbf_diag_vjp,
-    register_power_ep,
+    fit_in_process,
+    register_chapter_26,
     search_budget,
     search_fitc,
 )
@@ -102,6 +105,7 @@ __all__ = [
     "sep_adam",
     "blas_limit",
     "report_sep_run",
+    "sep_training",
     "StochasticEP",
     "POWER_NODES",
     "POWER_BLOCK",
@@ -115,6 +119,8 @@ __all__ = [
     "fit_power_ep",
     "power_fit_in_process",
     "power_log_marginal",
+    "FINAL_EP_PASSES",
+    "adam_fit",
 ]
 
 
@@ -1078,6 +1084,46 @@ def report_sep_run(est, state, run, log_bounds, owner, stacklevel):
     est.stopped_by_ = run.stopped_by
 
 
+def sep_training(state, X, y, options, *, learn, log_bounds, rng, callback=None):
+    """run_stochastic_ep on ``state`` with the settings ``options`` of a StochasticEP
+    (its get_params()), within its blas_threads: the SEPRun.
+
+    ``learn``: learn the kernel (and, if options["learn_inducing"], Z). A breakdown is a
+    SEPBreakdownError with advice.
+    """
+    try:
+        with blas_limit(options["blas_threads"]):
+            return run_stochastic_ep(
+                state,
+                X,
+                y,
+                batch_size=minibatch_size(options["batch_size"], len(X)),
+                max_time=options["max_time"],
+                max_iter=options["max_iter"],
+                adam=sep_adam(
+                    state.kernel,
+                    state.Z,
+                    X,
+                    options["learning_rate"],
+                    options["inducing_learning_rate"],
+                ),
+                learn_theta=learn,
+                learn_Z=learn and options["learn_inducing"],
+                window=int(options["window"]),
+                damping=float(options["damping"]),
+                rng=rng,
+                log_bounds=log_bounds,
+                callback=callback,
+                verbose=options["verbose"],
+            )
+    except LinAlgError as err:
+        raise SEPBreakdownError(
+            f"stochastic EP broke down ({err}): K_uu or the precision "
+            "of q could not be factorised; try fewer inducing inputs "
+            "or learn_inducing=False"
+        ) from None
+
+
 class _StochasticFit:
     """StochasticEP's fit: options checked, inducing inputs chosen, the run, its
     report."""
@@ -1107,33 +1153,16 @@ class _StochasticFit:
                 "StochasticEP.fit", kernel, *log_bounds, stacklevel=3
             )
         state = SEPState(kernel, likelihood, Z, len(X), self.sites)
-        try:
-            with blas_limit(self.blas_threads):
-                run = run_stochastic_ep(
-                    state,
-                    X,
-                    y_pm,
-                    batch_size=minibatch_size(self.batch_size, len(X)),
-                    max_time=self.max_time,
-                    max_iter=self.max_iter,
-                    adam=sep_adam(
-                        kernel, Z, X, self.learning_rate, self.inducing_learning_rate
-                    ),
-                    learn_theta=learn,
-                    learn_Z=learn and self.learn_inducing,
-                    window=int(self.window),
-                    damping=float(self.damping),
-                    rng=rng,
-                    log_bounds=log_bounds,
-                    callback=callback,
-                    verbose=self.verbose,
-                )
-        except LinAlgError as err:
-            raise SEPBreakdownError(
-                f"stochastic EP broke down ({err}): K_uu or the precision "
-                "of q could not be factorised; try fewer inducing inputs "
-                "or learn_inducing=False"
-            ) from None
+        run = sep_training(
+            state,
+            X,
+            y_pm,
+            self.get_params(),
+            learn=learn,
+            log_bounds=log_bounds,
+            rng=rng,
+            callback=callback,
+        )
         report_sep_run(self, state, run, log_bounds, "StochasticEP", stacklevel=3)
         self.likelihood_ = likelihood
         # the sites in the inducing space, named as EP's sites: precision, linear
@@ -1274,7 +1303,7 @@ class StochasticEP(_StochasticFit, _StochasticPrediction, GPClassifierBase):
         self.multi_class = multi_class
 
 
-# %% book/26_stochastic_ep.md, code cell 36
+# %% book/26_stochastic_ep.md, code cell 37
 POWER_NODES = 48  # K of eq-pep-quad: 2 K + 1 nodes
 POWER_BLOCK = 2048  # points per block of the quadrature, one block per thread
 
@@ -1349,7 +1378,7 @@ class PowerSites:
         return power_log_Z(self.likelihood, y, mu, var + self.d, self.alpha)
 
 
-# %% book/26_stochastic_ep.md, code cell 38
+# %% book/26_stochastic_ep.md, code cell 39
 class PowerCavities(NamedTuple):
     """q of power EP in v, its marginals of g_i, the cavities (eq-pep-cavity) and the
     tilted derivatives (eq-pep-tilted).
@@ -1527,7 +1556,7 @@ def power_gradient(kernel, X, Z, prior, nu, tau, alpha, cav):
     return d_theta, d_Z
 
 
-# %% book/26_stochastic_ep.md, code cell 39
+# %% book/26_stochastic_ep.md, code cell 40
 def fit_power_ep(kernel, X, y, likelihood, Z, alpha, nu, tau, tol, max_iter):
     """Power EP at (kernel, Z) from the sites (nu, tau): chapter 25's FITCFit, sites and
     cavities in g_i, and the PowerCavities.
@@ -1684,4 +1713,103 @@ def power_log_marginal(
     return fit.log_evidence, grad, fit.converged
 
 
-register_power_ep(power_fit_in_process, power_log_marginal)
+register_chapter_26(
+    power_fit=power_fit_in_process, power_log_marginal=power_log_marginal
+)
+
+
+# %% book/26_stochastic_ep.md, code cell 44
+FINAL_EP_PASSES = 20  # passes kept for the EP run after the "adam" search
+
+
+def adam_fit(
+    kernel,
+    X,
+    y,
+    likelihood,
+    Z,
+    nu,
+    tau,
+    *,
+    bounds,
+    learn_inducing,
+    tol,
+    max_iter,
+    verbose=False,
+    max_time=None,
+    random_state=None,
+):
+    """SparseEP's fit with optimizer="adam": stochastic EP's search of (theta, Z) with
+    StochasticEP's settings, then chapter 25's EP on all the points at what it learned.
+
+    Parameters and returns as chapter 25's fit_in_process (``tol`` and ``max_iter`` are
+    the final EP run's), and ``random_state``, the minibatches' seed.
+    """
+    start, theta_start = time.perf_counter(), kernel.theta
+    reserve = 0.0
+    if max_time is not None:  # time the prior and one pass of EP
+        prior = fitc_prior(kernel, X, Z)
+        mid = time.perf_counter()
+        fitc_marginals(prior, np.zeros(len(y)), np.zeros(len(y)))
+        end = time.perf_counter()
+        reserve = (mid - start) + FINAL_EP_PASSES * (end - mid)
+        del prior
+    options = StochasticEP(
+        learn_inducing=learn_inducing,
+        max_time=search_budget(max_time, start, reserve),
+        verbose=verbose,
+    ).get_params()
+    state = SEPState(kernel, likelihood, Z, len(X), options["sites"])
+    run = sep_training(
+        state,
+        X,
+        y,
+        options,
+        learn=True,
+        log_bounds=bounds,
+        rng=check_random_state(random_state),
+    )
+    names, theta = state.kernel.hyperparameter_names, state.kernel.theta
+    at_bound = bound_hits(theta, names, *bounds)
+    settled = run.n_epochs >= 1.0 and run.site_change < options["tol"]
+    if not settled:
+        warnings.warn(
+            f"SparseEP.fit: the adam search stopped ({run.stopped_by}) after "
+            f"{run.n_epochs:.2f} epochs with stochastic EP's site precision still "
+            f"changing by {run.site_change:.3g} (tol={options['tol']:g}); raise "
+            "max_time",
+            ConvergenceWarning,
+            stacklevel=5,
+        )
+    warn_bound_hits("SparseEP.fit", at_bound, theta, names, *bounds, stacklevel=5)
+    kernel, Z, _, fit, beta = fit_in_process(
+        state.kernel,
+        X,
+        y,
+        likelihood,
+        state.Z,
+        nu,
+        tau,
+        bounds=None,
+        learn_inducing=False,
+        tol=tol,
+        max_iter=max_iter,
+    )
+    learned = LearnedHyperparameters(
+        "log marginal likelihood (sparse EP), searched by stochastic EP's "
+        "minibatch gradient (Adam)",
+        float(fit.log_evidence),
+        theta,
+        theta_start,
+        names,
+        run.n_iter,
+        1,
+        bool(settled and not at_bound),
+        f"stopped by {run.stopped_by} after {run.n_epochs:.2f} epochs",
+        at_bound,
+        run.n_iter,
+    )
+    return kernel, Z, learned, fit, beta
+
+
+register_chapter_26(adam_fit=adam_fit)

@@ -17,6 +17,8 @@ from gpc_literate.ep_classifier import EP
 from gpc_literate.kernels import RBF, Cauchy
 from gpc_literate.likelihoods import Probit, StepFlip
 from gpc_literate.sparse_ep import (
+    ADAM_FROM_N,
+    resolve_search,
     PIVOT_SUBSET,
     SparseEP,
     choose_inducing,
@@ -193,6 +195,7 @@ def test_learning_the_inducing_inputs_raises_the_evidence():
         (dict(alpha=float("nan")), "alpha", ValueError),
         (dict(alpha="half"), "alpha", TypeError),
         (dict(alpha=0.5, likelihood=StepFlip(0.1)), "alpha", TypeError),
+        (dict(optimizer="adam", alpha=0.5), "optimizer", ValueError),
         (dict(kernel=Cauchy()), "RBF", TypeError),
         (dict(likelihood="probit"), "likelihood", TypeError),
         (dict(hyperparameter_bounds=(2.0, 1.0)), "hyperparameter_bounds", ValueError),
@@ -390,3 +393,58 @@ def test_max_time_stops_the_search_and_says_so(alpha):
     assert model.learning_.n_evaluations <= 3
     free = SparseEP(n_inducing=10, alpha=alpha).fit(X, Y)
     assert free.learning_.n_evaluations > model.learning_.n_evaluations
+
+
+# -- the "adam" search (chapter 26, sec-sep-sparse-adam) ------------------------------------------
+
+
+def test_auto_picks_adam_for_large_n_in_process_with_alpha_one():
+    assert resolve_search("auto", None, ADAM_FROM_N, 1.0, None) == ("adam", True)
+    assert resolve_search("auto", None, ADAM_FROM_N - 1, 1.0, None) == (
+        "fmin_l_bfgs_b",
+        False,
+    )
+    assert resolve_search("auto", None, 10**6, 0.5, None)[0] == "fmin_l_bfgs_b"
+    assert resolve_search("auto", None, 10**6, 1.0, object())[0] == "fmin_l_bfgs_b"
+    assert resolve_search("adam", False, 10, 1.0, None) == ("adam", False)
+    assert resolve_search(None, None, 10**6, 1.0, None) == (None, False)
+    with pytest.raises(ValueError, match="client"):
+        resolve_search("adam", None, 10, 1.0, object())
+
+
+def test_adam_search_then_one_ep_run_at_what_it_learned():
+    """The fit's EP run is SparseEP's at the learned kernel and inducing inputs, in any
+    units and with any labels; the search moves both and reports itself."""
+    labels = np.where(Y > 0, "late", "on time")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        model = SparseEP(
+            n_inducing=10, optimizer="adam", max_time=1.0, random_state=0
+        ).fit(1e3 * X, labels)
+    start = SparseEP(n_inducing=10, optimizer=None, random_state=0).fit(1e3 * X, labels)
+    assert not np.allclose(model.inducing_, start.inducing_)
+    assert not np.allclose(model.kernel_.theta, start.kernel_.theta)
+    assert "stochastic EP" in model.learning_.criterion
+    assert model.learning_.n_evaluations > 0
+    again = SparseEP(model.kernel_, inducing=model.inducing_, optimizer=None).fit(
+        1e3 * X, labels
+    )
+    assert again.log_marginal_likelihood_ == pytest.approx(
+        model.log_marginal_likelihood_, abs=1e-9
+    )
+    assert model.learning_.value == model.log_marginal_likelihood_
+    np.testing.assert_allclose(
+        again.predict_proba(1e3 * X), model.predict_proba(1e3 * X), atol=1e-9
+    )
+    assert model.score(1e3 * X, labels) > 0.7
+
+
+def test_an_adam_search_cut_short_says_so():
+    """Stopped within its first epoch (3 minibatches of 1000), the search warns."""
+    X_many, Y_many = np.tile(X, (50, 1)), np.tile(Y, 50)
+    with pytest.warns(ConvergenceWarning, match="raise max_time"):
+        model = SparseEP(
+            n_inducing=10, optimizer="adam", max_time=1e-3, random_state=0
+        ).fit(X_many, Y_many)
+    assert not model.learning_.converged
+    assert model.learning_.message.startswith("stopped by max_time")
