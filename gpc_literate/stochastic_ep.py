@@ -120,6 +120,7 @@ __all__ = [
     "power_fit_in_process",
     "power_log_marginal",
     "FINAL_EP_PASSES",
+    "sites_from_tied",
     "adam_fit",
 ]
 
@@ -1722,6 +1723,27 @@ register_chapter_26(
 FINAL_EP_PASSES = 20  # passes kept for the EP run after the "adam" search
 
 
+def sites_from_tied(state, X, y):
+    """Chapter 25's sites (nu, tau) in f_i for every training point: one update
+    (eq-sep-tilted) at the tied site's cavity, mapped back through eq-sep-site-map; zero
+    where the update is unusable or the map has no inverse (1 - d tau <= 0).
+
+    O(n M^2) time, in blocks of SITE_BLOCK rows.
+    """
+    nu, tau = np.zeros(len(y)), np.zeros(len(y))
+    for start in range(0, len(y), SITE_BLOCK):
+        rows = np.arange(start, min(start + SITE_BLOCK, len(y)))
+        new = batch_sites(state, X[rows], y[rows], rows, with_gradient=False)
+        d = np.maximum(
+            state.kernel.diag(X[rows]) - np.einsum("ij,ij->j", new.Bt, new.Bt), 0.0
+        )  # as fitc_prior's
+        room = 1.0 - d * new.tau
+        usable = new.ok & (room > 0.0)
+        nu[rows] = np.where(usable, new.nu / np.where(usable, room, 1.0), 0.0)
+        tau[rows] = np.where(usable, new.tau / np.where(usable, room, 1.0), 0.0)
+    return nu, tau
+
+
 def adam_fit(
     kernel,
     X,
@@ -1782,6 +1804,8 @@ def adam_fit(
             stacklevel=5,
         )
     warn_bound_hits("SparseEP.fit", at_bound, theta, names, *bounds, stacklevel=5)
+    if not (np.any(nu) or np.any(tau)):  # no sites given: start from the tied site's
+        nu, tau = sites_from_tied(state, X, y)
     kernel, Z, _, fit, beta = fit_in_process(
         state.kernel,
         X,

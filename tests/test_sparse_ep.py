@@ -413,8 +413,9 @@ def test_auto_picks_adam_for_large_n_in_process_with_alpha_one():
 
 
 def test_adam_search_then_one_ep_run_at_what_it_learned():
-    """The fit's EP run is SparseEP's at the learned kernel and inducing inputs, in any
-    units and with any labels; the search moves both and reports itself."""
+    """The fit's EP run, started from the tied site, reaches SparseEP's fixed point at the
+    learned kernel and inducing inputs, in any units and with any labels; the search
+    moves both and reports itself."""
     labels = np.where(Y > 0, "late", "on time")
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
@@ -430,11 +431,11 @@ def test_adam_search_then_one_ep_run_at_what_it_learned():
         1e3 * X, labels
     )
     assert again.log_marginal_likelihood_ == pytest.approx(
-        model.log_marginal_likelihood_, abs=1e-9
+        model.log_marginal_likelihood_, abs=1e-6
     )
     assert model.learning_.value == model.log_marginal_likelihood_
     np.testing.assert_allclose(
-        again.predict_proba(1e3 * X), model.predict_proba(1e3 * X), atol=1e-9
+        again.predict_proba(1e3 * X), model.predict_proba(1e3 * X), atol=1e-6
     )
     assert model.score(1e3 * X, labels) > 0.7
 
