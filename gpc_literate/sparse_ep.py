@@ -1097,9 +1097,7 @@ class _SparseFit:
             verbose=self.verbose,
             learn_inducing=learn_inducing,
             bounds=bounds,
-            max_time=None
-            if self.max_time is None
-            else search_budget(self.max_time, start),  # less the choice of Z
+            max_time=search_budget(self.max_time, start),  # less the choice of Z
         )
         if self.alpha != 1.0:
             if client is not None:

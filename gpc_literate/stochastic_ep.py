@@ -309,6 +309,8 @@ class BatchSites(NamedTuple):
     grad_theta : ndarray of shape (p,) or None
         None without gradient.
     grad_Z : ndarray of shape (M, d) or None
+    d : ndarray of shape (B,) or None
+        The FITC noise variances d_i of the minibatch (eq-sparse-fitc).
     """
 
     Bt: np.ndarray  # (M, B): the b_i
@@ -318,6 +320,7 @@ class BatchSites(NamedTuple):
     log_z: np.ndarray
     grad_theta: np.ndarray  # None without gradient
     grad_Z: np.ndarray
+    d: np.ndarray = None  # the d_i
 
 
 # %% book/26_stochastic_ep.md, code cell 8
@@ -402,7 +405,7 @@ def batch_sites(state, X, y, idx, with_gradient):
         grad_theta, grad_Z = frozen_site_gradient(
             state.kernel, X, state.Z, L, Bt, m_v, Sb, d1, d2
         )
-    return BatchSites(Bt, nu, tau, ok, log_z, grad_theta, grad_Z)
+    return BatchSites(Bt, nu, tau, ok, log_z, grad_theta, grad_Z, d)
 
 
 # %% book/26_stochastic_ep.md, code cell 10
@@ -1734,10 +1737,7 @@ def sites_from_tied(state, X, y):
     for start in range(0, len(y), SITE_BLOCK):
         rows = np.arange(start, min(start + SITE_BLOCK, len(y)))
         new = batch_sites(state, X[rows], y[rows], rows, with_gradient=False)
-        d = np.maximum(
-            state.kernel.diag(X[rows]) - np.einsum("ij,ij->j", new.Bt, new.Bt), 0.0
-        )  # as fitc_prior's
-        room = 1.0 - d * new.tau
+        room = 1.0 - new.d * new.tau
         usable = new.ok & (room > 0.0)
         nu[rows] = np.where(usable, new.nu / np.where(usable, room, 1.0), 0.0)
         tau[rows] = np.where(usable, new.tau / np.where(usable, room, 1.0), 0.0)
