@@ -102,7 +102,7 @@ test: check-sync check-source lint check-workflows notebooks browser-deps
 # the book, its HTML check, and the browser check where Chromium is installed (of the
 # pages written since they last passed it, so that a prose edit rebuilds in seconds)
 book: export
-	$(BIN)/python tools/bookcache.py
+	$(BIN)/python tools/bookcache.py --jobs $(JOBS)
 	$(BIN)/jupyter-book build . --warningiserror --keep-going
 	$(BIN)/python tools/check_html.py _build/html
 	@$(MAKE) --no-print-directory check-browser-if-present BROWSER_ARGS=--changed-only

@@ -23,9 +23,16 @@ cached execution is dropped and the chapter file's modification time is renewed,
 that Sphinx reads it again and myst-nb executes it afresh.  A chapter whose own code
 cells changed needs nothing from this tool: its cache key has changed already.
 
+With ``--jobs N`` the tool then executes, N at a time, every chapter that has no
+cached run, and stores each run in the cache under the key myst-nb looks up (the
+chapter read by myst-nb's own MyST reader), so that ``jupyter-book build`` finds them
+all cached.  myst-nb executes the chapters one after another; on a 2-core machine two
+at a time halve the time of a first build.  A chapter that fails is reported with its
+traceback and the tool exits with status 1 after the others have run.
+
 Usage::
 
-    python tools/bookcache.py [--cache _build/.jupyter_cache] [--dry-run]
+    python tools/bookcache.py [--cache _build/.jupyter_cache] [--dry-run] [--jobs N]
 """
 
 from __future__ import annotations
@@ -37,6 +44,8 @@ import hashlib
 import json
 import os
 import sys
+import time
+from concurrent.futures import ProcessPoolExecutor, as_completed
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -205,6 +214,91 @@ def _drop_cached(cache_dir: Path, chapter: Path) -> int:
     return dropped
 
 
+def yaml_config(root: Path = ROOT) -> dict:
+    """The book's ``_config.yml``."""
+    import yaml
+
+    return yaml.safe_load((root / "_config.yml").read_text(encoding="utf-8"))
+
+
+def read_as_mystnb(chapter: Path, root: Path = ROOT):
+    """``chapter`` as the notebook myst-nb reads, whose code cells key its cached run.
+
+    myst-nb reads a MyST chapter with its own reader and the Markdown extensions of
+    ``_config.yml``; reading it the same way gives the same cache key.
+    """
+    import dataclasses
+
+    from myst_nb.core.read import read_myst_markdown_notebook
+    from myst_parser.config.main import MdParserConfig
+
+    extensions = (yaml_config(root).get("parse") or {}).get("myst_enable_extensions")
+    extensions = extensions or []
+    md_config = dataclasses.replace(MdParserConfig(), enable_extensions=set(extensions))
+    return read_myst_markdown_notebook(
+        chapter.read_text(encoding="utf-8"),
+        config=md_config,
+        add_source_map=True,
+        path=str(chapter),
+    )
+
+
+def _execute_one(chapter: str, timeout: int, root: str):
+    """Run one chapter in a fresh kernel in its folder (in a worker process)."""
+    from jupyter_cache.executors.utils import single_nb_execution
+
+    path = Path(chapter)
+    nb = read_as_mystnb(path, Path(root))
+    result = single_nb_execution(
+        nb, cwd=str(path.parent), timeout=timeout, allow_errors=False
+    )
+    return chapter, nb, result.time, result.exc_string if result.err else None
+
+
+def execute_uncached(
+    chapters: list[Path], cache_dir: Path, jobs: int, root: Path = ROOT
+) -> list[str]:
+    """Execute the chapters without a cached run, ``jobs`` at a time; cache each run.
+
+    Returns the names of the chapters whose execution failed (their tracebacks are
+    printed); those are left uncached.
+    """
+    from jupyter_cache import get_cache
+    from jupyter_cache.base import CacheBundleIn
+
+    config = yaml_config(root)
+    timeout = int((config.get("execute") or {}).get("timeout", 3600))
+    cache = get_cache(str(cache_dir))
+    todo = []
+    for chapter in chapters:
+        try:
+            cache.match_cache_notebook(read_as_mystnb(chapter, root))
+        except KeyError:
+            todo.append(chapter)
+    if not todo:
+        return []
+    print(f"executing {len(todo)} chapter(s), {jobs} at a time", flush=True)
+    failed = []
+    start = time.perf_counter()
+    with ProcessPoolExecutor(max_workers=jobs) as pool:
+        futures = [pool.submit(_execute_one, str(c), timeout, str(root)) for c in todo]
+        for future in as_completed(futures):
+            chapter, nb, seconds, error = future.result()
+            name = str(Path(chapter).relative_to(root))
+            if error is not None:
+                failed.append(name)
+                print(f"{name}: execution failed\n{error}", flush=True)
+                continue
+            cache.cache_notebook_bundle(
+                CacheBundleIn(nb, chapter, data={"execution_seconds": seconds}),
+                check_validity=False,
+                overwrite=True,
+            )
+            print(f"{name}: executed in {seconds:.1f} s", flush=True)
+    print(f"executed in {time.perf_counter() - start:.0f} s", flush=True)
+    return failed
+
+
 def main(argv: list[str] | None = None) -> int:
     import notebooks
 
@@ -214,6 +308,13 @@ def main(argv: list[str] | None = None) -> int:
         "--dry-run",
         action="store_true",
         help="only list the chapters that would re-execute",
+    )
+    parser.add_argument(
+        "--jobs",
+        type=int,
+        default=0,
+        help="then execute the chapters without a cached run, this many at a time "
+        "(0: leave them to jupyter-book, which executes them one by one)",
     )
     args = parser.parse_args(argv)
     cache_dir = Path(args.cache)
@@ -238,6 +339,11 @@ def main(argv: list[str] | None = None) -> int:
     if not args.dry_run:
         cache_dir.mkdir(parents=True, exist_ok=True)
         stamp_file.write_text(json.dumps(stamps, indent=1, sort_keys=True))
+    if args.jobs > 0 and not args.dry_run:
+        failed = execute_uncached(chapters, cache_dir, args.jobs)
+        if failed:
+            print("chapters that failed: " + ", ".join(failed), file=sys.stderr)
+            return 1
     return 0
 
 
