@@ -1,8 +1,9 @@
 # gpc_literate: the book and the package it builds.
 #   make book           create .venv if missing, install, render the book to _build/html
-#                       (chapters whose code or imported modules changed are re-executed;
-#                       the others come from the execution cache), then check the HTML,
-#                       and in Chromium where it is installed (make check-browser)
+#                       (chapters whose code or imported modules changed are re-executed,
+#                       JOBS at a time; the others come from the execution cache), then
+#                       check the HTML, and in Chromium where it is installed
+#                       (make check-browser)
 #   make test           check chapters and package are in sync, lint, run unit tests and
 #                       every chapter (nbval), then the browser check of the built book
 #                       where Chromium is installed and the book is built (skipped with

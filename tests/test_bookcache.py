@@ -174,3 +174,67 @@ def test_a_stale_chapter_loses_its_cached_run_and_is_touched(tmp_path):
     assert bookcache._drop_cached(cache_dir, chapters[0]) == 1
     assert [r.uri for r in cache.list_cache_records()] == [str(chapters[1])]
     assert bookcache._drop_cached(cache_dir, chapters[0]) == 0
+
+
+def test_read_as_mystnb_keys_a_chapter_as_myst_nb_does():
+    """The cache key of the parallel pre-execution is the one myst-nb looks up."""
+    from jupyter_cache import get_cache
+    from myst_nb.core.config import NbParserConfig
+    from myst_nb.core.read import create_nb_reader
+    from myst_parser.config.main import MdParserConfig
+
+    extensions = bookcache.yaml_config()["parse"]["myst_enable_extensions"]
+    md_config = MdParserConfig(enable_extensions=set(extensions))
+    cache = get_cache(str(ROOT / "_build" / "no-such-cache"))  # hashes only
+    for rel in CHAPTERS[:3] + CHAPTERS[-2:]:
+        text = (ROOT / rel).read_text(encoding="utf-8")
+        reader = create_nb_reader(str(ROOT / rel), md_config, NbParserConfig(), text)
+        theirs = cache.create_hashed_notebook(reader.read(text))[1]
+        ours = cache.create_hashed_notebook(bookcache.read_as_mystnb(ROOT / rel))[1]
+        assert ours == theirs
+
+
+MINI_CHAPTER = """---
+jupytext:
+  text_representation:
+    extension: .md
+    format_name: myst
+kernelspec:
+  display_name: Python 3 (ipykernel)
+  language: python
+  name: python3
+---
+
+# A chapter
+
+```{{code-cell}} ipython3
+print({value})
+```
+"""
+
+
+def test_execute_uncached_runs_and_caches_each_chapter_once(tmp_path, capsys):
+    from jupyter_cache import get_cache
+
+    root = tmp_path / "repo"
+    (root / "book").mkdir(parents=True)
+    shutil.copy(ROOT / "_config.yml", root / "_config.yml")
+    good = root / "book" / "good.md"
+    good.write_text(MINI_CHAPTER.format(value="6 * 7"))
+    bad = root / "book" / "bad.md"
+    bad.write_text(MINI_CHAPTER.format(value="1 / 0"))
+    cache_dir = tmp_path / "cache"
+    failed = bookcache.execute_uncached([good, bad], cache_dir, jobs=2, root=root)
+    out = capsys.readouterr().out
+    assert failed == ["book/bad.md"] and "ZeroDivisionError" in out
+    record = get_cache(str(cache_dir)).match_cache_notebook(
+        bookcache.read_as_mystnb(good, root)
+    )
+    assert record.uri == str(good)
+    nb = get_cache(str(cache_dir)).get_cache_bundle(record.pk).nb
+    assert nb.cells[-1].outputs[0]["text"] == "42\n"
+    # the cached chapter is not run again; the failed one is
+    assert bookcache.execute_uncached([good, bad], cache_dir, 1, root) == [
+        "book/bad.md"
+    ]
+    assert "executing 1 chapter(s)" in capsys.readouterr().out
