@@ -1290,7 +1290,8 @@ def maximize_criterion(
         The advice of the bound warning.
     max_time : float > 0 or None, default None
         Seconds: the search stops when its longest iteration so far would, if repeated,
-        end later (the record's message then starts with "max_time").
+        end later (the record's message then starts with "max_time", as it does when
+        the run ends unconverged after the budget is spent).
 
     Returns
     -------
@@ -1339,7 +1340,8 @@ def maximize_criterion(
 
         box = list(zip(low, high))
         best = _best_run(objective, starts, box, gradient, max_iter, tols, step)
-    if clock["stopped"]:
+    out_of_time = max_time is not None and time.perf_counter() - start_time > max_time
+    if clock["stopped"] or (out_of_time and not best.success):
         best.success = False
         best.message = f"max_time: the search's {max_time:.3g} s ran out"
     theta = np.clip(best.x, low, high)

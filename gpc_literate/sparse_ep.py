@@ -83,6 +83,7 @@ __all__ = [
     "fitc_fit",
     "SEARCH_MAX_ITER",
     "search_fitc",
+    "EPClock",
     "learn_fitc",
     "check_inducing_options",
     "fit_in_process",
@@ -786,6 +787,48 @@ def search_fitc(
 
 
 # %% book/25_sparse_ep.md, code cell 26
+class EPClock:
+    """The EP runs of a search with a time budget, each capped so that it ends before
+    the search's deadline.
+
+    Parameters
+    ----------
+    max_time : float > 0 or None
+        Seconds from now to the deadline; None: no deadline, every run gets
+        ``max_iter``.
+    max_iter : int
+        EP's own cap on iterations.
+    """
+
+    def __init__(self, max_time, max_iter):
+        self.deadline = None if max_time is None else time.perf_counter() + max_time
+        self.max_iter = int(max_iter)
+        self.pace = 0.0  # seconds per EP iteration, the slowest run so far
+
+    def run(self, ep):
+        """``ep(max_iter)`` at the iterations left before the deadline.
+
+        ``ep`` returns a fit with ``n_iter`` and ``converged`` (a FITCFit), or a tuple
+        whose first item is one. Returns what ``ep`` returned, or None when no iteration
+        is left or the cap stopped the run before it converged.
+        """
+        cap = self.max_iter
+        if self.deadline is not None and self.pace > 0.0:
+            left = (self.deadline - time.perf_counter()) / self.pace
+            cap = min(cap, int(left))
+        if cap < 1:
+            return None
+        start = time.perf_counter()
+        out = ep(cap)
+        fit = out if hasattr(out, "n_iter") else out[0]
+        seconds = time.perf_counter() - start
+        self.pace = max(self.pace, seconds / max(fit.n_iter, 1))
+        if cap < self.max_iter and not fit.converged:
+            return None
+        return out
+
+
+# %% book/25_sparse_ep.md, code cell 27
 def _warm_fit(kernel, X, y, likelihood, Z, last, tol, max_iter):
     """fit_fitc_ep at (kernel, Z) from the sites of the FITCFit ``last``."""
     return fit_fitc_ep(
@@ -801,17 +844,21 @@ def _warm_fit(kernel, X, y, likelihood, Z, last, tol, max_iter):
     )
 
 
-def _warm_evaluation(X, y, likelihood, fit, tol, max_iter):
+def _warm_evaluation(X, y, likelihood, fit, tol, max_iter, max_time=None):
     """search_fitc's ``evaluate`` in this process, starting from the FITCFit ``fit``,
-    and the one-element list that holds the last sound fit."""
+    each EP run capped by an EPClock of ``max_time`` seconds, and the one-element list
+    that holds the last sound fit."""
     last = [fit]
+    clock = EPClock(max_time, max_iter)
 
     def evaluate(kern, Z_x):
         try:
-            new = _warm_fit(kern, X, y, likelihood, Z_x, last[0], tol, max_iter)
+            new = clock.run(
+                lambda cap: _warm_fit(kern, X, y, likelihood, Z_x, last[0], tol, cap)
+            )
         except LinAlgError:
             return -np.inf, None, None
-        if not np.isfinite(new.log_evidence):
+        if new is None or not np.isfinite(new.log_evidence):
             return -np.inf, None, None
         last[0] = new
         return (
@@ -822,7 +869,7 @@ def _warm_evaluation(X, y, likelihood, fit, tol, max_iter):
     return evaluate, last
 
 
-# %% book/25_sparse_ep.md, code cell 27
+# %% book/25_sparse_ep.md, code cell 28
 def learn_fitc(
     kernel,
     X,
@@ -861,7 +908,7 @@ def learn_fitc(
     fit : FITCFit
         At the best point found.
     """
-    evaluate, last = _warm_evaluation(X, y, likelihood, fit, tol, max_iter)
+    evaluate, last = _warm_evaluation(X, y, likelihood, fit, tol, max_iter, max_time)
     kernel, Z, learned = search_fitc(
         kernel,
         Z,
@@ -876,7 +923,7 @@ def learn_fitc(
     return kernel, Z, learned, final
 
 
-# %% book/25_sparse_ep.md, code cell 28
+# %% book/25_sparse_ep.md, code cell 29
 _INDUCING = ("pivots", "random")
 
 
@@ -949,7 +996,7 @@ def _check_sparse_options(est):
     check_bool(est.verbose, "verbose")
 
 
-# %% book/25_sparse_ep.md, code cell 29
+# %% book/25_sparse_ep.md, code cell 30
 _CLUSTER_FIT = []  # [fit_on_cluster] once chapter 27's module is imported
 
 
@@ -1023,7 +1070,7 @@ def resolve_search(optimizer, learn_inducing, n, alpha, client):
     return optimizer, learn_inducing
 
 
-# %% book/25_sparse_ep.md, code cell 30
+# %% book/25_sparse_ep.md, code cell 31
 class _SparseFit:
     """SparseEP's fit: options checked, inducing inputs chosen, EP run (and
     learning), stored."""
@@ -1209,7 +1256,7 @@ def fit_in_process(
     )
 
 
-# %% book/25_sparse_ep.md, code cell 31
+# %% book/25_sparse_ep.md, code cell 32
 def _fitted_attributes(kernel, likelihood, X, y_pm, Z, fit, beta):
     """SparseEP's fitted attributes (name -> value) from a FITCFit; the predictor (L,
     C, beta)."""
@@ -1234,7 +1281,7 @@ def _fitted_attributes(kernel, likelihood, X, y_pm, Z, fit, beta):
     return attributes, (fit.prior.L, post.C, beta)
 
 
-# %% book/25_sparse_ep.md, code cell 32
+# %% book/25_sparse_ep.md, code cell 33
 class _SparseEvidence:
     """SparseEP's log evidence (eq-ep-logz-stable) and its gradient
     (eq-sparse-gradient)."""
@@ -1304,7 +1351,7 @@ class _SparsePrediction:
         return self.likelihood_.predictive(*self.predict_latent(X))
 
 
-# %% book/25_sparse_ep.md, code cell 33
+# %% book/25_sparse_ep.md, code cell 34
 class SparseEP(_SparseFit, _SparseEvidence, _SparsePrediction, GPClassifierBase):
     """Gaussian-process classifier by EP on the FITC prior with M inducing inputs
     (chapter 25).

@@ -57,6 +57,7 @@ from gpc_literate.ep_fast import ep_on_marginals
 from gpc_literate.sites import cavities, site_change, site_from_derivatives
 from gpc_literate.sparse_ep import (
     KUU_JITTER,
+    EPClock,
     FITCFit,
     FITCPosterior,
     check_inducing_options,
@@ -1649,25 +1650,31 @@ def power_fit_in_process(
     learned = None
     if bounds is not None:
         last = [fit]
+        budget = search_budget(max_time, start, reserve=first)
+        clock = EPClock(budget, max_iter)  # chapter 25: each run ends in the budget
 
         def evaluate(kern, Z_x):
+            sites = last[0].posterior
             try:
-                new, new_cav = fit_power_ep(
-                    kern,
-                    X,
-                    y,
-                    likelihood,
-                    Z_x,
-                    alpha,
-                    last[0].posterior.nu,
-                    last[0].posterior.tau,
-                    tol,
-                    max_iter,
+                out = clock.run(
+                    lambda cap: fit_power_ep(
+                        kern,
+                        X,
+                        y,
+                        likelihood,
+                        Z_x,
+                        alpha,
+                        sites.nu,
+                        sites.tau,
+                        tol,
+                        cap,
+                    )
                 )
             except LinAlgError:
                 return -np.inf, None, None
-            if new_cav is None:
+            if out is None or out[1] is None:
                 return -np.inf, None, None
+            new, new_cav = out
             last[0] = new
             grad = power_gradient(
                 kern,
@@ -1688,7 +1695,7 @@ def power_fit_in_process(
             learn_inducing=learn_inducing,
             bounds=bounds,
             verbose=verbose,
-            max_time=search_budget(max_time, start, reserve=first),
+            max_time=budget,
         )
         learned.criterion = f"log marginal likelihood (power EP, alpha = {alpha:g})"
         start = last[0].posterior

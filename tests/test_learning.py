@@ -279,3 +279,31 @@ def test_maximize_criterion_max_time_stops_the_search_with_a_warning():
     assert record.value > start and record.n_evaluations < 20
     free = maximize_criterion(f, np.full(3, -1.5), bounds=(-2.0, 2.0), tol=1e-14)
     assert free[1].n_evaluations > record.n_evaluations
+
+
+def test_a_search_whose_points_are_refused_once_time_is_out_says_max_time(monkeypatch):
+    """An evaluation that runs past the budget, after which the criterion refuses every
+    point (as chapter 25's EPClock makes sparse EP's do): the run ends unconverged, and
+    the record and the warning name max_time, not the line search."""
+    import gpc_literate.base as base
+
+    now = [0.0]
+    monkeypatch.setattr(base.time, "perf_counter", lambda: now[0])
+    calls = [0]
+
+    def f(t):  # a long valley, so that L-BFGS-B needs many iterations
+        calls[0] += 1
+        now[0] += 30.0 if calls[0] == 4 else 0.01
+        if now[0] > 10.0:
+            return -np.inf, None
+        a, b = t
+        return -((1 - a) ** 2 + 100 * (b - a * a) ** 2), np.array(
+            [2 * (1 - a) + 400 * a * (b - a * a), -200 * (b - a * a)]
+        )
+
+    with pytest.warns(ConvergenceWarning, match="increase max_time"):
+        theta, record = maximize_criterion(
+            f, np.array([-1.2, 1.0]), bounds=(-5.0, 5.0), max_time=10.0
+        )
+    assert record.message.startswith("max_time") and not record.converged
+    assert calls[0] < 40  # the refused points end the run quickly

@@ -2,6 +2,7 @@
 
 import tracemalloc
 import warnings
+from typing import NamedTuple
 
 import numpy as np
 import pytest
@@ -18,6 +19,7 @@ from gpc_literate.kernels import RBF, Cauchy
 from gpc_literate.likelihoods import Probit, StepFlip
 from gpc_literate.sparse_ep import (
     ADAM_FROM_N,
+    EPClock,
     resolve_search,
     PIVOT_SUBSET,
     SparseEP,
@@ -390,9 +392,45 @@ def test_max_time_stops_the_search_and_says_so(alpha):
     with pytest.warns(ConvergenceWarning, match="increase max_time"):
         model = SparseEP(n_inducing=10, max_time=1e-6, alpha=alpha).fit(X, Y)
     assert model.learning_.message.startswith("max_time")
-    assert model.learning_.n_evaluations <= 3
+    # one EP run at the start; EPClock refuses the trial points after it unrun
+    assert model.learning_.n_evaluations <= 10
     free = SparseEP(n_inducing=10, alpha=alpha).fit(X, Y)
     assert free.learning_.n_evaluations > model.learning_.n_evaluations
+
+
+class _Run(NamedTuple):
+    n_iter: int
+    converged: bool
+
+
+def test_ep_clock_caps_each_run_at_the_deadline_and_refuses_cut_runs(monkeypatch):
+    import gpc_literate.sparse_ep as sparse_ep
+
+    now = [0.0]
+    monkeypatch.setattr(sparse_ep.time, "perf_counter", lambda: now[0])
+    caps = []
+
+    def ep(needed, seconds_per_iteration=1.0):
+        def run(cap):
+            caps.append(cap)
+            done = min(cap, needed)
+            now[0] += seconds_per_iteration * done
+            return _Run(done, needed <= cap)
+
+        return run
+
+    clock = EPClock(10.0, max_iter=100)
+    assert clock.run(ep(2)) == _Run(2, True)  # no pace yet: EP's own cap
+    assert caps[-1] == 100 and clock.pace == 1.0
+    assert clock.run(ep(3)) == _Run(3, True)  # 8 s left: at most 8 iterations
+    assert caps[-1] == 8
+    assert clock.run(ep(50)) is None  # 5 left: stopped unconverged, refused
+    assert caps[-1] == 5 and now[0] == 10.0
+    assert clock.run(ep(1)) is None and len(caps) == 3  # nothing left: not run
+    # a tuple whose first item is the fit (chapter 26's power EP) comes back whole
+    free = EPClock(None, max_iter=7)
+    out = free.run(lambda cap: (_Run(cap, False), "cavities"))
+    assert out == (_Run(7, False), "cavities")  # no deadline: EP's cap, kept
 
 
 # -- the "adam" search (chapter 26, sec-sep-sparse-adam) ------------------------------------------
