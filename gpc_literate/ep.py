@@ -279,7 +279,7 @@ def ep_log_marginal(post, likelihood, y, mu_cav, var_cav):
 
 
 # %% book/13_ep.md, code cell 22
-def ep_log_marginal_gradient(post, dK):
+def ep_log_marginal_gradient(post, kernel, X):
     """Eq. (eq-ep-gradient): d log Z_EP/d theta_j = c^T dK_j c/2 - tr(A dK_j)/2 at a
     fixed point of EP.
 
@@ -287,14 +287,17 @@ def ep_log_marginal_gradient(post, dK):
     ----------
     post : SitePosterior
         c = ``post.coef``, A = (K + T^-1)^-1 (``post.inverse_sum()``).
-    dK : ndarray of shape (n, n, p)
-        As returned by ``Kernel.gradient``.
+    kernel : Kernel
+        The kernel of K = kernel(X); the gradient is in its ``theta``.
+    X : ndarray of shape (n, d)
+        The training inputs.
 
     Returns
     -------
     ndarray of shape (p,)
     """
     c = post.coef
-    return 0.5 * np.einsum("i,ijk,j->k", c, dK, c) - 0.5 * np.einsum(
-        "ijk,ij->k", dK, post.inverse_sum()
-    )
+    W = post.inverse_sum()  # a fresh n x n array, overwritten with (c c^T - A)/2
+    W *= -0.5
+    W += 0.5 * np.outer(c, c)
+    return kernel.gradient_dot(X, W)

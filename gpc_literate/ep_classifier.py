@@ -356,7 +356,7 @@ class _EPEvidence(_EPCavities):
             )
         if not eval_gradient:
             return value
-        return value, ep_log_marginal_gradient(post, kernel.gradient(self.X_train_))
+        return value, ep_log_marginal_gradient(post, kernel, self.X_train_)
 
     def _criterion(self, theta, eval_gradient):
         return self.log_marginal_likelihood(theta, eval_gradient)

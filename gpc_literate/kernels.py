@@ -200,6 +200,21 @@ class _KernelEvaluation:
         ``theta``."""
         return np.moveaxis(self._gradient(self._check_X(X, "X")), 0, -1)
 
+    def gradient_dot(self, X, W):
+        """sum_ik W_ik dK_ik/dtheta_j for each j, shape (p,): the gradient of a
+        criterion whose derivative in K = k(X, X) is W, shape (n, n)."""
+        X = self._check_X(X, "X")
+        W = np.asarray(W, dtype=float)
+        if W.shape != (len(X), len(X)):
+            raise ValueError(
+                f"W must have shape (n, n) = {(len(X), len(X))} for X of {len(X)} "
+                f"rows, got {W.shape}"
+            )
+        return self._gradient_dot(X, W)
+
+    def _gradient_dot(self, X, W):
+        return np.einsum("pij,ij->p", self._gradient(X), W)
+
     def _check_X(self, X, name):
         return _check_ard_inputs(X, name, {p: getattr(self, p) for p in self._vector})
 
@@ -433,6 +448,32 @@ def _rbf_gradient(X, length_scale, variance, bias):
 
 
 # %% book/03_covariance_functions.md, code cell 20
+def _length_scale_dots(M, Xs, D, ard):
+    """sum_ik M_ik (x_id - x_kd)^2 / l_d^2 per input (``ard``), or sum_ik M_ik D_ik:
+    _length_scale_slices contracted with W, for M = F * W."""
+    if not ard:
+        return np.array([np.vdot(M, D)])
+    s = M.sum(axis=0) + M.sum(axis=1)
+    return (Xs * Xs).T @ s - 2.0 * np.einsum("id,id->d", Xs, M @ Xs)
+
+
+def _rbf_gradient_dot(X, W, length_scale, variance, bias):
+    """_rbf_gradient contracted with W, shape (p,), in O(n^2 d) time and three
+    n x n matrices."""
+    ard = np.ndim(length_scale) == 1
+    Xs = X / length_scale
+    D = _sqdist(Xs)
+    E = np.exp(-0.5 * D)
+    E *= variance
+    parts = [None, [np.vdot(W, E)]]
+    E *= W  # M = F * W, with F = E
+    parts[0] = _length_scale_dots(E, Xs, D, ard)
+    if bias > 0:
+        parts.append([bias * W.sum()])
+    return np.concatenate(parts)
+
+
+# %% book/03_covariance_functions.md, code cell 21
 class RBF(Kernel):
     """Squared-exponential kernel with ARD, eq-kern-rbf (Opper & Winther 1999 eq 2,
     Seeger eq 8).
@@ -489,8 +530,11 @@ class RBF(Kernel):
     def _gradient(self, X):
         return _rbf_gradient(X, self.length_scale, self.variance, self.bias)
 
+    def _gradient_dot(self, X, W):
+        return _rbf_gradient_dot(X, W, self.length_scale, self.variance, self.bias)
 
-# %% book/03_covariance_functions.md, code cell 22
+
+# %% book/03_covariance_functions.md, code cell 23
 def default_kernel(X):
     """RBF with the data-scaled length scale eq-kern-default-length, sqrt(sum_i Var
     x_i), variance 1.
@@ -521,7 +565,7 @@ def default_kernel(X):
     )
 
 
-# %% book/03_covariance_functions.md, code cell 24
+# %% book/03_covariance_functions.md, code cell 25
 def input_scale(X):
     """Standard deviation of each column of X (1 where a column does not vary): a unit
     per input.
@@ -546,7 +590,7 @@ def input_scale(X):
     return np.where((scale > 0.0) & np.isfinite(scale), scale, 1.0)
 
 
-# %% book/03_covariance_functions.md, code cell 26
+# %% book/03_covariance_functions.md, code cell 27
 def ard_default_kernel(X):
     """Eq. (eq-kern-ard-default): RBF with length scales sqrt(d) times each input's
     standard deviation, variance 1.
@@ -569,7 +613,7 @@ def ard_default_kernel(X):
     return RBF(length_scale=np.sqrt(np.shape(X)[1]) * input_scale(X), variance=1.0)
 
 
-# %% book/03_covariance_functions.md, code cell 28
+# %% book/03_covariance_functions.md, code cell 29
 def _arcsin_inner(X, Z, weight_variance, bias_variance):
     """c(x, z) = b + sum_i w_i x_i z_i of eq-kern-arcsin for the rows of X and Z
     (None: symmetric)."""
@@ -577,13 +621,13 @@ def _arcsin_inner(X, Z, weight_variance, bias_variance):
     return 0.5 * (C + C.T) if Z is None else C
 
 
-# %% book/03_covariance_functions.md, code cell 29
+# %% book/03_covariance_functions.md, code cell 30
 def _arcsin_self_inner(X, weight_variance, bias_variance):
     """s(x) = c(x, x) of eq-kern-arcsin for each row of X."""
     return np.einsum("ij,ij->i", X * weight_variance, X) + bias_variance
 
 
-# %% book/03_covariance_functions.md, code cell 30
+# %% book/03_covariance_functions.md, code cell 31
 def _arcsin_gradient(X, weight_variance, variance, bias_variance):
     """Eq. (eq-kern-grad-arcsin): dK/dtheta_j of the ArcSin kernel, shape (p, n, n),
     theta's order."""
@@ -618,7 +662,7 @@ def _arcsin_gradient(X, weight_variance, variance, bias_variance):
     return G
 
 
-# %% book/03_covariance_functions.md, code cell 31
+# %% book/03_covariance_functions.md, code cell 32
 class ArcSin(Kernel):
     """Infinite-network (arcsin) kernel, eq-kern-arcsin (Opper & Winther 1999 eq 1;
     Williams 1998).
@@ -686,7 +730,7 @@ class ArcSin(Kernel):
         )
 
 
-# %% book/03_covariance_functions.md, code cell 36
+# %% book/03_covariance_functions.md, code cell 37
 class Linear(Kernel):
     """Linear (perceptron) kernel, eq-kern-linear (Opper & Winther 1999, after eq 2).
 
@@ -729,7 +773,7 @@ class Linear(Kernel):
         return G
 
 
-# %% book/03_covariance_functions.md, code cell 37
+# %% book/03_covariance_functions.md, code cell 38
 def _cauchy_gradient(X, length_scale, variance):
     """Eq. (eq-kern-grad-cauchy): dK/dtheta_j of the Cauchy kernel, shape (p, n, n),
     theta's order."""
@@ -746,7 +790,7 @@ def _cauchy_gradient(X, length_scale, variance):
     return G
 
 
-# %% book/03_covariance_functions.md, code cell 38
+# %% book/03_covariance_functions.md, code cell 39
 class Cauchy(Kernel):
     """Cauchy kernel, eq-kern-cauchy (Opper & Winther 2000b, appendix on covariance
     functions).
@@ -781,7 +825,7 @@ class Cauchy(Kernel):
         return _cauchy_gradient(X, self.length_scale, self.variance)
 
 
-# %% book/03_covariance_functions.md, code cell 40
+# %% book/03_covariance_functions.md, code cell 41
 _MATERN_NU = (0.5, 1.5, 2.5)
 
 
@@ -824,7 +868,7 @@ def _check_nu(nu):
     return float(nu)
 
 
-# %% book/03_covariance_functions.md, code cell 41
+# %% book/03_covariance_functions.md, code cell 42
 class Matern(Kernel):
     """Matern kernel with ARD, eq-kern-matern, for smoothness nu = 1/2, 3/2 or 5/2.
 
@@ -879,7 +923,7 @@ class Matern(Kernel):
         return G
 
 
-# %% book/03_covariance_functions.md, code cell 44
+# %% book/03_covariance_functions.md, code cell 45
 class _NestedParams:
     """The parameters of a kernel made of two, k1 and k2, with theirs nested as
     k1__name and k2__name (scikit-learn's convention)."""
@@ -916,7 +960,7 @@ class _NestedParams:
         return type(self)(self.k1.__sklearn_clone__(), self.k2.__sklearn_clone__())
 
 
-# %% book/03_covariance_functions.md, code cell 45
+# %% book/03_covariance_functions.md, code cell 46
 class _Combination(_NestedParams, Kernel):
     """What Sum and Product share: two kernels, their theta, parameters and inputs."""
 
@@ -959,7 +1003,7 @@ class _Combination(_NestedParams, Kernel):
         return self.k2._check_X(self.k1._check_X(X, name), name)
 
 
-# %% book/03_covariance_functions.md, code cell 46
+# %% book/03_covariance_functions.md, code cell 47
 class Sum(_Combination):
     """Sum of two kernels, k(x, x') = k1(x, x') + k2(x, x'), eq-kern-sum-product.
 
@@ -1022,7 +1066,7 @@ class Product(_Combination):
         return f"{wrap(self.k1)} * {wrap(self.k2)}"
 
 
-# %% book/03_covariance_functions.md, code cell 48
+# %% book/03_covariance_functions.md, code cell 49
 class _SklearnKernelParams:
     """get_params / set_params / clone of SklearnKernel, with the wrapped kernel's
     parameters nested as kernel__name."""
@@ -1056,7 +1100,7 @@ class _SklearnKernelParams:
         return f"SklearnKernel({self.kernel!r})"
 
 
-# %% book/03_covariance_functions.md, code cell 49
+# %% book/03_covariance_functions.md, code cell 50
 class _SklearnKernelEvaluation:
     """K, its diagonal and dK/dtheta of SklearnKernel, by scikit-learn."""
 
@@ -1076,7 +1120,7 @@ class _SklearnKernelEvaluation:
         return np.moveaxis(self.kernel(X, eval_gradient=True)[1], -1, 0)
 
 
-# %% book/03_covariance_functions.md, code cell 50
+# %% book/03_covariance_functions.md, code cell 51
 class SklearnKernel(_SklearnKernelParams, _SklearnKernelEvaluation, Kernel):
     """A scikit-learn kernel used as a kernel of this chapter (sec-kern-sklearn).
 

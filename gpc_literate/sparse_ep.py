@@ -803,7 +803,7 @@ class EPClock:
     def __init__(self, max_time, max_iter):
         self.deadline = None if max_time is None else time.perf_counter() + max_time
         self.max_iter = int(max_iter)
-        self.pace = 0.0  # seconds per EP iteration, the slowest run so far
+        self.pace = np.inf  # seconds per EP iteration, the fastest run so far
 
     def run(self, ep):
         """``ep(max_iter)`` at the iterations left before the deadline.
@@ -813,7 +813,7 @@ class EPClock:
         is left or the cap stopped the run before it converged.
         """
         cap = self.max_iter
-        if self.deadline is not None and self.pace > 0.0:
+        if self.deadline is not None and np.isfinite(self.pace):
             left = (self.deadline - time.perf_counter()) / self.pace
             cap = min(cap, int(left))
         if cap < 1:
@@ -822,7 +822,7 @@ class EPClock:
         out = ep(cap)
         fit = out if hasattr(out, "n_iter") else out[0]
         seconds = time.perf_counter() - start
-        self.pace = max(self.pace, seconds / max(fit.n_iter, 1))
+        self.pace = min(self.pace, seconds / max(fit.n_iter, 1))
         if cap < self.max_iter and not fit.converged:
             return None
         return out

@@ -188,6 +188,16 @@ def test_gradient_matches_finite_differences(kernel, X):
         )
 
 
+def test_gradient_dot_is_the_contraction_of_the_gradient(kernel, X):
+    W = np.random.default_rng(7).normal(size=(len(X), len(X)))  # not symmetric
+    G = kernel.gradient(X)
+    expected = np.einsum("ijp,ij->p", G, W)
+    scale = np.einsum("ijp,ij->p", np.abs(G), np.abs(W)).max()
+    assert np.abs(kernel.gradient_dot(X, W) - expected).max() <= 1e-12 * scale
+    with pytest.raises(ValueError, match=r"W must have shape \(n, n\)"):
+        kernel.gradient_dot(X, W[:, :-1])
+
+
 def test_gradient_symmetric(kernel, X):
     G = kernel.gradient(X)
     np.testing.assert_allclose(G, G.transpose(1, 0, 2), rtol=1e-12, atol=1e-15)

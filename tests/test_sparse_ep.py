@@ -422,9 +422,9 @@ def test_ep_clock_caps_each_run_at_the_deadline_and_refuses_cut_runs(monkeypatch
     clock = EPClock(10.0, max_iter=100)
     assert clock.run(ep(2)) == _Run(2, True)  # no pace yet: EP's own cap
     assert caps[-1] == 100 and clock.pace == 1.0
-    assert clock.run(ep(3)) == _Run(3, True)  # 8 s left: at most 8 iterations
-    assert caps[-1] == 8
-    assert clock.run(ep(50)) is None  # 5 left: stopped unconverged, refused
+    assert clock.run(ep(2, 1.5)) == _Run(2, True)  # 8 s left at 1 s: 8 iterations
+    assert caps[-1] == 8 and clock.pace == 1.0  # the fastest pace is kept
+    assert clock.run(ep(50)) is None  # 5 s left: stopped unconverged, refused
     assert caps[-1] == 5 and now[0] == 10.0
     assert clock.run(ep(1)) is None and len(caps) == 3  # nothing left: not run
     # a tuple whose first item is the fit (chapter 26's power EP) comes back whole
