@@ -947,8 +947,9 @@ def _search_objective(criterion, gradient, good, scale=1.0):
     ``gradient``).
 
     ``good`` holds "theta" (the last point where the criterion was finite), "worst" (the
-    largest objective value seen, or None) and "n_evaluations" (the number of calls);
-    the objective updates them, and returns _failed_point where the criterion fails.
+    largest objective value seen, or None), "n_evaluations" (the number of calls) and
+    "timed_out" (whether the criterion raised TimeoutError); the objective updates them,
+    and returns _failed_point where the criterion fails.
     """
 
     def objective(theta):
@@ -962,6 +963,9 @@ def _search_objective(criterion, gradient, good, scale=1.0):
             if not np.isfinite(value):
                 raise FloatingPointError
         except (ValueError, FloatingPointError, np.linalg.LinAlgError):
+            return _failed_point(theta, good, gradient)
+        except TimeoutError:
+            good["timed_out"] = True
             return _failed_point(theta, good, gradient)
         good["theta"] = np.array(theta, dtype=float)
         good["worst"] = value if good["worst"] is None else max(good["worst"], value)
@@ -1259,6 +1263,8 @@ def maximize_criterion(
     ----------
     criterion : callable
         ``criterion(theta)`` returns the value, or (value, gradient) if ``gradient``.
+        It may raise TimeoutError when a budget of its own leaves no time for theta:
+        the point is refused and the search reported as stopped by max_time.
     theta0 : array_like of shape (p,)
     bounds : (low, high)
         In log units, scalars (see ``check_bounds``) or arrays shaped as theta0 (see
@@ -1291,7 +1297,7 @@ def maximize_criterion(
     max_time : float > 0 or None, default None
         Seconds: the search stops when its longest iteration so far would, if repeated,
         end later (the record's message then starts with "max_time", as it does when
-        the run ends unconverged after the budget is spent).
+        the criterion raised TimeoutError).
 
     Returns
     -------
@@ -1315,6 +1321,7 @@ def maximize_criterion(
         "theta": np.clip(theta0, low, high),
         "worst": None,  # last finite point, worst value
         "n_evaluations": 0,
+        "timed_out": False,
     }
     if max_time is not None:
         max_time = check_scalar(max_time, "max_time", low=0.0, low_inclusive=False)
@@ -1340,8 +1347,7 @@ def maximize_criterion(
 
         box = list(zip(low, high))
         best = _best_run(objective, starts, box, gradient, max_iter, tols, step)
-    out_of_time = max_time is not None and time.perf_counter() - start_time > max_time
-    if clock["stopped"] or (out_of_time and not best.success):
+    if clock["stopped"] or good["timed_out"]:
         best.success = False
         best.message = f"max_time: the search's {max_time:.3g} s ran out"
     theta = np.clip(best.x, low, high)

@@ -83,6 +83,7 @@ __all__ = [
     "fitc_fit",
     "SEARCH_MAX_ITER",
     "search_fitc",
+    "FINAL_RUN_ITER",
     "EPClock",
     "learn_fitc",
     "check_inducing_options",
@@ -787,44 +788,63 @@ def search_fitc(
 
 
 # %% book/25_sparse_ep.md, code cell 26
+FINAL_RUN_ITER = 5  # EP iterations EPClock keeps for the run after the search
+
+
 class EPClock:
-    """The EP runs of a search with a time budget, each capped so that it ends before
-    the search's deadline.
+    """The EP runs of a search with a time budget, each capped so that it ends in time
+    for the final run after the search.
 
     Parameters
     ----------
     max_time : float > 0 or None
-        Seconds from now to the deadline; None: no deadline, every run gets
-        ``max_iter``.
+        Seconds from now to the end of the fit (the deadline); None: no deadline,
+        every run gets ``max_iter``.
     max_iter : int
         EP's own cap on iterations.
+    first : (seconds, n_iter) or None, default None
+        The EP run before the search: its seconds per iteration are the first measure
+        of the pace (None: the first run of the search is not capped).
     """
 
-    def __init__(self, max_time, max_iter):
+    def __init__(self, max_time, max_iter, first=None):
         self.deadline = None if max_time is None else time.perf_counter() + max_time
         self.max_iter = int(max_iter)
-        self.pace = np.inf  # seconds per EP iteration, the fastest run so far
+        # seconds per EP iteration, the fastest run so far; seconds of an evaluation
+        # besides its iterations (prior, evidence, gradient), the most seen
+        self.pace = np.inf if first is None else first[0] / max(first[1], 1)
+        self.fixed = 0.0
 
-    def run(self, ep):
-        """``ep(max_iter)`` at the iterations left before the deadline.
+    def run(self, ep, then=None):
+        """``ep(cap)``, cap the EP iterations left before the deadline (less the
+        final run's time), then ``then`` of its result (the gradient), if given.
 
-        ``ep`` returns a fit with ``n_iter`` and ``converged`` (a FITCFit), or a tuple
-        whose first item is one. Returns what ``ep`` returned, or None when no iteration
-        is left or the cap stopped the run before it converged.
+        ``ep`` returns a fit with ``n_iter`` and ``converged`` (a FITCFit), or a
+        tuple whose first item is one. Returns what ``then`` (or ``ep``) returned.
+
+        Raises
+        ------
+        TimeoutError
+            When no iteration is left, or the cap stopped the run unconverged.
         """
         cap = self.max_iter
         if self.deadline is not None and np.isfinite(self.pace):
-            left = (self.deadline - time.perf_counter()) / self.pace
-            cap = min(cap, int(left))
+            # this run's fixed cost, and the final run: a fixed cost and a few passes
+            final = self.fixed + FINAL_RUN_ITER * self.pace
+            left = self.deadline - time.perf_counter() - self.fixed - final
+            cap = min(cap, int(left / self.pace))
         if cap < 1:
-            return None
+            raise TimeoutError("no EP iteration is left before the deadline")
         start = time.perf_counter()
         out = ep(cap)
         fit = out if hasattr(out, "n_iter") else out[0]
-        seconds = time.perf_counter() - start
-        self.pace = min(self.pace, seconds / max(fit.n_iter, 1))
+        n_iter = max(fit.n_iter, 1)
+        self.pace = min(self.pace, (time.perf_counter() - start) / n_iter)
         if cap < self.max_iter and not fit.converged:
-            return None
+            raise TimeoutError(f"EP had not converged after the {cap} iterations left")
+        if then is not None:
+            out = then(out)
+        self.fixed = max(self.fixed, time.perf_counter() - start - self.pace * n_iter)
         return out
 
 
@@ -844,27 +864,30 @@ def _warm_fit(kernel, X, y, likelihood, Z, last, tol, max_iter):
     )
 
 
-def _warm_evaluation(X, y, likelihood, fit, tol, max_iter, max_time=None):
+def _warm_evaluation(X, y, likelihood, fit, tol, clock):
     """search_fitc's ``evaluate`` in this process, starting from the FITCFit ``fit``,
-    each EP run capped by an EPClock of ``max_time`` seconds, and the one-element list
-    that holds the last sound fit."""
+    each EP run capped by the EPClock ``clock``, and the one-element list that holds
+    the last sound fit."""
     last = [fit]
-    clock = EPClock(max_time, max_iter)
 
     def evaluate(kern, Z_x):
+        def gradient(new):
+            if not np.isfinite(new.log_evidence):
+                return None
+            grad = fitc_evidence_gradient(kern, X, Z_x, new.prior, new.posterior)
+            return new, grad
+
         try:
-            new = clock.run(
-                lambda cap: _warm_fit(kern, X, y, likelihood, Z_x, last[0], tol, cap)
+            out = clock.run(
+                lambda cap: _warm_fit(kern, X, y, likelihood, Z_x, last[0], tol, cap),
+                then=gradient,
             )
         except LinAlgError:
             return -np.inf, None, None
-        if new is None or not np.isfinite(new.log_evidence):
+        if out is None:
             return -np.inf, None, None
-        last[0] = new
-        return (
-            new.log_evidence,
-            *fitc_evidence_gradient(kern, X, Z_x, new.prior, new.posterior),
-        )
+        last[0] = out[0]
+        return out[0].log_evidence, *out[1]
 
     return evaluate, last
 
@@ -884,6 +907,7 @@ def learn_fitc(
     max_iter,
     verbose=False,
     max_time=None,
+    first_seconds=None,
 ):
     """search_fitc with fit_fitc_ep and fitc_evidence_gradient, in this process.
 
@@ -899,6 +923,10 @@ def learn_fitc(
         As in search_fitc.
     tol, max_iter
         As in fit_fitc_ep.
+    first_seconds : float or None, default None
+        The seconds ``fit`` took, kept from ``max_time`` for the final run: with its
+        ``n_iter``, EPClock's first pace, and EPClock's deadline is the end of that
+        reserve.
 
     Returns
     -------
@@ -908,7 +936,12 @@ def learn_fitc(
     fit : FITCFit
         At the best point found.
     """
-    evaluate, last = _warm_evaluation(X, y, likelihood, fit, tol, max_iter, max_time)
+    first, to_end = None, max_time  # EPClock's deadline: the end of the fit
+    if first_seconds is not None:
+        first = (first_seconds, fit.n_iter)
+        to_end = None if max_time is None else max_time + first_seconds
+    clock = EPClock(to_end, max_iter, first)
+    evaluate, last = _warm_evaluation(X, y, likelihood, fit, tol, clock)
     kernel, Z, learned = search_fitc(
         kernel,
         Z,
@@ -1246,6 +1279,7 @@ def fit_in_process(
             max_iter=max_iter,
             verbose=verbose,
             max_time=search_budget(max_time, start, reserve=first),
+            first_seconds=first,
         )
     return (
         kernel,

@@ -1505,19 +1505,22 @@ def power_evidence(prior, likelihood, y, alpha, nu, tau):
         If q is improper.
     """
     q, mean, var, A = power_posterior(prior.Qt, nu, tau)
-    precision = 1.0 / var - alpha * tau
-    if not np.all(precision > 0.0):
-        return -np.inf, None
-    var_cav = 1.0 / precision
-    mu_cav = var_cav * (mean / var - alpha * nu)
-    log_z, d1, d2 = power_log_Z(likelihood, y, mu_cav, var_cav + prior.d, alpha)
-    phi = 0.5 * (prior.Qt @ nu) @ q.mean - np.sum(np.log(np.diag(q.C)))
-    bracket = (
-        log_z
-        + 0.5 * np.log(var_cav / var)
-        + 0.5 * (mu_cav**2 / var_cav - mean**2 / var)
-    )
-    value = phi + np.sum(bracket) / alpha
+    # far from a fixed point the marginals can overflow: what is not finite below
+    # makes the point improper (-inf), so numpy's warnings about it are silenced
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        precision = 1.0 / var - alpha * tau
+        if not np.all(precision > 0.0):
+            return -np.inf, None
+        var_cav = 1.0 / precision
+        mu_cav = var_cav * (mean / var - alpha * nu)
+        log_z, d1, d2 = power_log_Z(likelihood, y, mu_cav, var_cav + prior.d, alpha)
+        phi = 0.5 * (prior.Qt @ nu) @ q.mean - np.sum(np.log(np.diag(q.C)))
+        bracket = (
+            log_z
+            + 0.5 * np.log(var_cav / var)
+            + 0.5 * (mu_cav**2 / var_cav - mean**2 / var)
+        )
+        value = phi + np.sum(bracket) / alpha
     cav = PowerCavities(q, A, mean, var, mu_cav, var_cav, log_z, d1, d2)
     return (float(value), cav) if np.isfinite(value) else (-np.inf, None)
 
@@ -1651,10 +1654,23 @@ def power_fit_in_process(
     if bounds is not None:
         last = [fit]
         budget = search_budget(max_time, start, reserve=first)
-        clock = EPClock(budget, max_iter)  # chapter 25: each run ends in the budget
+        # chapter 25's EPClock: each run ends in time for the final run
+        to_end = None if budget is None else budget + first
+        clock = EPClock(to_end, max_iter, first=(first, fit.n_iter))
 
         def evaluate(kern, Z_x):
             sites = last[0].posterior
+
+            def gradient(out):
+                new, new_cav = out
+                if new_cav is None:
+                    return None
+                post = new.posterior
+                grad = power_gradient(
+                    kern, X, Z_x, new.prior, post.nu, post.tau, alpha, new_cav
+                )
+                return new, grad
+
             try:
                 out = clock.run(
                     lambda cap: fit_power_ep(
@@ -1668,25 +1684,15 @@ def power_fit_in_process(
                         sites.tau,
                         tol,
                         cap,
-                    )
+                    ),
+                    then=gradient,
                 )
             except LinAlgError:
                 return -np.inf, None, None
-            if out is None or out[1] is None:
+            if out is None:
                 return -np.inf, None, None
-            new, new_cav = out
-            last[0] = new
-            grad = power_gradient(
-                kern,
-                X,
-                Z_x,
-                new.prior,
-                new.posterior.nu,
-                new.posterior.tau,
-                alpha,
-                new_cav,
-            )
-            return new.log_evidence, *grad
+            last[0] = out[0]
+            return out[0].log_evidence, *out[1]
 
         kernel, Z, learned = search_fitc(
             kernel,

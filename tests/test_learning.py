@@ -281,10 +281,10 @@ def test_maximize_criterion_max_time_stops_the_search_with_a_warning():
     assert free[1].n_evaluations > record.n_evaluations
 
 
-def test_a_search_whose_points_are_refused_once_time_is_out_says_max_time(monkeypatch):
-    """An evaluation that runs past the budget, after which the criterion refuses every
-    point (as chapter 25's EPClock makes sparse EP's do): the run ends unconverged, and
-    the record and the warning name max_time, not the line search."""
+def test_a_criterion_out_of_time_ends_the_search_and_says_max_time(monkeypatch):
+    """An evaluation that runs past the budget, after which the criterion raises
+    TimeoutError (as chapter 25's EPClock makes sparse EP's do): the points are refused,
+    the run ends, and the record and the warning name max_time, not the line search."""
     import gpc_literate.base as base
 
     now = [0.0]
@@ -295,7 +295,7 @@ def test_a_search_whose_points_are_refused_once_time_is_out_says_max_time(monkey
         calls[0] += 1
         now[0] += 30.0 if calls[0] == 4 else 0.01
         if now[0] > 10.0:
-            return -np.inf, None
+            raise TimeoutError("no time left for this point")
         a, b = t
         return -((1 - a) ** 2 + 100 * (b - a * a) ** 2), np.array(
             [2 * (1 - a) + 400 * a * (b - a * a), -200 * (b - a * a)]

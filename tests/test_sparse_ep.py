@@ -403,11 +403,14 @@ class _Run(NamedTuple):
     converged: bool
 
 
-def test_ep_clock_caps_each_run_at_the_deadline_and_refuses_cut_runs(monkeypatch):
+def test_ep_clock_caps_each_run_at_the_deadline_and_times_out_cut_runs(monkeypatch):
     import gpc_literate.sparse_ep as sparse_ep
 
     now = [0.0]
     monkeypatch.setattr(sparse_ep.time, "perf_counter", lambda: now[0])
+    monkeypatch.setattr(
+        sparse_ep, "FINAL_RUN_ITER", 0
+    )  # the final run: fixed cost only
     caps = []
 
     def ep(needed, seconds_per_iteration=1.0):
@@ -421,12 +424,32 @@ def test_ep_clock_caps_each_run_at_the_deadline_and_refuses_cut_runs(monkeypatch
 
     clock = EPClock(10.0, max_iter=100)
     assert clock.run(ep(2)) == _Run(2, True)  # no pace yet: EP's own cap
-    assert caps[-1] == 100 and clock.pace == 1.0
+    assert caps[-1] == 100 and clock.pace == 1.0 and clock.fixed == 0.0
     assert clock.run(ep(2, 1.5)) == _Run(2, True)  # 8 s left at 1 s: 8 iterations
-    assert caps[-1] == 8 and clock.pace == 1.0  # the fastest pace is kept
-    assert clock.run(ep(50)) is None  # 5 s left: stopped unconverged, refused
-    assert caps[-1] == 5 and now[0] == 10.0
-    assert clock.run(ep(1)) is None and len(caps) == 3  # nothing left: not run
+    # the fastest pace is kept, and the slower run's extra second counted as fixed
+    assert caps[-1] == 8 and clock.pace == 1.0 and clock.fixed == 1.0
+    # 5 s left, less the fixed second of this run and of the final one: 3 iterations
+    with pytest.raises(TimeoutError, match="not converged after the 3 iterations"):
+        clock.run(ep(50))
+    assert now[0] == 8.0
+    with pytest.raises(TimeoutError, match="no EP iteration is left"):
+        clock.run(ep(1))
+    assert len(caps) == 3  # not run
+    # the first pace from the run before the search; a fixed cost from ``then``
+    now[0], caps[:] = 0.0, []
+    clock = EPClock(20.0, max_iter=100, first=(10.0, 20))  # 0.5 s per iteration
+
+    def gradient(fit):
+        now[0] += 2.0  # two seconds besides the iterations
+        return fit, "gradient"
+
+    assert clock.run(ep(4, 0.5), then=gradient) == (_Run(4, True), "gradient")
+    assert caps[-1] == 40 and clock.fixed == 2.0  # 20 s at 0.5 s; then 4 s used
+    assert clock.run(ep(4, 0.5), then=gradient) is not None
+    assert caps[-1] == 24  # 16 s left, less 2 + 2 fixed, at 0.5 s
+    monkeypatch.setattr(sparse_ep, "FINAL_RUN_ITER", 5)
+    assert clock.run(ep(4, 0.5), then=lambda fit: None) is None  # then refuses
+    assert caps[-1] == 11  # 12 s left, less 2 + 2 fixed and 5 final iterations
     # a tuple whose first item is the fit (chapter 26's power EP) comes back whole
     free = EPClock(None, max_iter=7)
     out = free.run(lambda cap: (_Run(cap, False), "cavities"))
