@@ -85,6 +85,7 @@ __all__ = [
     "search_fitc",
     "FINAL_RUN_ITER",
     "EPClock",
+    "SearchFits",
     "learn_fitc",
     "check_inducing_options",
     "fit_in_process",
@@ -864,11 +865,38 @@ def _warm_fit(kernel, X, y, likelihood, Z, last, tol, max_iter):
     )
 
 
+class SearchFits:
+    """The fits of a search: the last sound one, where the next run starts, and the
+    best, with the point where it ran.
+
+    Parameters
+    ----------
+    fit : object
+        The fit before the search (the first ``last``).
+    """
+
+    def __init__(self, fit):
+        self.last, self._best = fit, None
+
+    def record(self, fit, value, theta, Z):
+        """A sound fit of log evidence ``value`` at (theta, Z)."""
+        self.last = fit
+        if self._best is None or value > self._best[1]:
+            self._best = (fit, value, np.array(theta), np.array(Z))
+
+    def at(self, kernel, Z):
+        """The best fit if it ran at exactly (kernel.theta, Z), else None."""
+        if self._best is None:
+            return None
+        fit, _, theta, Z_best = self._best
+        same = np.array_equal(theta, kernel.theta) and np.array_equal(Z_best, Z)
+        return fit if same else None
+
+
 def _warm_evaluation(X, y, likelihood, fit, tol, clock):
     """search_fitc's ``evaluate`` in this process, starting from the FITCFit ``fit``,
-    each EP run capped by the EPClock ``clock``, and the one-element list that holds
-    the last sound fit."""
-    last = [fit]
+    each EP run capped by the EPClock ``clock``, and the SearchFits it records."""
+    fits = SearchFits(fit)
 
     def evaluate(kern, Z_x):
         def gradient(new):
@@ -879,17 +907,17 @@ def _warm_evaluation(X, y, likelihood, fit, tol, clock):
 
         try:
             out = clock.run(
-                lambda cap: _warm_fit(kern, X, y, likelihood, Z_x, last[0], tol, cap),
+                lambda cap: _warm_fit(kern, X, y, likelihood, Z_x, fits.last, tol, cap),
                 then=gradient,
             )
         except LinAlgError:
             return -np.inf, None, None
         if out is None:
             return -np.inf, None, None
-        last[0] = out[0]
+        fits.record(out[0], out[0].log_evidence, kern.theta, Z_x)
         return out[0].log_evidence, *out[1]
 
-    return evaluate, last
+    return evaluate, fits
 
 
 # %% book/25_sparse_ep.md, code cell 28
@@ -941,7 +969,7 @@ def learn_fitc(
         first = (first_seconds, fit.n_iter)
         to_end = None if max_time is None else max_time + first_seconds
     clock = EPClock(to_end, max_iter, first)
-    evaluate, last = _warm_evaluation(X, y, likelihood, fit, tol, clock)
+    evaluate, fits = _warm_evaluation(X, y, likelihood, fit, tol, clock)
     kernel, Z, learned = search_fitc(
         kernel,
         Z,
@@ -951,7 +979,9 @@ def learn_fitc(
         verbose=verbose,
         max_time=max_time,
     )
-    final = _warm_fit(kernel, X, y, likelihood, Z, last[0], tol, max_iter)
+    final = fits.at(kernel, Z)
+    if final is None:
+        final = _warm_fit(kernel, X, y, likelihood, Z, fits.last, tol, max_iter)
     learned.value = float(final.log_evidence)
     return kernel, Z, learned, final
 

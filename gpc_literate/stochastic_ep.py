@@ -58,6 +58,7 @@ from gpc_literate.sites import cavities, site_change, site_from_derivatives
 from gpc_literate.sparse_ep import (
     KUU_JITTER,
     EPClock,
+    SearchFits,
     FITCFit,
     FITCPosterior,
     check_inducing_options,
@@ -1652,14 +1653,14 @@ def power_fit_in_process(
     first = time.perf_counter() - start  # kept for the final run
     learned = None
     if bounds is not None:
-        last = [fit]
+        fits = SearchFits((fit, cav))  # chapter 25: the last sound fit, and the best
         budget = search_budget(max_time, start, reserve=first)
         # chapter 25's EPClock: each run ends in time for the final run
         to_end = None if budget is None else budget + first
         clock = EPClock(to_end, max_iter, first=(first, fit.n_iter))
 
         def evaluate(kern, Z_x):
-            sites = last[0].posterior
+            sites = fits.last[0].posterior
 
             def gradient(out):
                 new, new_cav = out
@@ -1669,7 +1670,7 @@ def power_fit_in_process(
                 grad = power_gradient(
                     kern, X, Z_x, new.prior, post.nu, post.tau, alpha, new_cav
                 )
-                return new, grad
+                return out, grad
 
             try:
                 out = clock.run(
@@ -1691,8 +1692,9 @@ def power_fit_in_process(
                 return -np.inf, None, None
             if out is None:
                 return -np.inf, None, None
-            last[0] = out[0]
-            return out[0].log_evidence, *out[1]
+            value = out[0][0].log_evidence
+            fits.record(out[0], value, kern.theta, Z_x)
+            return value, *out[1]
 
         kernel, Z, learned = search_fitc(
             kernel,
@@ -1704,10 +1706,13 @@ def power_fit_in_process(
             max_time=budget,
         )
         learned.criterion = f"log marginal likelihood (power EP, alpha = {alpha:g})"
-        start = last[0].posterior
-        fit, cav = fit_power_ep(
-            kernel, X, y, likelihood, Z, alpha, start.nu, start.tau, tol, max_iter
-        )
+        found = fits.at(kernel, Z)  # the search's own run at the point it returns
+        if found is None:
+            start = fits.last[0].posterior
+            found = fit_power_ep(
+                kernel, X, y, likelihood, Z, alpha, start.nu, start.tau, tol, max_iter
+            )
+        fit, cav = found
         learned.value = float(fit.log_evidence)
     if cav is None:
         raise LinAlgError("a cavity of power EP is improper at the final sites")

@@ -221,7 +221,8 @@ def test_sparse_ep_fitted_on_a_two_worker_cluster_is_the_single_process_fit(
     one = SparseEP(**options).fit(X, labels)
     two = SparseEP(**options).fit(X, labels, client=client)
     assert list(two.classes_) == ["no", "yes"] and two.converged_ == one.converged_
-    assert two.n_iter_ == one.n_iter_
+    if optimizer is None:  # after a search, one process keeps the search's own run
+        assert two.n_iter_ == one.n_iter_  # at the point (chapter 25's SearchFits)
     assert _estimator_differences(one, two, X_test) < tol
     if optimizer is not None:
         assert two.learning_.n_evaluations == one.learning_.n_evaluations
