@@ -43,6 +43,7 @@ from gpc_literate.sites import (
     site_change,
 )
 from gpc_literate.sparse_ep import (
+    EPClock,
     FITCPrior,
     adjoint_columns,
     adjoint_rows,
@@ -569,6 +570,7 @@ def learn_on_shards(
     max_iter,
     verbose=False,
     max_time=None,
+    first=None,
 ):
     """Chapter 25's search_fitc with EP and the gradient on the shards.
 
@@ -586,6 +588,9 @@ def learn_on_shards(
         As in search_fitc.
     tol, max_iter
         Of sharded_sparse_ep at each point.
+    first : (seconds, n_iter) or None, default None
+        The EP run before the search, whose time ``max_time`` keeps for the final run:
+        EPClock's first pace, and its deadline is the end of that reserve.
 
     Returns
     -------
@@ -600,19 +605,34 @@ def learn_on_shards(
         As search_fitc.
     """
 
+    to_end = max_time  # EPClock's deadline: the end of the fit
+    if first is not None and max_time is not None:
+        to_end = max_time + first[0]
+    clock = EPClock(to_end, max_iter, first)
+
     def evaluate(kern, Z_x):
         try:
             _on_shards(shards, "set_prior", kern, Z_x)
         except LinAlgError:  # the jittered K_uu at this Z
             _on_shards(shards, "revert")
             return -np.inf, None, None
-        sharded_sparse_ep(shards, tol, max_iter)
-        factor = _factor(shards)
-        value = -np.inf if factor is None else sharded_log_evidence(shards, factor)
-        if not np.isfinite(value):
+
+        def gradient(run):
+            factor = _factor(shards)
+            value = -np.inf if factor is None else sharded_log_evidence(shards, factor)
+            if not np.isfinite(value):
+                return None
+            return value, sharded_gradient(shards, kern, Z_x, factor)
+
+        try:
+            out = clock.run(lambda cap: sharded_sparse_ep(shards, tol, cap), gradient)
+        except TimeoutError:  # cut short: back to the sites before it
+            _on_shards(shards, "revert")
+            raise
+        if out is None:
             _on_shards(shards, "revert")
             return -np.inf, None, None
-        return value, *sharded_gradient(shards, kern, Z_x, factor)
+        return out[0], *out[1]
 
     return search_fitc(
         kernel,
@@ -669,10 +689,19 @@ def gather_fit(shards, kernel, Z, likelihood, y, run):
 
 # %% book/27_sparse_ep_cluster.md, code cell 21
 def _search_on_shards(
-    shards, kernel, Z, bounds, learn_inducing, tol, max_iter, verbose, max_time=None
+    shards,
+    kernel,
+    Z,
+    bounds,
+    learn_inducing,
+    tol,
+    max_iter,
+    verbose,
+    max_time=None,
+    first=None,
 ):
     """fit_on_cluster's search from the shards' sites, then EP at the point it found:
-    (kernel, Z, LearnedHyperparameters, ShardedFit)."""
+    (kernel, Z, LearnedHyperparameters, ShardedFit). ``first`` as in learn_on_shards."""
     if _factor(shards) is None:
         raise ImproperPosteriorError("the sites at the start make q improper")
     kernel, Z, learned = learn_on_shards(
@@ -685,6 +714,7 @@ def _search_on_shards(
         max_iter=max_iter,
         verbose=verbose,
         max_time=max_time,
+        first=first,
     )
     _on_shards(shards, "set_prior", kernel, Z)
     return kernel, Z, learned, sharded_sparse_ep(shards, tol, max_iter)
@@ -753,6 +783,7 @@ def fit_on_cluster(
             max_iter,
             verbose,
             search_budget(max_time, start, reserve=first),
+            (first, run.n_iter),
         )
     fit, beta = gather_fit(shards, kernel, Z, likelihood, y, run)
     if learned is not None:

@@ -18,6 +18,7 @@ from gpc_literate.cluster_ep import (
     sharded_log_evidence,
     sharded_sparse_ep,
 )
+from gpc_literate.base import ConvergenceWarning
 from gpc_literate.datasets import make_ringnorm
 from gpc_literate.kernels import RBF
 from gpc_literate.likelihoods import Probit
@@ -244,6 +245,16 @@ def test_a_warm_start_on_the_cluster_needs_one_iteration(client):
         X, y, site_nu_init=cold.site_nu_, site_tau_init=cold.site_tau_, client=client
     )
     assert warm.converged_ and warm.n_iter_ == 1
+
+
+def test_max_time_stops_the_search_on_the_cluster_and_says_so(client):
+    X, y = make_ringnorm(400, random_state=13)
+    with pytest.warns(ConvergenceWarning, match="increase max_time"):
+        model = SparseEP(n_inducing=10, max_time=1e-6, random_state=0).fit(
+            X, y, client=client
+        )
+    assert model.learning_.message.startswith("max_time")
+    assert model.converged_ and np.isfinite(model.log_marginal_likelihood_)
 
 
 def test_a_client_that_is_not_one_is_refused():
