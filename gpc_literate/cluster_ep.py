@@ -590,7 +590,7 @@ def learn_on_shards(
         Of sharded_sparse_ep at each point.
     first : (seconds, n_iter) or None, default None
         The EP run before the search, whose time ``max_time`` keeps for the final run:
-        EPClock's first pace, and its deadline is the end of that reserve.
+        EPClock's ``first``.
 
     Returns
     -------
@@ -605,10 +605,7 @@ def learn_on_shards(
         As search_fitc.
     """
 
-    to_end = max_time  # EPClock's deadline: the end of the fit
-    if first is not None and max_time is not None:
-        to_end = max_time + first[0]
-    clock = EPClock(to_end, max_iter, first)
+    clock = EPClock(max_time, max_iter, first)
 
     def evaluate(kern, Z_x):
         try:

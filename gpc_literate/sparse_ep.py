@@ -799,17 +799,20 @@ class EPClock:
     Parameters
     ----------
     max_time : float > 0 or None
-        Seconds from now to the end of the fit (the deadline); None: no deadline,
-        every run gets ``max_iter``.
+        The search's budget in seconds from now; None: no deadline, every run gets
+        ``max_iter``.
     max_iter : int
         EP's own cap on iterations.
     first : (seconds, n_iter) or None, default None
         The EP run before the search: its seconds per iteration are the first measure
-        of the pace (None: the first run of the search is not capped).
+        of the pace (None: the first run of the search is not capped), and its
+        seconds, which the budget keeps for the final run, are added to it: the
+        deadline is the end of the fit.
     """
 
     def __init__(self, max_time, max_iter, first=None):
-        self.deadline = None if max_time is None else time.perf_counter() + max_time
+        to_end = max_time if max_time is None or first is None else max_time + first[0]
+        self.deadline = None if to_end is None else time.perf_counter() + to_end
         self.max_iter = int(max_iter)
         # seconds per EP iteration, the fastest run so far; seconds of an evaluation
         # besides its iterations (prior, evidence, gradient), the most seen
@@ -953,8 +956,7 @@ def learn_fitc(
         As in fit_fitc_ep.
     first_seconds : float or None, default None
         The seconds ``fit`` took, kept from ``max_time`` for the final run: with its
-        ``n_iter``, EPClock's first pace, and EPClock's deadline is the end of that
-        reserve.
+        ``n_iter``, EPClock's ``first``.
 
     Returns
     -------
@@ -964,11 +966,8 @@ def learn_fitc(
     fit : FITCFit
         At the best point found.
     """
-    first, to_end = None, max_time  # EPClock's deadline: the end of the fit
-    if first_seconds is not None:
-        first = (first_seconds, fit.n_iter)
-        to_end = None if max_time is None else max_time + first_seconds
-    clock = EPClock(to_end, max_iter, first)
+    first = None if first_seconds is None else (first_seconds, fit.n_iter)
+    clock = EPClock(max_time, max_iter, first)
     evaluate, fits = _warm_evaluation(X, y, likelihood, fit, tol, clock)
     kernel, Z, learned = search_fitc(
         kernel,

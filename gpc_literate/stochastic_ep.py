@@ -1656,8 +1656,7 @@ def power_fit_in_process(
         fits = SearchFits((fit, cav))  # chapter 25: the last sound fit, and the best
         budget = search_budget(max_time, start, reserve=first)
         # chapter 25's EPClock: each run ends in time for the final run
-        to_end = None if budget is None else budget + first
-        clock = EPClock(to_end, max_iter, first=(first, fit.n_iter))
+        clock = EPClock(budget, max_iter, first=(first, fit.n_iter))
 
         def evaluate(kern, Z_x):
             sites = fits.last[0].posterior

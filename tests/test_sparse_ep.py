@@ -437,7 +437,8 @@ def test_ep_clock_caps_each_run_at_the_deadline_and_times_out_cut_runs(monkeypat
     assert len(caps) == 3  # not run
     # the first pace from the run before the search; a fixed cost from ``then``
     now[0], caps[:] = 0.0, []
-    clock = EPClock(20.0, max_iter=100, first=(10.0, 20))  # 0.5 s per iteration
+    # 0.5 s per iteration; the deadline is the budget plus the first run's 10 s
+    clock = EPClock(10.0, max_iter=100, first=(10.0, 20))
 
     def gradient(fit):
         now[0] += 2.0  # two seconds besides the iterations

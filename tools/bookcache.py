@@ -221,23 +221,32 @@ def yaml_config(root: Path = ROOT) -> dict:
     return yaml.safe_load((root / "_config.yml").read_text(encoding="utf-8"))
 
 
+@functools.lru_cache(maxsize=None)
+def _md_config(root: str):
+    """myst-parser's configuration with the Markdown extensions of ``_config.yml``."""
+    import dataclasses
+
+    from myst_parser.config.main import MdParserConfig
+
+    extensions = (yaml_config(Path(root)).get("parse") or {}).get(
+        "myst_enable_extensions"
+    )
+    return dataclasses.replace(
+        MdParserConfig(), enable_extensions=set(extensions or [])
+    )
+
+
 def read_as_mystnb(chapter: Path, root: Path = ROOT):
     """``chapter`` as the notebook myst-nb reads, whose code cells key its cached run.
 
     myst-nb reads a MyST chapter with its own reader and the Markdown extensions of
     ``_config.yml``; reading it the same way gives the same cache key.
     """
-    import dataclasses
-
     from myst_nb.core.read import read_myst_markdown_notebook
-    from myst_parser.config.main import MdParserConfig
 
-    extensions = (yaml_config(root).get("parse") or {}).get("myst_enable_extensions")
-    extensions = extensions or []
-    md_config = dataclasses.replace(MdParserConfig(), enable_extensions=set(extensions))
     return read_myst_markdown_notebook(
         chapter.read_text(encoding="utf-8"),
-        config=md_config,
+        config=_md_config(str(root)),
         add_source_map=True,
         path=str(chapter),
     )
