@@ -61,7 +61,8 @@ Systems (every setting is stored in each record under ``settings``):
   with one tied site on the FITC prior in whitened coordinates, M inducing inputs started at
   k-means++ centres of 5,000 random training inputs, minibatches of 1,000, Adam on the kernel
   hyperparameters (rate 0.05) and the inducing inputs (0.01), both decaying to 10 % over the
-  budget, one BLAS thread (its default), float64, probit likelihood; the same kernel and start
+  budget, one BLAS thread (its default) in each of ``--threads`` processes (two, its default on
+  two cores), float64, probit likelihood; the same kernel and start
   as the peers. ``ours-sep-iso``: the same with one length scale for all inputs. They run in
   the project's own environment (``--ours-python``, default ``.venv/bin/python`` when it
   exists), the peers in theirs: each system with the numpy and BLAS it is installed with.
@@ -578,6 +579,8 @@ OURS = {
     "dtype": "float64",
     "likelihood": "probit, Phi(f)",
     "blas_threads": 1,
+    "n_jobs": "--threads: minibatches two at a time in two processes by default "
+    "(StochasticEP's default on two cores), one process with --threads 1",
     "objective": "EP's log marginal likelihood, gradient at fixed sites",
 }
 
@@ -591,7 +594,12 @@ def train_ours(X, y, budget, M, seed, checkpoint, kernel):
     else:  # a fixed number of epochs, no time limit
         limits = {"max_time": None, "max_iter": checkpoint.epochs}
     model = StochasticEP(
-        kernel, n_inducing=M, batch_size=BATCH_SIZE, random_state=seed, **limits
+        kernel,
+        n_inducing=M,
+        batch_size=BATCH_SIZE,
+        random_state=seed,
+        n_jobs=THREADS,
+        **limits,
     )
 
     def callback(state, seconds):
@@ -675,6 +683,8 @@ SPARSE = {
     "likelihood": "probit, Phi(f)",
     "max_time": "the budget (the search stops early enough to leave time for the "
     "final EP run, by an estimate that may be short)",
+    "processes": "the minibatch search on StochasticEP's default processes (two on "
+    "two cores)",
 }
 
 

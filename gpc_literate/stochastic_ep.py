@@ -25,6 +25,7 @@ the b_i), ``d`` the FITC diagonal; sites exp(nu g - tau g^2 / 2) in g_i = b_i^T 
 
 import contextlib
 import copy
+import multiprocessing
 import os
 import time
 import warnings
@@ -83,6 +84,9 @@ __all__ = [
     "BatchSites",
     "whitened_cavities",
     "batch_sites",
+    "SiteSums",
+    "batch_site_sums",
+    "fold_site_sums",
     "update_sites",
     "SITE_BLOCK",
     "rebuild_site_sums",
@@ -96,7 +100,12 @@ __all__ = [
     "hyperparameter_step",
     "SEPRun",
     "RunRecord",
+    "MinibatchSums",
+    "minibatch_sums",
+    "MinibatchWorkers",
     "run_stochastic_ep",
+    "PARALLEL_FROM_N",
+    "minibatch_jobs",
     "KMEANS_SUBSET",
     "kmeans_inducing",
     "initial_inducing",
@@ -411,12 +420,85 @@ def batch_sites(state, X, y, idx, with_gradient):
 
 
 # %% book/26_stochastic_ep.md, code cell 10
+class SiteSums(NamedTuple):
+    """A minibatch's sites, summed in the inducing space and ready to fold in.
+
+    Attributes
+    ----------
+    lam : ndarray of shape (M, M)
+        Tied: sum_i tau_i b_i b_i^T of the new sites; per-point: of their changes.
+    h : ndarray of shape (M,)
+        The same sums of nu_i b_i.
+    B : int
+        The minibatch size.
+    d_nu, d_tau : ndarray of shape (B,) or None
+        Per-point: the site changes (None for the tied site).
+    """
+
+    lam: np.ndarray
+    h: np.ndarray
+    B: int
+    d_nu: np.ndarray = None
+    d_tau: np.ndarray = None
+
+
+def batch_site_sums(state, batch, idx, damping):
+    """The SiteSums of a minibatch's new sites (eq-sep-average or eq-sep-perpoint): a
+    site that is not ok counts as zero in the tied average and is left unchanged among
+    per-point sites.
+
+    Parameters
+    ----------
+    state : SEPState
+        Read only: the per-point sites at ``idx`` before the update.
+    batch : BatchSites
+    idx : ndarray of int, shape (B,)
+    damping : float in (0, 1]
+        Per-point: the fraction of each site change applied.
+
+    Returns
+    -------
+    SiteSums
+    """
+    Bt, B = batch.Bt, batch.Bt.shape[1]
+    nu, tau = np.where(batch.ok, batch.nu, 0.0), np.where(batch.ok, batch.tau, 0.0)
+    if state.sites == "tied":
+        return SiteSums((Bt * tau) @ Bt.T, Bt @ nu, B)
+    d_nu = np.where(batch.ok, damping * (nu - state.nu[idx]), 0.0)
+    d_tau = np.where(batch.ok, damping * (tau - state.tau[idx]), 0.0)
+    return SiteSums((Bt * d_tau) @ Bt.T, Bt @ d_nu, B, d_nu, d_tau)
+
+
+def fold_site_sums(state, sums, idx, window):
+    """Eq. (eq-sep-average) (tied) or eq. (eq-sep-perpoint) (per-point): fold a
+    minibatch's SiteSums into ``state``, in place, and count it (t by one).
+
+    Parameters
+    ----------
+    state : SEPState
+    sums : SiteSums
+    idx : ndarray of int, shape (B,)
+    window : int
+        Tied: the average runs over about the last min(window, n) points.
+    """
+    if state.sites == "tied":
+        eps = min(1.0, max(sums.B / min(window, state.n), 1.0 / (state.t + 1)))
+        state.lam = (1.0 - eps) * state.lam + (eps / sums.B) * sums.lam
+        state.h = (1.0 - eps) * state.h + (eps / sums.B) * sums.h
+    else:
+        state.nu[idx] += sums.d_nu
+        state.tau[idx] += sums.d_tau
+        state.lam = state.lam + sums.lam
+        state.h = state.h + sums.h
+    state.lam = 0.5 * (state.lam + state.lam.T)
+    state.t += 1
+
+
 def update_sites(state, batch, idx, window, damping):
     """Eq. (eq-sep-average) (tied) or eq. (eq-sep-perpoint) (per-point): fold a
-    minibatch in.
+    minibatch in (batch_site_sums, then fold_site_sums).
 
-    Updates ``state`` in place (its sites, and t by one); a site that is not ok
-    counts as zero in the tied average and stays as it was among per-point sites.
+    Updates ``state`` in place (its sites, and t by one).
 
     Parameters
     ----------
@@ -428,21 +510,7 @@ def update_sites(state, batch, idx, window, damping):
     damping : float in (0, 1]
         Per-point: the fraction of each site change applied.
     """
-    Bt, B = batch.Bt, batch.Bt.shape[1]
-    nu, tau = np.where(batch.ok, batch.nu, 0.0), np.where(batch.ok, batch.tau, 0.0)
-    if state.sites == "tied":
-        eps = min(1.0, max(B / min(window, state.n), 1.0 / (state.t + 1)))
-        state.lam = (1.0 - eps) * state.lam + (eps / B) * ((Bt * tau) @ Bt.T)
-        state.h = (1.0 - eps) * state.h + (eps / B) * (Bt @ nu)
-    else:
-        d_nu = np.where(batch.ok, damping * (nu - state.nu[idx]), 0.0)
-        d_tau = np.where(batch.ok, damping * (tau - state.tau[idx]), 0.0)
-        state.nu[idx] += d_nu
-        state.tau[idx] += d_tau
-        state.lam = state.lam + (Bt * d_tau) @ Bt.T
-        state.h = state.h + Bt @ d_nu
-    state.lam = 0.5 * (state.lam + state.lam.T)
-    state.t += 1
+    fold_site_sums(state, batch_site_sums(state, batch, idx, damping), idx, window)
 
 
 SITE_BLOCK = 4096  # training rows per block when the site sums are rebuilt
@@ -638,8 +706,8 @@ def hyperparameter_step(
     state : SEPState
         Its kernel and Z are updated in place.
     adam : Adam
-    batch : BatchSites
-        With its gradient.
+    batch : BatchSites or MinibatchSums
+        With its gradient (grad_theta, grad_Z).
     scale : float
     progress : float in [0, 1]
     learn_theta, learn_Z : bool
@@ -700,8 +768,58 @@ class SEPRun(NamedTuple):
 
 
 # %% book/26_stochastic_ep.md, code cell 23
+class MinibatchSums(NamedTuple):
+    """One minibatch's work: its SiteSums and, with the gradient, its gradient.
+
+    Attributes
+    ----------
+    sums : SiteSums
+    grad_theta : ndarray of shape (p,) or None
+        None without gradient.
+    grad_Z : ndarray of shape (M, d) or None
+    """
+
+    sums: SiteSums
+    grad_theta: np.ndarray  # None without gradient
+    grad_Z: np.ndarray
+
+
+def minibatch_sums(state, X, y, rows, sites_at, with_gradient, damping):
+    """batch_sites and batch_site_sums of the minibatch of training rows ``rows``.
+
+    Parameters
+    ----------
+    state : SEPState
+    X : ndarray of shape (n, d)
+    y : ndarray of shape (n,)
+        The training set.
+    rows : ndarray of int, shape (B,)
+    sites_at : ndarray of int, shape (B,)
+        Where the minibatch's per-point sites are in state.nu and state.tau:
+        ``rows``, or 0, ..., B - 1 in a worker's copy of the state.
+    with_gradient : bool
+    damping : float in (0, 1]
+
+    Returns
+    -------
+    MinibatchSums
+
+    Raises
+    ------
+    LinAlgError
+        As batch_sites.
+    """
+    batch = batch_sites(state, X[rows], y[rows], sites_at, with_gradient)
+    return MinibatchSums(
+        batch_site_sums(state, batch, sites_at, damping),
+        batch.grad_theta,
+        batch.grad_Z,
+    )
+
+
 class _Minibatch(NamedTuple):
-    """What run_stochastic_ep does with each minibatch: its settings, and the call."""
+    """What run_stochastic_ep does with each minibatch: its settings, its work
+    (``compute``) and its update (``fold``)."""
 
     adam: Adam
     scale: float  # n / B: scale times a minibatch's gradient estimates the full one
@@ -711,24 +829,35 @@ class _Minibatch(NamedTuple):
     damping: float
     log_bounds: tuple
 
-    def __call__(self, state, X, y, idx, progress):
-        """Sites, their update and (after WARMUP minibatches) an Adam step for the
-        minibatch ``idx``; False when the step was taken back."""
-        with_gradient = (self.learn_theta or self.learn_Z) and state.t >= WARMUP
+    def with_gradient(self, t):
+        """Whether minibatch number t (from 0) takes an Adam step: after WARMUP."""
+        return (self.learn_theta or self.learn_Z) and t >= WARMUP
+
+    def compute(self, state, X, y, idx, t):
+        """The MinibatchSums of minibatch number t, rows ``idx``, at ``state``; per-
+        point sums that drifted are rebuilt when a factorisation fails."""
         try:
-            batch = batch_sites(state, X[idx], y[idx], idx, with_gradient)
+            return minibatch_sums(
+                state, X, y, idx, idx, self.with_gradient(t), self.damping
+            )
         except LinAlgError:
             if state.sites != "per-point":
                 raise
             rebuild_site_sums(state, X)  # the sums drifted: rebuild them
-            batch = batch_sites(state, X[idx], y[idx], idx, with_gradient)
-        update_sites(state, batch, idx, self.window, self.damping)
-        if not with_gradient:
+            return minibatch_sums(
+                state, X, y, idx, idx, self.with_gradient(t), self.damping
+            )
+
+    def fold(self, state, idx, work, progress):
+        """Fold the MinibatchSums ``work`` of rows ``idx`` in and, with its gradient,
+        take the Adam step; False when the step was taken back."""
+        fold_site_sums(state, work.sums, idx, self.window)
+        if work.grad_theta is None:
             return True
         return hyperparameter_step(
             state,
             self.adam,
-            batch,
+            work,
             self.scale,
             progress,
             self.learn_theta,
@@ -813,6 +942,106 @@ class RunRecord(_RunBookkeeping):
 
 
 # %% book/26_stochastic_ep.md, code cell 26
+def _minibatch_worker(conn, X, y, blas_threads):
+    """A worker of MinibatchWorkers: (state, rows, with_gradient, damping) in,
+    minibatch_sums (or its LinAlgError) out, until None or a closed pipe."""
+    with blas_limit(blas_threads):
+        while True:
+            try:
+                message = conn.recv()
+            except EOFError:  # the run's process has gone
+                return
+            if message is None:
+                return
+            state, rows, with_gradient, damping = message
+            try:
+                work = minibatch_sums(
+                    state, X, y, rows, np.arange(len(rows)), with_gradient, damping
+                )
+            except LinAlgError as err:
+                work = err
+            conn.send(work)
+
+
+class MinibatchWorkers:
+    """``n_workers`` processes that compute minibatches (minibatch_sums) beside this
+    one, for the length of a ``with`` block.
+
+    The training set is passed once, when they start: by fork where the platform has
+    it (no copy), otherwise pickled to spawned processes.
+
+    Parameters
+    ----------
+    n_workers : int >= 0
+    X : ndarray of shape (n, d)
+    y : ndarray of shape (n,)
+    blas_threads : int or None, default None
+        BLAS threads in each worker (blas_limit).
+    """
+
+    def __init__(self, n_workers, X, y, blas_threads=None):
+        self.n_workers, self.X, self.y = n_workers, X, y
+        self.blas_threads = blas_threads
+        self.conns, self.procs = [], []
+
+    def __enter__(self):
+        methods = multiprocessing.get_all_start_methods()
+        context = multiprocessing.get_context("fork" if "fork" in methods else "spawn")
+        for _ in range(self.n_workers):
+            here, there = context.Pipe()
+            proc = context.Process(
+                target=_minibatch_worker,
+                args=(there, self.X, self.y, self.blas_threads),
+                daemon=True,
+            )
+            proc.start()
+            there.close()
+            self.conns.append(here)
+            self.procs.append(proc)
+        return self
+
+    def send(self, k, state, rows, with_gradient, damping):
+        """Worker k computes the minibatch ``rows`` at ``state`` (of per-point sites,
+        only those at ``rows`` travel)."""
+        light = copy.copy(state)
+        if state.sites == "per-point":
+            light.nu, light.tau = state.nu[rows], state.tau[rows]
+        self.conns[k].send((light, rows, with_gradient, damping))
+
+    def receive(self, k):
+        """Worker k's MinibatchSums, or the LinAlgError it raised."""
+        return self.conns[k].recv()
+
+    def __exit__(self, *exc_info):
+        for conn in self.conns:
+            with contextlib.suppress(OSError):
+                conn.send(None)
+            conn.close()
+        for proc in self.procs:
+            proc.join(timeout=5.0)
+            if proc.is_alive():
+                proc.terminate()
+                proc.join()
+        return False
+
+
+def _group_sums(minibatch, workers, state, X, y, group):
+    """The MinibatchSums of the minibatches ``group`` (arrays of rows), all at
+    ``state``: the first here, the others in the workers."""
+    for j, idx in enumerate(group[1:]):
+        workers.send(
+            j, state, idx, minibatch.with_gradient(state.t + j + 1), minibatch.damping
+        )
+    works = [minibatch.compute(state, X, y, group[0], state.t)]
+    for j, idx in enumerate(group[1:]):
+        work = workers.receive(j)
+        if isinstance(work, LinAlgError):  # again here, where sums can be rebuilt
+            work = minibatch.compute(state, X, y, idx, state.t + j + 1)
+        works.append(work)
+    return works
+
+
+# %% book/26_stochastic_ep.md, code cell 27
 def run_stochastic_ep(
     state,
     X,
@@ -830,6 +1059,8 @@ def run_stochastic_ep(
     log_bounds=(-np.inf, np.inf),
     callback=None,
     verbose=False,
+    n_jobs=1,
+    blas_threads=None,
 ):
     """Stochastic EP (eqs eq-sep-tied to eq-sep-adam) until max_time seconds or
     max_iter.
@@ -859,6 +1090,11 @@ def run_stochastic_ep(
         stops the run by returning False.
     verbose : bool, default False
         A tqdm bar of the budget used.
+    n_jobs : int >= 1, default 1
+        Processes J: J consecutive minibatches at a time are computed at the same
+        state, J - 1 of them in MinibatchWorkers (sec-sep-processes).
+    blas_threads : int or None, default None
+        The workers' BLAS threads.
 
     Returns
     -------
@@ -874,15 +1110,25 @@ def run_stochastic_ep(
     minibatch = _Minibatch(
         adam, n / B, learn_theta, learn_Z, window, damping, log_bounds
     )
-    with tqdm(total=100, desc="StochasticEP", unit="%", disable=not verbose) as bar:
+    jobs = max(1, min(int(n_jobs), record.per_epoch))
+    with (
+        tqdm(total=100, desc="StochasticEP", unit="%", disable=not verbose) as bar,
+        MinibatchWorkers(jobs - 1, X, y, blas_threads) as workers,
+    ):
         while record.stopped is None:
             order = rng.permutation(n)
-            for k in range(record.per_epoch):
+            rows = [order[k * B : (k + 1) * B] for k in range(record.per_epoch)]
+            for first in range(0, record.per_epoch, jobs):
                 start = time.perf_counter()
-                idx = order[k * B : (k + 1) * B]
-                progress = record.progress(state)
-                record.rejected += not minibatch(state, X, y, idx, progress)
-                if record.close(state, start, bar, callback):
+                group = rows[first : first + jobs]
+                works = _group_sums(minibatch, workers, state, X, y, group)
+                for idx, work in zip(group, works):
+                    progress = record.progress(state)
+                    record.rejected += not minibatch.fold(state, idx, work, progress)
+                    if record.close(state, start, bar, callback):
+                        break
+                    start = time.perf_counter()
+                if record.stopped is not None:
                     break
             else:
                 if state.sites == "per-point" and (learn_theta or learn_Z):
@@ -890,7 +1136,7 @@ def run_stochastic_ep(
     return record.result(state)
 
 
-# %% book/26_stochastic_ep.md, code cell 27
+# %% book/26_stochastic_ep.md, code cell 28
 KMEANS_SUBSET = 5000  # "kmeans" clusters max(KMEANS_SUBSET, 20 M) random inputs
 
 
@@ -963,7 +1209,7 @@ def initial_inducing(inducing, n_inducing, kernel, X, rng):
     return Z.copy()
 
 
-# %% book/26_stochastic_ep.md, code cell 28
+# %% book/26_stochastic_ep.md, code cell 29
 _SITES = ("tied", "per-point")
 _INDUCING = ("kmeans", "pivots", "random")
 AUTO_BATCH = 1000  # batch_size="auto": min(AUTO_BATCH, ceil(n / 10))
@@ -985,6 +1231,34 @@ def minibatch_size(batch_size, n):
     if isinstance(batch_size, str):  # "auto", as checked by check_stochastic_options
         return max(1, min(AUTO_BATCH, -(-n // 10)))
     return min(int(batch_size), n)
+
+
+PARALLEL_FROM_N = 5000  # fits on fewer training points run in one process
+
+
+def minibatch_jobs(n_jobs, n):
+    """The processes J of a fit on n points (sec-sep-processes): ``n_jobs``, None for
+    min(2, available cores) and -1 for all of them; but one below PARALLEL_FROM_N
+    points, and in a daemonic process (a pool's worker), which cannot start processes.
+
+    Parameters
+    ----------
+    n_jobs : int >= 1, -1 or None
+    n : int
+
+    Returns
+    -------
+    int
+    """
+    if n < PARALLEL_FROM_N or multiprocessing.current_process().daemon:
+        return 1
+    if hasattr(os, "sched_getaffinity"):
+        cores = len(os.sched_getaffinity(0))
+    else:
+        cores = os.cpu_count() or 1
+    if n_jobs is None:
+        return min(2, cores)
+    return cores if n_jobs == -1 else int(n_jobs)
 
 
 def check_stochastic_options(est):
@@ -1022,10 +1296,12 @@ def check_stochastic_options(est):
     search_box(est.hyperparameter_bounds, [])
     if est.blas_threads is not None:
         check_integer(est.blas_threads, "blas_threads", low=1)
+    if est.n_jobs is not None and est.n_jobs != -1:
+        check_integer(est.n_jobs, "n_jobs (None, -1 or at least 1)", low=1)
     check_bool(est.verbose, "verbose")
 
 
-# %% book/26_stochastic_ep.md, code cell 29
+# %% book/26_stochastic_ep.md, code cell 30
 class SEPBreakdownError(LinAlgError):
     """Stochastic EP could not factorise K_uu or the precision of q (a ValueError)."""
 
@@ -1092,7 +1368,8 @@ def report_sep_run(est, state, run, log_bounds, owner, stacklevel):
 
 def sep_training(state, X, y, options, *, learn, log_bounds, rng, callback=None):
     """run_stochastic_ep on ``state`` with the settings ``options`` of a StochasticEP
-    (its get_params()), within its blas_threads: the SEPRun.
+    (its get_params()), within its blas_threads and on its n_jobs processes: the
+    SEPRun.
 
     ``learn``: learn the kernel (and, if options["learn_inducing"], Z). A breakdown is a
     SEPBreakdownError with advice.
@@ -1121,6 +1398,8 @@ def sep_training(state, X, y, options, *, learn, log_bounds, rng, callback=None)
                 log_bounds=log_bounds,
                 callback=callback,
                 verbose=options["verbose"],
+                n_jobs=minibatch_jobs(options["n_jobs"], len(X)),
+                blas_threads=options["blas_threads"],
             )
     except LinAlgError as err:
         raise SEPBreakdownError(
@@ -1175,7 +1454,7 @@ class _StochasticFit:
         self.site_tau_, self.site_nu_ = state.lam, state.h
 
 
-# %% book/26_stochastic_ep.md, code cell 30
+# %% book/26_stochastic_ep.md, code cell 31
 class _StochasticPrediction:
     """StochasticEP's predictions under q (eq-sparse-predict)."""
 
@@ -1191,7 +1470,7 @@ class _StochasticPrediction:
         return self._state.predict_proba(X)
 
 
-# %% book/26_stochastic_ep.md, code cell 31
+# %% book/26_stochastic_ep.md, code cell 32
 class StochasticEP(_StochasticFit, _StochasticPrediction, GPClassifierBase):
     """Gaussian-process classifier by stochastic EP on the FITC prior (chapter 26).
 
@@ -1247,6 +1526,10 @@ class StochasticEP(_StochasticFit, _StochasticPrediction, GPClassifierBase):
         BLAS threads during fit (threadpoolctl); None leaves BLAS as it is configured.
         The minibatch products are small (M x B), where threads cost more than they
         gain.
+    n_jobs : int >= 1, -1 or None, default None
+        Processes: J consecutive minibatches at a time are computed at the same state,
+        J - 1 of them in worker processes (sec-sep-processes). None is min(2, available
+        cores), -1 all of them; fits on fewer than 5000 points run in one process.
     verbose : bool, default False
         A tqdm progress bar over the budget.
     multi_class : {"one_vs_rest", "one_vs_one"}, default "one_vs_one"
@@ -1284,6 +1567,7 @@ class StochasticEP(_StochasticFit, _StochasticPrediction, GPClassifierBase):
         tol=0.05,
         random_state=None,
         blas_threads=1,
+        n_jobs=None,
         verbose=False,
         multi_class="one_vs_one",
     ):
@@ -1305,11 +1589,12 @@ class StochasticEP(_StochasticFit, _StochasticPrediction, GPClassifierBase):
         self.tol = tol
         self.random_state = random_state
         self.blas_threads = blas_threads
+        self.n_jobs = n_jobs
         self.verbose = verbose
         self.multi_class = multi_class
 
 
-# %% book/26_stochastic_ep.md, code cell 37
+# %% book/26_stochastic_ep.md, code cell 38
 POWER_NODES = 48  # K of eq-pep-quad: 2 K + 1 nodes
 POWER_BLOCK = 2048  # points per block of the quadrature, one block per thread
 
@@ -1384,7 +1669,7 @@ class PowerSites:
         return power_log_Z(self.likelihood, y, mu, var + self.d, self.alpha)
 
 
-# %% book/26_stochastic_ep.md, code cell 39
+# %% book/26_stochastic_ep.md, code cell 40
 class PowerCavities(NamedTuple):
     """q of power EP in v, its marginals of g_i, the cavities (eq-pep-cavity) and the
     tilted derivatives (eq-pep-tilted).
@@ -1565,7 +1850,7 @@ def power_gradient(kernel, X, Z, prior, nu, tau, alpha, cav):
     return d_theta, d_Z
 
 
-# %% book/26_stochastic_ep.md, code cell 40
+# %% book/26_stochastic_ep.md, code cell 41
 def fit_power_ep(kernel, X, y, likelihood, Z, alpha, nu, tau, tol, max_iter):
     """Power EP at (kernel, Z) from the sites (nu, tau): chapter 25's FITCFit, sites and
     cavities in g_i, and the PowerCavities.
@@ -1739,7 +2024,7 @@ register_chapter_26(
 )
 
 
-# %% book/26_stochastic_ep.md, code cell 44
+# %% book/26_stochastic_ep.md, code cell 45
 FINAL_EP_PASSES = 20  # passes kept for the EP run after the "adam" search
 
 
