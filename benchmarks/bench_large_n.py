@@ -61,8 +61,8 @@ Systems (every setting is stored in each record under ``settings``):
   with one tied site on the FITC prior in whitened coordinates, M inducing inputs started at
   k-means++ centres of 5,000 random training inputs, minibatches of 1,000, Adam on the kernel
   hyperparameters (rate 0.05) and the inducing inputs (0.01), both decaying to 10 % over the
-  budget, one BLAS thread (its default) in each of ``--threads`` processes (two, its default on
-  two cores), float64, probit likelihood; the same kernel and start
+  budget, one BLAS thread (its default) in one process (``n_jobs=1``: the method on one core
+  against the peers' two threads), float64, probit likelihood; the same kernel and start
   as the peers. ``ours-sep-iso``: the same with one length scale for all inputs. They run in
   the project's own environment (``--ours-python``, default ``.venv/bin/python`` when it
   exists), the peers in theirs: each system with the numpy and BLAS it is installed with.
@@ -579,14 +579,14 @@ OURS = {
     "dtype": "float64",
     "likelihood": "probit, Phi(f)",
     "blas_threads": 1,
-    "n_jobs": "--threads: minibatches two at a time in two processes by default "
-    "(StochasticEP's default on two cores), one process with --threads 1",
+    "n_jobs": 1,
     "objective": "EP's log marginal likelihood, gradient at fixed sites",
 }
 
 
-def train_ours(X, y, budget, M, seed, checkpoint, kernel):
-    """gpc_literate's StochasticEP with ``kernel``, for the budget or for checkpoint.epochs."""
+def train_ours(X, y, budget, M, seed, checkpoint, kernel, n_jobs=1):
+    """gpc_literate's StochasticEP with ``kernel`` on ``n_jobs`` processes, for the budget or
+    for checkpoint.epochs."""
     from gpc_literate.stochastic_ep import StochasticEP
 
     if checkpoint.epochs is None:  # a time budget (and StochasticEP's 100 epochs)
@@ -598,7 +598,7 @@ def train_ours(X, y, budget, M, seed, checkpoint, kernel):
         n_inducing=M,
         batch_size=BATCH_SIZE,
         random_state=seed,
-        n_jobs=THREADS,
+        n_jobs=n_jobs,
         **limits,
     )
 
@@ -660,6 +660,7 @@ def train_ours_sep_iso(X, y, X_test, y_test, budget, M, seed, checkpoint):
     distributions=("gpc_literate", "scikit-learn", "threadpoolctl"),
     settings={
         **OURS,
+        "n_jobs": "--threads: two processes (StochasticEP's default on two cores)",
         "kernel": "StochasticEP's default: ard_default_kernel(X), ARD, length scales "
         "sqrt(d) times each input's standard deviation, variance 1",
     },
@@ -667,7 +668,7 @@ def train_ours_sep_iso(X, y, X_test, y_test, budget, M, seed, checkpoint):
 )
 def train_ours_sep_defaults(X, y, X_test, y_test, budget, M, seed, checkpoint):
     """Stochastic EP as a user gets it: every default but M, the budget and the seed."""
-    return train_ours(X, y, budget, M, seed, checkpoint, None)
+    return train_ours(X, y, budget, M, seed, checkpoint, None, n_jobs=THREADS)
 
 
 SPARSE = {
