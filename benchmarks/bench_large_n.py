@@ -94,7 +94,10 @@ records of the same configuration in ``results/large_n.json``.
 
 Each configuration (system, data set, n, M, budget or epochs, seed, threads) runs in its own
 subprocess (``sys.executable``), one at a time, so that its peak resident memory (``ru_maxrss``
-of the child, in MB; it includes the library imports and the data) is its own. Records are
+of the child, in MB; it includes the library imports and the data) is its own. The worker
+process of ``ours-sep-defaults`` (``n_jobs`` = 2) is not in it: forked, it shares the data and
+the libraries with the child, and its own memory is its minibatches' arrays (37 MB of private
+memory at n = 10^6, read once from /proc/<pid>/smaps_rollup during a run). Records are
 written to ``--out`` (default ``results/large_n.json``), and the per-point test NLP of each
 run's final predictions (float32, for differences paired over the test points) to
 ``<out stem>_points/<run id>.npz`` beside it (``points_file`` in the record):

@@ -27,6 +27,7 @@ import contextlib
 import copy
 import multiprocessing
 import os
+import signal
 import time
 import warnings
 from concurrent.futures import ThreadPoolExecutor
@@ -944,7 +945,9 @@ class RunRecord(_RunBookkeeping):
 # %% book/26_stochastic_ep.md, code cell 26
 def _minibatch_worker(conn, X, y, blas_threads):
     """A worker of MinibatchWorkers: (state, rows, with_gradient, damping) in,
-    minibatch_sums (or its LinAlgError) out, until None or a closed pipe."""
+    minibatch_sums (or the exception it raised) out, until None or a closed pipe;
+    an interrupt is left to the main process, which ends the workers."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     with blas_limit(blas_threads):
         while True:
             try:
@@ -958,7 +961,7 @@ def _minibatch_worker(conn, X, y, blas_threads):
                 work = minibatch_sums(
                     state, X, y, rows, np.arange(len(rows)), with_gradient, damping
                 )
-            except LinAlgError as err:
+            except Exception as err:  # sent back, raised there
                 work = err
             conn.send(work)
 
@@ -1009,8 +1012,25 @@ class MinibatchWorkers:
         self.conns[k].send((light, rows, with_gradient, damping))
 
     def receive(self, k):
-        """Worker k's MinibatchSums, or the LinAlgError it raised."""
-        return self.conns[k].recv()
+        """Worker k's MinibatchSums, or the LinAlgError it raised.
+
+        Raises
+        ------
+        Exception
+            Any other exception the worker raised.
+        RuntimeError
+            When the worker has ended.
+        """
+        try:
+            work = self.conns[k].recv()
+        except EOFError:
+            raise RuntimeError(
+                "a worker process of StochasticEP ended unexpectedly (out of memory?); "
+                "fit with n_jobs=1 to run in one process"
+            ) from None
+        if isinstance(work, Exception) and not isinstance(work, LinAlgError):
+            raise work
+        return work
 
     def __exit__(self, *exc_info):
         for conn in self.conns:
@@ -1239,7 +1259,9 @@ PARALLEL_FROM_N = 5000  # fits on fewer training points run in one process
 def minibatch_jobs(n_jobs, n):
     """The processes J of a fit on n points (sec-sep-processes): ``n_jobs``, None for
     min(2, available cores) and -1 for all of them; but one below PARALLEL_FROM_N
-    points, and in a daemonic process (a pool's worker), which cannot start processes.
+    points, and in a process that multiprocessing started (a worker of joblib, as in
+    GridSearchCV(n_jobs=...), of a multiprocessing pool or of Dask), whose caller
+    already shares out the cores.
 
     Parameters
     ----------
@@ -1250,7 +1272,7 @@ def minibatch_jobs(n_jobs, n):
     -------
     int
     """
-    if n < PARALLEL_FROM_N or multiprocessing.current_process().daemon:
+    if n < PARALLEL_FROM_N or multiprocessing.parent_process() is not None:
         return 1
     if hasattr(os, "sched_getaffinity"):
         cores = len(os.sched_getaffinity(0))
@@ -1529,7 +1551,8 @@ class StochasticEP(_StochasticFit, _StochasticPrediction, GPClassifierBase):
     n_jobs : int >= 1, -1 or None, default None
         Processes: J consecutive minibatches at a time are computed at the same state,
         J - 1 of them in worker processes (sec-sep-processes). None is min(2, available
-        cores), -1 all of them; fits on fewer than 5000 points run in one process.
+        cores), -1 all of them. Fits on fewer than 5000 points run in one process, and
+        so do fits in a worker of a process pool (GridSearchCV(n_jobs=...), Dask).
     verbose : bool, default False
         A tqdm progress bar over the budget.
     multi_class : {"one_vs_rest", "one_vs_one"}, default "one_vs_one"

@@ -397,6 +397,19 @@ def test_a_worker_sends_a_failed_factorisation_back():
         assert isinstance(workers.receive(0), np.linalg.LinAlgError)
 
 
+def test_a_worker_error_is_raised_here_and_a_lost_worker_named():
+    Xs, ys = twonorm(100, 5, seed=5)
+    state = SEPState(KERNEL, Probit(1.0), Xs[:10], len(Xs), "tied")
+    with MinibatchWorkers(1, Xs, ys) as workers:
+        workers.send(0, state, np.array([0, 1, 10**6]), False, 1.0)  # a row not there
+        with pytest.raises(IndexError):
+            workers.receive(0)
+        workers.procs[0].kill()
+        workers.procs[0].join()
+        with pytest.raises(RuntimeError, match="n_jobs=1"):
+            workers.receive(0)
+
+
 def test_the_number_of_processes():
     big = PARALLEL_FROM_N
     assert minibatch_jobs(None, big - 1) == 1
@@ -404,6 +417,19 @@ def test_the_number_of_processes():
     assert minibatch_jobs(3, big) == 3
     assert 1 <= minibatch_jobs(None, big) <= 2
     assert minibatch_jobs(-1, big) >= 1
+
+
+def _jobs_in_a_pool_worker(n):
+    return minibatch_jobs(2, n)
+
+
+def test_a_fit_in_a_pool_worker_runs_in_one_process():
+    from joblib import Parallel, delayed
+
+    jobs = Parallel(n_jobs=2)(
+        delayed(_jobs_in_a_pool_worker)(PARALLEL_FROM_N) for _ in "ab"
+    )
+    assert jobs == [1, 1]
 
 
 @pytest.mark.parametrize("sites", ["tied", "per-point"])
