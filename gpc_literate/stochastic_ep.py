@@ -1318,8 +1318,6 @@ def check_stochastic_options(est):
     search_box(est.hyperparameter_bounds, [])
     if est.blas_threads is not None:
         check_integer(est.blas_threads, "blas_threads", low=1)
-    if est.n_jobs is not None and est.n_jobs != -1:
-        check_integer(est.n_jobs, "n_jobs (None, -1 or at least 1)", low=1)
     check_bool(est.verbose, "verbose")
 
 
@@ -1437,6 +1435,8 @@ class _StochasticFit:
 
     def _validate_params(self):
         check_stochastic_options(self)
+        if self.n_jobs is not None and self.n_jobs != -1:
+            check_integer(self.n_jobs, "n_jobs (None, -1 or at least 1)", low=1)
 
     def _fit(self, X, y_pm, callback=None):
         if callback is not None and not callable(callback):
