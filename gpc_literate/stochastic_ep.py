@@ -33,6 +33,7 @@ import warnings
 from concurrent.futures import ThreadPoolExecutor
 from typing import NamedTuple
 
+import joblib
 import numpy as np
 from scipy.linalg import LinAlgError, cho_solve, cholesky, solve_triangular
 from scipy.special import logsumexp
@@ -1274,10 +1275,7 @@ def minibatch_jobs(n_jobs, n):
     """
     if n < PARALLEL_FROM_N or multiprocessing.parent_process() is not None:
         return 1
-    if hasattr(os, "sched_getaffinity"):
-        cores = len(os.sched_getaffinity(0))
-    else:
-        cores = os.cpu_count() or 1
+    cores = joblib.cpu_count()  # the cores this process may use (affinity, quotas)
     if n_jobs is None:
         return min(2, cores)
     return cores if n_jobs == -1 else int(n_jobs)
